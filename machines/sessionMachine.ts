@@ -1,0 +1,311 @@
+/**
+ * A session: queues user messages and runs one turn at a time (one writer per session),
+ * owns the historyMode actor, persists after each turn, and reports every event of its
+ * children outward. `accept` (durably append the user message) and `save` (meta and
+ * tracker) are provided by src/.
+ */
+import { assign, emit, enqueueActions, fromPromise, sendParent, sendTo, setup } from 'xstate';
+import type { SessionEvent } from '../src/events.js';
+import type { HistoryMode, HistoryView } from '../src/historyView.js';
+import type { MemoryHealth } from '../src/memoryTemplate.js';
+import type { PromptBase } from '../src/promptBuilder.js';
+import type { TrackerState } from '../src/reminderTracker.js';
+import { historyModeMachine, type ModeAnnouncement } from './historyModeMachine.js';
+import { turnMachine, type TurnOutput, type TurnStatics } from './turnMachine.js';
+
+export interface QueuedPrompt {
+  id: string;
+  text: string;
+}
+
+export interface SessionInput {
+  statics: TurnStatics;
+  /** Number of the last turn already in the log (0 for a new session). */
+  lastTurn: number;
+  history: HistoryView;
+  tracker: TrackerState;
+  calibration: number;
+  mode: HistoryMode;
+  pinned: HistoryMode | null;
+  health: MemoryHealth;
+  modelWrites: number;
+}
+
+export interface AcceptInput {
+  prompt: QueuedPrompt;
+  turn: number;
+}
+export interface AcceptOutput {
+  history: HistoryView;
+}
+export interface SaveInput {
+  turn: number;
+  output: TurnOutput;
+  mode: HistoryMode;
+  pinned: HistoryMode | null;
+  modelWrites: number;
+}
+export interface SaveOutput {
+  /** The log's view after the turn, including anything an aborted actor saved. */
+  history: HistoryView;
+}
+
+export interface SessionContext extends SessionInput {
+  turn: number;
+  queue: QueuedPrompt[];
+  current: QueuedPrompt | null;
+  base: PromptBase | null;
+  last: TurnOutput | null;
+  abortRequested: boolean;
+}
+
+export type SessionMachineEvent =
+  | { type: 'PROMPT'; prompt: QueuedPrompt }
+  | { type: 'ABORT' }
+  | { type: 'SET_MODE'; mode: HistoryMode | 'auto' }
+  | { type: 'TURN_EVENT'; event: SessionEvent }
+  | ({ type: 'MODE' } & Omit<ModeAnnouncement, 'type'>);
+
+/** The turn as a child of the session: its reports go to the session. */
+export const childTurn = turnMachine.provide({
+  actions: { report: sendParent((_, event: SessionEvent) => ({ type: 'TURN_EVENT', event })) },
+});
+
+/** The history-mode actor as a child of the session: its announcements go to the session. */
+export const childHistoryMode = historyModeMachine.provide({
+  actions: { announce: sendParent((_, a: ModeAnnouncement) => ({ type: 'MODE', mode: a.mode, pinned: a.pinned })) },
+});
+
+function abortedOutput(context: SessionContext): TurnOutput {
+  return {
+    status: 'aborted',
+    text: '',
+    error: null,
+    requests: 0,
+    history: context.history,
+    tracker: context.tracker,
+    calibration: context.calibration,
+    base: context.base,
+  };
+}
+
+export const sessionMachine = setup({
+  types: {
+    context: {} as SessionContext,
+    input: {} as SessionInput,
+    events: {} as SessionMachineEvent,
+    emitted: {} as SessionEvent,
+  },
+  actors: {
+    accept: fromPromise<AcceptOutput, AcceptInput>(async () => {
+      throw new Error("session machine: actor 'accept' was not provided");
+    }),
+    save: fromPromise<SaveOutput, SaveInput>(async () => {
+      throw new Error("session machine: actor 'save' was not provided");
+    }),
+    turn: childTurn,
+    historyMode: childHistoryMode,
+  },
+  actions: {
+    report: emit((_, event: SessionEvent) => event),
+    dropQueue: enqueueActions(({ context, enqueue }) => {
+      for (const prompt of context.queue) enqueue.emit({ type: 'prompt_dropped', promptId: prompt.id, text: prompt.text });
+      enqueue.assign({ queue: [] });
+    }),
+    takeMode: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'MODE') return;
+      if (event.mode !== context.mode) enqueue.emit({ type: 'mode_changed', from: context.mode, to: event.mode, pinned: event.pinned });
+      enqueue.assign({ mode: event.mode, pinned: event.pinned ? event.mode : null });
+    }),
+    reportTurnStart: emit(({ context }) => ({
+      type: 'turn_start' as const,
+      turn: context.turn,
+      promptId: context.current!.id,
+      text: context.current!.text,
+    })),
+    reportTurnEnd: emit(({ context }) => turnEnd(context)),
+  },
+  guards: {
+    hasQueued: ({ context }) => context.queue.length > 0,
+    abortRequested: ({ context }) => context.abortRequested,
+  },
+}).createMachine({
+  id: 'session',
+  context: ({ input }) => ({
+    ...input,
+    turn: input.lastTurn,
+    queue: [],
+    current: null,
+    base: null,
+    last: null,
+    abortRequested: false,
+  }),
+  invoke: {
+    id: 'historyMode',
+    src: 'historyMode',
+    input: ({ context }) => ({ restored: context.mode, pinned: context.pinned, health: context.health, modelWrites: context.modelWrites }),
+  },
+  on: {
+    PROMPT: { actions: assign({ queue: ({ context, event }) => [...context.queue, event.prompt] }) },
+    ABORT: { actions: 'dropQueue' },
+    SET_MODE: {
+      actions: sendTo('historyMode', ({ event }) =>
+        event.mode === 'auto' ? { type: 'UNPIN' as const } : { type: 'PIN' as const, mode: event.mode },
+      ),
+    },
+    MODE: { actions: 'takeMode' },
+  },
+  initial: 'idle',
+  states: {
+    idle: {
+      always: { guard: 'hasQueued', target: 'accepting' },
+    },
+    accepting: {
+      entry: [
+        assign(({ context }) => ({
+          current: context.queue[0]!,
+          queue: context.queue.slice(1),
+          turn: context.turn + 1,
+          abortRequested: false,
+        })),
+        'reportTurnStart',
+      ],
+      on: {
+        ABORT: { actions: ['dropQueue', assign({ abortRequested: true })] },
+      },
+      invoke: {
+        id: 'accept',
+        src: 'accept',
+        input: ({ context }) => ({ prompt: context.current!, turn: context.turn }),
+        onDone: [
+          {
+            guard: 'abortRequested',
+            target: 'saving',
+            actions: assign(({ context, event }) => ({
+              history: event.output.history,
+              last: abortedOutput({ ...context, history: event.output.history }),
+            })),
+          },
+          { target: 'running', actions: assign({ history: ({ event }) => event.output.history }) },
+        ],
+        onError: {
+          target: 'idle',
+          actions: [
+            {
+              type: 'report',
+              params: ({ context, event }) => ({
+                type: 'error',
+                turn: context.turn,
+                error: { kind: 'storage', message: `could not save the message: ${errorMessage(event.error)}`, retryable: false },
+                fatal: true,
+              }),
+            },
+            {
+              type: 'report',
+              params: ({ context, event }) => ({
+                type: 'turn_end',
+                turn: context.turn,
+                promptId: context.current!.id,
+                status: 'failed',
+                text: '',
+                requests: 0,
+                error: { kind: 'storage', message: errorMessage(event.error), retryable: false },
+              }),
+            },
+            // The message never reached the log: this turn number is free again.
+            assign(({ context }) => ({ turn: context.turn - 1, current: null })),
+          ],
+        },
+      },
+    },
+    running: {
+      on: {
+        ABORT: { actions: ['dropQueue', sendTo('turn', { type: 'ABORT' })] },
+        TURN_EVENT: {
+          actions: enqueueActions(({ context, event, enqueue }) => {
+            const reported = event.event;
+            if (reported.type === 'memory_updated') {
+              const modelWrites = context.modelWrites + 1;
+              enqueue.assign({ modelWrites, health: reported.health });
+              enqueue.sendTo('historyMode', { type: 'EVALUATE', health: reported.health, modelWrites });
+            }
+            enqueue({ type: 'report', params: reported });
+          }),
+        },
+        MODE: { actions: ['takeMode', sendTo('turn', ({ event }) => ({ type: 'MODE_CHANGED' as const, mode: event.mode }))] },
+      },
+      invoke: {
+        id: 'turn',
+        src: 'turn',
+        input: ({ context }) => ({
+          statics: context.statics,
+          turn: context.turn,
+          history: context.history,
+          mode: context.mode,
+          tracker: context.tracker,
+          calibration: context.calibration,
+          base: context.base,
+        }),
+        onDone: {
+          target: 'saving',
+          actions: assign(({ event }) => ({
+            last: event.output,
+            history: event.output.history,
+            tracker: event.output.tracker,
+            calibration: event.output.calibration,
+            base: event.output.base,
+          })),
+        },
+      },
+    },
+    saving: {
+      invoke: {
+        id: 'save',
+        src: 'save',
+        input: ({ context }) => ({
+          turn: context.turn,
+          output: context.last!,
+          mode: context.mode,
+          pinned: context.pinned,
+          modelWrites: context.modelWrites,
+        }),
+        onDone: {
+          target: 'idle',
+          actions: [assign({ history: ({ event }) => event.output.history }), 'reportTurnEnd'],
+        },
+        onError: {
+          target: 'idle',
+          actions: [
+            {
+              type: 'report',
+              params: ({ context, event }) => ({
+                type: 'error',
+                turn: context.turn,
+                error: { kind: 'storage', message: `could not save the session: ${errorMessage(event.error)}`, retryable: false },
+                fatal: false,
+              }),
+            },
+            'reportTurnEnd',
+          ],
+        },
+      },
+    },
+  },
+});
+
+function turnEnd(context: SessionContext): SessionEvent {
+  const last = context.last!;
+  return {
+    type: 'turn_end',
+    turn: context.turn,
+    promptId: context.current!.id,
+    status: last.status,
+    text: last.text,
+    requests: last.requests,
+    ...(last.error ? { error: last.error } : {}),
+  };
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

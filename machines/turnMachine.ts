@@ -1,0 +1,536 @@
+/**
+ * One user message → one finished answer. Each pass loadMemory → checkReminder →
+ * maybeCompact → buildPrompt → stream is one LLM request; tool calls loop back through
+ * runTools → markUpdated. The compaction check runs before every request, also inside
+ * long tool loops. Pure: memoryStore, compactor, llm and toolRunner are provided by src/.
+ */
+import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
+import type { CompactionReason, SessionEvent, TurnStatus } from '../src/events.js';
+import { injectedRange, type HistoryMode, type HistoryView } from '../src/historyView.js';
+import { toTurnError, type LLMUsage, type TurnError } from '../src/llm.js';
+import type { AssistantMessage, ToolCall } from '../src/messages.js';
+import { buildPrompt, estimateWithoutTail, promptBase, percentOf, type BuiltPrompt, type PromptBase } from '../src/promptBuilder.js';
+import { checkRound, markUpdated, remindNextRequest, type ReminderDue, type TrackerState } from '../src/reminderTracker.js';
+import { retryDelay, type TurnSettings } from '../src/settings.js';
+import type { TokenCounter } from '../src/tokens.js';
+import type { ToolSpec } from '../src/tool.js';
+import type { MemorySnapshot } from '../src/workingMemory.js';
+
+/** Room kept for <context_meta> and a reminder when checking the threshold. */
+export const TAIL_ALLOWANCE = 400;
+/** An overflow from the server means our estimate was wrong: compact well below the line. */
+const OVERFLOW_BUDGET_SHARE = 0.6;
+
+/** What stays the same for every turn of a session. */
+export interface TurnStatics {
+  sessionId: string;
+  systemPrompt: string;
+  tools: readonly ToolSpec[];
+  counter: TokenCounter;
+  settings: TurnSettings;
+}
+
+export interface TurnInput {
+  statics: TurnStatics;
+  turn: number;
+  history: HistoryView;
+  mode: HistoryMode;
+  tracker: TrackerState;
+  calibration: number;
+  base: PromptBase | null;
+}
+
+export interface TurnOutput {
+  status: TurnStatus;
+  text: string;
+  error: TurnError | null;
+  requests: number;
+  history: HistoryView;
+  tracker: TrackerState;
+  calibration: number;
+  base: PromptBase | null;
+}
+
+export interface CompactorInput {
+  history: HistoryView;
+  /** The range the next request would carry. */
+  range: [number, number];
+  turn: number;
+  request: number;
+  reason: CompactionReason;
+  /** Tokens the carried history may have after compaction. */
+  budget: number;
+  /** Tokens of the request besides the history (system, memory, tools, tail allowance). */
+  fixedTokens: number;
+  keepRecentTurns: number;
+}
+export interface CompactorOutput {
+  history: HistoryView;
+  replaced: number;
+  files: string[];
+  tokensBefore: number;
+  tokensAfter: number;
+}
+
+export interface LlmInput {
+  prompt: BuiltPrompt;
+  turn: number;
+  request: number;
+  maxOutputTokens: number;
+}
+export interface LlmOutput {
+  history: HistoryView;
+  message: AssistantMessage;
+  usage: LLMUsage | null;
+  finishReason: string;
+}
+
+export interface ToolRunnerInput {
+  calls: ToolCall[];
+  turn: number;
+  request: number;
+  history: HistoryView;
+}
+export interface OverviewWrite {
+  at: number;
+  path: string;
+  bytes: number;
+  warning?: string;
+  memory: MemorySnapshot;
+}
+export interface ToolRunnerOutput {
+  history: HistoryView;
+  /** Set when a tool wrote overview.md successfully. */
+  overviewWrite: OverviewWrite | null;
+  /** compact_history ran: the next request carries a reminder. */
+  compacted: boolean;
+}
+
+export interface MemoryStoreInput {
+  tracker: TrackerState;
+}
+
+export interface TurnContext extends Omit<TurnInput, 'statics'> {
+  statics: TurnStatics;
+  request: number;
+  memory: MemorySnapshot | null;
+  reminder: ReminderDue | null;
+  prompt: BuiltPrompt | null;
+  toolCalls: ToolCall[];
+  overviewWrite: OverviewWrite | null;
+  compactedThisRequest: boolean;
+  compactReason: CompactionReason;
+  overflowRetried: boolean;
+  retries: number;
+  retryDelayMs: number;
+  text: string;
+  status: TurnStatus | 'running';
+  error: TurnError | null;
+}
+
+export type TurnEvent = { type: 'ABORT' } | { type: 'MODE_CHANGED'; mode: HistoryMode };
+
+function notProvided(name: string): never {
+  throw new Error(`turn machine: actor '${name}' was not provided (use turnMachine.provide({ actors: { ${name} } }))`);
+}
+
+function rangeOf(context: TurnContext): [number, number] {
+  const { settings } = context.statics;
+  return injectedRange(context.history, context.mode, context.turn, settings.hybridRecent);
+}
+
+function estimate(context: TurnContext): number {
+  return estimateWithoutTail(context.base!, context.history, rangeOf(context), context.calibration) + TAIL_ALLOWANCE;
+}
+
+function thresholdTokens(settings: TurnSettings): number {
+  return Math.floor(settings.fallbackThreshold * settings.contextWindow);
+}
+
+export const turnMachine = setup({
+  types: {
+    context: {} as TurnContext,
+    input: {} as TurnInput,
+    output: {} as TurnOutput,
+    events: {} as TurnEvent,
+    emitted: {} as SessionEvent,
+  },
+  actors: {
+    memoryStore: fromPromise<MemorySnapshot, MemoryStoreInput>(async () => notProvided('memoryStore')),
+    compactor: fromPromise<CompactorOutput, CompactorInput>(async () => notProvided('compactor')),
+    llm: fromPromise<LlmOutput, LlmInput>(async () => notProvided('llm')),
+    toolRunner: fromPromise<ToolRunnerOutput, ToolRunnerInput>(async () => notProvided('toolRunner')),
+  },
+  actions: {
+    takeResponse: assign(({ context, event }) => {
+      // Only ever attached to the llm invoke's onDone, whose event carries the actor output.
+      const output = (event as unknown as { output: LlmOutput }).output;
+      return {
+        history: output.history,
+        text: output.message.content ?? '',
+        toolCalls: output.message.tool_calls ?? [],
+        calibration: output.usage ? output.usage.promptTokens - context.prompt!.tokens.counted : context.calibration,
+        error: null,
+      };
+    }),
+    /** Everything observable leaves through here; a parent machine overrides it to forward. */
+    report: emit((_, event: SessionEvent) => event),
+  },
+  guards: {
+    overThreshold: ({ context }) => !context.compactedThisRequest && estimate(context) >= thresholdTokens(context.statics.settings),
+    exceedsWindow: ({ context }) =>
+      context.prompt!.tokens.total + context.statics.settings.reserveOutputTokens > context.statics.settings.contextWindow,
+    hasToolCalls: ({ context }) => context.toolCalls.length > 0,
+    overflowNotYetRetried: ({ context, event }) =>
+      !context.overflowRetried && toTurnError((event as { error?: unknown }).error).kind === 'overflow',
+    retryable: ({ context, event }) =>
+      toTurnError((event as { error?: unknown }).error).retryable && context.retries < context.statics.settings.retry.maxRetries,
+    requestLimitReached: ({ context }) => context.request >= context.statics.settings.maxRequestsPerTurn,
+  },
+  delays: {
+    retryBackoff: ({ context }) => context.retryDelayMs,
+  },
+}).createMachine({
+  id: 'turn',
+  context: ({ input }) => ({
+    ...input,
+    request: 0,
+    memory: null,
+    reminder: null,
+    prompt: null,
+    toolCalls: [],
+    overviewWrite: null,
+    compactedThisRequest: false,
+    compactReason: 'fallback',
+    overflowRetried: false,
+    retries: 0,
+    retryDelayMs: 0,
+    text: '',
+    status: 'running',
+    error: null,
+  }),
+  initial: 'loadMemory',
+  on: {
+    ABORT: { target: '.aborted' },
+    MODE_CHANGED: { actions: assign({ mode: ({ event }) => event.mode }) },
+  },
+  states: {
+    loadMemory: {
+      invoke: {
+        id: 'memoryStore',
+        src: 'memoryStore',
+        input: ({ context }) => ({ tracker: context.tracker }),
+        onDone: {
+          target: 'checkReminder',
+          actions: [
+            assign(({ context, event }) => ({
+              memory: event.output,
+              base:
+                context.base?.memoryVersion === event.output.version
+                  ? context.base
+                  : promptBase(context.statics.systemPrompt, event.output, context.statics.tools, context.statics.counter),
+            })),
+            {
+              type: 'report',
+              params: ({ context }) => ({
+                type: 'memory_loaded',
+                turn: context.turn,
+                request: context.request + 1,
+                version: context.memory!.version,
+                bytes: context.memory!.bytes,
+                detailFiles: context.memory!.detail.length,
+              }),
+            },
+          ],
+        },
+        onError: {
+          target: 'failed',
+          actions: assign({ error: ({ event }) => toTurnError(event.error, 'memory') }),
+        },
+      },
+    },
+    checkReminder: {
+      entry: [
+        assign(({ context }) => {
+          const tokensPercent = percentOf(estimate(context), context.statics.settings.contextWindow);
+          const { state, due } = checkRound(context.tracker, tokensPercent, context.statics.settings.reminder);
+          return {
+            request: context.request + 1,
+            tracker: state,
+            reminder: due,
+            compactedThisRequest: false,
+            overflowRetried: false,
+            retries: 0,
+          };
+        }),
+        enqueueActions(({ context, enqueue }) => {
+          const due = context.reminder;
+          if (due) enqueue({ type: 'report', params: { type: 'reminder', turn: context.turn, request: context.request, ...due } });
+        }),
+      ],
+      always: 'maybeCompact',
+    },
+    maybeCompact: {
+      always: [
+        { guard: 'overThreshold', target: 'compacting', actions: assign({ compactReason: 'fallback' as const }) },
+        { target: 'buildPrompt' },
+      ],
+    },
+    compacting: {
+      entry: {
+        type: 'report',
+        params: ({ context }) => ({
+          type: 'compaction_start',
+          turn: context.turn,
+          request: context.request,
+          reason: context.compactReason,
+          tokensBefore: estimate(context),
+        }),
+      },
+      invoke: {
+        id: 'compactor',
+        src: 'compactor',
+        input: ({ context }) => {
+          const { settings } = context.statics;
+          const fixed = context.base!.tokens + context.calibration + TAIL_ALLOWANCE;
+          const share = context.compactReason === 'overflow' ? OVERFLOW_BUDGET_SHARE : 1;
+          return {
+            history: context.history,
+            range: rangeOf(context),
+            turn: context.turn,
+            request: context.request,
+            reason: context.compactReason,
+            budget: Math.max(0, Math.floor(thresholdTokens(settings) * share) - fixed - 1),
+            fixedTokens: fixed,
+            keepRecentTurns: settings.keepRecentTurns,
+          };
+        },
+        onDone: {
+          target: 'maybeCompact',
+          actions: [
+            assign(({ context, event }) => ({
+              history: event.output.history,
+              compactedThisRequest: true,
+              tracker: event.output.replaced > 0 ? remindNextRequest(context.tracker) : context.tracker,
+            })),
+            {
+              type: 'report',
+              params: ({ context, event }) => ({
+                type: 'compaction_end',
+                turn: context.turn,
+                request: context.request,
+                reason: context.compactReason,
+                tokensBefore: event.output.tokensBefore,
+                tokensAfter: event.output.tokensAfter,
+                replaced: event.output.replaced,
+                files: event.output.files,
+              }),
+            },
+          ],
+        },
+        onError: {
+          // A failed compaction is not fatal: the request may still fit; buildPrompt checks the window.
+          target: 'buildPrompt',
+          actions: [
+            assign({ compactedThisRequest: true }),
+            {
+              type: 'report',
+              params: ({ context, event }) => ({
+                type: 'error',
+                turn: context.turn,
+                request: context.request,
+                error: toTurnError(event.error),
+                fatal: false,
+              }),
+            },
+          ],
+        },
+      },
+    },
+    buildPrompt: {
+      entry: [
+        assign(({ context }) => ({
+          prompt: buildPrompt({
+            base: context.base!,
+            tools: context.statics.tools,
+            history: context.history,
+            range: rangeOf(context),
+            calibration: context.calibration,
+            window: context.statics.settings.contextWindow,
+            reminder: context.reminder,
+            language: context.statics.settings.language,
+            counter: context.statics.counter,
+          }),
+        })),
+        {
+          type: 'report',
+          params: ({ context }) => ({
+            type: 'prompt_built',
+            turn: context.turn,
+            request: context.request,
+            mode: context.mode,
+            messages: context.prompt!.messages.length,
+            range: context.prompt!.range,
+            tokens: context.prompt!.tokens,
+          }),
+        },
+      ],
+      always: [
+        {
+          guard: 'exceedsWindow',
+          target: 'failed',
+          actions: assign(({ context }) => ({
+            error: {
+              kind: 'window' as const,
+              retryable: false,
+              message:
+                `the request needs ${context.prompt!.tokens.total} tokens + ${context.statics.settings.reserveOutputTokens} reserved for the answer, ` +
+                `more than the ${context.statics.settings.contextWindow}-token window, and nothing more can be compacted`,
+            },
+          })),
+        },
+        { target: 'stream' },
+      ],
+    },
+    stream: {
+      invoke: {
+        id: 'llm',
+        src: 'llm',
+        input: ({ context }) => ({
+          prompt: context.prompt!,
+          turn: context.turn,
+          request: context.request,
+          maxOutputTokens: context.statics.settings.reserveOutputTokens,
+        }),
+        onDone: [
+          {
+            guard: ({ event }) => (event.output.message.tool_calls?.length ?? 0) > 0,
+            target: 'runTools',
+            actions: 'takeResponse',
+          },
+          { target: 'done', actions: 'takeResponse' },
+        ],
+        onError: [
+          {
+            guard: 'overflowNotYetRetried',
+            target: 'compacting',
+            actions: assign({ overflowRetried: true, compactReason: 'overflow' as const, compactedThisRequest: false }),
+          },
+          {
+            guard: 'retryable',
+            target: 'retryWait',
+            actions: [
+              assign(({ context, event }) => {
+                const error = toTurnError(event.error);
+                const attempt = context.retries + 1;
+                return {
+                  retries: attempt,
+                  retryDelayMs: retryDelay(
+                    context.statics.settings.retry,
+                    attempt,
+                    error.retryAfterMs,
+                    context.turn * 1000 + context.request,
+                  ),
+                  error,
+                };
+              }),
+              {
+                type: 'report',
+                params: ({ context }) => ({
+                  type: 'retry',
+                  turn: context.turn,
+                  request: context.request,
+                  attempt: context.retries,
+                  delayMs: context.retryDelayMs,
+                  error: context.error!,
+                }),
+              },
+            ],
+          },
+          { target: 'failed', actions: assign({ error: ({ event }) => toTurnError(event.error) }) },
+        ],
+      },
+    },
+    retryWait: {
+      after: { retryBackoff: { target: 'stream', actions: assign({ error: null }) } },
+    },
+    runTools: {
+      invoke: {
+        id: 'toolRunner',
+        src: 'toolRunner',
+        input: ({ context }) => ({ calls: context.toolCalls, turn: context.turn, request: context.request, history: context.history }),
+        onDone: {
+          target: 'markUpdated',
+          actions: assign(({ context, event }) => ({
+            history: event.output.history,
+            overviewWrite: event.output.overviewWrite,
+            tracker: event.output.compacted ? remindNextRequest(context.tracker) : context.tracker,
+            toolCalls: [],
+          })),
+        },
+        onError: { target: 'failed', actions: assign({ error: ({ event }) => toTurnError(event.error, 'tool') }) },
+      },
+    },
+    markUpdated: {
+      entry: enqueueActions(({ context, enqueue }) => {
+        const write = context.overviewWrite;
+        if (!write) return;
+        enqueue.assign({ tracker: markUpdated(context.tracker, write.at), overviewWrite: null });
+        enqueue({
+          type: 'report',
+          params: {
+            type: 'memory_updated',
+            turn: context.turn,
+            request: context.request,
+            path: write.path,
+            bytes: write.bytes,
+            health: write.memory.health,
+            ...(write.warning ? { warning: write.warning } : {}),
+          },
+        });
+      }),
+      always: [
+        {
+          guard: 'requestLimitReached',
+          target: 'failed',
+          actions: assign(({ context }) => ({
+            error: {
+              kind: 'internal' as const,
+              retryable: false,
+              message: `stopped after ${context.request} model requests in one turn (maxRequestsPerTurn)`,
+            },
+          })),
+        },
+        { target: 'loadMemory' },
+      ],
+    },
+    done: { type: 'final', entry: assign({ status: 'done' as const }) },
+    failed: {
+      type: 'final',
+      entry: [
+        assign({ status: 'failed' as const }),
+        {
+          type: 'report',
+          params: ({ context }) => ({
+            type: 'error',
+            turn: context.turn,
+            request: context.request,
+            error: context.error ?? { kind: 'internal', message: 'turn failed', retryable: false },
+            fatal: true,
+          }),
+        },
+      ],
+    },
+    aborted: { type: 'final', entry: assign({ status: 'aborted' as const }) },
+  },
+  output: ({ context }) => ({
+    status: context.status === 'running' ? 'failed' : context.status,
+    text: context.text,
+    error: context.error,
+    requests: context.request,
+    history: context.history,
+    tracker: context.tracker,
+    calibration: context.calibration,
+    base: context.base,
+  }),
+});

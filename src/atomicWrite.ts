@@ -1,0 +1,48 @@
+/**
+ * Crash-safe small-file writes: a reader sees the old content or the new, never a torn
+ * mix. tmp file in the same directory + fsync + rename + fsync of the directory.
+ * Synchronous on purpose: for files of a few KB it is faster than the async path
+ * (0.4 ms vs 0.7 ms measured, see NOTES.md).
+ */
+import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+export const FILE_MODE = 0o600;
+export const DIR_MODE = 0o700;
+
+export function writeFileAtomic(path: string, data: string | Uint8Array): void {
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const fd = openSync(tmp, 'wx', FILE_MODE);
+  try {
+    try {
+      writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, path);
+  } catch (error) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* the tmp file is already gone */
+    }
+    throw error;
+  }
+  syncDir(dir);
+}
+
+/** fsync a directory so a rename or a new entry survives a crash. */
+export function syncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch {
+    // Some filesystems refuse fsync on directories; the rename is still atomic there.
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * The injected history is derived from messages.jsonl: messages in order, with each
+ * compaction entry replacing the items it names. The live session applies compactions
+ * through the same function, so resume derives exactly what the live session had.
+ */
+import { fromItems, type HistoryItem, type HistoryView } from './historyView.js';
+import type { CompactionEntry, LogEntry } from './messageLog.js';
+
+export interface DerivedHistory {
+  view: HistoryView;
+  lastTurn: number;
+  lastSeq: number;
+  messageCount: number;
+  /** Compaction entries that could not be applied (their anchors were damaged). */
+  problems: string[];
+}
+
+export function deriveHistory(entries: readonly LogEntry[]): DerivedHistory {
+  let items: HistoryItem[] = [];
+  const problems: string[] = [];
+  let lastTurn = 0;
+  let lastSeq = 0;
+  let messageCount = 0;
+  for (const entry of entries) {
+    lastSeq = Math.max(lastSeq, entry.seq);
+    lastTurn = Math.max(lastTurn, entry.turn);
+    if (entry.type === 'message') {
+      messageCount++;
+      items.push({ seq: entry.seq, turn: entry.turn, message: entry.message, tokens: entry.tokens });
+    } else if (entry.type === 'compaction') {
+      const result = applyCompaction(items, entry);
+      if (typeof result === 'string') problems.push(`compaction ${entry.seq}: ${result}`);
+      else items = result;
+    }
+  }
+  return { view: fromItems(items), lastTurn, lastSeq, messageCount, problems };
+}
+
+/** The items after `entry`, or why it cannot apply. Never mutates `items`. */
+export function applyCompaction(items: readonly HistoryItem[], entry: CompactionEntry): HistoryItem[] | string {
+  let next = items.slice();
+  if (entry.stubs?.length) {
+    const stubs = new Map(entry.stubs.map((s) => [s.seq, s]));
+    next = next.map((item) => {
+      const stub = stubs.get(item.seq);
+      return stub ? { ...item, message: { ...item.message, content: stub.content } as HistoryItem['message'], tokens: stub.tokens } : item;
+    });
+  }
+  if (entry.replaces) {
+    const { from, to, count } = entry.replaces;
+    const start = next.findIndex((item) => item.seq === from);
+    if (start < 0) return `replaced range starts at seq ${from}, which is not in the history`;
+    let end = start;
+    while (end < next.length && next[end]!.seq !== to) end++;
+    if (end >= next.length) return `replaced range ends at seq ${to}, which does not follow seq ${from}`;
+    if (end - start + 1 !== count) return `replaced range holds ${end - start + 1} items, the entry says ${count}`;
+    const note = entry.note ? [{ seq: entry.seq, turn: entry.turn, message: entry.note.message, tokens: entry.note.tokens }] : [];
+    next.splice(start, end - start + 1, ...note);
+  }
+  return next;
+}
+
+export function viewAfterCompaction(view: HistoryView, entry: CompactionEntry): HistoryView {
+  const result = applyCompaction(view.items.slice(0, view.length), entry);
+  if (typeof result === 'string') throw new Error(`compaction ${entry.seq} cannot apply: ${result}`);
+  return fromItems(result);
+}

@@ -1,0 +1,103 @@
+/**
+ * The injected view of the history, derived from messages.jsonl. A view is an immutable
+ * snapshot by convention: it reads items[0, length) of arrays that only ever grow at the
+ * tip, so appending is O(1), a view held by an older state stays valid, and the tokens
+ * of any range are one subtraction (`cum` holds prefix sums).
+ */
+import type { ChatMessage } from './messages.js';
+
+export interface HistoryItem {
+  /** The messages.jsonl entry this item comes from (a message, or a compaction note). */
+  readonly seq: number;
+  readonly turn: number;
+  readonly message: ChatMessage;
+  readonly tokens: number;
+}
+
+export interface HistoryView {
+  readonly items: readonly HistoryItem[];
+  /** cum[i] = tokens of items[0, i); cum.length >= length + 1. */
+  readonly cum: readonly number[];
+  readonly length: number;
+}
+
+export const EMPTY_HISTORY: HistoryView = fromItems([]);
+
+export function fromItems(items: readonly HistoryItem[]): HistoryView {
+  const cum = new Array<number>(items.length + 1);
+  cum[0] = 0;
+  for (let i = 0; i < items.length; i++) cum[i + 1] = cum[i]! + items[i]!.tokens;
+  return { items: items.slice(), cum, length: items.length };
+}
+
+export function appendItem(view: HistoryView, item: HistoryItem): HistoryView {
+  const items = view.items as HistoryItem[];
+  const cum = view.cum as number[];
+  if (items.length === view.length) {
+    items.push(item);
+    cum.push(cum[view.length]! + item.tokens);
+    return { items, cum, length: view.length + 1 };
+  }
+  // An older snapshot: copy rather than overwrite what a newer one already holds.
+  return fromItems([...items.slice(0, view.length), item]);
+}
+
+export function itemAt(view: HistoryView, index: number): HistoryItem {
+  if (index < 0 || index >= view.length) throw new RangeError(`history index ${index} out of range 0..${view.length - 1}`);
+  return view.items[index]!;
+}
+
+export function tokensBetween(view: HistoryView, from: number, to: number): number {
+  return view.cum[to]! - view.cum[from]!;
+}
+
+export function totalTokens(view: HistoryView): number {
+  return view.cum[view.length]!;
+}
+
+export function messagesBetween(view: HistoryView, from: number, to: number): ChatMessage[] {
+  const out = new Array<ChatMessage>(to - from);
+  for (let i = from; i < to; i++) out[i - from] = view.items[i]!.message;
+  return out;
+}
+
+/** Replace items[from, to) by `replacement` (or by nothing). */
+export function replaceRange(view: HistoryView, from: number, to: number, replacement: HistoryItem | null): HistoryView {
+  const items = view.items.slice(0, view.length);
+  items.splice(from, to - from, ...(replacement ? [replacement] : []));
+  return fromItems(items);
+}
+
+/** Replace single items (by seq) with new versions, e.g. tool outputs with stubs. */
+export function replaceItems(view: HistoryView, bySeq: ReadonlyMap<number, HistoryItem>): HistoryView {
+  return fromItems(view.items.slice(0, view.length).map((item) => bySeq.get(item.seq) ?? item));
+}
+
+export function indexOfSeq(view: HistoryView, seq: number): number {
+  for (let i = 0; i < view.length; i++) if (view.items[i]!.seq === seq) return i;
+  return -1;
+}
+
+/** Index of the first item of `turn`, scanning back from the tip (the active turn is short). */
+export function turnStartIndex(view: HistoryView, turn: number): number {
+  let i = view.length;
+  while (i > 0 && view.items[i - 1]!.turn >= turn) i--;
+  return i;
+}
+
+export type HistoryMode = 'phase1' | 'phase2' | 'hybrid';
+
+/**
+ * Which items a request carries: all of them (phase 1), the active turn only (phase 2),
+ * or the last `recent` messages and at least the active turn (hybrid). A range never
+ * starts on a tool result, so a tool call is never separated from its result.
+ */
+export function injectedRange(view: HistoryView, mode: HistoryMode, turn: number, recent: number): [number, number] {
+  const end = view.length;
+  if (mode === 'phase1') return [0, end];
+  const turnStart = turnStartIndex(view, turn);
+  if (mode === 'phase2') return [turnStart, end];
+  let start = Math.min(turnStart, Math.max(0, end - recent));
+  while (start > 0 && view.items[start]!.message.role === 'tool') start--;
+  return [start, end];
+}

@@ -1,0 +1,110 @@
+/**
+ * What workmem needs from a language model: one streaming completion per request.
+ * The OpenAI client, the in-process scripted model and any host's own adapter
+ * implement this; the turn machine owns retries, compaction and everything else.
+ */
+import type { AssistantMessage, ChatMessage } from './messages.js';
+import type { ToolSpec } from './tool.js';
+
+export interface LLMRequest {
+  messages: ChatMessage[];
+  tools: readonly ToolSpec[];
+  maxOutputTokens: number;
+}
+
+export interface LLMUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface LLMResponse {
+  message: AssistantMessage;
+  /** null when the server did not report usage; we count instead. */
+  usage: LLMUsage | null;
+  finishReason: string;
+}
+
+export interface LLMCallOptions {
+  signal: AbortSignal;
+  /** Streamed text as it arrives. */
+  onText(delta: string): void;
+}
+
+export interface LLM {
+  readonly model: string;
+  readonly contextWindow: number;
+  /** Tokens reserved for the answer: a request never exceeds window − this. */
+  readonly maxOutputTokens: number;
+  complete(request: LLMRequest, options: LLMCallOptions): Promise<LLMResponse>;
+  /** A one-shot, non-streaming completion for summaries; defaults to `complete`. */
+  summarize?(request: LLMRequest, options: { signal: AbortSignal }): Promise<LLMResponse>;
+}
+
+export type LLMErrorKind =
+  | 'overflow' // the prompt does not fit the model's context
+  | 'rate_limit'
+  | 'server'
+  | 'network'
+  | 'timeout'
+  | 'aborted'
+  | 'auth'
+  | 'bad_request'
+  | 'bad_response';
+
+const RETRYABLE: ReadonlySet<LLMErrorKind> = new Set(['rate_limit', 'server', 'network', 'timeout']);
+
+export class LLMError extends Error {
+  override name = 'LLMError';
+  readonly kind: LLMErrorKind;
+  readonly status: number | undefined;
+  /** From the server's retry-after header, when it sent one. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(kind: LLMErrorKind, message: string, options: { status?: number; retryAfterMs?: number; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.kind = kind;
+    this.status = options.status;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+
+  get retryable(): boolean {
+    return RETRYABLE.has(this.kind);
+  }
+}
+
+/** A plain, serialisable description of a failure, as carried in machine context and events. */
+export interface TurnError {
+  kind: LLMErrorKind | 'tool' | 'memory' | 'storage' | 'window' | 'internal';
+  message: string;
+  status?: number;
+  retryAfterMs?: number;
+  retryable: boolean;
+}
+
+export function toTurnError(error: unknown, fallbackKind: TurnError['kind'] = 'internal'): TurnError {
+  if (error instanceof LLMError) {
+    return {
+      kind: error.kind,
+      message: error.message,
+      retryable: error.retryable,
+      ...(error.status !== undefined ? { status: error.status } : {}),
+      ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
+    };
+  }
+  if (isTurnError(error)) return error;
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const kind = code === 'ENOSPC' || code === 'EACCES' || code === 'EROFS' || code === 'EDQUOT' ? 'storage' : fallbackKind;
+  return { kind, message: error instanceof Error ? error.message : String(error), retryable: false };
+}
+
+function isTurnError(value: unknown): value is TurnError {
+  const v = value as Partial<TurnError> | null;
+  return (
+    !!v &&
+    typeof v === 'object' &&
+    !(v instanceof Error) &&
+    typeof v.kind === 'string' &&
+    typeof v.message === 'string' &&
+    typeof v.retryable === 'boolean'
+  );
+}

@@ -1,0 +1,86 @@
+/**
+ * The llm actor: one streaming request to the model. Deltas go out as message_delta
+ * events; the finished message is appended (and synced) before message_end. On abort
+ * the text streamed so far is kept as an assistant message marked `stop: "aborted"`;
+ * a half-streamed tool call is dropped, never written.
+ */
+import type { LlmInput, LlmOutput } from '../machines/turnMachine.js';
+import type { SessionEvent } from './events.js';
+import { LLMError, type LLM } from './llm.js';
+import { ChatMessageSchema, type AssistantMessage } from './messages.js';
+import type { SessionFiles } from './sessionFiles.js';
+import type { TokenCounter } from './tokens.js';
+
+export interface LlmRequestDeps {
+  llm: LLM;
+  files: SessionFiles;
+  counter: TokenCounter;
+  emit(event: SessionEvent): void;
+}
+
+export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: LlmRequestDeps): Promise<LlmOutput> {
+  const { files, counter } = deps;
+  const base = { turn: input.turn, request: input.request };
+  let streamed = '';
+  let settled = false;
+
+  const keepStreamed = (): void => {
+    if (settled) return;
+    settled = true;
+    if (!streamed) return;
+    const message: AssistantMessage = { role: 'assistant', content: streamed };
+    const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true, stop: 'aborted' });
+    deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message, stop: 'aborted' });
+  };
+  signal.addEventListener('abort', keepStreamed, { once: true });
+
+  try {
+    const response = await deps.llm.complete(
+      { messages: input.prompt.messages, tools: input.prompt.tools, maxOutputTokens: input.maxOutputTokens },
+      {
+        signal,
+        onText: (delta) => {
+          if (settled || !delta) return;
+          streamed += delta;
+          deps.emit({ type: 'message_delta', ...base, delta });
+        },
+      },
+    );
+    if (settled) throw new LLMError('aborted', 'the request was aborted');
+    const message = checkedMessage(response.message);
+    settled = true;
+    const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
+    deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message });
+    return { history: files.history, message, usage: response.usage, finishReason: response.finishReason };
+  } finally {
+    settled = true;
+    signal.removeEventListener('abort', keepStreamed);
+  }
+}
+
+/** What we store must be a valid assistant message; tool calls get unique ids. */
+function checkedMessage(message: AssistantMessage): AssistantMessage {
+  const seen = new Set<string>();
+  const withIds = Array.isArray(message?.tool_calls)
+    ? {
+        ...message,
+        tool_calls: message.tool_calls.map((call, i) => {
+          let id = typeof call?.id === 'string' && call.id ? call.id : `call_${i}`;
+          while (seen.has(id)) id = `${id}_${i}`;
+          seen.add(id);
+          return { ...call, id };
+        }),
+      }
+    : message;
+  const parsed = ChatMessageSchema.safeParse(withIds);
+  if (!parsed.success || parsed.data.role !== 'assistant') {
+    throw new LLMError('bad_response', `the model's response is not a valid assistant message`);
+  }
+  const content = parsed.data.content ?? null;
+  const calls = parsed.data.tool_calls;
+  if (!calls?.length) {
+    if (!content) throw new LLMError('bad_response', 'the model returned an empty response (no text and no tool calls)');
+    return { role: 'assistant', content };
+  }
+  return { role: 'assistant', content, tool_calls: calls };
+}

@@ -1,0 +1,107 @@
+/**
+ * The reminder tracker of seed 000: counts LLM requests since the model last wrote
+ * overview.md and decides when to remind it. Pure functions over a small serialisable
+ * state, so the turn machine can run them in `assign` and the session can persist them.
+ */
+export interface ReminderConfig {
+  enabled: boolean;
+  /** Remind when more rounds than this have passed without an update. */
+  maxRounds: number;
+  /** No reminder before this many rounds. */
+  minRounds: number;
+  /** Remind early (after minRounds) when the context is fuller than this, in percent. */
+  tokenThreshold: number;
+}
+
+export const DEFAULT_REMINDER_CONFIG: ReminderConfig = { enabled: true, maxRounds: 5, minRounds: 3, tokenThreshold: 70 };
+
+export interface TrackerState {
+  /** LLM requests since the model last wrote overview.md. */
+  rounds: number;
+  /** Reminders shown since the last update that the model did not act on. */
+  ignored: number;
+  remindedSinceUpdate: boolean;
+  /** Set by compaction: remind on the very next request. */
+  forceNext: boolean;
+  reminders: number;
+  updates: number;
+  lastUpdateAt: number | null;
+}
+
+export const INITIAL_TRACKER: TrackerState = {
+  rounds: 0,
+  ignored: 0,
+  remindedSinceUpdate: false,
+  forceNext: false,
+  reminders: 0,
+  updates: 0,
+  lastUpdateAt: null,
+};
+
+export type ReminderLevel = 'gentle' | 'firm' | 'urgent';
+export type ReminderReason = 'rounds' | 'tokens' | 'compaction';
+
+export interface ReminderDue {
+  level: ReminderLevel;
+  reason: ReminderReason;
+  rounds: number;
+  tokensPercent: number;
+}
+
+const LEVELS: readonly ReminderLevel[] = ['gentle', 'firm', 'urgent'];
+/** Above this share of the window a reminder is one step stronger (seed 003, US-8). */
+const ESCALATE_ABOVE_PERCENT = 50;
+
+/** One LLM request is about to be made: count it and decide whether to remind. */
+export function checkRound(
+  state: TrackerState,
+  tokensPercent: number,
+  config: ReminderConfig,
+): { state: TrackerState; due: ReminderDue | null } {
+  const rounds = state.rounds + 1;
+  const counted = { ...state, rounds };
+  if (!config.enabled) return { state: counted, due: null };
+
+  let reason: ReminderReason | null = null;
+  if (state.forceNext) reason = 'compaction';
+  else if (rounds < config.minRounds) reason = null;
+  else if (rounds > config.maxRounds) reason = 'rounds';
+  else if (tokensPercent > config.tokenThreshold && rounds > config.minRounds) reason = 'tokens';
+  if (reason === null) return { state: counted, due: null };
+
+  const ignored = state.remindedSinceUpdate ? state.ignored + 1 : state.ignored;
+  const step = Math.min(LEVELS.length - 1, ignored + (tokensPercent > ESCALATE_ABOVE_PERCENT ? 1 : 0));
+  return {
+    state: { ...counted, ignored, remindedSinceUpdate: true, forceNext: false, reminders: state.reminders + 1 },
+    due: { level: LEVELS[step]!, reason, rounds, tokensPercent },
+  };
+}
+
+/** The model wrote overview.md. */
+export function markUpdated(state: TrackerState, now: number): TrackerState {
+  return { ...state, rounds: 0, ignored: 0, remindedSinceUpdate: false, forceNext: false, updates: state.updates + 1, lastUpdateAt: now };
+}
+
+/** After a compaction the model should record what it lost: remind on the next request. */
+export function remindNextRequest(state: TrackerState): TrackerState {
+  return { ...state, forceNext: true };
+}
+
+/** Validate a state read back from storage; anything malformed starts fresh. */
+export function parseTrackerState(value: unknown): TrackerState | null {
+  if (!value || typeof value !== 'object') return null;
+  const v = value as Record<string, unknown>;
+  const count = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0;
+  if (!count(v.rounds) || !count(v.ignored) || !count(v.reminders) || !count(v.updates)) return null;
+  if (typeof v.remindedSinceUpdate !== 'boolean' || typeof v.forceNext !== 'boolean') return null;
+  if (v.lastUpdateAt !== null && typeof v.lastUpdateAt !== 'number') return null;
+  return {
+    rounds: v.rounds,
+    ignored: v.ignored,
+    remindedSinceUpdate: v.remindedSinceUpdate,
+    forceNext: v.forceNext,
+    reminders: v.reminders,
+    updates: v.updates,
+    lastUpdateAt: v.lastUpdateAt as number | null,
+  };
+}

@@ -1,0 +1,99 @@
+/**
+ * Confines paths the model gives us to one directory (the session's working-memory/).
+ * We refuse rather than normalise anything ambiguous: `..`, absolute paths, `~`,
+ * backslashes, NUL and control characters, percent-encoded separators or dots,
+ * symlinks anywhere on the way, and hard-linked files (which could alias a file outside).
+ */
+import { lstatSync, type Stats } from 'node:fs';
+import { join } from 'node:path';
+
+export class PathRefusedError extends Error {
+  override name = 'PathRefusedError';
+}
+
+const MAX_PATH = 1024;
+const MAX_SEGMENT_BYTES = 255;
+const WINDOWS_DEVICES = /^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$/i;
+
+export interface ResolvedPath {
+  /** Absolute path inside the root. */
+  abs: string;
+  /** Path relative to the root, with forward slashes. */
+  rel: string;
+  /** lstat of the target, or null when it does not exist yet. */
+  stat: Stats | null;
+}
+
+/**
+ * Resolve `input` inside `root`. `prefix` (e.g. "working-memory/") is accepted and
+ * stripped, so the model may name files either way.
+ */
+export function resolveInside(root: string, input: unknown, prefix = ''): ResolvedPath {
+  if (typeof input !== 'string') throw new PathRefusedError(`path must be a string, got ${typeof input}`);
+  if (input.length === 0) throw new PathRefusedError('path is empty');
+  if (input.length > MAX_PATH) throw new PathRefusedError(`path is longer than ${MAX_PATH} characters`);
+  if (/[\u0000-\u001f\u007f]/.test(input)) throw new PathRefusedError('path contains a NUL or control character');
+  if (input.includes('\\')) throw new PathRefusedError(`path ${show(input)} contains a backslash; use forward slashes`);
+  if (input.startsWith('/') || /^[a-zA-Z]:/.test(input)) {
+    throw new PathRefusedError(`absolute path ${show(input)} refused; paths are relative to working-memory/`);
+  }
+  if (input.startsWith('~')) throw new PathRefusedError(`path ${show(input)} starting with ~ refused`);
+
+  let rest = input.replace(/^(\.\/)+/, '');
+  if (prefix && (rest === prefix.replace(/\/$/, '') || rest.startsWith(prefix))) rest = rest.slice(prefix.length);
+  const segments: string[] = [];
+  for (const segment of rest.split('/')) {
+    if (segment === '' || segment === '.') continue;
+    if (segment === '..') throw new PathRefusedError(`path ${show(input)} leaves working-memory/ ('..' refused)`);
+    if (/%(2e|2f|5c|00)/i.test(segment)) {
+      throw new PathRefusedError(`path ${show(input)} contains a percent-encoded dot, slash or NUL`);
+    }
+    if (Buffer.byteLength(segment) > MAX_SEGMENT_BYTES) {
+      throw new PathRefusedError(`a path segment is longer than ${MAX_SEGMENT_BYTES} bytes`);
+    }
+    if (WINDOWS_DEVICES.test(segment)) throw new PathRefusedError(`${show(segment)} is a reserved device name`);
+    segments.push(segment);
+  }
+  if (segments.length === 0) throw new PathRefusedError(`path ${show(input)} names the working-memory directory itself`);
+
+  // Walk from the root: any symlink on the way (or at the end) is refused.
+  let abs = root;
+  let stat: Stats | null = null;
+  for (let i = 0; i < segments.length; i++) {
+    abs = join(abs, segments[i]!);
+    stat = lstatOrNull(abs);
+    if (stat === null) {
+      stat = null;
+      break;
+    }
+    if (stat.isSymbolicLink()) throw new PathRefusedError(`path ${show(input)} goes through a symlink; refused`);
+    if (i < segments.length - 1 && !stat.isDirectory()) {
+      throw new PathRefusedError(`${show(segments.slice(0, i + 1).join('/'))} is not a directory`);
+    }
+  }
+  if (stat === null) abs = join(root, ...segments);
+  return { abs, rel: segments.join('/'), stat };
+}
+
+/** A resolved path that must be an existing, singly linked regular file. */
+export function requireRegularFile(resolved: ResolvedPath, input: string): Stats {
+  const { stat } = resolved;
+  if (!stat) throw new PathRefusedError(`file not found: ${show(input)}`);
+  if (stat.isDirectory()) throw new PathRefusedError(`${show(input)} is a directory, not a file`);
+  if (!stat.isFile()) throw new PathRefusedError(`${show(input)} is not a regular file`);
+  if (stat.nlink > 1) throw new PathRefusedError(`${show(input)} is hard-linked elsewhere; refused`);
+  return stat;
+}
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}
+
+function show(value: string): string {
+  return JSON.stringify(value.length > 120 ? `${value.slice(0, 117)}...` : value);
+}

@@ -1,0 +1,481 @@
+/**
+ * The public session API: createSession / openSession, prompt, abort, events. Wires the
+ * machines to their actors (files, the model, tools, the compactor) and keeps the
+ * reminder tracker in the state store.
+ */
+import { randomUUID } from 'node:crypto';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { createActor, fromPromise, type Actor, type InspectionEvent } from 'xstate';
+import { childTurn, sessionMachine } from '../machines/sessionMachine.js';
+import type { TurnStatics } from '../machines/turnMachine.js';
+import { archiveOldestTurns } from './compactor.js';
+import { ConfigError, resolveSettings, type SettingsOverrides } from './config.js';
+import type { SessionEvent, TurnStatus, WorkmemEvent } from './events.js';
+import type { HistoryMode, HistoryView } from './historyView.js';
+import type { LLM, TurnError } from './llm.js';
+import { runLlmRequest } from './llmRequest.js';
+import { memoryTools } from './memoryTools.js';
+import { INITIAL_TRACKER, parseTrackerState, type TrackerState } from './reminderTracker.js';
+import { SessionFiles } from './sessionFiles.js';
+import { defaultHome, SESSION_ID, sessionsRoot, stateStorePath } from './sessionPaths.js';
+import { openStateStore, type StateStore } from './stateStore.js';
+import { systemPrompt } from './systemPrompt.js';
+import { loadTokenCounter, type TokenCounter } from './tokens.js';
+import type { Tool } from './tool.js';
+import { runToolCalls } from './toolRunner.js';
+import type { WriteResult } from './workingMemory.js';
+
+export interface SessionOptions {
+  llm: LLM;
+  /** Root of all workmem data; default $WORKMEM_HOME or ~/.workmem. */
+  home?: string;
+  /** The working directory the session belongs to; default process.cwd(). */
+  cwd?: string;
+  name?: string;
+  /** The host's own system instructions, placed before workmem's. */
+  instructions?: string;
+  /** Host tools, in addition to read / write / edit. */
+  tools?: readonly Tool[];
+  settings?: SettingsOverrides;
+  env?: NodeJS.ProcessEnv;
+  now?: () => number;
+  /** Receives XState inspection events of the session and its turns. */
+  inspect?: (event: InspectionEvent) => void;
+}
+
+export type OpenOptions = Omit<SessionOptions, 'cwd' | 'name'>;
+
+export interface TurnResult {
+  promptId: string;
+  turn: number | null;
+  status: TurnStatus;
+  text: string;
+  requests: number;
+  error?: TurnError;
+}
+
+export interface SessionState {
+  id: string;
+  dir: string;
+  mode: HistoryMode;
+  pinned: HistoryMode | null;
+  turn: number;
+  running: boolean;
+  queued: number;
+  tracker: TrackerState;
+  /** Token figures of the last request built, if any. */
+  lastPrompt: Extract<SessionEvent, { type: 'prompt_built' }>['tokens'] | null;
+}
+
+type Listener = (event: WorkmemEvent) => void;
+const TRACKER_KEY = (id: string): string => `tracker:${id}`;
+const INDEX_KEY = (id: string): string => `session:${id}`;
+
+export interface SessionIndexEntry {
+  id: string;
+  dir: string;
+  cwd: string;
+  createdAt: number;
+  name: string | null;
+}
+
+export async function createSession(options: SessionOptions): Promise<Session> {
+  const env = options.env ?? process.env;
+  const home = options.home ?? defaultHome(env);
+  const resolved = resolveSettings(options.llm, options.settings, env);
+  const counter = await loadTokenCounter(options.llm.model);
+  const store = await openStateStore(stateStorePath(home));
+  try {
+    const files = SessionFiles.create({
+      home,
+      cwd: options.cwd ?? process.cwd(),
+      name: options.name ?? null,
+      language: resolved.turn.language,
+      model: options.llm.model,
+      ...(options.now ? { now: options.now } : {}),
+    });
+    const entry: SessionIndexEntry = {
+      id: files.id,
+      dir: files.dir,
+      cwd: files.meta.cwd,
+      createdAt: files.meta.createdAt,
+      name: files.meta.name,
+    };
+    await store.set(INDEX_KEY(files.id), entry);
+    if (resolved.pinned) files.updateMeta({ historyMode: resolved.pinned, pinnedMode: resolved.pinned });
+    return new Session(files, store, counter, options, resolved, INITIAL_TRACKER, []);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
+
+export async function openSession(id: string, options: OpenOptions): Promise<Session> {
+  const env = options.env ?? process.env;
+  const home = options.home ?? defaultHome(env);
+  const resolved = resolveSettings(options.llm, options.settings, env);
+  const counter = await loadTokenCounter(options.llm.model);
+  const store = await openStateStore(stateStorePath(home));
+  try {
+    const dir = await findSessionDir(store, home, id);
+    const files = SessionFiles.open(dir, options.now ? { now: options.now } : {});
+    const damage = [...files.damage];
+    const stored = await store.get<unknown>(TRACKER_KEY(files.id));
+    let tracker = parseTrackerState(stored);
+    if (!tracker) {
+      if (stored !== undefined) damage.push('reminder tracker state was malformed; started afresh');
+      tracker = INITIAL_TRACKER;
+    }
+    return new Session(files, store, counter, options, resolved, tracker, damage);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
+
+/** Sessions known to the index, newest first; `cwd` limits them to one directory. */
+export async function listSessions(options: { home?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<SessionIndexEntry[]> {
+  const home = options.home ?? defaultHome(options.env ?? process.env);
+  const store = await openStateStore(stateStorePath(home));
+  try {
+    const entries = (await store.entries<SessionIndexEntry>('session:')).map(([, e]) => e);
+    return entries.filter((e) => !options.cwd || e.cwd === options.cwd).sort((a, b) => b.createdAt - a.createdAt);
+  } finally {
+    await store.close();
+  }
+}
+
+async function findSessionDir(store: StateStore, home: string, id: string): Promise<string> {
+  if (typeof id !== 'string' || !/^[0-9a-f-]{4,36}$/i.test(id)) {
+    throw new ConfigError(`${JSON.stringify(id)} is not a session id (a UUID, or at least its first 4 characters)`);
+  }
+  const exact = await store.get<SessionIndexEntry>(INDEX_KEY(id));
+  if (exact && isDir(exact.dir)) return exact.dir;
+  const indexed = (await store.entries<SessionIndexEntry>(`session:${id}`)).map(([, e]) => e).filter((e) => isDir(e.dir));
+  if (indexed.length === 1) return indexed[0]!.dir;
+  if (indexed.length > 1) throw new ConfigError(`session id ${id} is ambiguous: ${indexed.map((e) => e.id).join(', ')}`);
+  // Not in the index (an index from another machine, or a lost one): look on disk.
+  const root = sessionsRoot(home);
+  const found: string[] = [];
+  for (const cwdDir of safeReaddir(root)) {
+    for (const name of safeReaddir(join(root, cwdDir))) {
+      if (SESSION_ID.test(name) && name.startsWith(id.toLowerCase())) found.push(join(root, cwdDir, name));
+    }
+  }
+  if (found.length === 1) return found[0]!;
+  if (found.length > 1) throw new ConfigError(`session id ${id} is ambiguous: ${found.length} sessions start with it`);
+  throw new ConfigError(`no session with id ${id} under ${root}`);
+}
+
+export class Session {
+  readonly id: string;
+  readonly dir: string;
+  /** Problems found when the session was opened (damaged lines, a rebuilt meta.json). */
+  readonly damage: readonly string[];
+  readonly tools: readonly Tool[];
+  private readonly actor: Actor<typeof sessionMachine>;
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly pending = new Map<string, (result: TurnResult) => void>();
+  private readonly writes: WriteResult[] = [];
+  private readonly trackerWriter: TrackerWriter;
+  private readonly now: () => number;
+  private compacted = false;
+  private closed = false;
+  private lastPrompt: SessionState['lastPrompt'] = null;
+
+  constructor(
+    readonly files: SessionFiles,
+    private readonly store: StateStore,
+    readonly counter: TokenCounter,
+    options: OpenOptions,
+    resolved: ReturnType<typeof resolveSettings>,
+    tracker: TrackerState,
+    damage: string[],
+  ) {
+    this.id = files.id;
+    this.dir = files.dir;
+    this.damage = damage;
+    this.now = options.now ?? Date.now;
+    this.trackerWriter = new TrackerWriter(store, TRACKER_KEY(files.id));
+    this.tools = [...memoryTools(files.memory, { onWrite: (w) => this.writes.push(w) }), ...(options.tools ?? [])];
+    const names = new Set<string>();
+    for (const tool of this.tools) {
+      if (names.has(tool.name)) throw new ConfigError(`two tools are named ${JSON.stringify(tool.name)}; tool names must be unique`);
+      names.add(tool.name);
+    }
+    const toolMap = new Map(this.tools.map((t) => [t.name, t]));
+    const llm = options.llm;
+    const emit = (event: SessionEvent): void => this.dispatch(event);
+    const statics: TurnStatics = {
+      sessionId: files.id,
+      systemPrompt: systemPrompt({
+        ...(options.instructions ? { instructions: options.instructions } : {}),
+        fallbackThreshold: resolved.turn.fallbackThreshold,
+        toolNames: this.tools.map((t) => t.name),
+      }),
+      tools: this.tools.map((t) => t.spec),
+      counter,
+      settings: resolved.turn,
+    };
+
+    const turn = childTurn.provide({
+      actors: {
+        memoryStore: fromPromise(async ({ input }) => {
+          this.trackerWriter.persist(input.tracker);
+          return files.memory.snapshot();
+        }),
+        llm: fromPromise(({ input, signal }) => runLlmRequest(input, signal, { llm, files, counter, emit })),
+        toolRunner: fromPromise(({ input, signal }) =>
+          runToolCalls(input, signal, {
+            files,
+            tools: toolMap,
+            counter,
+            emit,
+            now: this.now,
+            drainWrites: () => this.writes.splice(0),
+            drainCompacted: () => {
+              const was = this.compacted;
+              this.compacted = false;
+              return was;
+            },
+          }),
+        ),
+        compactor: fromPromise(async ({ input }) => archiveOldestTurns(input, { files, counter, now: this.now })),
+      },
+    });
+    const machine = sessionMachine.provide({
+      actors: {
+        turn,
+        accept: fromPromise(async ({ input }) => {
+          const message = { role: 'user' as const, content: input.prompt.text };
+          const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
+          emit({ type: 'message_end', turn: input.turn, request: 0, seq: entry.seq, tokens: entry.tokens, message });
+          return { history: files.history };
+        }),
+        save: fromPromise(async ({ input }) => {
+          files.updateMeta({
+            turns: input.turn,
+            historyMode: input.mode,
+            pinnedMode: input.pinned,
+            memoryWrites: input.modelWrites,
+            calibration: input.output.calibration,
+          });
+          files.sync();
+          await this.trackerWriter.flush(input.output.tracker);
+          return { history: files.history };
+        }),
+      },
+    });
+
+    const meta = files.meta;
+    const memory = files.memory.snapshot();
+    const pinned = resolved.pinned ?? meta.pinnedMode;
+    this.actor = createActor(machine, {
+      input: {
+        statics,
+        lastTurn: files.lastTurn,
+        history: files.history,
+        tracker,
+        calibration: meta.calibration,
+        mode: pinned ?? meta.historyMode,
+        pinned,
+        health: memory.health,
+        modelWrites: meta.memoryWrites,
+      },
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+    });
+    this.actor.on('*', (event) => this.dispatch(event as SessionEvent));
+    this.actor.start();
+  }
+
+  /** Listen to one event type, or to all with '*'. Returns a function that stops listening. */
+  on<T extends WorkmemEvent['type'] | '*'>(
+    type: T,
+    listener: (event: T extends '*' ? WorkmemEvent : Extract<WorkmemEvent, { type: T }>) => void,
+  ): () => void {
+    let set = this.listeners.get(type);
+    if (!set) this.listeners.set(type, (set = new Set()));
+    set.add(listener as Listener);
+    return () => set!.delete(listener as Listener);
+  }
+
+  /** Queue a user message; resolves when its turn has ended (done, failed or aborted). */
+  prompt(text: string): Promise<TurnResult> {
+    if (this.closed) return Promise.reject(new Error(`session ${this.id} is closed`));
+    if (typeof text !== 'string' || text.trim() === '') return Promise.reject(new TypeError('prompt text must be a non-empty string'));
+    const id = randomUUID();
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      this.actor.send({ type: 'PROMPT', prompt: { id, text } });
+    });
+  }
+
+  /** Abort the running turn (what it produced so far is kept) and drop queued prompts. */
+  abort(): void {
+    if (!this.closed) this.actor.send({ type: 'ABORT' });
+  }
+
+  /** Pin a history mode, or return to automatic switching. */
+  setMode(mode: HistoryMode | 'auto'): void {
+    if (!['auto', 'phase1', 'phase2', 'hybrid'].includes(mode)) throw new ConfigError(`unknown history mode ${JSON.stringify(mode)}`);
+    this.actor.send({ type: 'SET_MODE', mode });
+  }
+
+  get state(): SessionState {
+    const snapshot = this.actor.getSnapshot();
+    const c = snapshot.context;
+    return {
+      id: this.id,
+      dir: this.dir,
+      mode: c.mode,
+      pinned: c.pinned,
+      turn: c.turn,
+      running: !snapshot.matches('idle'),
+      queued: c.queue.length,
+      tracker: c.tracker,
+      lastPrompt: this.lastPrompt,
+    };
+  }
+
+  /** The derived history (what phase 1 would inject). */
+  get history(): HistoryView {
+    return this.files.history;
+  }
+
+  /** The current overview.md. */
+  memory(): string {
+    return this.files.memory.snapshot().content;
+  }
+
+  /** Resolves when no turn is running or queued. */
+  idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const check = (): boolean => {
+        const s = this.actor.getSnapshot();
+        return s.status !== 'active' || (s.matches('idle') && s.context.queue.length === 0);
+      };
+      if (check()) return resolve();
+      const sub = this.actor.subscribe(() => {
+        if (check()) {
+          sub.unsubscribe();
+          resolve();
+        }
+      });
+    });
+  }
+
+  /** Abort whatever runs, persist, and release the files and the store. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.abort();
+    await this.idle();
+    this.closed = true;
+    this.actor.stop();
+    try {
+      await this.trackerWriter.flush(this.actor.getSnapshot().context.tracker);
+    } finally {
+      this.files.close();
+      await this.store.close();
+    }
+  }
+
+  private dispatch(event: SessionEvent): void {
+    const stamped = { ...event, sessionId: this.id, ts: this.now() } as WorkmemEvent;
+    if (event.type === 'prompt_built') this.lastPrompt = event.tokens;
+    if (event.type === 'mode_changed') this.files.appendEvent(this.actor.getSnapshot().context.turn, 'mode_changed', { ...event });
+    for (const set of [this.listeners.get(event.type), this.listeners.get('*')]) {
+      for (const listener of set ?? []) {
+        try {
+          listener(stamped);
+        } catch (error) {
+          process.emitWarning(`workmem: an event listener threw: ${(error as Error)?.message ?? error}`);
+        }
+      }
+    }
+    if (event.type === 'turn_end')
+      this.settle(event.promptId, {
+        promptId: event.promptId,
+        turn: event.turn,
+        status: event.status,
+        text: event.text,
+        requests: event.requests,
+        ...(event.error ? { error: event.error } : {}),
+      });
+    if (event.type === 'prompt_dropped')
+      this.settle(event.promptId, { promptId: event.promptId, turn: null, status: 'aborted', text: '', requests: 0 });
+  }
+
+  private settle(promptId: string, result: TurnResult): void {
+    const resolve = this.pending.get(promptId);
+    if (!resolve) return;
+    this.pending.delete(promptId);
+    resolve(result);
+  }
+}
+
+/**
+ * Write-behind for the tracker: every request persists its state without waiting for
+ * SQLite; at most one write is in flight and only the newest state is written next.
+ * `flush` (at the end of each turn) waits and reports a failed write.
+ */
+class TrackerWriter {
+  private latest: TrackerState | null = null;
+  private lastQueued = '';
+  private inflight: Promise<void> | null = null;
+  private failure: unknown = null;
+
+  constructor(
+    private readonly store: StateStore,
+    private readonly key: string,
+  ) {}
+
+  persist(state: TrackerState): void {
+    const json = JSON.stringify(state);
+    if (json === this.lastQueued) return;
+    this.lastQueued = json;
+    this.latest = state;
+    this.inflight ??= this.drain();
+  }
+
+  async flush(state?: TrackerState): Promise<void> {
+    if (state) this.persist(state);
+    while (this.inflight) await this.inflight;
+    if (this.failure) {
+      const failure = this.failure;
+      this.failure = null;
+      this.lastQueued = '';
+      throw failure;
+    }
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.latest) {
+        const state = this.latest;
+        this.latest = null;
+        await this.store.set(this.key, state);
+      }
+    } catch (error) {
+      this.failure = error;
+    } finally {
+      this.inflight = null;
+    }
+  }
+}
+
+function isDir(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function safeReaddir(path: string): string[] {
+  try {
+    return readdirSync(path);
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,241 @@
+/**
+ * One session's directory: the append-only log, meta.json and working-memory/. Keeps
+ * the derived history view current as entries are appended. meta.json is a cache of
+ * what the log says (counts, mode, memory writes): a corrupt one is set aside and
+ * rebuilt from the log, and damaged log lines are reported in damage.json.
+ */
+import { chmodSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { DIR_MODE, writeFileAtomic } from './atomicWrite.js';
+import { deriveHistory, viewAfterCompaction, type DerivedHistory } from './deriveHistory.js';
+import { appendItem, type HistoryMode, type HistoryView } from './historyView.js';
+import { MessageLog, readLog, type CompactionEntry, type Damage, type LogEntry, type MessageEntry, type NewEntry } from './messageLog.js';
+import type { ChatMessage } from './messages.js';
+import type { MemoryLanguage } from './memoryTemplate.js';
+import { SESSION_FILES, sessionDir } from './sessionPaths.js';
+import { WorkingMemory } from './workingMemory.js';
+
+const MODES = ['phase1', 'phase2', 'hybrid'] as const;
+
+export const SessionMetaSchema = z.object({
+  format: z.literal(1),
+  id: z.string(),
+  name: z.string().nullable(),
+  title: z.string().nullable(),
+  cwd: z.string(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  messageCount: z.number().int().nonnegative(),
+  turns: z.number().int().nonnegative(),
+  historyMode: z.enum(MODES),
+  pinnedMode: z.enum(MODES).nullable(),
+  memoryWrites: z.number().int().nonnegative(),
+  calibration: z.number().int(),
+  model: z.string().nullable(),
+  language: z.enum(['en', 'zh']),
+});
+export type SessionMeta = z.infer<typeof SessionMetaSchema>;
+
+export interface CreateOptions {
+  home: string;
+  cwd: string;
+  id?: string;
+  name?: string | null;
+  language?: MemoryLanguage;
+  model?: string | null;
+  now?: () => number;
+}
+
+const TITLE_CHARS = 80;
+
+export class SessionFiles {
+  private log: MessageLog;
+  private view: HistoryView;
+  private metaValue: SessionMeta;
+  private lastTurnValue: number;
+
+  private constructor(
+    readonly dir: string,
+    meta: SessionMeta,
+    derived: DerivedHistory,
+    tornTail: boolean,
+    readonly memory: WorkingMemory,
+    /** What was wrong with the files when they were opened (empty when nothing was). */
+    readonly damage: readonly string[],
+    private readonly now: () => number,
+  ) {
+    this.view = derived.view;
+    this.lastTurnValue = derived.lastTurn;
+    this.metaValue = meta;
+    this.log = new MessageLog(join(dir, SESSION_FILES.messages), derived.lastSeq, tornTail, now);
+  }
+
+  static create(options: CreateOptions): SessionFiles {
+    const now = options.now ?? Date.now;
+    const id = options.id ?? randomUUID();
+    const dir = sessionDir(options.home, options.cwd, id);
+    mkdirSync(dir, { recursive: true, mode: DIR_MODE });
+    chmodSync(dir, DIR_MODE);
+    const language = options.language ?? 'en';
+    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), language);
+    memory.init();
+    const t = now();
+    const meta: SessionMeta = {
+      format: 1,
+      id,
+      name: options.name ?? null,
+      title: null,
+      cwd: options.cwd,
+      createdAt: t,
+      updatedAt: t,
+      messageCount: 0,
+      turns: 0,
+      historyMode: 'phase1',
+      pinnedMode: null,
+      memoryWrites: 0,
+      calibration: 0,
+      model: options.model ?? null,
+      language,
+    };
+    writeFileAtomic(join(dir, SESSION_FILES.meta), `${JSON.stringify(meta, null, 2)}\n`);
+    return new SessionFiles(dir, meta, deriveHistory([]), false, memory, [], now);
+  }
+
+  static open(dir: string, options: { now?: () => number } = {}): SessionFiles {
+    const now = options.now ?? Date.now;
+    const loaded = readLog(join(dir, SESSION_FILES.messages));
+    const derived = deriveHistory(loaded.entries);
+    const damage: string[] = loaded.damage.map((d) => `messages.jsonl line ${d.line}: ${d.reason}`);
+    damage.push(...derived.problems);
+
+    const metaPath = join(dir, SESSION_FILES.meta);
+    let meta: SessionMeta;
+    try {
+      meta = SessionMetaSchema.parse(JSON.parse(readFileSync(metaPath, 'utf8')));
+    } catch (error) {
+      const aside = `${metaPath}.corrupt-${now()}`;
+      let note = `meta.json unreadable (${firstLine(error)}); rebuilt from messages.jsonl`;
+      try {
+        renameSync(metaPath, aside);
+        note += `, the old file kept as ${aside.slice(dir.length + 1)}`;
+      } catch {
+        /* missing altogether */
+      }
+      damage.push(note);
+      meta = rebuildMeta(dir, loaded.entries, derived.lastTurn, now());
+      writeFileAtomic(metaPath, `${JSON.stringify(meta, null, 2)}\n`);
+    }
+    if (loaded.damage.length) writeDamageReport(dir, loaded.damage, now());
+    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), meta.language);
+    memory.init();
+    return new SessionFiles(dir, meta, derived, loaded.tornTail, memory, damage, now);
+  }
+
+  get id(): string {
+    return this.metaValue.id;
+  }
+  get meta(): Readonly<SessionMeta> {
+    return this.metaValue;
+  }
+  get history(): HistoryView {
+    return this.view;
+  }
+  get lastTurn(): number {
+    return this.lastTurnValue;
+  }
+
+  appendMessage(turn: number, message: ChatMessage, tokens: number, options: { sync: boolean; stop?: 'aborted' }): MessageEntry {
+    const entry = this.log.append<Omit<MessageEntry, 'seq' | 'ts'>>(
+      { type: 'message', turn, tokens, message, ...(options.stop ? { stop: options.stop } : {}) },
+      { sync: options.sync },
+    );
+    this.view = appendItem(this.view, { seq: entry.seq, turn, message, tokens });
+    this.lastTurnValue = Math.max(this.lastTurnValue, turn);
+    this.metaValue = {
+      ...this.metaValue,
+      messageCount: this.metaValue.messageCount + 1,
+      title: this.metaValue.title ?? (message.role === 'user' ? titleOf(message.content) : null),
+    };
+    return entry;
+  }
+
+  appendCompaction(entry: Omit<CompactionEntry, 'seq' | 'ts'>): CompactionEntry {
+    const full = this.log.append(entry, { sync: true });
+    this.view = viewAfterCompaction(this.view, full);
+    return full;
+  }
+
+  appendEvent(turn: number, name: string, data: Record<string, unknown>): void {
+    this.log.append<NewEntry>({ type: 'event', turn, name, data }, { sync: false });
+  }
+
+  /** meta.json is a cache of the log: replaced atomically, without an fsync of its own. */
+  updateMeta(patch: Partial<SessionMeta>): void {
+    this.metaValue = { ...this.metaValue, ...patch, updatedAt: this.now() };
+    writeFileAtomic(join(this.dir, SESSION_FILES.meta), `${JSON.stringify(this.metaValue, null, 2)}\n`);
+  }
+
+  sync(): void {
+    this.log.sync();
+  }
+
+  close(): void {
+    this.log.close();
+  }
+}
+
+function rebuildMeta(dir: string, entries: LogEntry[], lastTurn: number, now: number): SessionMeta {
+  const id = dir.split(/[/\\]/).pop()!;
+  let title: string | null = null;
+  let historyMode: HistoryMode = 'phase1';
+  let pinnedMode: HistoryMode | null = null;
+  let memoryWrites = 0;
+  let messageCount = 0;
+  for (const entry of entries) {
+    if (entry.type === 'message') {
+      messageCount++;
+      if (title === null && entry.message.role === 'user') title = titleOf(entry.message.content);
+    } else if (entry.type === 'event' && entry.name === 'mode_changed') {
+      const to = entry.data.to;
+      if (to === 'phase1' || to === 'phase2' || to === 'hybrid') {
+        historyMode = to;
+        pinnedMode = entry.data.pinned === true ? to : null;
+      }
+    } else if (entry.type === 'event' && entry.name === 'memory_updated') {
+      memoryWrites++;
+    }
+  }
+  const cwdDir = dir.split(/[/\\]/).slice(-2, -1)[0] ?? '';
+  return {
+    format: 1,
+    id,
+    name: null,
+    title,
+    cwd: cwdDir,
+    createdAt: entries[0]?.ts ?? now,
+    updatedAt: now,
+    messageCount,
+    turns: lastTurn,
+    historyMode,
+    pinnedMode,
+    memoryWrites,
+    calibration: 0,
+    model: null,
+    language: 'en',
+  };
+}
+
+function writeDamageReport(dir: string, damage: Damage[], now: number): void {
+  writeFileAtomic(join(dir, SESSION_FILES.damage), `${JSON.stringify({ checkedAt: now, lines: damage }, null, 2)}\n`);
+}
+
+function titleOf(text: string): string {
+  const line = text.trim().split('\n')[0] ?? '';
+  return line.length > TITLE_CHARS ? `${line.slice(0, TITLE_CHARS - 1)}…` : line;
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
+}

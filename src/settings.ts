@@ -1,0 +1,61 @@
+/**
+ * The resolved numbers a turn runs with. Built by config.ts from flags, env, the config
+ * file and the model; the machines only read them.
+ */
+import type { MemoryLanguage } from './memoryTemplate.js';
+import { DEFAULT_REMINDER_CONFIG, type ReminderConfig } from './reminderTracker.js';
+
+export interface RetryPolicy {
+  maxRetries: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export interface TurnSettings {
+  contextWindow: number;
+  /** Output tokens reserved: prompt + this never exceeds the window. */
+  reserveOutputTokens: number;
+  /** Share of the window at which the system compacts before a request. */
+  fallbackThreshold: number;
+  reminder: ReminderConfig;
+  /** Messages carried in hybrid mode. */
+  hybridRecent: number;
+  /** Whole turns the fallback compaction always keeps. */
+  keepRecentTurns: number;
+  language: MemoryLanguage;
+  retry: RetryPolicy;
+  /** Tool calls per turn before the turn stops (a runaway loop guard). */
+  maxRequestsPerTurn: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 4, baseDelayMs: 500, maxDelayMs: 30_000 };
+
+export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: number): TurnSettings {
+  return {
+    contextWindow,
+    reserveOutputTokens,
+    fallbackThreshold: 0.75,
+    reminder: DEFAULT_REMINDER_CONFIG,
+    hybridRecent: 10,
+    keepRecentTurns: 3,
+    language: 'en',
+    retry: DEFAULT_RETRY,
+    maxRequestsPerTurn: 50,
+  };
+}
+
+/**
+ * Delay before retry `attempt` (1-based): the server's retry-after when given, else
+ * exponential with jitter. The jitter is derived from `seed` so the machine stays pure.
+ */
+export function retryDelay(policy: RetryPolicy, attempt: number, retryAfterMs: number | undefined, seed: number): number {
+  if (retryAfterMs !== undefined && retryAfterMs >= 0) return Math.min(retryAfterMs, policy.maxDelayMs);
+  const exponential = policy.baseDelayMs * 2 ** (attempt - 1);
+  const jitter = 0.5 + 0.5 * fraction(seed * 31 + attempt);
+  return Math.min(policy.maxDelayMs, Math.round(exponential * jitter));
+}
+
+function fraction(n: number): number {
+  const x = Math.sin(n * 12.9898) * 43758.5453;
+  return x - Math.floor(x);
+}

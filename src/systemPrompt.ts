@@ -1,0 +1,41 @@
+/**
+ * The stable part of every request: the role, the working-memory duties, the compression
+ * guide and how the memory tools are used. It never contains per-turn values (token
+ * counts, dates, reminders), so the provider's prefix cache keeps hitting.
+ */
+export interface SystemPromptOptions {
+  /** The host's own instructions; they come first. */
+  instructions?: string;
+  /** Share of the window at which the system compacts by itself (0.75 = 75 %). */
+  fallbackThreshold: number;
+  /** Names of the tools the model has, so the guide mentions only those. */
+  toolNames: readonly string[];
+}
+
+export function systemPrompt(options: SystemPromptOptions): string {
+  const fallback = Math.round(options.fallbackThreshold * 100);
+  const has = (name: string): boolean => options.toolNames.includes(name);
+  const parts: string[] = [];
+  if (options.instructions?.trim()) parts.push(options.instructions.trim());
+  parts.push(`## Working memory
+
+You have an external memory, working-memory/overview.md, that persists across requests and sessions. Its current content is shown below in <working_memory>, on every request. The conversation history you see may be shortened or left out entirely once your memory is maintained, so anything you will need later must be in that file.
+
+Your duties:
+- Record facts the user states, decisions and their reasons, the current task and its progress, and open questions, as soon as they come up.
+- Keep overview.md short (under 5 KB): move details to working-memory/detail/<topic>.md and read them back when needed. Finished work can go to working-memory/archive/.
+- Update the memory in the same response in which you learn something; it costs no extra round trip.
+- When you are reminded to update your memory, do it before anything else.
+
+Use write to replace a whole file and edit to change one passage. Paths are relative to the session, e.g. working-memory/overview.md or working-memory/detail/design.md; nothing outside working-memory/ is reachable.`);
+  parts.push(`## Context budget
+
+At the end of each request you get <context_meta> with tokens_used, tokens_max, tokens_percent, messages_in_history and working_memory_size. Act on tokens_percent:
+- below 20 %: normal work, no compaction needed
+- 20-40 %: light: drop redundant tool output${has('compact_history') ? ' (compact_history target "tools")' : ''}
+- 40-60 %: medium: archive old discussions to working-memory/detail/${has('compact_history') ? ' (compact_history target "conversation", strategy "archive")' : ''}
+- 60-${fallback} %: heavy: keep only key decisions and the current task${has('compact_history') ? ' (compact_history target "all")' : ''}
+- above ${fallback} %: the system compacts by itself; you should have acted before that
+Always keep the last 3-5 turns, the current task and the key decisions. After a compaction, update overview.md with anything you still need.`);
+  return parts.join('\n\n');
+}

@@ -1,0 +1,79 @@
+/**
+ * Token counting with gpt-tokenizer. Each message is counted once, when it is added;
+ * the per-message rule is OpenAI's published one (role + content + 3 framing tokens,
+ * + name + arguments + 3 per tool call), so a whole request's count is the sum of its
+ * parts plus a base that covers the system message, the tool definitions and priming.
+ */
+import type { ChatMessage } from './messages.js';
+import type { ToolSpec } from './tool.js';
+
+/** Special tokens such as `<|endoftext|>` are plain text to us: tool output may contain them. */
+const PLAIN = { disallowedSpecial: new Set<string>() } as const;
+const MESSAGE_FRAMING = 3;
+const TOOL_CALL_FRAMING = 3;
+
+export interface TokenCounter {
+  readonly encoding: 'o200k_base' | 'cl100k_base';
+  text(text: string): number;
+  message(message: ChatMessage): number;
+  /** System message + tool definitions + reply priming: everything a request has besides history. */
+  requestBase(systemContent: string, tools: readonly ToolSpec[]): number;
+}
+
+interface EncodingModule {
+  countTokens(text: string, options?: typeof PLAIN): number;
+  countChatCompletionTokens?: (request: { messages: { role: string; content: string }[]; functions?: unknown[] }) => number;
+}
+
+const loaded = new Map<string, Promise<TokenCounter>>();
+
+/** cl100k for the GPT-4 / 3.5 generation, o200k for everything else (the usual default). */
+export function encodingForModel(model: string): TokenCounter['encoding'] {
+  return /^(gpt-4(?!o|\.1|\.5)|gpt-3\.5)/i.test(model) ? 'cl100k_base' : 'o200k_base';
+}
+
+export function loadTokenCounter(model = 'gpt-4o'): Promise<TokenCounter> {
+  const encoding = encodingForModel(model);
+  let counter = loaded.get(encoding);
+  if (!counter) {
+    // Loading an encoding costs ~150 ms: do it only when a session needs it.
+    const mod: Promise<EncodingModule> =
+      encoding === 'cl100k_base' ? import('gpt-tokenizer/model/gpt-4') : import('gpt-tokenizer/model/gpt-4o');
+    counter = mod.then((m) => makeCounter(encoding, m));
+    loaded.set(encoding, counter);
+  }
+  return counter;
+}
+
+function makeCounter(encoding: TokenCounter['encoding'], mod: EncodingModule): TokenCounter {
+  const text = (s: string): number => (s ? mod.countTokens(s, PLAIN) : 0);
+  const roleTokens = new Map<string, number>();
+  const role = (r: string): number => {
+    let n = roleTokens.get(r);
+    if (n === undefined) roleTokens.set(r, (n = text(r)));
+    return n;
+  };
+  return {
+    encoding,
+    text,
+    message(message) {
+      let n = role(message.role) + text(message.content ?? '') + MESSAGE_FRAMING;
+      if (message.role === 'assistant' && message.tool_calls) {
+        for (const call of message.tool_calls) {
+          n += text(call.function.name) + text(call.function.arguments) + TOOL_CALL_FRAMING;
+        }
+      }
+      return n;
+    },
+    requestBase(systemContent, tools) {
+      const functions = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+      if (!mod.countChatCompletionTokens) {
+        return role('system') + text(systemContent) + MESSAGE_FRAMING + 3 + text(JSON.stringify(functions));
+      }
+      return mod.countChatCompletionTokens({
+        messages: [{ role: 'system', content: systemContent }],
+        ...(functions.length ? { functions } : {}),
+      });
+    },
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * Tools the model can call: a name, a description, a zod schema for the arguments and
+ * an `execute` function. The schema is both the validator and the JSON schema we send.
+ */
+import { z } from 'zod';
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface ToolContext {
+  signal: AbortSignal;
+  session: { id: string; dir: string; workingMemoryDir: string };
+}
+
+/** What a tool returns; a plain string is a successful result. */
+export type ToolOutput = string | { content: string; isError?: boolean };
+
+export interface Tool<S extends z.ZodType = z.ZodType> {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: S;
+  readonly spec: ToolSpec;
+  execute(args: z.infer<S>, context: ToolContext): Promise<ToolOutput> | ToolOutput;
+}
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+export function defineTool<S extends z.ZodType>(definition: {
+  name: string;
+  description: string;
+  parameters: S;
+  execute: (args: z.infer<S>, context: ToolContext) => Promise<ToolOutput> | ToolOutput;
+}): Tool<S> {
+  const { name, description, parameters, execute } = definition;
+  if (!TOOL_NAME.test(name)) {
+    throw new TypeError(`defineTool: name ${JSON.stringify(name)} must match ${TOOL_NAME} (the Chat Completions rule)`);
+  }
+  if (!(parameters instanceof z.ZodType)) {
+    throw new TypeError(`defineTool(${name}): parameters must be a zod schema`);
+  }
+  const { $schema: _ignored, ...schema } = z.toJSONSchema(parameters, { target: 'draft-07' }) as Record<string, unknown>;
+  if (schema.type !== 'object') {
+    throw new TypeError(`defineTool(${name}): parameters must be a z.object(...) schema, got type ${String(schema.type)}`);
+  }
+  return { name, description, parameters, execute, spec: { name, description, parameters: schema } };
+}
+
+export class ToolError extends Error {
+  override name = 'ToolError';
+}

@@ -1,0 +1,222 @@
+/**
+ * A session's working-memory/ directory: overview.md (L1, injected into every request),
+ * detail/ (L2, read on demand, listed in an index) and archive/ (never injected).
+ * Reads are cached against the file's stat so a request costs a stat, not a read.
+ * Every path the model gives is confined by sandboxPath.
+ */
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, type Stats } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { DIR_MODE, writeFileAtomic } from './atomicWrite.js';
+import { memoryHealth, overviewTemplate, type MemoryHealth, type MemoryLanguage } from './memoryTemplate.js';
+import { PathRefusedError, requireRegularFile, resolveInside } from './sandboxPath.js';
+
+export const OVERVIEW = 'overview.md';
+export const OVERVIEW_PATH = 'working-memory/overview.md';
+export const OVERVIEW_SOFT_LIMIT = 5 * 1024;
+/** Any one working-memory file; larger writes are refused (a memory, not a dump). */
+export const MAX_FILE_BYTES = 1024 * 1024;
+const HEADING_SCAN_BYTES = 4096;
+
+export interface DetailEntry {
+  /** Relative to working-memory/, e.g. `detail/design.md`. */
+  path: string;
+  bytes: number;
+  heading: string | null;
+}
+
+export interface MemorySnapshot {
+  /** Changes whenever the content or the detail index changes. */
+  version: number;
+  content: string;
+  bytes: number;
+  health: MemoryHealth;
+  detail: readonly DetailEntry[];
+}
+
+export interface WriteResult {
+  path: string;
+  bytes: number;
+  created: boolean;
+  isOverview: boolean;
+  warning?: string;
+}
+
+export class WorkingMemory {
+  readonly root: string;
+  private overviewStat: { mtimeMs: number; size: number; ino: number } | null = null;
+  private detailMtime = -1;
+  private detailStale = true;
+  private cached: MemorySnapshot | null = null;
+
+  constructor(
+    root: string,
+    private readonly language: MemoryLanguage = 'en',
+  ) {
+    this.root = root;
+  }
+
+  /** Create the directory layout and the template, keeping whatever already exists. */
+  init(): void {
+    for (const dir of [this.root, join(this.root, 'detail'), join(this.root, 'archive')]) {
+      mkdirSync(dir, { recursive: true, mode: DIR_MODE });
+    }
+    if (!exists(join(this.root, OVERVIEW))) writeFileAtomic(join(this.root, OVERVIEW), overviewTemplate(this.language));
+  }
+
+  snapshot(): MemorySnapshot {
+    const overviewFile = join(this.root, OVERVIEW);
+    let stat: Stats;
+    try {
+      stat = statSync(overviewFile);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      // Deleted from outside: start again from the template rather than from nothing.
+      this.init();
+      stat = statSync(overviewFile);
+    }
+    const detailMtime = mtimeOrMinus1(join(this.root, 'detail'));
+    const overviewChanged =
+      !this.overviewStat ||
+      this.overviewStat.mtimeMs !== stat.mtimeMs ||
+      this.overviewStat.size !== stat.size ||
+      this.overviewStat.ino !== stat.ino;
+    const detailChanged = this.detailStale || detailMtime !== this.detailMtime;
+    if (this.cached && !overviewChanged && !detailChanged) return this.cached;
+
+    const content = overviewChanged || !this.cached ? readFileSync(overviewFile, 'utf8') : this.cached.content;
+    const detail = detailChanged || !this.cached ? this.indexDetail() : this.cached.detail;
+    this.overviewStat = { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino };
+    this.detailMtime = detailMtime;
+    this.detailStale = false;
+    this.cached = {
+      version: (this.cached?.version ?? 0) + 1,
+      content,
+      bytes: Buffer.byteLength(content),
+      health: memoryHealth(content),
+      detail,
+    };
+    return this.cached;
+  }
+
+  read(path: unknown, options: { offset?: number; limit?: number } = {}): { text: string; totalLines: number; from: number; to: number } {
+    const resolved = resolveInside(this.root, path, 'working-memory/');
+    const stat = requireRegularFile(resolved, String(path));
+    if (stat.size > 50 * MAX_FILE_BYTES) throw new PathRefusedError(`${resolved.rel} is ${stat.size} bytes; too large to read`);
+    const lines = readFileSync(resolved.abs, 'utf8').split('\n');
+    const from = Math.max(0, options.offset ?? 0);
+    const to = Math.min(lines.length, from + (options.limit ?? lines.length));
+    return { text: lines.slice(from, to).join('\n'), totalLines: lines.length, from, to };
+  }
+
+  write(path: unknown, content: string): WriteResult {
+    const resolved = resolveInside(this.root, path, 'working-memory/');
+    const bytes = Buffer.byteLength(content);
+    if (bytes > MAX_FILE_BYTES) {
+      throw new PathRefusedError(`content is ${bytes} bytes; a working-memory file may hold at most ${MAX_FILE_BYTES}`);
+    }
+    if (resolved.stat && !resolved.stat.isFile()) throw new PathRefusedError(`${resolved.rel} exists and is not a regular file`);
+    mkdirInside(this.root, dirname(resolved.rel));
+    writeFileAtomic(resolved.abs, content);
+    return this.written(resolved.rel, bytes, resolved.stat === null);
+  }
+
+  edit(path: unknown, oldText: string, newText: string): WriteResult & { replacements: 1 } {
+    const resolved = resolveInside(this.root, path, 'working-memory/');
+    requireRegularFile(resolved, String(path));
+    if (oldText.length === 0) throw new PathRefusedError('old text is empty; use write to replace a whole file');
+    const current = readFileSync(resolved.abs, 'utf8');
+    const first = current.indexOf(oldText);
+    if (first < 0) throw new PathRefusedError(`old text not found in ${resolved.rel}`);
+    if (current.indexOf(oldText, first + 1) >= 0) {
+      throw new PathRefusedError(`old text occurs more than once in ${resolved.rel}; include more context to make it unique`);
+    }
+    const next = current.slice(0, first) + newText + current.slice(first + oldText.length);
+    const bytes = Buffer.byteLength(next);
+    if (bytes > MAX_FILE_BYTES) throw new PathRefusedError(`result would be ${bytes} bytes; the limit is ${MAX_FILE_BYTES}`);
+    writeFileAtomic(resolved.abs, next);
+    return { ...this.written(resolved.rel, bytes, false), replacements: 1 };
+  }
+
+  private written(rel: string, bytes: number, created: boolean): WriteResult {
+    if (rel.startsWith('detail/')) this.detailStale = true;
+    const isOverview = rel === OVERVIEW;
+    if (isOverview) this.overviewStat = null;
+    const result: WriteResult = { path: `working-memory/${rel}`, bytes, created, isOverview };
+    if (isOverview && bytes > OVERVIEW_SOFT_LIMIT) {
+      result.warning = `overview.md is ${(bytes / 1024).toFixed(1)} KB, over the 5 KB guideline: move details to working-memory/detail/ and keep the overview short.`;
+    }
+    return result;
+  }
+
+  private indexDetail(): DetailEntry[] {
+    const entries: DetailEntry[] = [];
+    const walk = (relDir: string): void => {
+      let names: string[];
+      try {
+        names = readdirSync(join(this.root, relDir)).sort();
+      } catch {
+        return;
+      }
+      for (const name of names) {
+        if (name.startsWith('.')) continue; // tmp files of atomic writes
+        const rel = `${relDir}/${name}`;
+        let stat: Stats;
+        try {
+          stat = statSync(join(this.root, rel));
+        } catch {
+          continue;
+        }
+        if (stat.isDirectory()) walk(rel);
+        else if (stat.isFile()) entries.push({ path: rel, bytes: stat.size, heading: firstHeading(join(this.root, rel)) });
+      }
+    };
+    walk('detail');
+    return entries;
+  }
+}
+
+function firstHeading(file: string): string | null {
+  const buffer = Buffer.alloc(HEADING_SCAN_BYTES);
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const n = readSync(fd, buffer, 0, HEADING_SCAN_BYTES, 0);
+    const match = /^#{1,6}\s+(.+)$/m.exec(buffer.subarray(0, n).toString('utf8'));
+    return match ? match[1]!.trim().slice(0, 120) : null;
+  } catch {
+    return null;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Create directories under root one level at a time, so no symlink can redirect them. */
+function mkdirInside(root: string, relDir: string): void {
+  if (relDir === '.' || relDir === '') return;
+  let current = root;
+  for (const part of relDir.split('/')) {
+    current = join(current, part);
+    try {
+      mkdirSync(current, { mode: DIR_MODE });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
+}
+
+function exists(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function mtimeOrMinus1(path: string): number {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return -1;
+  }
+}
