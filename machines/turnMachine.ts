@@ -18,8 +18,13 @@ import type { MemorySnapshot } from '../src/workingMemory.js';
 
 /** Room kept for <context_meta> and a reminder when checking the threshold. */
 export const TAIL_ALLOWANCE = 400;
-/** An overflow from the server means our estimate was wrong: compact well below the line. */
-const OVERFLOW_BUDGET_SHARE = 0.6;
+/**
+ * Once the fallback fires it compacts well below the line (to 2/3 of it: 50 % of the
+ * window by default), so it does not fire again on the very next request; an overflow
+ * from the server means our estimate was wrong, so it goes lower still.
+ */
+const FALLBACK_TARGET_SHARE = 2 / 3;
+const OVERFLOW_TARGET_SHARE = 0.5;
 
 /** What stays the same for every turn of a session. */
 export interface TurnStatics {
@@ -293,7 +298,7 @@ export const turnMachine = setup({
         input: ({ context }) => {
           const { settings } = context.statics;
           const fixed = context.base!.tokens + context.calibration + TAIL_ALLOWANCE;
-          const share = context.compactReason === 'overflow' ? OVERFLOW_BUDGET_SHARE : 1;
+          const share = context.compactReason === 'overflow' ? OVERFLOW_TARGET_SHARE : FALLBACK_TARGET_SHARE;
           return {
             history: context.history,
             range: rangeOf(context),

@@ -78,7 +78,9 @@ function chooseOldest(blocks: Block[], before: number, budget: number, keepRecen
       if (before - removed + NOTE_ESTIMATE <= budget) return n;
     }
   }
-  return blocks.length; // best effort: everything before the active turn
+  // Best effort: everything before the active turn, unless that would not even pay for its note.
+  const all = blocks.reduce((sum, b) => sum + b.tokens, 0);
+  return all > 2 * NOTE_ESTIMATE ? blocks.length : 0;
 }
 
 function rangeAfter(range: [number, number], removedItems: number): [number, number] {

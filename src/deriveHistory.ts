@@ -54,7 +54,9 @@ export function applyCompaction(items: readonly HistoryItem[], entry: Compaction
     while (end < next.length && next[end]!.seq !== to) end++;
     if (end >= next.length) return `replaced range ends at seq ${to}, which does not follow seq ${from}`;
     if (end - start + 1 !== count) return `replaced range holds ${end - start + 1} items, the entry says ${count}`;
-    const note = entry.note ? [{ seq: entry.seq, turn: entry.turn, message: entry.note.message, tokens: entry.note.tokens }] : [];
+    // The note stands where the oldest replaced item stood, and takes its turn, so turn
+    // numbers along the history never go down.
+    const note = entry.note ? [{ seq: entry.seq, turn: next[start]!.turn, message: entry.note.message, tokens: entry.note.tokens }] : [];
     next.splice(start, end - start + 1, ...note);
   }
   return next;

@@ -89,8 +89,10 @@ export type HistoryMode = 'phase1' | 'phase2' | 'hybrid';
 
 /**
  * Which items a request carries: all of them (phase 1), the active turn only (phase 2),
- * or the last `recent` messages and at least the active turn (hybrid). A range never
- * starts on a tool result, so a tool call is never separated from its result.
+ * or the last `recent` messages and at least the active turn (hybrid). A hybrid range
+ * is extended back to the user message that opens its first turn: it never starts on a
+ * tool result (a call is never separated from its result) nor on an assistant message
+ * (strict chat templates want a user message first).
  */
 export function injectedRange(view: HistoryView, mode: HistoryMode, turn: number, recent: number): [number, number] {
   const end = view.length;
@@ -98,6 +100,6 @@ export function injectedRange(view: HistoryView, mode: HistoryMode, turn: number
   const turnStart = turnStartIndex(view, turn);
   if (mode === 'phase2') return [turnStart, end];
   let start = Math.min(turnStart, Math.max(0, end - recent));
-  while (start > 0 && view.items[start]!.message.role === 'tool') start--;
+  while (start > 0 && view.items[start]!.message.role !== 'user') start--;
   return [start, end];
 }

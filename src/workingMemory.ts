@@ -4,7 +4,7 @@
  * Reads are cached against the file's stat so a request costs a stat, not a read.
  * Every path the model gives is confined by sandboxPath.
  */
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, type Stats } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DIR_MODE, writeFileAtomic } from './atomicWrite.js';
 import { memoryHealth, overviewTemplate, type MemoryHealth, type MemoryLanguage } from './memoryTemplate.js';
@@ -153,6 +153,7 @@ export class WorkingMemory {
     const walk = (relDir: string): void => {
       let names: string[];
       try {
+        if (!lstatSync(join(this.root, relDir)).isDirectory()) return;
         names = readdirSync(join(this.root, relDir)).sort();
       } catch {
         return;
@@ -162,12 +163,14 @@ export class WorkingMemory {
         const rel = `${relDir}/${name}`;
         let stat: Stats;
         try {
-          stat = statSync(join(this.root, rel));
+          // lstat: a symlink is never followed (it could point anywhere, or back at itself).
+          stat = lstatSync(join(this.root, rel));
         } catch {
           continue;
         }
         if (stat.isDirectory()) walk(rel);
-        else if (stat.isFile()) entries.push({ path: rel, bytes: stat.size, heading: firstHeading(join(this.root, rel)) });
+        // A hard-linked file may alias one outside: list it, but read nothing from it.
+        else if (stat.isFile()) entries.push({ path: rel, bytes: stat.size, heading: stat.nlink > 1 ? null : firstHeading(join(this.root, rel)) });
       }
     };
     walk('detail');

@@ -1,0 +1,98 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import { scriptedModel } from '../src/scriptedModel.js';
+import { defineTool } from '../src/tool.js';
+import { collect, independentCount, logEntries, newSession, ofType } from './helpers.js';
+
+const WINDOW = 6000;
+const RESERVE = 300;
+
+const fetchPage = defineTool({
+  name: 'fetch_page',
+  description: 'Fetch a page of the manual',
+  parameters: z.object({ page: z.number().int() }),
+  execute: ({ page }) => `Page ${page}: ` + Array.from({ length: 45 }, (_, i) => `line ${page}.${i} of the manual`).join('; '),
+});
+
+describe('compaction at the threshold', () => {
+  it('a tool loop compacts mid-loop when it crosses 75 %, and no request ever exceeds the window', async () => {
+    // Five earlier turns of chat, then one turn that fetches eight large pages in a row.
+    const replies = [
+      ...Array.from({ length: 5 }, (_, t) => ({ text: `Reply ${t}: ` + 'details '.repeat(300) })),
+      ...Array.from({ length: 8 }, (_, p) => ({ toolCalls: [{ name: 'fetch_page', arguments: { page: p + 1 } }] })),
+      { text: 'Read all eight pages.' },
+    ];
+    const llm = scriptedModel(replies, { contextWindow: WINDOW, maxOutputTokens: RESERVE });
+    const session = await newSession({ llm, tools: [fetchPage], settings: { injectHistory: true } });
+    const events = collect(session);
+    for (let t = 0; t < 5; t++) await session.prompt(`Earlier question ${t}`);
+    const result = await session.prompt('Read the manual, pages 1 to 8.');
+    expect(result.status).toBe('done');
+    expect(result.requests).toBe(9);
+
+    // Compaction happened inside the looping turn (turn 6), before a later request of it,
+    // and went well below the line (to 50 %) so that it did not fire again at once.
+    const inLoop = ofType(events, 'compaction_end').filter((e) => e.turn === 6);
+    const effective = inLoop.filter((e) => e.replaced > 0);
+    expect(effective).toHaveLength(1);
+    // Aiming at 50 %, it archived all it could: the five earlier turns (ten messages); the active turn stays.
+    expect(effective[0]).toMatchObject({ reason: 'fallback', request: 5, replaced: 10 });
+    const starts = ofType(events, 'compaction_start').filter((e) => e.turn === 6);
+    expect(starts.map((e) => e.request)).toEqual(inLoop.map((e) => e.request));
+    // A later attempt found nothing but the active turn to archive: it archived nothing and the request still fit.
+    for (const idle of inLoop.filter((e) => e.replaced === 0)) {
+      const request = llm.requests[5 + idle.request - 1]!;
+      const users = request.messages.filter((m) => m.role === 'user' && !m.content!.startsWith('[Earlier conversation compacted'));
+      expect(users).toHaveLength(1);
+    }
+
+    // Every request stayed inside the window, by our count and by an independent one, and
+    // every request after a compaction is below the 75 % line again.
+    for (const request of llm.requests) {
+      expect(independentCount(request) + RESERVE).toBeLessThanOrEqual(WINDOW);
+    }
+    for (const built of ofType(events, 'prompt_built')) expect(built.tokens.total + RESERVE).toBeLessThanOrEqual(WINDOW);
+    for (const end of effective) {
+      const next = ofType(events, 'prompt_built').find((b) => b.turn === 6 && b.request === end.request)!;
+      expect(next.tokens.total).toBeLessThan(0.75 * WINDOW);
+    }
+
+    // Lossless: the archived turns are verbatim in detail/, and the log still has every message.
+    const compactions = logEntries(session.dir).filter((e) => e.type === 'compaction');
+    const archived = compactions.flatMap((c) => (c.type === 'compaction' ? c.files : []));
+    const text = archived.map((f) => readFileSync(join(session.dir, f), 'utf8')).join('\n');
+    for (let t = 0; t < 5; t++) {
+      const inLog = logEntries(session.dir).some((e) => e.type === 'message' && e.message.content === `Earlier question ${t}`);
+      expect(inLog).toBe(true);
+    }
+    expect(text).toContain('Earlier question 0');
+    expect(text).toContain(`Reply 0: ${'details '.repeat(300)}`.trimEnd());
+    // The looping turn itself was never archived: its user message is in every request of it.
+    for (const request of llm.requests.slice(5)) {
+      expect(request.messages.some((m) => m.role === 'user' && m.content!.startsWith('Read the manual, pages 1 to 8.'))).toBe(true);
+    }
+    await session.close();
+  });
+
+  it('a request that cannot fit even after compaction fails with a clear error instead of being sent', async () => {
+    const huge = defineTool({
+      name: 'dump',
+      description: 'Dump everything',
+      parameters: z.object({}),
+      execute: () => 'x '.repeat(5000),
+    });
+    const llm = scriptedModel([{ toolCalls: [{ name: 'dump', arguments: {} }] }, { text: 'never sent' }], { contextWindow: WINDOW, maxOutputTokens: RESERVE });
+    const session = await newSession({ llm, tools: [huge] });
+    const events = collect(session);
+    const result = await session.prompt('Dump it.');
+    expect(result.status).toBe('failed');
+    expect(result.error?.kind).toBe('window');
+    expect(result.error?.message).toMatch(/more than the 6000-token window/);
+    expect(llm.requests).toHaveLength(1);
+    expect(ofType(events, 'error').at(-1)).toMatchObject({ fatal: true });
+    // The session is still usable.
+    await session.close();
+  });
+});

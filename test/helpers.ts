@@ -1,0 +1,71 @@
+/**
+ * Small builders shared by the tests: temporary homes, sessions over the scripted
+ * model, event collection, reading the log, and an independent token count of a
+ * request (gpt-tokenizer's own whole-request formula, not our per-message sums).
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { countChatCompletionTokens } from 'gpt-tokenizer/model/gpt-4o';
+import { afterAll } from 'vitest';
+import type { WorkmemEvent } from '../src/events.js';
+import type { LLMRequest } from '../src/llm.js';
+import type { LogEntry } from '../src/messageLog.js';
+import { createSession, type Session, type SessionOptions } from '../src/session.js';
+
+const homes: string[] = [];
+afterAll(() => {
+  for (const home of homes) rmSync(home, { recursive: true, force: true });
+});
+
+export function tempHome(): string {
+  const home = mkdtempSync(join(tmpdir(), 'workmem-test-'));
+  homes.push(home);
+  return home;
+}
+
+export async function newSession(options: Omit<SessionOptions, 'home'> & { home?: string }): Promise<Session> {
+  return createSession({ cwd: '/work/project', env: {}, ...options, home: options.home ?? tempHome() });
+}
+
+export function collect(session: Session): WorkmemEvent[] {
+  const events: WorkmemEvent[] = [];
+  session.on('*', (e) => events.push(e));
+  return events;
+}
+
+export function ofType<T extends WorkmemEvent['type']>(events: WorkmemEvent[], type: T): Extract<WorkmemEvent, { type: T }>[] {
+  return events.filter((e): e is Extract<WorkmemEvent, { type: T }> => e.type === type);
+}
+
+export function logEntries(sessionDir: string): LogEntry[] {
+  return readFileSync(join(sessionDir, 'messages.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as LogEntry);
+}
+
+/** The request's tokens by gpt-tokenizer's whole-request formula, tool definitions included. */
+export function independentCount(request: LLMRequest): number {
+  const messages = request.messages.map((m) => {
+    if (m.role === 'assistant') {
+      const call = m.tool_calls?.[0];
+      if ((m.tool_calls?.length ?? 0) > 1) throw new Error('independentCount: one tool call per message');
+      return { role: 'assistant', content: m.content ?? '', ...(call ? { function_call: { name: call.function.name, arguments: call.function.arguments } } : {}) };
+    }
+    return { role: m.role, content: m.content };
+  });
+  const functions = request.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  const count = countChatCompletionTokens as (request: unknown) => number;
+  return count({ messages, ...(functions.length ? { functions } : {}) });
+}
+
+/** The last message of a request, split into its stored text and the ephemeral tail. */
+export function splitTail(content: string): { body: string; meta: Record<string, number>; reminder: string | null } {
+  const at = content.lastIndexOf('\n\n<context_meta>\n');
+  if (at < 0) throw new Error('no <context_meta> in the last message');
+  const tail = content.slice(at);
+  const json = /<context_meta>\n(.*)\n<\/context_meta>/.exec(tail)![1]!;
+  const reminder = /<memory_reminder[\s\S]*<\/memory_reminder>/.exec(tail)?.[0] ?? null;
+  return { body: content.slice(0, at), meta: JSON.parse(json), reminder };
+}

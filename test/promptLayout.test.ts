@@ -1,0 +1,98 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import { scriptedModel } from '../src/scriptedModel.js';
+import { defineTool } from '../src/tool.js';
+import { collect, independentCount, logEntries, newSession, ofType, splitTail } from './helpers.js';
+
+const MEMORY = `# Working Memory
+
+## Current task
+Plan the garden.
+
+## Known facts
+- Soil is clay; the user prefers roses.
+`;
+
+describe('request layout (DESIGN §4)', () => {
+  it('system + memory + detail index → history → tail, with numbers that equal an independent count', async () => {
+    const echo = defineTool({
+      name: 'echo',
+      description: 'Echo the text back',
+      parameters: z.object({ text: z.string() }),
+      execute: ({ text }) => `echo: ${text}`,
+    });
+    const llm = scriptedModel([
+      { text: 'First answer.' },
+      { toolCalls: [{ name: 'echo', arguments: { text: 'ping' } }] },
+      { text: 'Second answer, after the tool.' },
+      { text: 'Third answer.' },
+    ]);
+    const session = await newSession({ llm, tools: [echo], instructions: 'You are a gardening assistant.' });
+    const events = collect(session);
+    const wm = join(session.dir, 'working-memory');
+    writeFileSync(join(wm, 'overview.md'), MEMORY);
+    mkdirSync(join(wm, 'detail', 'plants'), { recursive: true });
+    writeFileSync(join(wm, 'detail', 'plants', 'roses.md'), '# Rose varieties\n\nDavid Austin, climbing roses.\n');
+
+    await session.prompt('Hello, garden.');
+    await session.prompt('Use the echo tool.');
+    await session.prompt('Thanks.');
+    expect(llm.requests).toHaveLength(4);
+
+    const stored = logEntries(session.dir).flatMap((e) => (e.type === 'message' ? [e.message] : []));
+    for (const [i, request] of llm.requests.entries()) {
+      const [system, ...rest] = request.messages;
+      // 1. One system message: the stable prompt (host instructions first), then the memory and the detail index.
+      expect(system!.role).toBe('system');
+      const content = system!.content!;
+      expect(content.startsWith('You are a gardening assistant.\n\n## Working memory')).toBe(true);
+      const memoryAt = content.indexOf('<working_memory file="working-memory/overview.md">');
+      const indexAt = content.indexOf('<detail_index>');
+      expect(memoryAt).toBeGreaterThan(content.indexOf('## Context budget'));
+      expect(content.slice(memoryAt)).toContain(MEMORY.trimEnd());
+      expect(indexAt).toBeGreaterThan(memoryAt);
+      expect(content.slice(indexAt)).toMatch(/- working-memory\/detail\/plants\/roses\.md \(\d+ B\): Rose varieties/);
+      expect(content).not.toContain('<context_meta>\n{');
+
+      // 2. Phase 1: the history is exactly the stored messages so far, in order.
+      const body = rest.slice(0, -1);
+      const last = rest.at(-1)!;
+      const { body: lastBody, meta } = splitTail(last.content!);
+      expect([...body, { ...last, content: lastBody }]).toEqual(stored.slice(0, rest.length));
+
+      // 3. The tail: exactly the five keys; the numbers are those of this very request.
+      expect(Object.keys(meta)).toEqual(['tokens_used', 'tokens_max', 'tokens_percent', 'messages_in_history', 'working_memory_size']);
+      expect(meta.tokens_used).toBe(independentCount(request));
+      expect(meta.tokens_max).toBe(128_000);
+      expect(meta.tokens_percent).toBe(Math.round((meta.tokens_used! / 128_000) * 100));
+      expect(meta.messages_in_history).toBe(rest.length);
+      expect(meta.working_memory_size).toBe(Buffer.byteLength(MEMORY));
+      expect(ofType(events, 'prompt_built')[i]!.tokens.total).toBe(independentCount(request));
+    }
+
+    // The breakdown adds up, and the prefix stays stable from one request to the next.
+    const built = ofType(events, 'prompt_built');
+    for (const b of built) expect(b.tokens.system + b.tokens.memory + b.tokens.history + b.tokens.tail).toBeCloseTo(b.tokens.counted, -1);
+    const [r2, r3] = [llm.requests[1]!, llm.requests[2]!];
+    expect(r3.messages.slice(0, r2.messages.length - 1)).toEqual(r2.messages.slice(0, -1));
+
+    // Nothing of the tail is ever stored.
+    const log = JSON.stringify(logEntries(session.dir));
+    expect(log).not.toContain('context_meta');
+    expect(log).not.toContain('tokens_used');
+    await session.close();
+  });
+
+  it('the system prompt holds no per-turn values: identical across requests while the memory is unchanged', async () => {
+    const llm = scriptedModel(() => ({ text: 'ok' }));
+    const session = await newSession({ llm });
+    for (let i = 0; i < 7; i++) await session.prompt(`question ${i}`);
+    const systems = new Set(llm.requests.map((r) => r.messages[0]!.content));
+    expect(systems.size).toBe(1);
+    // The seventh request carries a reminder, in the tail only.
+    expect(splitTail(llm.requests[6]!.messages.at(-1)!.content!).reminder).not.toBeNull();
+    await session.close();
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import type { SettingsOverrides } from '../src/config.js';
+import type { LLMRequest } from '../src/llm.js';
+import { scriptedModel, type ScriptedReply } from '../src/scriptedModel.js';
+import { openSession, type Session } from '../src/session.js';
+import { collect, newSession, ofType, tempHome } from './helpers.js';
+
+const CLOCK = () => 1_800_000_000_000;
+
+function longText(turn: number): string {
+  return `Answer ${turn}: ` + Array.from({ length: 60 }, (_, i) => `point ${turn}.${i}`).join(', ') + '.';
+}
+
+/**
+ * Runs `prompts` through a session, restarting it (close + openSession) before the
+ * prompts listed in `restartBefore`. Returns every request the model received.
+ */
+async function run(replies: ScriptedReply[], prompts: string[], settings: SettingsOverrides, restartBefore: number[]): Promise<{ requests: LLMRequest[]; events: ReturnType<typeof collect> }> {
+  const home = tempHome();
+  const requests: LLMRequest[] = [];
+  let next = 0;
+  const model = () => {
+    const llm = scriptedModel(() => replies[next++] ?? { text: 'out of script' });
+    const complete = llm.complete.bind(llm);
+    return { ...llm, complete: (request: LLMRequest, options: Parameters<typeof complete>[1]) => (requests.push(structuredClone(request)), complete(request, options)) };
+  };
+  const options = { settings, now: CLOCK, env: {} };
+  let session: Session = await newSession({ llm: model(), home, ...options });
+  const events = collect(session);
+  for (const [i, prompt] of prompts.entries()) {
+    if (restartBefore.includes(i)) {
+      await session.close();
+      session = await openSession(session.id, { llm: model(), home, ...options });
+      session.on('*', (e) => events.push(e));
+    }
+    const result = await session.prompt(prompt);
+    expect(result.status).toBe('done');
+  }
+  await session.close();
+  return { requests, events };
+}
+
+describe('resume', () => {
+  it('after a restart, openSession builds byte-identical prompts: phase switch, compaction and reminders included', async () => {
+    const write = (content: string): ScriptedReply => ({ toolCalls: [{ id: 'call_write', name: 'write', arguments: { path: 'working-memory/overview.md', content } }] });
+    const replies: ScriptedReply[] = [];
+    const prompts: string[] = [];
+    for (let turn = 1; turn <= 12; turn++) {
+      prompts.push(`Question ${turn}: tell me about topic ${turn}.`);
+      if (turn === 8) replies.push(write(`# Working Memory\n\n## Known facts\n- Topics 1 to 8 were covered; the user likes detail.\n`));
+      replies.push({ text: longText(turn) });
+    }
+    // Phase 1 until turn 8, then phase 2; a 2500-token window forces compactions early on.
+    const settings: SettingsOverrides = { contextWindow: 2500, reserveOutputTokens: 200 };
+    const straight = await run(replies, prompts, settings, []);
+    const restarted = await run(replies, prompts, settings, [3, 6, 9]);
+
+    expect(ofType(straight.events, 'compaction_end').length).toBeGreaterThan(0);
+    expect(ofType(straight.events, 'reminder').length).toBeGreaterThan(0);
+    expect(ofType(straight.events, 'mode_changed').map((e) => e.to)).toEqual(['phase2']);
+    expect(restarted.requests).toHaveLength(straight.requests.length);
+    for (const [i, request] of straight.requests.entries()) {
+      expect(JSON.stringify(restarted.requests[i]), `request ${i + 1}`).toBe(JSON.stringify(request));
+    }
+  });
+
+  it('a resumed session carries the whole derived history, token counts read from the log', async () => {
+    const home = tempHome();
+    const first = await newSession({ llm: scriptedModel(() => ({ text: 'fine' })), home });
+    for (let i = 0; i < 5; i++) await first.prompt(`message ${i}`);
+    const before = first.history;
+    await first.close();
+    const second = await openSession(first.id, { llm: scriptedModel([{ text: 'x' }]), home, env: {} });
+    expect(second.history.length).toBe(before.length);
+    expect(second.history.items.slice(0, second.history.length)).toEqual(before.items.slice(0, before.length));
+    expect(second.history.cum.slice(0, second.history.length + 1)).toEqual(before.cum.slice(0, before.length + 1));
+    // Prefix ids work for opening too.
+    await second.close();
+    const third = await openSession(first.id.slice(0, 8), { llm: scriptedModel([]), home, env: {} });
+    expect(third.id).toBe(first.id);
+    await third.close();
+  });
+});
