@@ -170,7 +170,8 @@ export class WorkingMemory {
         }
         if (stat.isDirectory()) walk(rel);
         // A hard-linked file may alias one outside: list it, but read nothing from it.
-        else if (stat.isFile()) entries.push({ path: rel, bytes: stat.size, heading: stat.nlink > 1 ? null : firstHeading(join(this.root, rel)) });
+        else if (stat.isFile())
+          entries.push({ path: rel, bytes: stat.size, heading: stat.nlink > 1 ? null : firstHeading(join(this.root, rel)) });
       }
     };
     walk('detail');

@@ -12,7 +12,14 @@ const call = (name: string, args: string | Record<string, unknown>): ScriptedRep
 
 describe('malformed and unknown tool calls', () => {
   it('each gets an error result the model can read, and the turn goes on to its answer', async () => {
-    const throwing = defineTool({ name: 'explode', description: 'Always fails', parameters: z.object({}), execute: () => { throw new Error('kaboom'); } });
+    const throwing = defineTool({
+      name: 'explode',
+      description: 'Always fails',
+      parameters: z.object({}),
+      execute: () => {
+        throw new Error('kaboom');
+      },
+    });
     const weird = defineTool({ name: 'weird', description: 'Returns a number', parameters: z.object({}), execute: () => 42 as never });
     const llm = scriptedModel([
       call('no_such_tool', {}),
@@ -91,13 +98,19 @@ describe('paths outside working-memory/', () => {
     expect(results[8]!.content).toMatch(/hard-linked/);
     expect(readFileSync(secret, 'utf8')).toBe('TOP SECRET');
     expect(existsSync('/tmp/escape.txt')).toBe(false);
-    expect(readdirSync(home).sort()).toEqual(['secret.txt', 'sessions', 'workmem.sqlite', 'workmem.sqlite-shm', 'workmem.sqlite-wal'].filter((f) => existsSync(join(home, f))));
+    expect(readdirSync(home).sort()).toEqual(
+      ['secret.txt', 'sessions', 'workmem.sqlite', 'workmem.sqlite-shm', 'workmem.sqlite-wal'].filter((f) => existsSync(join(home, f))),
+    );
     await session.close();
   });
 
   it('writes inside are atomic and the 5 KB soft limit is reported, not enforced', async () => {
     const big = `# Working Memory\n\n## Known facts\n${'- a fact worth keeping\n'.repeat(300)}`;
-    const llm = scriptedModel([call('write', { path: 'overview.md', content: big }), call('write', { path: 'working-memory/detail/deep/notes.md', content: '# Notes\nx' }), { text: 'ok' }]);
+    const llm = scriptedModel([
+      call('write', { path: 'overview.md', content: big }),
+      call('write', { path: 'working-memory/detail/deep/notes.md', content: '# Notes\nx' }),
+      { text: 'ok' },
+    ]);
     const session = await newSession({ llm });
     const events = collect(session);
     await session.prompt('Write a lot.');
@@ -159,7 +172,9 @@ describe('damaged session files', () => {
     const { id, dir } = await sessionWithTurns(home);
     writeFileSync(join(dir, 'meta.json'), '{"format": 1, "id": ');
     const session = await openSession(id, { llm: scriptedModel([{ text: 'ok' }]), home, env: {} });
-    expect(session.damage).toEqual([expect.stringMatching(/meta\.json unreadable .*rebuilt from messages\.jsonl, the old file kept as meta\.json\.corrupt-\d+/)]);
+    expect(session.damage).toEqual([
+      expect.stringMatching(/meta\.json unreadable .*rebuilt from messages\.jsonl, the old file kept as meta\.json\.corrupt-\d+/),
+    ]);
     const meta = JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8'));
     expect(meta).toMatchObject({ id, messageCount: 4, turns: 2, title: 'first question', historyMode: 'phase1' });
     expect(readdirSync(dir).some((f) => f.startsWith('meta.json.corrupt-'))).toBe(true);
@@ -187,7 +202,9 @@ describe('bad options', () => {
     const home = tempHome();
     await expect(createSession({ llm, home, settings: { contextWindow: -5 } })).rejects.toThrow(/contextWindow=-5/);
     await expect(createSession({ llm, home, env: { WM_MIN_ROUNDS: '-1' } })).rejects.toThrow(ConfigError);
-    await expect(createSession({ llm, home, settings: { reserveOutputTokens: 200_000 } })).rejects.toThrow(/reserveOutputTokens \(200000\) must be smaller/);
+    await expect(createSession({ llm, home, settings: { reserveOutputTokens: 200_000 } })).rejects.toThrow(
+      /reserveOutputTokens \(200000\) must be smaller/,
+    );
     await expect(openSession('../../etc', { llm, home })).rejects.toThrow(/not a session id/);
     await expect(openSession('0000dead', { llm, home })).rejects.toThrow(/no session with id 0000dead/);
     const dup = defineTool({ name: 'read', description: 'clash', parameters: z.object({}), execute: () => '' });

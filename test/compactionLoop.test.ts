@@ -83,7 +83,10 @@ describe('compaction at the threshold', () => {
       parameters: z.object({}),
       execute: () => 'x '.repeat(5000),
     });
-    const llm = scriptedModel([{ toolCalls: [{ name: 'dump', arguments: {} }] }, { text: 'never sent' }], { contextWindow: WINDOW, maxOutputTokens: RESERVE });
+    const llm = scriptedModel([{ toolCalls: [{ name: 'dump', arguments: {} }] }, { text: 'never sent' }], {
+      contextWindow: WINDOW,
+      maxOutputTokens: RESERVE,
+    });
     const session = await newSession({ llm, tools: [huge] });
     const events = collect(session);
     const result = await session.prompt('Dump it.');

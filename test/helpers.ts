@@ -51,7 +51,11 @@ export function independentCount(request: LLMRequest): number {
     if (m.role === 'assistant') {
       const call = m.tool_calls?.[0];
       if ((m.tool_calls?.length ?? 0) > 1) throw new Error('independentCount: one tool call per message');
-      return { role: 'assistant', content: m.content ?? '', ...(call ? { function_call: { name: call.function.name, arguments: call.function.arguments } } : {}) };
+      return {
+        role: 'assistant',
+        content: m.content ?? '',
+        ...(call ? { function_call: { name: call.function.name, arguments: call.function.arguments } } : {}),
+      };
     }
     return { role: m.role, content: m.content };
   });

@@ -34,7 +34,11 @@ describe('turn machine, model-based', () => {
   function setupTurn() {
     // A 4000-token window: a small memory fits easily, a large one crosses the 75 % line
     // (compaction) but still fits, a huge one cannot fit at all.
-    const settings = { ...defaultTurnSettings(4000, 200), maxRequestsPerTurn: 2, retry: { maxRetries: 1, baseDelayMs: 10, maxDelayMs: 10 } };
+    const settings = {
+      ...defaultTurnSettings(4000, 200),
+      maxRequestsPerTurn: 2,
+      retry: { maxRetries: 1, baseDelayMs: 10, maxDelayMs: 10 },
+    };
     const user = { role: 'user' as const, content: 'Hello' };
     const history: HistoryView = fromItems([{ seq: 1, turn: 1, message: user, tokens: counter.message(user) }]);
     const input: TurnInput = {
@@ -49,7 +53,11 @@ describe('turn machine, model-based', () => {
     const answer: LlmOutput = { history, message: { role: 'assistant', content: 'Hi' }, usage: null, finishReason: 'stop' };
     const call: LlmOutput = {
       history,
-      message: { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'write', arguments: '{}' } }] },
+      message: {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'write', arguments: '{}' } }],
+      },
       usage: { promptTokens: 100, completionTokens: 5 },
       finishReason: 'tool_calls',
     };
@@ -103,7 +111,21 @@ describe('turn machine, model-based', () => {
     const run = runPaths(machine, shortest, { input, serialize: serialize as never });
     const states = allStateIds(machine);
     expect(states.filter((id) => !run.visited.has(id))).toEqual([]);
-    expect(states).toEqual(expect.arrayContaining(['turn.loadMemory', 'turn.checkReminder', 'turn.maybeCompact', 'turn.compacting', 'turn.buildPrompt', 'turn.stream', 'turn.runTools', 'turn.markUpdated', 'turn.done', 'turn.failed', 'turn.aborted']));
+    expect(states).toEqual(
+      expect.arrayContaining([
+        'turn.loadMemory',
+        'turn.checkReminder',
+        'turn.maybeCompact',
+        'turn.compacting',
+        'turn.buildPrompt',
+        'turn.stream',
+        'turn.runTools',
+        'turn.markUpdated',
+        'turn.done',
+        'turn.failed',
+        'turn.aborted',
+      ]),
+    );
 
     // Simple paths explode with every context detail in the state's identity: for them a
     // state is its value and the counters the guards read, and the alphabet leaves out
@@ -121,7 +143,9 @@ describe('turn machine, model-based', () => {
     const toFinal = getSimplePaths(machine, {
       input,
       events: eventsFor(
-        (rawEvents as { type: string; output?: { version?: number } }[]).filter((e) => e.type !== 'MODE_CHANGED' && !(e.output?.version! > 1)) as never[],
+        (rawEvents as { type: string; output?: { version?: number } }[]).filter(
+          (e) => e.type !== 'MODE_CHANGED' && !(e.output?.version! > 1),
+        ) as never[],
       ),
       serializeState: lean as never,
       toState: (s) => s.status === 'done',
@@ -180,7 +204,11 @@ describe('historyMode machine, model-based', () => {
     JSON.stringify({ value: s.value, pinned: s.context.pinned, health: s.context.health, writes: s.context.modelWrites });
   // For simple paths the state is what the guards decide on; anything richer explodes.
   const coarse = (s: SnapshotFrom<typeof historyModeMachine>) =>
-    JSON.stringify({ value: s.value, pinned: s.context.pinned, maintained: s.context.health.contentChars >= 20 && s.context.modelWrites > 0 });
+    JSON.stringify({
+      value: s.value,
+      pinned: s.context.pinned,
+      maintained: s.context.health.contentChars >= 20 && s.context.modelWrites > 0,
+    });
   const inputs: HistoryModeInput[] = [
     { restored: 'phase1', pinned: null, health: template, modelWrites: 0 },
     { restored: 'phase2', pinned: null, health: real, modelWrites: 2 },
@@ -210,7 +238,11 @@ describe('historyMode machine, model-based', () => {
     // hybrid is only reached from phase 2, when the memory is nearly empty.
     expect(reach({ auto: 'hybrid' })).toEqual([{ type: 'xstate.init' }, events[0], events[3]]);
     // a middling memory in phase 2 is not "nearly empty".
-    const phase2Paths = getShortestPaths(historyModeMachine, { input: inputs[1]!, events: [events[2]!], serializeState: serialize as never });
+    const phase2Paths = getShortestPaths(historyModeMachine, {
+      input: inputs[1]!,
+      events: [events[2]!],
+      serializeState: serialize as never,
+    });
     expect(phase2Paths.length).toBeGreaterThan(1);
     for (const path of phase2Paths) expect(path.state.value).toEqual({ auto: 'phase2' });
   });

@@ -74,7 +74,8 @@ export function runPaths<TSnapshot extends Snapshot<unknown>, TEvent extends Eve
     for (const [i, step] of path.steps.entries()) {
       if (i > 0 || step.event.type !== 'xstate.init') actor.send(step.event as never);
       const snapshot = actor.getSnapshot() as unknown as TSnapshot & { status: string; error?: unknown };
-      if (snapshot.status === 'error') throw new Error(`path step ${i} (${step.event.type}) put the actor in error: ${String(snapshot.error)}`);
+      if (snapshot.status === 'error')
+        throw new Error(`path step ${i} (${step.event.type}) put the actor in error: ${String(snapshot.error)}`);
       const expected = options.serialize(step.state);
       const actual = options.serialize(snapshot);
       if (expected !== actual) {

@@ -5,7 +5,9 @@ import { openSession } from '../src/session.js';
 import type { LLMRequest } from '../src/llm.js';
 import { collect, newSession, ofType, tempHome } from './helpers.js';
 
-const write = (content: string): ScriptedReply => ({ toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content } }] });
+const write = (content: string): ScriptedReply => ({
+  toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content } }],
+});
 const REAL = '# Working Memory\n\n## Known facts\n- The user is Ada; the project is a compiler in OCaml.\n';
 const userTexts = (r: LLMRequest) => r.messages.filter((m) => m.role === 'user').map((m) => m.content!.split('\n\n<context_meta>')[0]);
 
@@ -46,7 +48,15 @@ describe('history modes', () => {
   });
 
   it('emptying the memory falls back to hybrid: memory + the last N messages', async () => {
-    const llm = scriptedModel([write(REAL), { text: 'ok' }, { text: 'ok' }, { text: 'ok' }, write('# Working Memory\n'), { text: 'emptied' }, { text: 'ok' }]);
+    const llm = scriptedModel([
+      write(REAL),
+      { text: 'ok' },
+      { text: 'ok' },
+      { text: 'ok' },
+      write('# Working Memory\n'),
+      { text: 'emptied' },
+      { text: 'ok' },
+    ]);
     const session = await newSession({ llm, settings: { hybridRecent: 4 } });
     const events = collect(session);
     for (const text of ['one', 'two', 'three', 'four', 'five']) await session.prompt(text);

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, resolveSettings } from '../src/config.js';
-import { checkRound, DEFAULT_REMINDER_CONFIG, INITIAL_TRACKER, markUpdated, remindNextRequest, type TrackerState } from '../src/reminderTracker.js';
+import {
+  checkRound,
+  DEFAULT_REMINDER_CONFIG,
+  INITIAL_TRACKER,
+  markUpdated,
+  remindNextRequest,
+  type TrackerState,
+} from '../src/reminderTracker.js';
 import { openSession } from '../src/session.js';
 import { scriptedModel } from '../src/scriptedModel.js';
 import { collect, logEntries, newSession, ofType, splitTail, tempHome } from './helpers.js';
@@ -71,7 +78,11 @@ describe('reminder tracker (seed 000)', () => {
   it('can be disabled and tuned from the environment', () => {
     expect(checkRound({ ...INITIAL_TRACKER, rounds: 50 }, 99, { ...config, enabled: false }).due).toBeNull();
     const model = { contextWindow: 8000, maxOutputTokens: 500 };
-    const tuned = resolveSettings(model, {}, { WM_MAX_ROUNDS: '2', WM_MIN_ROUNDS: '1', WM_TOKEN_THRESHOLD: '40', WM_ENABLE_REMINDER: 'false' });
+    const tuned = resolveSettings(
+      model,
+      {},
+      { WM_MAX_ROUNDS: '2', WM_MIN_ROUNDS: '1', WM_TOKEN_THRESHOLD: '40', WM_ENABLE_REMINDER: 'false' },
+    );
     expect(tuned.turn.reminder).toEqual({ enabled: false, maxRounds: 2, minRounds: 1, tokenThreshold: 40 });
   });
 
@@ -119,7 +130,16 @@ describe('reminders in a session', () => {
 
   it('a write to overview.md resets the count', async () => {
     const llm = scriptedModel((request, i) =>
-      i === 3 ? { toolCalls: [{ name: 'edit', arguments: { path: 'working-memory/overview.md', old: '## Current task', new: '## Current task\nTesting resets.' } }] } : { text: 'ok' },
+      i === 3
+        ? {
+            toolCalls: [
+              {
+                name: 'edit',
+                arguments: { path: 'working-memory/overview.md', old: '## Current task', new: '## Current task\nTesting resets.' },
+              },
+            ],
+          }
+        : { text: 'ok' },
     );
     const session = await newSession({ llm });
     const events = collect(session);

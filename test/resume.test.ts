@@ -15,14 +15,25 @@ function longText(turn: number): string {
  * Runs `prompts` through a session, restarting it (close + openSession) before the
  * prompts listed in `restartBefore`. Returns every request the model received.
  */
-async function run(replies: ScriptedReply[], prompts: string[], settings: SettingsOverrides, restartBefore: number[]): Promise<{ requests: LLMRequest[]; events: ReturnType<typeof collect> }> {
+async function run(
+  replies: ScriptedReply[],
+  prompts: string[],
+  settings: SettingsOverrides,
+  restartBefore: number[],
+): Promise<{ requests: LLMRequest[]; events: ReturnType<typeof collect> }> {
   const home = tempHome();
   const requests: LLMRequest[] = [];
   let next = 0;
   const model = () => {
     const llm = scriptedModel(() => replies[next++] ?? { text: 'out of script' });
     const complete = llm.complete.bind(llm);
-    return { ...llm, complete: (request: LLMRequest, options: Parameters<typeof complete>[1]) => (requests.push(structuredClone(request)), complete(request, options)) };
+    return {
+      ...llm,
+      complete: (request: LLMRequest, options: Parameters<typeof complete>[1]) => (
+        requests.push(structuredClone(request)),
+        complete(request, options)
+      ),
+    };
   };
   const options = { settings, now: CLOCK, env: {} };
   let session: Session = await newSession({ llm: model(), home, ...options });
@@ -42,7 +53,9 @@ async function run(replies: ScriptedReply[], prompts: string[], settings: Settin
 
 describe('resume', () => {
   it('after a restart, openSession builds byte-identical prompts: phase switch, compaction and reminders included', async () => {
-    const write = (content: string): ScriptedReply => ({ toolCalls: [{ id: 'call_write', name: 'write', arguments: { path: 'working-memory/overview.md', content } }] });
+    const write = (content: string): ScriptedReply => ({
+      toolCalls: [{ id: 'call_write', name: 'write', arguments: { path: 'working-memory/overview.md', content } }],
+    });
     const replies: ScriptedReply[] = [];
     const prompts: string[] = [];
     for (let turn = 1; turn <= 12; turn++) {

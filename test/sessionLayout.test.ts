@@ -39,7 +39,9 @@ describe('session layout (DESIGN §2)', () => {
       memoryWrites: 0,
     });
     expect(meta.updatedAt).toBeGreaterThanOrEqual(meta.createdAt);
-    expect(await listSessions({ home, cwd: '/Users/a/proj' })).toEqual([expect.objectContaining({ id: session.id, dir: session.dir, name: 'demo' })]);
+    expect(await listSessions({ home, cwd: '/Users/a/proj' })).toEqual([
+      expect.objectContaining({ id: session.id, dir: session.dir, name: 'demo' }),
+    ]);
     expect(await listSessions({ home, cwd: '/elsewhere' })).toEqual([]);
     await session.close();
   });
@@ -56,9 +58,10 @@ describe('session layout (DESIGN §2)', () => {
     await session.close();
   });
 
-  it('new sessions get the five-section template with guidance, in English or the seed\'s Chinese', async () => {
+  it("new sessions get the five-section template with guidance, in English or the seed's Chinese", async () => {
     const en = overviewTemplate('en');
-    for (const section of ['## Current task', '## Key decisions', '## Known facts', '## Open questions', '## Recent actions']) expect(en).toContain(section);
+    for (const section of ['## Current task', '## Key decisions', '## Known facts', '## Open questions', '## Recent actions'])
+      expect(en).toContain(section);
     const zh = overviewTemplate('zh');
     for (const section of ['## 当前任务', '## 关键决策', '## 已知信息', '## 待解决', '## 最近操作']) expect(zh).toContain(section);
     for (const t of [en, zh]) {
@@ -104,9 +107,22 @@ describe('abort', () => {
       name: 'slow',
       description: 'Takes a while',
       parameters: z.object({}),
-      execute: ({}, { signal }) => new Promise<string>((resolve) => { release = () => resolve('finished'); signal.addEventListener('abort', () => resolve('late')); }),
+      execute: ({}, { signal }) =>
+        new Promise<string>((resolve) => {
+          release = () => resolve('finished');
+          signal.addEventListener('abort', () => resolve('late'));
+        }),
     });
-    const llm = scriptedModel([{ toolCalls: [{ name: 'slow', arguments: {} }, { name: 'slow', arguments: {} }] }, { text: 'ok' }, { text: 'after abort' }]);
+    const llm = scriptedModel([
+      {
+        toolCalls: [
+          { name: 'slow', arguments: {} },
+          { name: 'slow', arguments: {} },
+        ],
+      },
+      { text: 'ok' },
+      { text: 'after abort' },
+    ]);
     const session = await newSession({ llm, tools: [slow] });
     session.on('tool_start', () => queueMicrotask(() => session.abort()));
     const result = await session.prompt('Run the slow tools.');
