@@ -6,7 +6,7 @@
  */
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
 import type { CompactionReason, SessionEvent, TurnStatus } from '../src/events.js';
-import { injectedRange, type HistoryMode, type HistoryView } from '../src/historyView.js';
+import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from '../src/historyView.js';
 import { toTurnError, type LLMUsage, type TurnError } from '../src/llm.js';
 import type { AssistantMessage, ToolCall } from '../src/messages.js';
 import { buildPrompt, estimateWithoutTail, promptBase, percentOf, type BuiltPrompt, type PromptBase } from '../src/promptBuilder.js';
@@ -298,14 +298,21 @@ export const turnMachine = setup({
         input: ({ context }) => {
           const { settings } = context.statics;
           const fixed = context.base!.tokens + context.calibration + TAIL_ALLOWANCE;
-          const share = context.compactReason === 'overflow' ? OVERFLOW_TARGET_SHARE : FALLBACK_TARGET_SHARE;
+          const overflow = context.compactReason === 'overflow';
+          const range = rangeOf(context);
+          let budget = Math.max(
+            0,
+            Math.floor(thresholdTokens(settings) * (overflow ? OVERFLOW_TARGET_SHARE : FALLBACK_TARGET_SHARE)) - fixed - 1,
+          );
+          // The server refused what we counted as fitting: our count is off, so at least halve the history.
+          if (overflow) budget = Math.min(budget, Math.floor(tokensBetween(context.history, range[0], range[1]) / 2));
           return {
             history: context.history,
-            range: rangeOf(context),
+            range,
             turn: context.turn,
             request: context.request,
             reason: context.compactReason,
-            budget: Math.max(0, Math.floor(thresholdTokens(settings) * share) - fixed - 1),
+            budget,
             fixedTokens: fixed,
             keepRecentTurns: settings.keepRecentTurns,
           };

@@ -95,7 +95,7 @@ export interface ResolvedSettings {
  * unless overridden.
  */
 export function resolveSettings(
-  model: { contextWindow: number; maxOutputTokens: number },
+  model: { contextWindow: number; maxOutputTokens: number; retry?: Partial<RetryPolicy> },
   overrides: SettingsOverrides = {},
   env: NodeJS.ProcessEnv = process.env,
 ): ResolvedSettings {
@@ -116,7 +116,7 @@ export function resolveSettings(
     ...(o.language !== undefined ? { language: o.language } : {}),
     ...(o.maxRequestsPerTurn !== undefined ? { maxRequestsPerTurn: o.maxRequestsPerTurn } : {}),
     reminder: { ...base.reminder, ...reminderFromEnv(env), ...definedOnly(o.reminder ?? {}) },
-    retry: { ...base.retry, ...definedOnly(o.retry ?? {}) },
+    retry: { ...base.retry, ...definedOnly(model.retry ?? {}), ...definedOnly(o.retry ?? {}) },
   };
   if (turn.reminder.minRounds > turn.reminder.maxRounds) {
     throw new ConfigError(`reminder minRounds (${turn.reminder.minRounds}) is larger than maxRounds (${turn.reminder.maxRounds})`);

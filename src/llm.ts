@@ -4,6 +4,7 @@
  * implement this; the turn machine owns retries, compaction and everything else.
  */
 import type { AssistantMessage, ChatMessage } from './messages.js';
+import type { RetryPolicy } from './settings.js';
 import type { ToolSpec } from './tool.js';
 
 export interface LLMRequest {
@@ -36,8 +37,10 @@ export interface LLM {
   /** Tokens reserved for the answer: a request never exceeds window − this. */
   readonly maxOutputTokens: number;
   complete(request: LLMRequest, options: LLMCallOptions): Promise<LLMResponse>;
-  /** A one-shot, non-streaming completion for summaries; defaults to `complete`. */
+  /** A one-shot, non-streaming completion for summaries (may use a cheaper model). */
   summarize?(request: LLMRequest, options: { signal: AbortSignal }): Promise<LLMResponse>;
+  /** The retry policy this model wants by default; session settings override it. */
+  readonly retry?: Partial<RetryPolicy>;
 }
 
 export type LLMErrorKind =
@@ -51,7 +54,8 @@ export type LLMErrorKind =
   | 'bad_request'
   | 'bad_response';
 
-const RETRYABLE: ReadonlySet<LLMErrorKind> = new Set(['rate_limit', 'server', 'network', 'timeout']);
+/** Transient failures: retried with backoff. An empty or garbled response usually is one too. */
+const RETRYABLE: ReadonlySet<LLMErrorKind> = new Set(['rate_limit', 'server', 'network', 'timeout', 'bad_response']);
 
 export class LLMError extends Error {
   override name = 'LLMError';

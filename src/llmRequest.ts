@@ -51,6 +51,8 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
     settled = true;
     const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
     deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message });
+    const warning = finishWarning(response.finishReason);
+    if (warning) deps.emit({ type: 'error', ...base, error: { kind: 'bad_response', message: warning, retryable: false }, fatal: false });
     return { history: files.history, message, usage: response.usage, finishReason: response.finishReason };
   } finally {
     settled = true;
@@ -83,4 +85,20 @@ function checkedMessage(message: AssistantMessage): AssistantMessage {
     return { role: 'assistant', content };
   }
   return { role: 'assistant', content, tool_calls: calls };
+}
+
+/** The answer is kept whatever the finish reason; an unusual one is reported. */
+function finishWarning(reason: string): string | null {
+  switch (reason) {
+    case 'stop':
+    case 'tool_calls':
+    case 'function_call':
+      return null;
+    case 'length':
+      return 'the answer was cut at the output token limit (finish_reason "length"); it was kept as it is';
+    case 'content_filter':
+      return "the answer was cut by the provider's content filter; it was kept as it is";
+    default:
+      return `unknown finish reason ${JSON.stringify(reason).slice(0, 60)}; the answer was kept as it is`;
+  }
 }

@@ -18,6 +18,8 @@ export interface TokenCounter {
   message(message: ChatMessage): number;
   /** System message + tool definitions + reply priming: everything a request has besides history. */
   requestBase(systemContent: string, tools: readonly ToolSpec[]): number;
+  /** A whole request, whatever its shape (used by the test server to report usage). */
+  request(messages: readonly ChatMessage[], tools: readonly ToolSpec[]): number;
 }
 
 interface EncodingModule {
@@ -74,6 +76,14 @@ function makeCounter(encoding: TokenCounter['encoding'], mod: EncodingModule): T
         messages: [{ role: 'system', content: systemContent }],
         ...(functions.length ? { functions } : {}),
       });
+    },
+    request(messages, tools) {
+      const [first, ...rest] = messages;
+      const sum = (list: readonly ChatMessage[]): number => list.reduce((n, m) => n + this.message(m), 0);
+      if (first?.role === 'system') return this.requestBase(first.content, tools) + sum(rest);
+      // No system message: the base without one (and without the system deduction for tools).
+      const base = this.requestBase('', tools) - role('system') - MESSAGE_FRAMING + (tools.length ? 4 : 0);
+      return base + sum(messages);
     },
   };
 }

@@ -1,0 +1,303 @@
+/**
+ * The `llm` for any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp, Ollama, LM
+ * Studio, …) on the official SDK: Chat Completions with `stream: true` and usage in the
+ * last chunk. It assembles text and tool-call deltas, watches for a stalled stream, and
+ * turns every failure into an LLMError whose kind the turn machine acts on (retry,
+ * compact-and-retry on overflow, or fail). The SDK's own retries are off: the machine
+ * retries, visibly, with the policy given here.
+ */
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type {
+  ChatCompletionChunk,
+  ChatCompletionCreateParamsStreaming,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
+import { ConfigError } from './config.js';
+import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse, type LLMUsage } from './llm.js';
+import type { AssistantMessage } from './messages.js';
+import { modelLimits } from './models.js';
+import type { RetryPolicy } from './settings.js';
+
+export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+
+export interface OpenAIChatOptions {
+  /** Default: $WORKMEM_MODEL, else gpt-4o-mini. */
+  model?: string;
+  /** Default: $OPENAI_BASE_URL, else OpenAI's. */
+  baseURL?: string;
+  /** Default: $OPENAI_API_KEY. Required for OpenAI's own endpoint only. */
+  apiKey?: string;
+  /** Default: from the known-models table, else 32768. */
+  contextWindow?: number;
+  /** Tokens reserved for the answer; default min(4096, window / 4). */
+  maxOutputTokens?: number;
+  /** Retries of a failed request (429, 5xx, 408/409, connection errors); default 4. */
+  maxRetries?: number;
+  /** Per request: until the response starts, and the longest silence inside a stream. Default 120 s. */
+  timeoutMs?: number;
+  /** A separate (often cheaper) model for compaction summaries. */
+  compactionModel?: string;
+  temperature?: number;
+  headers?: Record<string, string>;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface OpenAIChat extends LLM {
+  readonly baseURL: string;
+  readonly compactionModel: string;
+}
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+
+export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
+  const env = options.env ?? process.env;
+  const model = options.model ?? env.WORKMEM_MODEL?.trim() ?? 'gpt-4o-mini';
+  const baseURL = (options.baseURL ?? env.OPENAI_BASE_URL?.trim()) || OPENAI_BASE_URL;
+  const isOpenAI = /^https:\/\/api\.openai\.com\b/.test(baseURL);
+  const apiKey = options.apiKey ?? env.OPENAI_API_KEY?.trim();
+  if (!apiKey && isOpenAI) {
+    throw new ConfigError(
+      'no API key: set OPENAI_API_KEY, or set OPENAI_BASE_URL to a local OpenAI-compatible server (vLLM, llama.cpp, Ollama, …)',
+    );
+  }
+  try {
+    new URL(baseURL);
+  } catch {
+    throw new ConfigError(`OPENAI_BASE_URL ${JSON.stringify(baseURL)} is not a URL`);
+  }
+  const limits = modelLimits(model);
+  const contextWindow = options.contextWindow ?? limits.contextWindow;
+  const maxOutputTokens = options.maxOutputTokens ?? Math.min(limits.maxOutputTokens, Math.floor(contextWindow / 4));
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const secret = apiKey ?? '';
+  const client = new OpenAI({
+    baseURL,
+    apiKey: apiKey || 'no-key-needed',
+    maxRetries: 0,
+    timeout: timeoutMs,
+    logLevel: 'off',
+    ...(options.headers ? { defaultHeaders: options.headers } : {}),
+  });
+  // OpenAI's newer models want max_completion_tokens; most other servers know max_tokens.
+  const maxParam = isOpenAI ? 'max_completion_tokens' : 'max_tokens';
+  const retry: Partial<RetryPolicy> = options.maxRetries === undefined ? {} : { maxRetries: options.maxRetries };
+
+  const body = (request: LLMRequest, useModel: string) => ({
+    model: useModel,
+    messages: request.messages as ChatCompletionMessageParam[],
+    ...(request.tools.length
+      ? {
+          tools: request.tools.map((t) => ({
+            type: 'function' as const,
+            function: { name: t.name, description: t.description, parameters: t.parameters },
+          })),
+        }
+      : {}),
+    [maxParam]: request.maxOutputTokens,
+    ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+  });
+
+  return {
+    model,
+    contextWindow,
+    maxOutputTokens,
+    baseURL,
+    compactionModel: options.compactionModel ?? model,
+    retry,
+
+    async complete(request: LLMRequest, call: LLMCallOptions): Promise<LLMResponse> {
+      const watchdog = new Watchdog(timeoutMs, call.signal);
+      const assembled = new Assembler();
+      try {
+        const stream = await client.chat.completions.create(
+          { ...body(request, model), stream: true, stream_options: { include_usage: true } } as ChatCompletionCreateParamsStreaming,
+          { signal: watchdog.signal },
+        );
+        watchdog.arm();
+        for await (const chunk of stream) {
+          watchdog.arm();
+          const text = assembled.add(chunk);
+          if (text) call.onText(text);
+        }
+        watchdog.check();
+        return assembled.finish();
+      } catch (error) {
+        throw classify(error, watchdog, secret);
+      } finally {
+        watchdog.stop();
+      }
+    },
+
+    async summarize(request: LLMRequest, call: { signal: AbortSignal }): Promise<LLMResponse> {
+      const watchdog = new Watchdog(timeoutMs, call.signal);
+      try {
+        const completion = await client.chat.completions.create(
+          { ...body(request, options.compactionModel ?? model), stream: false } as never,
+          {
+            signal: watchdog.signal,
+          },
+        );
+        const choice = (completion as OpenAI.Chat.Completions.ChatCompletion).choices[0];
+        const usage = (completion as OpenAI.Chat.Completions.ChatCompletion).usage;
+        return {
+          message: { role: 'assistant', content: choice?.message.content ?? '' },
+          usage: usage ? { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens } : null,
+          finishReason: choice?.finish_reason ?? 'stop',
+        };
+      } catch (error) {
+        throw classify(error, watchdog, secret);
+      } finally {
+        watchdog.stop();
+      }
+    },
+  };
+}
+
+/** Collects a streamed completion: text, tool calls split over many chunks, usage. */
+class Assembler {
+  private text = '';
+  private calls: { id: string; name: string; arguments: string }[] = [];
+  private finishReason: string | null = null;
+  private usage: LLMUsage | null = null;
+
+  add(chunk: ChatCompletionChunk): string {
+    if (chunk.usage) this.usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
+    const choice = chunk.choices?.[0];
+    if (!choice) return '';
+    const delta = choice.delta ?? {};
+    for (const part of delta.tool_calls ?? []) {
+      const index = typeof part.index === 'number' ? part.index : this.calls.length - (part.id ? 0 : 1);
+      const call = (this.calls[index] ??= { id: '', name: '', arguments: '' });
+      if (part.id) call.id = part.id;
+      if (part.function?.name) call.name += part.function.name;
+      if (part.function?.arguments) call.arguments += part.function.arguments;
+    }
+    if (choice.finish_reason) this.finishReason = choice.finish_reason;
+    const text = typeof delta.content === 'string' ? delta.content : '';
+    this.text += text;
+    return text;
+  }
+
+  finish(): LLMResponse {
+    if (this.finishReason === null) {
+      throw new LLMError('network', 'the stream ended before the model finished (no finish_reason); the connection was probably cut');
+    }
+    const calls = this.calls.filter(Boolean);
+    const message: AssistantMessage = { role: 'assistant', content: this.text || null };
+    if (calls.length)
+      message.tool_calls = calls.map((c, i) => ({
+        id: c.id || `call_${i}`,
+        type: 'function',
+        function: { name: c.name, arguments: c.arguments },
+      }));
+    return { message, usage: this.usage, finishReason: this.finishReason };
+  }
+}
+
+/** Aborts the request when the caller aborts, or when the server goes silent too long. */
+class Watchdog {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  timedOut = false;
+  private readonly onAbort = (): void => this.controller.abort();
+
+  constructor(
+    private readonly ms: number,
+    private readonly outer: AbortSignal,
+  ) {
+    if (outer.aborted) this.controller.abort();
+    else outer.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get userAborted(): boolean {
+    return this.outer.aborted;
+  }
+
+  arm(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.controller.abort();
+    }, this.ms);
+  }
+
+  /** The SDK ends a stream quietly when it is aborted: make that an error. */
+  check(): void {
+    if (this.userAborted) throw new LLMError('aborted', 'the request was aborted');
+    if (this.timedOut) throw new LLMError('timeout', `no data from the server for ${this.ms / 1000} s`);
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.outer.removeEventListener('abort', this.onAbort);
+  }
+}
+
+/** The messages servers use for a prompt that does not fit (OpenAI, vLLM, llama.cpp, Ollama, …). */
+const OVERFLOW =
+  /context_length_exceeded|exceed_context_size|maximum context length|context length exceeded|exceeds? (?:the )?(?:available |maximum |model'?s? )?context (?:size|length|window)|context size has been exceeded|prompt is too long|input is too long|too many tokens|reduce the length of the messages/i;
+
+export function classify(error: unknown, watchdog: { userAborted: boolean; timedOut: boolean }, secret = ''): LLMError {
+  if (error instanceof LLMError) return error;
+  if (watchdog.userAborted || error instanceof APIUserAbortError) {
+    return watchdog.timedOut ? new LLMError('timeout', 'the server went silent') : new LLMError('aborted', 'the request was aborted');
+  }
+  if (watchdog.timedOut || error instanceof APIConnectionTimeoutError)
+    return new LLMError('timeout', 'the request timed out', { cause: error });
+  const message = redact(error instanceof Error ? error.message : String(error), secret);
+  if (error instanceof APIConnectionError)
+    return new LLMError('network', `the connection to the server failed (${causeOf(error) ?? message})`, { cause: error });
+  if (error instanceof APIError) {
+    const status = error.status;
+    const code = `${(error as { code?: unknown }).code ?? ''} ${(error as { type?: unknown }).type ?? ''}`;
+    const withStatus = status === undefined ? {} : { status };
+    if (OVERFLOW.test(`${code} ${message}`)) return new LLMError('overflow', message, { ...withStatus, cause: error });
+    if (status === undefined) return new LLMError('server', `the server sent an error in the stream: ${message}`, { cause: error });
+    if (status === 408) return new LLMError('timeout', message, { status, cause: error });
+    if (status === 429) return new LLMError('rate_limit', message, { status, ...retryAfter(error.headers), cause: error });
+    if (status === 409 || status >= 500) return new LLMError('server', message, { status, ...retryAfter(error.headers), cause: error });
+    if (status === 401 || status === 403) return new LLMError('auth', message, { status, cause: error });
+    return new LLMError('bad_request', message, { status, cause: error });
+  }
+  if (error instanceof SyntaxError)
+    return new LLMError('bad_response', `the server sent an event that is not JSON: ${message}`, { cause: error });
+  // undici reports a connection cut mid-body as "terminated" / "other side closed" / ECONNRESET.
+  if (/terminated|other side closed|ECONNRESET|socket hang up|EPIPE/i.test(`${message} ${causeOf(error) ?? ''}`)) {
+    return new LLMError('network', `the connection was cut mid-stream (${causeOf(error) ?? message})`, { cause: error });
+  }
+  return new LLMError('bad_response', message, { cause: error });
+}
+
+function retryAfter(headers: Headers | undefined): { retryAfterMs?: number } {
+  const ms = Number(headers?.get('retry-after-ms'));
+  if (Number.isFinite(ms) && ms >= 0 && headers?.get('retry-after-ms')) return { retryAfterMs: ms };
+  const raw = headers?.get('retry-after');
+  if (!raw) return {};
+  const seconds = Number(raw);
+  if (Number.isFinite(seconds)) return { retryAfterMs: Math.max(0, seconds * 1000) };
+  const date = Date.parse(raw);
+  return Number.isNaN(date) ? {} : { retryAfterMs: Math.max(0, date - Date.now()) };
+}
+
+function causeOf(error: unknown): string | undefined {
+  let cause = (error as { cause?: unknown })?.cause;
+  for (let depth = 0; cause && depth < 4; depth++) {
+    const code = (cause as { code?: string }).code;
+    const msg = (cause as Error).message;
+    const inner = (cause as { cause?: unknown }).cause;
+    if (!inner) return code ? `${code}: ${msg}` : msg;
+    cause = inner;
+  }
+  return undefined;
+}
+
+/** API keys never appear in an error message. */
+export function redact(text: string, secret: string): string {
+  let out = text.replace(/\b(sk-[A-Za-z0-9_-]{4})[A-Za-z0-9_*-]{8,}/g, '$1…[redacted]');
+  if (secret.length >= 8) out = out.split(secret).join('[redacted]');
+  return out;
+}

@@ -1,0 +1,14 @@
+/**
+ * workmem/testing: an OpenAI-compatible test server and stand-in models, for our tests,
+ * the demo, and anyone's own tests without an API key.
+ */
+export { startTestServer } from './testServer.js';
+export type { TestServer, TestServerOptions, RecordedRequest, Fault, FaultPlan } from './testServer.js';
+export { scripted } from './scripted.js';
+export type { ScriptedResponse } from './scripted.js';
+export { protocolFollower, statedFacts } from './protocolFollower.js';
+export type { ProtocolFollowerOptions } from './protocolFollower.js';
+export { policyModel } from './policyModel.js';
+export type { PolicyModelOptions } from './policyModel.js';
+export type { ChatRequest, Policy, PolicyReply, PolicyContext, WireTool } from './wire.js';
+export { scriptedModel } from '../scriptedModel.js';

@@ -1,0 +1,54 @@
+/**
+ * A policy as an in-process LLM: the same decisions as over HTTP, without the network.
+ * For fast tests and benchmarks; usage is counted from the request like the test server.
+ */
+import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse } from '../llm.js';
+import type { AssistantMessage } from '../messages.js';
+import type { TokenCounter } from '../tokens.js';
+import type { ChatRequest, Policy } from './wire.js';
+
+export interface PolicyModelOptions {
+  model?: string;
+  contextWindow?: number;
+  maxOutputTokens?: number;
+  /** When given, usage is reported, counted with it. */
+  counter?: TokenCounter;
+}
+
+export function policyModel(policy: Policy, options: PolicyModelOptions = {}): LLM & { readonly requests: number } {
+  let index = 0;
+  return {
+    model: options.model ?? 'policy',
+    contextWindow: options.contextWindow ?? 128_000,
+    maxOutputTokens: options.maxOutputTokens ?? 4_096,
+    get requests() {
+      return index;
+    },
+    async complete(request: LLMRequest, call: LLMCallOptions): Promise<LLMResponse> {
+      if (call.signal.aborted) throw new LLMError('aborted', 'the request was aborted');
+      const body: ChatRequest = {
+        model: options.model ?? 'policy',
+        messages: request.messages,
+        tools: request.tools.map((t) => ({
+          type: 'function',
+          function: { name: t.name, description: t.description, parameters: t.parameters },
+        })),
+      };
+      const reply = await policy(body, { index: index++ });
+      const message: AssistantMessage = { role: 'assistant', content: reply.content ?? null };
+      if (reply.toolCalls?.length) {
+        message.tool_calls = reply.toolCalls.map((c, i) => ({
+          id: c.id ?? `call_${index}_${i}`,
+          type: 'function',
+          function: { name: c.name, arguments: c.arguments },
+        }));
+      }
+      if (message.content) call.onText(message.content);
+      const counter = options.counter;
+      const usage = counter
+        ? { promptTokens: counter.request(request.messages, request.tools), completionTokens: counter.text(message.content ?? '') }
+        : null;
+      return { message, usage, finishReason: reply.finishReason ?? (message.tool_calls ? 'tool_calls' : 'stop') };
+    },
+  };
+}

@@ -1,0 +1,183 @@
+/**
+ * protocolFollower: a deterministic, rule-based stand-in for an LLM that follows the
+ * working-memory protocol using only what is in the request it receives.
+ *
+ * - Facts are stated as "my <key> is <value>." (or "我的<key>是<value>。") and asked as
+ *   "What is my <key>?" (or "我的<key>是什么？").
+ * - When the user states facts it updates overview.md (`write`) with every fact it can
+ *   still see (memory + visible history), but before any reminder only with probability
+ *   1 − forgetfulness; when reminded it always does.
+ * - It answers from its memory and the visible history, and says it does not know otherwise.
+ * - It calls compact_history (when offered) at the compression guide's thresholds.
+ * Its randomness is seeded by `seed` and the user's message, so a request always gets
+ * the same reply.
+ */
+import type { ChatMessage } from '../messages.js';
+import type { ChatRequest, Policy, PolicyReply } from './wire.js';
+
+export interface ProtocolFollowerOptions {
+  seed?: number;
+  /** Probability of not recording a stated fact before being reminded (0–1). */
+  forgetfulness?: number;
+}
+
+const TAIL = '\n\n<context_meta>';
+const COMPACTION_NOTE = '[Earlier conversation compacted';
+const MEMORY_BLOCK = /<working_memory[^>]*>\n([\s\S]*?)\n<\/working_memory>/;
+
+interface Fact {
+  key: string;
+  value: string;
+  zh: boolean;
+}
+
+export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy {
+  const seed = options.seed ?? 1;
+  const forgetfulness = options.forgetfulness ?? 0;
+  if (!(forgetfulness >= 0 && forgetfulness <= 1)) throw new RangeError(`forgetfulness must be between 0 and 1, got ${forgetfulness}`);
+
+  return (request) => {
+    const view = readRequest(request);
+    if (!view.userText) return { content: 'OK.' };
+    const last = request.messages.at(-1)!;
+    if (last.role === 'user') {
+      const calls: NonNullable<PolicyReply['toolCalls']> = [];
+      const stated = statedFacts(view.userText);
+      const record = stated.length > 0 && random(seed, view.userText) >= forgetfulness;
+      if (view.reminded || record) {
+        const known = new Map(view.memoryFacts.map((f) => [f.key, f]));
+        // Like a careful model, a write records everything still visible, not just this turn.
+        for (const fact of [...view.visibleFacts, ...stated]) known.set(fact.key, fact);
+        calls.push({
+          name: 'write',
+          arguments: JSON.stringify({ path: 'working-memory/overview.md', content: renderMemory(view.userText, [...known.values()]) }),
+        });
+      }
+      const compaction = compactionFor(view);
+      if (compaction && view.tools.has('compact_history')) calls.push({ name: 'compact_history', arguments: JSON.stringify(compaction) });
+      if (calls.length && view.tools.has('write'))
+        return { toolCalls: calls.map((c, i) => ({ ...c, id: `call_${hash(view.userText + i).toString(36)}_${i}` })) };
+    }
+    return { content: answer(view) };
+  };
+}
+
+interface RequestView {
+  userText: string;
+  memoryFacts: Fact[];
+  visibleFacts: Fact[];
+  reminded: boolean;
+  percent: number;
+  tools: Set<string>;
+  largeToolOutputs: number;
+}
+
+function readRequest(request: ChatRequest): RequestView {
+  const messages = request.messages;
+  const system = messages.find((m) => m.role === 'system')?.content ?? '';
+  const memory = MEMORY_BLOCK.exec(system)?.[1] ?? '';
+  const users = messages.filter(
+    (m): m is Extract<ChatMessage, { role: 'user' }> => m.role === 'user' && !m.content.startsWith(COMPACTION_NOTE),
+  );
+  const lastContent = messages.at(-1)?.content ?? '';
+  const tailAt = lastContent.lastIndexOf(TAIL);
+  const tail = tailAt >= 0 ? lastContent.slice(tailAt) : '';
+  let percent = 0;
+  try {
+    percent = Number(JSON.parse(/<context_meta>\n(.*)\n<\/context_meta>/.exec(tail)?.[1] ?? '{}').tokens_percent) || 0;
+  } catch {
+    percent = 0;
+  }
+  return {
+    userText: strip(users.at(-1)?.content ?? ''),
+    memoryFacts: memoryFacts(memory),
+    visibleFacts: users.flatMap((m) => statedFacts(strip(m.content))),
+    reminded: tail.includes('<memory_reminder'),
+    percent,
+    tools: new Set((request.tools ?? []).map((t) => t.function.name)),
+    largeToolOutputs: messages.filter((m) => m.role === 'tool' && m.content.length > 2000).length,
+  };
+}
+
+function strip(content: string): string {
+  const at = content.lastIndexOf(TAIL);
+  return (at >= 0 ? content.slice(0, at) : content).trim();
+}
+
+/** Clauses: sentences, split again at commas and at "and" before my/our/the. */
+const CLAUSE_BREAK = /(?<=[.!?])\s+|\n+|[,;]\s+|\s+and\s+(?=(?:my|our|the)\s)/i;
+const EN_FACT = /^(?:.*?\b)?(?:my|our|the)\s+([a-z][a-z0-9 _-]{0,40}?)\s+(?:is|are)\s+(.+?)[.!]?$/i;
+const EN_QUESTION = /\bwhat\s+(?:is|are)\s+(?:my|our|the)\s+([a-z][a-z0-9 _-]{0,40}?)\s*\?/gi;
+const ZH_FACT = /我的([^，。！？是\s]{1,12})是(?!什么)([^。！？\n]+)[。！]/g;
+const ZH_QUESTION = /我的([^，。！？是\s]{1,12})是什么[？?]/g;
+
+function normalise(key: string): string {
+  return key.toLowerCase().replace(/\s+/g, ' ').trim();
+}
+
+export function statedFacts(text: string): Fact[] {
+  const facts: Fact[] = [];
+  for (const clause of text.split(CLAUSE_BREAK)) {
+    const m = clause.trim().endsWith('?') ? null : EN_FACT.exec(clause.trim());
+    if (m) facts.push({ key: normalise(m[1]!), value: m[2]!.trim(), zh: false });
+  }
+  for (const m of text.matchAll(ZH_FACT)) facts.push({ key: m[1]!, value: m[2]!.trim(), zh: true });
+  return facts;
+}
+
+function questions(text: string): { key: string; zh: boolean }[] {
+  return [
+    ...[...text.matchAll(EN_QUESTION)].map((m) => ({ key: normalise(m[1]!), zh: false })),
+    ...[...text.matchAll(ZH_QUESTION)].map((m) => ({ key: m[1]!, zh: true })),
+  ];
+}
+
+function memoryFacts(memory: string): Fact[] {
+  return [...memory.matchAll(/^- ([^:\n]{1,60}): (.+)$/gm)].map((m) => ({
+    key: m[1]!.trim(),
+    value: m[2]!.trim(),
+    zh: /[\u4e00-\u9fff]/.test(m[1]!),
+  }));
+}
+
+function renderMemory(task: string, facts: Fact[]): string {
+  const firstLine = task.split('\n')[0]!.slice(0, 100);
+  return `# Working Memory\n\n## Current task\n${firstLine}\n\n## Known facts\n${facts.map((f) => `- ${f.key}: ${f.value}`).join('\n')}\n`;
+}
+
+function answer(view: RequestView): string {
+  const known = new Map<string, string>();
+  for (const f of view.visibleFacts) known.set(f.key, f.value);
+  for (const f of view.memoryFacts) known.set(f.key, f.value);
+  const parts: string[] = [];
+  for (const q of questions(view.userText)) {
+    const value = known.get(q.key);
+    if (q.zh) parts.push(value !== undefined ? `你的${q.key}是${value}。` : `我不知道你的${q.key}。`);
+    else parts.push(value !== undefined ? `Your ${q.key} is ${value}.` : `I don't know your ${q.key}.`);
+  }
+  for (const f of statedFacts(view.userText))
+    parts.push(f.zh ? `记下了：你的${f.key}是${f.value}。` : `Noted: your ${f.key} is ${f.value}.`);
+  return parts.length ? parts.join(' ') : `OK: ${view.userText.slice(0, 60)}`;
+}
+
+/** The compression guide (DESIGN §4): act on tokens_percent at the start of a turn. */
+function compactionFor(view: RequestView): Record<string, unknown> | null {
+  if (view.percent >= 60) return { target: 'all', strategy: 'archive', keep_recent: 3 };
+  if (view.percent >= 40) return { target: 'conversation', strategy: 'archive', keep_recent: 3 };
+  if (view.percent >= 20 && view.largeToolOutputs > 0) return { target: 'tools', strategy: 'archive', keep_recent: 3 };
+  return null;
+}
+
+/** A number in [0, 1) from the seed and a text: the same request, the same choice. */
+function random(seed: number, text: string): number {
+  let t = (seed ^ hash(text)) >>> 0;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+
+function hash(text: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+  return h >>> 0;
+}

@@ -1,0 +1,35 @@
+/**
+ * The Chat Completions request body as the test server receives it, and what a policy
+ * answers. Policies see exactly what a real model would: the JSON the client sent.
+ */
+import type { ChatMessage } from '../messages.js';
+
+export interface WireTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
+}
+
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: WireTool[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean } | null;
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  [key: string]: unknown;
+}
+
+export interface PolicyReply {
+  content?: string | null;
+  toolCalls?: { id?: string; name: string; arguments: string }[];
+  /** Defaults to `tool_calls` when there are tool calls, else `stop`. */
+  finishReason?: string;
+}
+
+export interface PolicyContext {
+  /** 0-based index of this request on the server (or the in-process model). */
+  index: number;
+}
+
+export type Policy = (request: ChatRequest, context: PolicyContext) => PolicyReply | Promise<PolicyReply>;
