@@ -5,6 +5,7 @@
  * long tool loops. Pure: memoryStore, compactor, llm and toolRunner are provided by src/.
  */
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
+import { autoTier, planConversation, planToolStubs, type CompactionTarget } from '../src/compaction.js';
 import type { CompactionReason, SessionEvent, TurnStatus } from '../src/events.js';
 import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from '../src/historyView.js';
 import { toTurnError, type LLMUsage, type TurnError } from '../src/llm.js';
@@ -16,6 +17,8 @@ import type { TokenCounter } from '../src/tokens.js';
 import type { ToolSpec } from '../src/tool.js';
 import type { MemorySnapshot } from '../src/workingMemory.js';
 
+/** Tool outputs the auto policy leaves as they are. */
+export const AUTO_KEEP_TOOL_OUTPUTS = 5;
 /** Room kept for <context_meta> and a reminder when checking the threshold. */
 export const TAIL_ALLOWANCE = 400;
 /**
@@ -67,6 +70,8 @@ export interface CompactorInput {
   budget: number;
   /** Tokens of the request besides the history (system, memory, tools, tail allowance). */
   fixedTokens: number;
+  /** For the auto policy: the compression guide's tier; otherwise null (compact to the budget). */
+  target: CompactionTarget | null;
   keepRecentTurns: number;
 }
 export interface CompactorOutput {
@@ -125,6 +130,7 @@ export interface TurnContext extends Omit<TurnInput, 'statics'> {
   overviewWrite: OverviewWrite | null;
   compactedThisRequest: boolean;
   compactReason: CompactionReason;
+  compactTarget: CompactionTarget | null;
   overflowRetried: boolean;
   retries: number;
   retryDelayMs: number;
@@ -150,6 +156,21 @@ function estimate(context: TurnContext): number {
 
 function thresholdTokens(settings: TurnSettings): number {
   return Math.floor(settings.fallbackThreshold * settings.contextWindow);
+}
+
+/**
+ * The "auto" policy, at the first request of a turn: the compression guide's tier, if
+ * there is something for it to compact (no empty compactions).
+ */
+function autoCompactionTier(context: TurnContext): CompactionTarget | null {
+  const { settings } = context.statics;
+  if (settings.compaction !== 'auto' || context.compactedThisRequest || context.request !== 1) return null;
+  const tier = autoTier(percentOf(estimate(context), settings.contextWindow));
+  if (!tier) return null;
+  const [from, to] = rangeOf(context);
+  const archive = tier === 'tools' ? null : planConversation(context.history, from, context.turn, settings.keepRecentTurns);
+  const stubs = tier === 'conversation' ? [] : planToolStubs(context.history, archive ? archive[1] : from, to, AUTO_KEEP_TOOL_OUTPUTS);
+  return archive || stubs.length ? tier : null;
 }
 
 export const turnMachine = setup({
@@ -191,6 +212,7 @@ export const turnMachine = setup({
     retryable: ({ context, event }) =>
       toTurnError((event as { error?: unknown }).error).retryable && context.retries < context.statics.settings.retry.maxRetries,
     requestLimitReached: ({ context }) => context.request >= context.statics.settings.maxRequestsPerTurn,
+    autoCompactionDue: ({ context }) => autoCompactionTier(context) !== null,
   },
   delays: {
     retryBackoff: ({ context }) => context.retryDelayMs,
@@ -207,6 +229,7 @@ export const turnMachine = setup({
     overviewWrite: null,
     compactedThisRequest: false,
     compactReason: 'fallback',
+    compactTarget: null,
     overflowRetried: false,
     retries: 0,
     retryDelayMs: 0,
@@ -277,7 +300,12 @@ export const turnMachine = setup({
     },
     maybeCompact: {
       always: [
-        { guard: 'overThreshold', target: 'compacting', actions: assign({ compactReason: 'fallback' as const }) },
+        { guard: 'overThreshold', target: 'compacting', actions: assign({ compactReason: 'fallback' as const, compactTarget: null }) },
+        {
+          guard: 'autoCompactionDue',
+          target: 'compacting',
+          actions: assign(({ context }) => ({ compactReason: 'auto' as const, compactTarget: autoCompactionTier(context) })),
+        },
         { target: 'buildPrompt' },
       ],
     },
@@ -314,6 +342,7 @@ export const turnMachine = setup({
             reason: context.compactReason,
             budget,
             fixedTokens: fixed,
+            target: context.compactTarget,
             keepRecentTurns: settings.keepRecentTurns,
           };
         },
@@ -426,7 +455,12 @@ export const turnMachine = setup({
           {
             guard: 'overflowNotYetRetried',
             target: 'compacting',
-            actions: assign({ overflowRetried: true, compactReason: 'overflow' as const, compactedThisRequest: false }),
+            actions: assign({
+              overflowRetried: true,
+              compactReason: 'overflow' as const,
+              compactTarget: null,
+              compactedThisRequest: false,
+            }),
           },
           {
             guard: 'retryable',

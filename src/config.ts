@@ -23,6 +23,8 @@ export interface SettingsOverrides {
   language?: MemoryLanguage;
   retry?: Partial<RetryPolicy>;
   maxRequestsPerTurn?: number;
+  compaction?: 'llm' | 'auto';
+  toolOutput?: { maxLines?: number; maxBytes?: number };
   /** `true` pins phase 1 (DESIGN §3). */
   injectHistory?: boolean;
   historyMode?: 'auto' | HistoryMode;
@@ -52,6 +54,11 @@ const OverridesSchema = z
       .strict()
       .optional(),
     maxRequestsPerTurn: int(1).optional(),
+    compaction: z.enum(['llm', 'auto']).optional(),
+    toolOutput: z
+      .object({ maxLines: int(10).optional(), maxBytes: int(1024).optional() })
+      .strict()
+      .optional(),
     injectHistory: z.boolean().optional(),
     historyMode: z.enum(['auto', 'phase1', 'phase2', 'hybrid']).optional(),
   })
@@ -115,6 +122,8 @@ export function resolveSettings(
     ...(o.keepRecentTurns !== undefined ? { keepRecentTurns: o.keepRecentTurns } : {}),
     ...(o.language !== undefined ? { language: o.language } : {}),
     ...(o.maxRequestsPerTurn !== undefined ? { maxRequestsPerTurn: o.maxRequestsPerTurn } : {}),
+    ...(o.compaction !== undefined ? { compaction: o.compaction } : {}),
+    toolOutput: { ...base.toolOutput, ...definedOnly(o.toolOutput ?? {}) },
     reminder: { ...base.reminder, ...reminderFromEnv(env), ...definedOnly(o.reminder ?? {}) },
     retry: { ...base.retry, ...definedOnly(model.retry ?? {}), ...definedOnly(o.retry ?? {}) },
   };

@@ -26,10 +26,18 @@ export interface PromptBase {
   memoryBytes: number;
 }
 
+/** More detail files than this are summarised in one line, so the index stays small. */
+const INDEX_ENTRIES = 40;
+
 export function memoryBlock(memory: MemorySnapshot): string {
-  const index = memory.detail.length
-    ? memory.detail.map((d) => `- working-memory/${d.path} (${formatBytes(d.bytes)})${d.heading ? `: ${d.heading}` : ''}`).join('\n')
-    : '(no files yet)';
+  const line = (d: MemorySnapshot['detail'][number]): string =>
+    d.path.endsWith('/')
+      ? `- working-memory/${d.path}: full outputs of large tool results, each named where it was cut`
+      : `- working-memory/${d.path} (${formatBytes(d.bytes)})${d.heading ? `: ${d.heading}` : ''}`;
+  const shown = memory.detail.slice(0, INDEX_ENTRIES).map(line);
+  const rest = memory.detail.slice(INDEX_ENTRIES);
+  if (rest.length) shown.push(`- … and ${rest.length} more files (${formatBytes(rest.reduce((n, d) => n + d.bytes, 0))})`);
+  const index = shown.length ? shown.join('\n') : '(no files yet)';
   return `<working_memory file="${OVERVIEW_PATH}">\n${memory.content.trimEnd()}\n</working_memory>\n\n<detail_index>\n${index}\n</detail_index>`;
 }
 

@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { createActor, fromPromise, type Actor, type InspectionEvent } from 'xstate';
 import { childTurn, sessionMachine } from '../machines/sessionMachine.js';
 import type { TurnStatics } from '../machines/turnMachine.js';
-import { archiveOldestTurns } from './compactor.js';
+import { compactHistoryTool } from './compactHistoryTool.js';
+import type { CompactionDeps } from './compaction.js';
+import { runCompactor } from './compactor.js';
 import { ConfigError, resolveSettings, type SettingsOverrides } from './config.js';
 import type { SessionEvent, TurnStatus, WorkmemEvent } from './events.js';
 import type { HistoryMode, HistoryView } from './historyView.js';
@@ -24,6 +26,9 @@ import { systemPrompt } from './systemPrompt.js';
 import { loadTokenCounter, type TokenCounter } from './tokens.js';
 import type { Tool } from './tool.js';
 import { runToolCalls } from './toolRunner.js';
+import { modelSummarizer } from './summarizer.js';
+import { capOutput } from './toolOutputCap.js';
+import { TOOL_OUTPUTS_DIR } from './workingMemory.js';
 import type { WriteResult } from './workingMemory.js';
 
 export interface SessionOptions {
@@ -198,7 +203,21 @@ export class Session {
     this.damage = damage;
     this.now = options.now ?? Date.now;
     this.trackerWriter = new TrackerWriter(store, TRACKER_KEY(files.id));
-    this.tools = [...memoryTools(files.memory, { onWrite: (w) => this.writes.push(w) }), ...(options.tools ?? [])];
+    const emit = (event: SessionEvent): void => this.dispatch(event);
+    const compaction: CompactionDeps = {
+      files,
+      counter,
+      now: this.now,
+      summarizer: modelSummarizer({ llm: options.llm, counter, contextWindow: resolved.turn.contextWindow }),
+    };
+    const builtIn = [
+      ...memoryTools(files.memory, { onWrite: (w) => this.writes.push(w) }),
+      compactHistoryTool(compaction, { emit, onCompacted: () => (this.compacted = true) }),
+    ];
+    this.tools = [...builtIn, ...(options.tools ?? [])];
+    // Built-in tools read and write the memory itself: their output is never copied to detail/.
+    const builtInNames = new Set(builtIn.map((t) => t.name));
+    const limits = resolved.turn.toolOutput;
     const names = new Set<string>();
     for (const tool of this.tools) {
       if (names.has(tool.name)) throw new ConfigError(`two tools are named ${JSON.stringify(tool.name)}; tool names must be unique`);
@@ -206,7 +225,6 @@ export class Session {
     }
     const toolMap = new Map(this.tools.map((t) => [t.name, t]));
     const llm = options.llm;
-    const emit = (event: SessionEvent): void => this.dispatch(event);
     const statics: TurnStatics = {
       sessionId: files.id,
       systemPrompt: systemPrompt({
@@ -239,9 +257,21 @@ export class Session {
               this.compacted = false;
               return was;
             },
+            capture: (call, content, turn) =>
+              capOutput(
+                content,
+                limits,
+                builtInNames.has(call.function.name)
+                  ? null
+                  : (full) =>
+                      files.memory.writeSystem(
+                        `${TOOL_OUTPUTS_DIR}/${turn}-${call.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64)}.txt`,
+                        full,
+                      ),
+              ),
           }),
         ),
-        compactor: fromPromise(async ({ input }) => archiveOldestTurns(input, { files, counter, now: this.now })),
+        compactor: fromPromise(({ input, signal }) => runCompactor(input, compaction, signal)),
       },
     });
     const machine = sessionMachine.provide({

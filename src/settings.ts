@@ -3,6 +3,7 @@
  * file and the model; the machines only read them.
  */
 import type { MemoryLanguage } from './memoryTemplate.js';
+import { DEFAULT_OUTPUT_LIMITS, type OutputLimits } from './toolOutputCap.js';
 import { DEFAULT_REMINDER_CONFIG, type ReminderConfig } from './reminderTracker.js';
 
 export interface RetryPolicy {
@@ -26,6 +27,14 @@ export interface TurnSettings {
   retry: RetryPolicy;
   /** Tool calls per turn before the turn stops (a runaway loop guard). */
   maxRequestsPerTurn: number;
+  /**
+   * "llm" (default): the model compacts with compact_history; the system only runs the
+   * fallback. "auto": the system also compacts at the compression guide's tiers, for
+   * models that do not manage their memory (the seeds' rollback plan).
+   */
+  compaction: 'llm' | 'auto';
+  /** Tool output above these limits is capped when captured; the full text goes to detail/. */
+  toolOutput: OutputLimits;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 4, baseDelayMs: 500, maxDelayMs: 30_000 };
@@ -41,6 +50,8 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
     language: 'en',
     retry: DEFAULT_RETRY,
     maxRequestsPerTurn: 50,
+    compaction: 'llm',
+    toolOutput: DEFAULT_OUTPUT_LIMITS,
   };
 }
 

@@ -13,6 +13,9 @@ export interface ToolSpec {
 export interface ToolContext {
   signal: AbortSignal;
   session: { id: string; dir: string; workingMemoryDir: string };
+  /** The turn and the model request (within the turn) that made this call. */
+  turn: number;
+  request: number;
 }
 
 /** What a tool returns; a plain string is a successful result. */

@@ -25,7 +25,7 @@ export interface ToolRunnerDeps {
   /** Whether compact_history ran since the last call. */
   drainCompacted(): boolean;
   /** Shapes what the model sees of a tool's output (caps large output); identity by default. */
-  capture?(call: ToolCall, content: string): string;
+  capture?(call: ToolCall, content: string, turn: number): string;
 }
 
 export const ABORTED_RESULT = 'Aborted: the user stopped the turn before this tool call finished.';
@@ -64,9 +64,9 @@ export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, 
         arguments: call.function.arguments,
       });
       const started = deps.now();
-      const { content, isError } = await execute(call, deps, signal, files);
+      const { content, isError } = await execute(call, deps, signal, files, input);
       if (finished) break; // aborted while the tool ran: its result was already recorded as aborted
-      const shown = deps.capture ? deps.capture(call, content) : content;
+      const shown = deps.capture ? deps.capture(call, content, input.turn) : content;
       append(call, shown, isError, deps.now() - started);
       const overview = deps
         .drainWrites()
@@ -95,6 +95,7 @@ async function execute(
   deps: ToolRunnerDeps,
   signal: AbortSignal,
   files: SessionFiles,
+  input: ToolRunnerInput,
 ): Promise<{ content: string; isError: boolean }> {
   const name = call.function.name;
   const tool = deps.tools.get(name);
@@ -120,6 +121,8 @@ async function execute(
   const context: ToolContext = {
     signal,
     session: { id: files.id, dir: files.dir, workingMemoryDir: files.memory.root },
+    turn: input.turn,
+    request: input.request,
   };
   try {
     const output = await tool.execute(parsed.data, context);

@@ -18,11 +18,14 @@ export const MAX_FILE_BYTES = 1024 * 1024;
 const HEADING_SCAN_BYTES = 4096;
 
 export interface DetailEntry {
-  /** Relative to working-memory/, e.g. `detail/design.md`. */
+  /** Relative to working-memory/, e.g. `detail/design.md`; a directory ends with `/`. */
   path: string;
   bytes: number;
   heading: string | null;
 }
+
+/** Full outputs of capped tool results: one stable line in the index, never walked. */
+export const TOOL_OUTPUTS_DIR = 'detail/tool-outputs';
 
 export interface MemorySnapshot {
   /** Changes whenever the content or the detail index changes. */
@@ -137,6 +140,29 @@ export class WorkingMemory {
     return { ...this.written(resolved.rel, bytes, false), replacements: 1 };
   }
 
+  /**
+   * A write by workmem itself (compaction archives, captured tool outputs): the same
+   * confinement and atomicity, no size limit. `append` adds a section to an existing file.
+   */
+  writeSystem(path: string, content: string, options: { append?: boolean } = {}): string {
+    const resolved = resolveInside(this.root, path, 'working-memory/');
+    if (resolved.stat && !resolved.stat.isFile()) throw new PathRefusedError(`${resolved.rel} exists and is not a regular file`);
+    mkdirInside(this.root, dirname(resolved.rel));
+    let text = content;
+    if (options.append && resolved.stat) {
+      requireRegularFile(resolved, path);
+      text = `${readFileSync(resolved.abs, 'utf8').trimEnd()}\n\n---\n\n${content}`;
+    }
+    writeFileAtomic(resolved.abs, text);
+    this.written(resolved.rel, Buffer.byteLength(text), resolved.stat === null);
+    return `working-memory/${resolved.rel}`;
+  }
+
+  /** Whether a path inside working-memory/ exists. */
+  exists(path: string): boolean {
+    return resolveInside(this.root, path, 'working-memory/').stat !== null;
+  }
+
   private written(rel: string, bytes: number, created: boolean): WriteResult {
     if (rel.startsWith('detail/')) this.detailStale = true;
     const isOverview = rel === OVERVIEW;
@@ -168,7 +194,8 @@ export class WorkingMemory {
         } catch {
           continue;
         }
-        if (stat.isDirectory()) walk(rel);
+        if (stat.isDirectory() && rel === TOOL_OUTPUTS_DIR) entries.push({ path: `${rel}/`, bytes: 0, heading: null });
+        else if (stat.isDirectory()) walk(rel);
         // A hard-linked file may alias one outside: list it, but read nothing from it.
         else if (stat.isFile())
           entries.push({ path: rel, bytes: stat.size, heading: stat.nlink > 1 ? null : firstHeading(join(this.root, rel)) });

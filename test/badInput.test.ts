@@ -36,7 +36,7 @@ describe('malformed and unknown tool calls', () => {
     expect(result).toMatchObject({ status: 'done', text: 'Recovered.', requests: 7 });
     const results = ofType(events, 'tool_end');
     expect(results.map((r) => r.isError)).toEqual([true, true, true, true, true, true]);
-    expect(results[0]!.content).toMatch(/unknown tool "no_such_tool".*read, write, edit, explode, weird/);
+    expect(results[0]!.content).toMatch(/unknown tool "no_such_tool".*read, write, edit, compact_history, explode, weird/);
     expect(results[1]!.content).toMatch(/arguments of write are not valid JSON/);
     expect(results[2]!.content).toMatch(/invalid arguments for write[\s\S]*path/);
     expect(results[3]!.content).toMatch(/explode failed: kaboom/);

@@ -32,21 +32,21 @@ describe('compaction at the threshold', () => {
     expect(result.status).toBe('done');
     expect(result.requests).toBe(9);
 
-    // Compaction happened inside the looping turn (turn 6), before a later request of it,
-    // and went well below the line (to 50 %) so that it did not fire again at once.
+    // Compaction happened inside the looping turn (turn 6), before later requests of it, and
+    // went well below the line (to 50 %) so that it did not fire again at once: first the
+    // five earlier turns were archived, later the active turn's oldest tool outputs stubbed.
     const inLoop = ofType(events, 'compaction_end').filter((e) => e.turn === 6);
     const effective = inLoop.filter((e) => e.replaced > 0);
-    expect(effective).toHaveLength(1);
-    // Aiming at 50 %, it archived all it could: the five earlier turns (ten messages); the active turn stays.
-    expect(effective[0]).toMatchObject({ reason: 'fallback', request: 5, replaced: 10 });
+    expect(effective.length).toBeGreaterThanOrEqual(1);
+    expect(effective[0]).toMatchObject({ reason: 'fallback', request: 5 });
+    expect(effective[0]!.replaced).toBeGreaterThanOrEqual(10);
+    for (const e of effective) expect(e.tokensAfter).toBeLessThan(e.tokensBefore);
+    const gaps = effective.slice(1).map((e, i) => e.request - effective[i]!.request);
+    expect(gaps.every((g) => g >= 3)).toBe(true);
     const starts = ofType(events, 'compaction_start').filter((e) => e.turn === 6);
     expect(starts.map((e) => e.request)).toEqual(inLoop.map((e) => e.request));
-    // A later attempt found nothing but the active turn to archive: it archived nothing and the request still fit.
-    for (const idle of inLoop.filter((e) => e.replaced === 0)) {
-      const request = llm.requests[5 + idle.request - 1]!;
-      const users = request.messages.filter((m) => m.role === 'user' && !m.content!.startsWith('[Earlier conversation compacted'));
-      expect(users).toHaveLength(1);
-    }
+    const stubbed = logEntries(session.dir).flatMap((e) => (e.type === 'compaction' ? (e.stubs ?? []) : []));
+    for (const stub of stubbed) expect(stub.content).toMatch(/^\[Tool output moved to working-memory\/detail\/compact-.*\.md \(call_/);
 
     // Every request stayed inside the window, by our count and by an independent one, and
     // every request after a compaction is below the 75 % line again.

@@ -31,19 +31,29 @@ describe('turn machine, model-based', () => {
     counter = await loadTokenCounter('gpt-4o');
   });
 
-  function setupTurn() {
+  function setupTurn(compaction: 'llm' | 'auto' = 'llm') {
     // A 4000-token window: a small memory fits easily, a large one crosses the 75 % line
-    // (compaction) but still fits, a huge one cannot fit at all.
+    // (compaction) but still fits, a huge one cannot fit at all. With the auto policy, a
+    // medium memory (~45 %) reaches the compression guide's tiers, and an earlier turn is
+    // there for it to compact.
     const settings = {
       ...defaultTurnSettings(4000, 200),
       maxRequestsPerTurn: 2,
       retry: { maxRetries: 1, baseDelayMs: 10, maxDelayMs: 10 },
+      compaction,
+      keepRecentTurns: 0,
     };
     const user = { role: 'user' as const, content: 'Hello' };
-    const history: HistoryView = fromItems([{ seq: 1, turn: 1, message: user, tokens: counter.message(user) }]);
+    const earlier = { role: 'user' as const, content: 'An earlier question' };
+    const reply = { role: 'assistant' as const, content: 'An earlier answer' };
+    const history: HistoryView = fromItems([
+      { seq: 1, turn: 1, message: earlier, tokens: counter.message(earlier) },
+      { seq: 2, turn: 1, message: reply, tokens: counter.message(reply) },
+      { seq: 3, turn: 2, message: user, tokens: counter.message(user) },
+    ]);
     const input: TurnInput = {
       statics: { sessionId: 's', systemPrompt: 'You are a test.', tools: [], counter, settings },
-      turn: 1,
+      turn: 2,
       history,
       mode: 'phase1',
       tracker: INITIAL_TRACKER,
@@ -70,6 +80,7 @@ describe('turn machine, model-based', () => {
       { type: 'xstate.done.actor.memoryStore', output: memory(1, 10) },
       { type: 'xstate.done.actor.memoryStore', output: memory(2, 2900) },
       { type: 'xstate.done.actor.memoryStore', output: memory(3, 3900) },
+      ...(compaction === 'auto' ? [{ type: 'xstate.done.actor.memoryStore', output: memory(5, 1500) }] : []),
       { type: 'xstate.error.actor.memoryStore', error: new Error('EACCES: permission denied') },
       { type: 'xstate.done.actor.compactor', output: { history, replaced: 2, files: ['x.md'], tokensBefore: 3400, tokensAfter: 3300 } },
       { type: 'xstate.error.actor.compactor', error: new Error('ENOSPC') },
@@ -109,6 +120,14 @@ describe('turn machine, model-based', () => {
     const { machine, input, events, rawEvents, serialize } = setupTurn();
     const shortest = getShortestPaths(machine, { input, events, serializeState: serialize as never });
     const run = runPaths(machine, shortest, { input, serialize: serialize as never });
+    // The same machine with the "auto" compaction policy reaches its own transition.
+    const auto = setupTurn('auto');
+    runPaths(
+      machine,
+      getShortestPaths(machine, { input: auto.input, events: auto.events, serializeState: serialize as never }),
+      { input: auto.input, serialize: serialize as never },
+      run,
+    );
     const states = allStateIds(machine);
     expect(states.filter((id) => !run.visited.has(id))).toEqual([]);
     expect(states).toEqual(
@@ -158,6 +177,7 @@ describe('turn machine, model-based', () => {
     expect([...transitions.values()]).toEqual(
       expect.arrayContaining([
         'turn.maybeCompact --always[overThreshold]--> turn.compacting',
+        'turn.maybeCompact --always[autoCompactionDue]--> turn.compacting',
         'turn.buildPrompt --always[exceedsWindow]--> turn.failed',
         'turn.stream --xstate.error.actor.llm[overflowNotYetRetried]--> turn.compacting',
         'turn.stream --xstate.error.actor.llm[retryable]--> turn.retryWait',

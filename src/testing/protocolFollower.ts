@@ -9,19 +9,25 @@
  *   1 − forgetfulness; when reminded it always does.
  * - It answers from its memory and the visible history, and says it does not know otherwise.
  * - It calls compact_history (when offered) at the compression guide's thresholds.
+ * - "Use the <name> tool with <input>." calls that tool with { input }.
+ * - Asked for a summary (by workmem's summarizer), it lists the facts it can see.
  * Its randomness is seeded by `seed` and the user's message, so a request always gets
  * the same reply.
  */
 import type { ChatMessage } from '../messages.js';
+import { SUMMARIZER_MARK } from '../summarizer.js';
 import type { ChatRequest, Policy, PolicyReply } from './wire.js';
 
 export interface ProtocolFollowerOptions {
   seed?: number;
   /** Probability of not recording a stated fact before being reminded (0–1). */
   forgetfulness?: number;
+  /** Whether it calls compact_history at the guide's thresholds (default true). */
+  compacts?: boolean;
 }
 
 const TAIL = '\n\n<context_meta>';
+const TOOL_REQUEST = /\buse the ([a-z_][a-z0-9_]*) tool(?: with (.+?))?[.!]?$/i;
 const COMPACTION_NOTE = '[Earlier conversation compacted';
 const MEMORY_BLOCK = /<working_memory[^>]*>\n([\s\S]*?)\n<\/working_memory>/;
 
@@ -36,7 +42,10 @@ export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy 
   const forgetfulness = options.forgetfulness ?? 0;
   if (!(forgetfulness >= 0 && forgetfulness <= 1)) throw new RangeError(`forgetfulness must be between 0 and 1, got ${forgetfulness}`);
 
+  const compacts = options.compacts ?? true;
   return (request) => {
+    if (request.messages[0]?.role === 'system' && request.messages[0].content.startsWith(SUMMARIZER_MARK))
+      return { content: summarise(request) };
     const view = readRequest(request);
     if (!view.userText) return { content: 'OK.' };
     const last = request.messages.at(-1)!;
@@ -53,8 +62,10 @@ export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy 
           arguments: JSON.stringify({ path: 'working-memory/overview.md', content: renderMemory(view.userText, [...known.values()]) }),
         });
       }
-      const compaction = compactionFor(view);
+      const compaction = compacts ? compactionFor(view) : null;
       if (compaction && view.tools.has('compact_history')) calls.push({ name: 'compact_history', arguments: JSON.stringify(compaction) });
+      const asked = TOOL_REQUEST.exec(view.userText);
+      if (asked && view.tools.has(asked[1]!)) calls.push({ name: asked[1]!, arguments: JSON.stringify({ input: asked[2] ?? '' }) });
       if (calls.length && view.tools.has('write'))
         return { toolCalls: calls.map((c, i) => ({ ...c, id: `call_${hash(view.userText + i).toString(36)}_${i}` })) };
     }
@@ -91,7 +102,10 @@ function readRequest(request: ChatRequest): RequestView {
   return {
     userText: strip(users.at(-1)?.content ?? ''),
     memoryFacts: memoryFacts(memory),
-    visibleFacts: users.flatMap((m) => statedFacts(strip(m.content))),
+    visibleFacts: [
+      ...messages.filter((m) => m.role === 'user' && m.content.startsWith(COMPACTION_NOTE)).flatMap((m) => memoryFacts(m.content ?? '')),
+      ...users.flatMap((m) => statedFacts(strip(m.content))),
+    ],
     reminded: tail.includes('<memory_reminder'),
     percent,
     tools: new Set((request.tools ?? []).map((t) => t.function.name)),
@@ -158,6 +172,15 @@ function answer(view: RequestView): string {
   for (const f of statedFacts(view.userText))
     parts.push(f.zh ? `记下了：你的${f.key}是${f.value}。` : `Noted: your ${f.key} is ${f.value}.`);
   return parts.length ? parts.join(' ') : `OK: ${view.userText.slice(0, 60)}`;
+}
+
+/** A summary in the five sections workmem's summarizer asks for, with the facts it sees. */
+function summarise(request: ChatRequest): string {
+  const text = request.messages.map((m) => m.content ?? '').join('\n');
+  const facts = new Map<string, string>();
+  for (const f of [...memoryFacts(text), ...statedFacts(text)]) facts.set(f.key, f.value);
+  const lines = [...facts].map(([k, v]) => `- ${k}: ${v}`);
+  return `## Goal\n- Help the user.\n\n## Decisions\n- none recorded\n\n## Progress\n- ${request.messages.length} messages summarised\n\n## Open items\n- none\n\n## Key facts\n${lines.join('\n') || '- none'}`;
 }
 
 /** The compression guide (DESIGN §4): act on tokens_percent at the start of a turn. */

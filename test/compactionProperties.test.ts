@@ -1,0 +1,238 @@
+/**
+ * Property-based tests of compaction (fast-check): random sessions with random
+ * sequences of compactions — called by the model with every target and strategy, and by
+ * the fallback when the window fills — must never lose a message, never split a tool
+ * call from its result, always derive a valid message list, never send a request over
+ * the window, and never lose what an earlier compaction kept.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import type { HistoryView } from '../src/historyView.js';
+import type { LLM, LLMRequest } from '../src/llm.js';
+import type { LogEntry } from '../src/messageLog.js';
+import { ChatMessageSchema, type ChatMessage } from '../src/messages.js';
+import { scriptedModel, type ScriptedReply } from '../src/scriptedModel.js';
+import { openSession } from '../src/session.js';
+import { defineTool } from '../src/tool.js';
+import { independentCount, logEntries, newSession, tempHome } from './helpers.js';
+
+type Step =
+  | { kind: 'chat'; userWords: number; replyWords: number }
+  | { kind: 'tools'; calls: number; outputWords: number }
+  | { kind: 'compact'; target: 'conversation' | 'tools' | 'all'; strategy: 'archive' | 'summarize'; keep: number };
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('chat' as const),
+      userWords: fc.integer({ min: 3, max: 150 }),
+      replyWords: fc.integer({ min: 3, max: 250 }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('tools' as const),
+      calls: fc.integer({ min: 1, max: 3 }),
+      outputWords: fc.integer({ min: 5, max: 500 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('compact' as const),
+      target: fc.constantFrom('conversation' as const, 'tools' as const, 'all' as const),
+      strategy: fc.constantFrom('archive' as const, 'summarize' as const),
+      keep: fc.integer({ min: 0, max: 6 }),
+    }),
+  },
+);
+
+const scenarioArb = fc.record({
+  window: fc.integer({ min: 3_500, max: 9_000 }),
+  summarizer: fc.constantFrom('none', 'works', 'fails'),
+  compaction: fc.constantFrom('llm' as const, 'auto' as const),
+  steps: fc.array(stepArb, { minLength: 6, maxLength: 22 }),
+});
+
+const RESERVE = 200;
+const words = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(' ');
+
+/** The replies for one step, in order. */
+function repliesFor(step: Step, t: number): ScriptedReply[] {
+  switch (step.kind) {
+    case 'chat':
+      return [{ text: `reply${t} ${words(step.replyWords, `r${t}w`)}` }];
+    case 'tools':
+      return [
+        ...Array.from({ length: step.calls }, (_, c) => ({
+          toolCalls: [{ id: `call_${t}_${c}`, name: 'probe', arguments: { turn: t, call: c, words: step.outputWords } }],
+        })),
+        { text: `tools${t} done` },
+      ];
+    case 'compact':
+      return [
+        {
+          toolCalls: [
+            {
+              id: `call_${t}_c`,
+              name: 'compact_history',
+              arguments: { target: step.target, strategy: step.strategy, keep_recent: step.keep },
+            },
+          ],
+        },
+        { text: `compacted${t}` },
+      ];
+  }
+}
+
+/** Every tool call is answered by its results right after it, and every result follows its call. */
+function checkPairs(messages: readonly ChatMessage[]): void {
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    expect(ChatMessageSchema.safeParse(m).success).toBe(true);
+    if (m.role === 'assistant' && m.tool_calls?.length) {
+      const ids = m.tool_calls.map((c) => c.id);
+      const results = messages.slice(i + 1, i + 1 + ids.length);
+      // The last assistant message of an interrupted view may still await its results.
+      if (results.length === 0 && i === messages.length - 1) continue;
+      expect(results.map((r) => (r.role === 'tool' ? r.tool_call_id : `<${r.role}>`))).toEqual(ids);
+    }
+    if (m.role === 'tool') {
+      let j = i - 1;
+      while (j >= 0 && messages[j]!.role === 'tool') j--;
+      const call = messages[j];
+      expect(call?.role === 'assistant' && call.tool_calls?.some((c) => c.id === m.tool_call_id)).toBe(true);
+    }
+  }
+}
+
+function viewMessages(view: HistoryView): ChatMessage[] {
+  return view.items.slice(0, view.length).map((i) => i.message);
+}
+
+/** All text of the files compaction entries name. */
+function archivedText(dir: string, entries: LogEntry[]): string {
+  return entries
+    .flatMap((e) => (e.type === 'compaction' ? e.files : []))
+    .map((f) => readFileSync(join(dir, f), 'utf8'))
+    .join('\n');
+}
+
+describe('compaction properties', () => {
+  it('random sessions and compactions lose nothing, split nothing, and never exceed the window', async () => {
+    const probe = defineTool({
+      name: 'probe',
+      description: 'Returns some output',
+      parameters: z.object({ turn: z.number(), call: z.number(), words: z.number() }),
+      execute: ({ turn, call, words: n }) => `out${turn}.${call} ${words(n, `o${turn}.${call}w`)}`,
+    });
+    let runs = 0;
+    let compactionsSeen = 0;
+    let fallbacksSeen = 0;
+    await fc.assert(
+      fc.asyncProperty(scenarioArb, async (scenario) => {
+        runs++;
+        const replies = scenario.steps.flatMap((step, t) => repliesFor(step, t + 1));
+        const requests: LLMRequest[] = [];
+        let next = 0;
+        const base = scriptedModel(
+          (request) => {
+            requests.push(structuredClone(request));
+            return replies[next++] ?? { text: 'spare' };
+          },
+          { contextWindow: scenario.window, maxOutputTokens: RESERVE },
+        );
+        const llm: LLM =
+          scenario.summarizer === 'none'
+            ? base
+            : Object.assign(base, {
+                summarize: async () => {
+                  if (scenario.summarizer === 'fails') throw new Error('summarizer down');
+                  return {
+                    message: {
+                      role: 'assistant' as const,
+                      content: '## Goal\n- g\n## Decisions\n- d\n## Progress\n- p\n## Open items\n- o\n## Key facts\n- k',
+                    },
+                    usage: null,
+                    finishReason: 'stop',
+                  };
+                },
+              });
+        const home = tempHome();
+        const session = await newSession({
+          llm,
+          home,
+          tools: [probe],
+          settings: { injectHistory: true, compaction: scenario.compaction, keepRecentTurns: 2 },
+        });
+
+        // Repeated compactions never lose what an earlier one kept: compare each view before and after.
+        let before: HistoryView | null = null;
+        const problems: string[] = [];
+        session.on('compaction_start', () => (before = session.history));
+        session.on('compaction_end', (e) => {
+          compactionsSeen++;
+          if (e.reason === 'fallback' || e.reason === 'overflow') fallbacksSeen++;
+          const after = session.history;
+          const kept = new Map(after.items.slice(0, after.length).map((i) => [i.seq, i]));
+          const files = e.files.map((f) => readFileSync(join(session.dir, f), 'utf8')).join('\n');
+          for (const item of before!.items.slice(0, before!.length)) {
+            const now = kept.get(item.seq);
+            if (now && now.message.content === item.message.content) continue;
+            if (!files.includes(item.message.content ?? ''))
+              problems.push(`seq ${item.seq} (${item.message.role}) lost by compaction at turn ${e.turn}`);
+            for (const call of item.message.role === 'assistant' ? (item.message.tool_calls ?? []) : []) {
+              if (!files.includes(call.function.arguments)) problems.push(`call ${call.id} lost`);
+            }
+          }
+          checkPairs(viewMessages(after));
+        });
+
+        for (let t = 0; t < scenario.steps.length; t++) {
+          const result = await session.prompt(
+            `user${t + 1} ${words((scenario.steps[t] as { userWords?: number }).userWords ?? 8, `u${t + 1}w`)}`,
+          );
+          // A turn may fail only because a single request could not fit at all; never anything else.
+          if (result.status !== 'done') expect(result.error?.kind).toBe('window');
+        }
+        expect(problems).toEqual([]);
+
+        // No request ever exceeded the window, by an independent count.
+        for (const request of requests) expect(independentCount(request) + RESERVE).toBeLessThanOrEqual(scenario.window);
+        // Each request is a valid Chat Completions message list.
+        for (const request of requests) {
+          expect(request.messages[0]!.role).toBe('system');
+          checkPairs(request.messages);
+        }
+
+        // Every message ever added is recoverable from messages.jsonl + detail/ files.
+        const entries = logEntries(session.dir);
+        const archive = archivedText(session.dir, entries);
+        const live = viewMessages(session.history);
+        const liveText = new Set(live.map((m) => m.content));
+        for (const entry of entries) {
+          if (entry.type !== 'message') continue;
+          const text = entry.message.content ?? '';
+          expect(liveText.has(text) || archive.includes(text), `message ${entry.seq} is neither in the history nor archived`).toBe(true);
+        }
+        checkPairs(live);
+
+        // Resume derives exactly the same history.
+        await session.close();
+        const reopened = await openSession(session.id, { llm, home, env: {} });
+        expect(reopened.damage).toEqual([]);
+        expect(viewMessages(reopened.history)).toEqual(live);
+        await reopened.close();
+      }),
+      { numRuns: 45, seed: 20261122 },
+    );
+    console.log(`compaction properties: ${runs} random sessions, ${compactionsSeen} compactions (${fallbacksSeen} by the fallback)`);
+    expect(compactionsSeen).toBeGreaterThan(40);
+    expect(fallbacksSeen).toBeGreaterThan(5);
+  }, 120_000);
+});
