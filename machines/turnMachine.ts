@@ -254,7 +254,7 @@ export const turnMachine = setup({
             assign(({ context, event }) => ({
               memory: event.output,
               base:
-                context.base?.memoryVersion === event.output.version
+                context.base?.memoryVersion === event.output.version && context.base.relevant === (event.output.relevant ?? '')
                   ? context.base
                   : promptBase(context.statics.systemPrompt, event.output, context.statics.tools, context.statics.counter),
             })),

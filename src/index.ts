@@ -42,3 +42,9 @@ export type {
 } from '../machines/turnMachine.js';
 export { historyModeMachine } from '../machines/historyModeMachine.js';
 export { sessionMachine } from '../machines/sessionMachine.js';
+
+export { ItemMemory, ItemMemoryError } from './itemMemory.js';
+export type { ItemMemoryOptions, MemoryItem, Retrieved, ForgetStrategy } from './itemMemory.js';
+export { openItemMemory } from './itemMemoryStore.js';
+export type { PersistentItemMemory } from './itemMemoryStore.js';
+export type { ItemMemoryConfig } from './session.js';

@@ -18,6 +18,7 @@ import { OVERVIEW_PATH, type MemorySnapshot } from './workingMemory.js';
 /** Everything in a request besides the history; recomputed only when the memory changes. */
 export interface PromptBase {
   memoryVersion: number;
+  relevant: string;
   systemContent: string;
   /** System message + tool definitions + reply priming. */
   tokens: number;
@@ -38,7 +39,8 @@ export function memoryBlock(memory: MemorySnapshot): string {
   const rest = memory.detail.slice(INDEX_ENTRIES);
   if (rest.length) shown.push(`- … and ${rest.length} more files (${formatBytes(rest.reduce((n, d) => n + d.bytes, 0))})`);
   const index = shown.length ? shown.join('\n') : '(no files yet)';
-  return `<working_memory file="${OVERVIEW_PATH}">\n${memory.content.trimEnd()}\n</working_memory>\n\n<detail_index>\n${index}\n</detail_index>`;
+  const relevant = memory.relevant ? `\n\n<relevant_memories>\n${memory.relevant}\n</relevant_memories>` : '';
+  return `<working_memory file="${OVERVIEW_PATH}">\n${memory.content.trimEnd()}\n</working_memory>${relevant}\n\n<detail_index>\n${index}\n</detail_index>`;
 }
 
 export function promptBase(
@@ -51,6 +53,7 @@ export function promptBase(
   const systemContent = `${systemPromptText}\n\n${block}`;
   return {
     memoryVersion: memory.version,
+    relevant: memory.relevant ?? '',
     systemContent,
     tokens: counter.requestBase(systemContent, tools),
     memoryTokens: counter.text(block),

@@ -26,6 +26,10 @@ import { systemPrompt } from './systemPrompt.js';
 import { loadTokenCounter, type TokenCounter } from './tokens.js';
 import type { Tool } from './tool.js';
 import { runToolCalls } from './toolRunner.js';
+import { NOTE_PREFIX } from './compaction.js';
+import type { ItemMemory } from './itemMemory.js';
+import { openItemMemory, type PersistentItemMemory } from './itemMemoryStore.js';
+import { itemMemoryTools } from './itemMemoryTools.js';
 import { modelSummarizer } from './summarizer.js';
 import { capOutput } from './toolOutputCap.js';
 import { TOOL_OUTPUTS_DIR } from './workingMemory.js';
@@ -47,6 +51,20 @@ export interface SessionOptions {
   now?: () => number;
   /** Receives XState inspection events of the session and its turns. */
   inspect?: (event: InspectionEvent) => void;
+  /** Item memory (seed 001): remember / recall / forget, optionally injected after overview.md. */
+  itemMemory?: ItemMemoryConfig;
+}
+
+export interface ItemMemoryConfig {
+  /** 'session' (default): items belong to this session; 'user': shared by a user's sessions. */
+  scope?: 'session' | 'user';
+  userId?: string;
+  maxCapacity?: number;
+  maxTokens?: number;
+  maxAgeMinutes?: number;
+  decayFactor?: number;
+  /** Inject the items most relevant to the latest user message after overview.md. */
+  inject?: { limit?: number; maxTokens?: number };
 }
 
 export type OpenOptions = Omit<SessionOptions, 'cwd' | 'name'>;
@@ -109,7 +127,8 @@ export async function createSession(options: SessionOptions): Promise<Session> {
     };
     await store.set(INDEX_KEY(files.id), entry);
     if (resolved.pinned) files.updateMeta({ historyMode: resolved.pinned, pinnedMode: resolved.pinned });
-    return new Session(files, store, counter, options, resolved, INITIAL_TRACKER, []);
+    const items = await openItems(store, files.id, options, counter);
+    return new Session(files, store, counter, options, resolved, INITIAL_TRACKER, [], items);
   } catch (error) {
     await store.close();
     throw error;
@@ -132,7 +151,8 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
       if (stored !== undefined) damage.push('reminder tracker state was malformed; started afresh');
       tracker = INITIAL_TRACKER;
     }
-    return new Session(files, store, counter, options, resolved, tracker, damage);
+    const items = await openItems(store, files.id, options, counter);
+    return new Session(files, store, counter, options, resolved, tracker, damage, items);
   } catch (error) {
     await store.close();
     throw error;
@@ -149,6 +169,20 @@ export async function listSessions(options: { home?: string; cwd?: string; env?:
   } finally {
     await store.close();
   }
+}
+
+async function openItems(
+  store: StateStore,
+  sessionId: string,
+  options: OpenOptions,
+  counter: TokenCounter,
+): Promise<PersistentItemMemory | null> {
+  const config = options.itemMemory;
+  if (!config) return null;
+  if (config.scope === 'user' && !config.userId) throw new ConfigError('itemMemory: scope "user" needs a userId');
+  const scope = config.scope === 'user' ? `user:${config.userId}` : `session:${sessionId}`;
+  const { inject: _inject, scope: _scope, userId: _user, ...limits } = config;
+  return openItemMemory(store, scope, { ...limits, countTokens: (t) => counter.text(t), ...(options.now ? { now: options.now } : {}) });
 }
 
 async function findSessionDir(store: StateStore, home: string, id: string): Promise<string> {
@@ -197,6 +231,7 @@ export class Session {
     resolved: ReturnType<typeof resolveSettings>,
     tracker: TrackerState,
     damage: string[],
+    private readonly items: PersistentItemMemory | null = null,
   ) {
     this.id = files.id;
     this.dir = files.dir;
@@ -214,7 +249,15 @@ export class Session {
       ...memoryTools(files.memory, { onWrite: (w) => this.writes.push(w) }),
       compactHistoryTool(compaction, { emit, onCompacted: () => (this.compacted = true) }),
     ];
+    if (items)
+      builtIn.push(
+        ...itemMemoryTools(items.memory, {
+          ...(options.itemMemory?.userId ? { userId: options.itemMemory.userId } : {}),
+          afterChange: items.flush,
+        }),
+      );
     this.tools = [...builtIn, ...(options.tools ?? [])];
+    const inject = items && options.itemMemory?.inject ? { limit: 5, maxTokens: 300, ...options.itemMemory.inject } : null;
     // Built-in tools read and write the memory itself: their output is never copied to detail/.
     const builtInNames = new Set(builtIn.map((t) => t.name));
     const limits = resolved.turn.toolOutput;
@@ -241,7 +284,10 @@ export class Session {
       actors: {
         memoryStore: fromPromise(async ({ input }) => {
           this.trackerWriter.persist(input.tracker);
-          return files.memory.snapshot();
+          const snapshot = files.memory.snapshot();
+          if (!inject || !items) return snapshot;
+          const relevant = relevantMemories(items.memory, latestUserText(files.history), inject, counter);
+          return relevant ? { ...snapshot, relevant } : snapshot;
         }),
         llm: fromPromise(({ input, signal }) => runLlmRequest(input, signal, { llm, files, counter, emit })),
         toolRunner: fromPromise(({ input, signal }) =>
@@ -404,7 +450,9 @@ export class Session {
     this.actor.stop();
     try {
       await this.trackerWriter.flush(this.actor.getSnapshot().context.tracker);
+      await this.items?.flush();
     } finally {
+      this.items?.detach();
       this.files.close();
       await this.store.close();
     }
@@ -492,6 +540,29 @@ class TrackerWriter {
       this.inflight = null;
     }
   }
+}
+
+/** The latest real user message (not a compaction note). */
+function latestUserText(view: HistoryView): string {
+  for (let i = view.length - 1; i >= 0; i--) {
+    const m = view.items[i]!.message;
+    if (m.role === 'user' && !m.content.startsWith(NOTE_PREFIX)) return m.content;
+  }
+  return '';
+}
+
+/** The most relevant remembered items, best first, within a token budget. */
+function relevantMemories(memory: ItemMemory, query: string, inject: { limit: number; maxTokens: number }, counter: TokenCounter): string {
+  const lines: string[] = [];
+  let used = 0;
+  for (const { item } of memory.retrieve(query, { limit: inject.limit })) {
+    const line = `- ${item.content} (importance ${item.importance})`;
+    const tokens = counter.text(line) + 1;
+    if (used + tokens > inject.maxTokens) break;
+    lines.push(line);
+    used += tokens;
+  }
+  return lines.join('\n');
 }
 
 function isDir(path: string): boolean {

@@ -34,6 +34,8 @@ export interface MemorySnapshot {
   bytes: number;
   health: MemoryHealth;
   detail: readonly DetailEntry[];
+  /** Item memories relevant to the latest user message, when that injection is on. */
+  relevant?: string;
 }
 
 export interface WriteResult {
