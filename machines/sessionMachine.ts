@@ -9,7 +9,7 @@ import type { SessionEvent } from '../src/events.js';
 import type { HistoryMode, HistoryView } from '../src/historyView.js';
 import type { MemoryHealth } from '../src/memoryTemplate.js';
 import type { PromptBase } from '../src/promptBuilder.js';
-import type { TrackerState } from '../src/reminderTracker.js';
+import { remindNextRequest, type TrackerState } from '../src/reminderTracker.js';
 import { historyModeMachine, type ModeAnnouncement } from './historyModeMachine.js';
 import { turnMachine, type TurnOutput, type TurnStatics } from './turnMachine.js';
 
@@ -64,6 +64,8 @@ export type SessionMachineEvent =
   | { type: 'ABORT' }
   | { type: 'SET_MODE'; mode: HistoryMode | 'auto' }
   | { type: 'TURN_EVENT'; event: SessionEvent }
+  /** The history was compacted outside a turn: the next request reminds the model. */
+  | { type: 'COMPACTED' }
   | ({ type: 'MODE' } & Omit<ModeAnnouncement, 'type'>);
 
 /** The turn as a child of the session: its reports go to the session. */
@@ -154,6 +156,7 @@ export const sessionMachine = setup({
       ),
     },
     MODE: { actions: 'takeMode' },
+    COMPACTED: { actions: assign({ tracker: ({ context }) => remindNextRequest(context.tracker) }) },
   },
   initial: 'idle',
   states: {

@@ -6,7 +6,7 @@
  * update overview.md now (the next request carries a reminder).
  */
 import { z } from 'zod';
-import { applyCompaction, planConversation, planToolStubs, type CompactionDeps, type CompactionPlan } from './compaction.js';
+import { applyCompaction, planForTarget, type CompactionDeps } from './compaction.js';
 import type { SessionEvent } from './events.js';
 import { totalTokens } from './historyView.js';
 import { PathRefusedError, resolveInside } from './sandboxPath.js';
@@ -67,10 +67,8 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
       }
       const view = files.history;
       const turn = context.turn;
-      const archive = args.target === 'tools' ? null : planConversation(view, 0, turn, args.keep_recent);
-      const stubs = args.target === 'conversation' ? [] : planToolStubs(view, archive ? archive[1] : 0, view.length, args.keep_recent);
-      const plan: CompactionPlan = { archive, stubs };
-      if (!archive && stubs.length === 0) {
+      const plan = planForTarget(view, turn, args.target, args.keep_recent);
+      if (!plan.archive && plan.stubs.length === 0) {
         const what =
           args.target === 'tools'
             ? `tool outputs beyond the last ${args.keep_recent} worth moving`

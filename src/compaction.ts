@@ -23,6 +23,8 @@ export const NOTE_PREFIX = '[Earlier conversation compacted';
 export const STUB_PREFIX = '[Tool output moved';
 /** Outputs smaller than this are not worth a stub. */
 const MIN_STUB_TOKENS = 60;
+/** Turns holding fewer tokens than this are not worth a note (it would be longer). */
+const MIN_ARCHIVE_TOKENS = 150;
 
 export interface CompactionDeps {
   files: SessionFiles;
@@ -89,8 +91,9 @@ export function planConversation(view: HistoryView, from: number, turn: number, 
   }
   if (cut === 0) return null;
   const last = blocks[cut - 1]!;
-  // Archiving a lone earlier note would only replace it by another.
+  // Archiving a lone earlier note would only replace it by another; a few short turns would grow.
   if (cut === 1 && last.isNote) return null;
+  if (tokensBetween(view, blocks[0]!.start, last.end) < MIN_ARCHIVE_TOKENS) return null;
   return [blocks[0]!.start, last.end];
 }
 
@@ -137,6 +140,13 @@ export function planForBudget(view: HistoryView, range: [number, number], turn: 
       remaining -= view.items[i]!.tokens - 40;
     }
   }
+  return { archive, stubs };
+}
+
+/** What compact_history (or a manual compaction) would compact for a target. */
+export function planForTarget(view: HistoryView, turn: number, target: CompactionTarget, keepRecent: number): CompactionPlan {
+  const archive = target === 'tools' ? null : planConversation(view, 0, turn, keepRecent);
+  const stubs = target === 'conversation' ? [] : planToolStubs(view, archive ? archive[1] : 0, view.length, keepRecent);
   return { archive, stubs };
 }
 
@@ -268,6 +278,8 @@ function reasonText(reason: CompactionReason): string {
       return 'compact_history called by the model';
     case 'auto':
       return 'the automatic compaction policy';
+    case 'manual':
+      return 'asked for by the user';
   }
 }
 

@@ -117,12 +117,14 @@ export function resolveSettings(
   const base = defaultTurnSettings(o.contextWindow ?? model.contextWindow, o.reserveOutputTokens ?? model.maxOutputTokens);
   const turn: TurnSettings = {
     ...base,
-    ...(o.fallbackThreshold !== undefined ? { fallbackThreshold: o.fallbackThreshold } : {}),
-    ...(o.hybridRecent !== undefined ? { hybridRecent: o.hybridRecent } : {}),
-    ...(o.keepRecentTurns !== undefined ? { keepRecentTurns: o.keepRecentTurns } : {}),
-    ...(o.language !== undefined ? { language: o.language } : {}),
-    ...(o.maxRequestsPerTurn !== undefined ? { maxRequestsPerTurn: o.maxRequestsPerTurn } : {}),
-    ...(o.compaction !== undefined ? { compaction: o.compaction } : {}),
+    ...definedOnly({
+      fallbackThreshold: o.fallbackThreshold,
+      hybridRecent: o.hybridRecent,
+      keepRecentTurns: o.keepRecentTurns,
+      language: o.language,
+      maxRequestsPerTurn: o.maxRequestsPerTurn,
+      compaction: o.compaction,
+    }),
     toolOutput: { ...base.toolOutput, ...definedOnly(o.toolOutput ?? {}) },
     reminder: { ...base.reminder, ...reminderFromEnv(env), ...definedOnly(o.reminder ?? {}) },
     retry: { ...base.retry, ...definedOnly(model.retry ?? {}), ...definedOnly(o.retry ?? {}) },
@@ -139,6 +141,7 @@ export function resolveSettings(
   return { turn, pinned };
 }
 
-function definedOnly<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+/** The same object without its undefined properties (so that it can be spread over defaults). */
+export function definedOnly<T extends object>(value: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
 }

@@ -4,17 +4,24 @@
  * reminder tracker in the state store.
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createActor, fromPromise, type Actor, type InspectionEvent } from 'xstate';
 import { childTurn, sessionMachine } from '../machines/sessionMachine.js';
 import type { TurnStatics } from '../machines/turnMachine.js';
 import { compactHistoryTool } from './compactHistoryTool.js';
-import type { CompactionDeps } from './compaction.js';
+import {
+  applyCompaction,
+  planForTarget,
+  type CompactionDeps,
+  type CompactionResult,
+  type CompactionStrategy,
+  type CompactionTarget,
+} from './compaction.js';
 import { runCompactor } from './compactor.js';
 import { ConfigError, resolveSettings, type SettingsOverrides } from './config.js';
 import type { SessionEvent, TurnStatus, WorkmemEvent } from './events.js';
-import type { HistoryMode, HistoryView } from './historyView.js';
+import { totalTokens, type HistoryMode, type HistoryView } from './historyView.js';
 import type { LLM, TurnError } from './llm.js';
 import { runLlmRequest } from './llmRequest.js';
 import { memoryTools } from './memoryTools.js';
@@ -160,15 +167,42 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
 }
 
 /** Sessions known to the index, newest first; `cwd` limits them to one directory. */
-export async function listSessions(options: { home?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<SessionIndexEntry[]> {
+export function listSessions(options: { home?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<SessionIndexEntry[]> {
+  return withStore(options, async (store) => {
+    const entries = (await store.entries<SessionIndexEntry>('session:')).map(([, e]) => e);
+    return entries.filter((e) => !options.cwd || e.cwd === options.cwd).sort((a, b) => b.createdAt - a.createdAt);
+  });
+}
+
+async function withStore<T>(
+  options: { home?: string; env?: NodeJS.ProcessEnv },
+  run: (store: StateStore, home: string) => Promise<T>,
+): Promise<T> {
   const home = options.home ?? defaultHome(options.env ?? process.env);
   const store = await openStateStore(stateStorePath(home));
   try {
-    const entries = (await store.entries<SessionIndexEntry>('session:')).map(([, e]) => e);
-    return entries.filter((e) => !options.cwd || e.cwd === options.cwd).sort((a, b) => b.createdAt - a.createdAt);
+    return await run(store, home);
   } finally {
     await store.close();
   }
+}
+
+/** Where a session lives (an id or a unique prefix), without opening it. */
+export function findSession(id: string, options: { home?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+  return withStore(options, (store, home) => findSessionDir(store, home, id));
+}
+
+/** Delete a session: its directory and everything the store holds for it. */
+export function removeSession(id: string, options: { home?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+  return withStore(options, async (store, home) => {
+    const dir = await findSessionDir(store, home, id);
+    const fullId = dir.split(/[/\\]/).pop()!;
+    rmSync(dir, { recursive: true, force: true });
+    await store.delete(INDEX_KEY(fullId));
+    await store.delete(TRACKER_KEY(fullId));
+    for (const [key] of await store.entries(`items:session:${fullId}:`)) await store.delete(key);
+    return dir;
+  });
 }
 
 async function openItems(
@@ -220,6 +254,9 @@ export class Session {
   private readonly trackerWriter: TrackerWriter;
   private readonly now: () => number;
   private compacted = false;
+  private compaction!: CompactionDeps;
+  /** The model's name and the window the session works with. */
+  model!: { name: string; contextWindow: number };
   private closed = false;
   private lastPrompt: SessionState['lastPrompt'] = null;
 
@@ -239,12 +276,13 @@ export class Session {
     this.now = options.now ?? Date.now;
     this.trackerWriter = new TrackerWriter(store, TRACKER_KEY(files.id));
     const emit = (event: SessionEvent): void => this.dispatch(event);
-    const compaction: CompactionDeps = {
+    const compaction: CompactionDeps = (this.compaction = {
       files,
       counter,
       now: this.now,
       summarizer: modelSummarizer({ llm: options.llm, counter, contextWindow: resolved.turn.contextWindow }),
-    };
+    });
+    this.model = { name: options.llm.model, contextWindow: resolved.turn.contextWindow };
     const builtIn = [
       ...memoryTools(files.memory, { onWrite: (w) => this.writes.push(w) }),
       compactHistoryTool(compaction, { emit, onCompacted: () => (this.compacted = true) }),
@@ -378,18 +416,64 @@ export class Session {
 
   /** Queue a user message; resolves when its turn has ended (done, failed or aborted). */
   prompt(text: string): Promise<TurnResult> {
-    if (this.closed) return Promise.reject(new Error(`session ${this.id} is closed`));
-    if (typeof text !== 'string' || text.trim() === '') return Promise.reject(new TypeError('prompt text must be a non-empty string'));
-    const id = randomUUID();
-    return new Promise((resolve) => {
-      this.pending.set(id, resolve);
-      this.actor.send({ type: 'PROMPT', prompt: { id, text } });
+    try {
+      return this.enqueue(text).result;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Queue a user message. Its id is returned before any of its events happen (they carry
+   * it: turn_start, turn_end), so a caller can pick out its own turn.
+   */
+  enqueue(text: string): { promptId: string; result: Promise<TurnResult> } {
+    if (this.closed) throw new Error(`session ${this.id} is closed`);
+    if (typeof text !== 'string' || text.trim() === '') throw new TypeError('prompt text must be a non-empty string');
+    const promptId = randomUUID();
+    const result = new Promise<TurnResult>((resolve) => this.pending.set(promptId, resolve));
+    queueMicrotask(() => this.actor.send({ type: 'PROMPT', prompt: { id: promptId, text } }));
+    return { promptId, result };
+  }
+
+  /**
+   * Compact now, between turns (the user's /compact): like compact_history, with reason
+   * "manual". Refused while a turn runs: one writer per session.
+   */
+  async compact(
+    options: { target?: CompactionTarget; strategy?: CompactionStrategy; keepRecent?: number } = {},
+  ): Promise<CompactionResult> {
+    if (this.closed) throw new Error(`session ${this.id} is closed`);
+    if (this.state.running) throw new Error('a turn is running: wait for it or abort it, then compact');
+    const target = options.target ?? 'all';
+    const keepRecent = options.keepRecent ?? 3;
+    if (!['conversation', 'tools', 'all'].includes(target)) throw new ConfigError(`unknown compaction target ${JSON.stringify(target)}`);
+    if (!Number.isInteger(keepRecent) || keepRecent < 0)
+      throw new ConfigError(`keepRecent must be a whole number of at least 0, got ${keepRecent}`);
+    const turn = this.files.lastTurn;
+    const before = totalTokens(this.files.history);
+    const plan = planForTarget(this.files.history, turn + 1, target, keepRecent);
+    const strategy = options.strategy === 'summarize' && this.compaction.summarizer ? 'summarize' : 'archive';
+    const base = { turn, request: 0, reason: 'manual' as const };
+    this.dispatch({ type: 'compaction_start', ...base, tokensBefore: before });
+    const result = await applyCompaction(plan, { target, strategy, reason: 'manual', turn }, this.compaction, new AbortController().signal);
+    this.dispatch({
+      type: 'compaction_end',
+      ...base,
+      tokensBefore: before,
+      tokensAfter: totalTokens(this.files.history),
+      replaced: result.changed,
+      files: result.files,
     });
+    // The next turn starts from the log's view (accept reads it), so no history to hand over.
+    if (result.changed) this.actor.send({ type: 'COMPACTED' });
+    return result;
   }
 
   /** Abort the running turn (what it produced so far is kept) and drop queued prompts. */
   abort(): void {
-    if (!this.closed) this.actor.send({ type: 'ABORT' });
+    // Deferred like enqueue, so that enqueue-then-abort stops that very prompt.
+    if (!this.closed) queueMicrotask(() => this.actor.send({ type: 'ABORT' }));
   }
 
   /** Pin a history mode, or return to automatic switching. */
@@ -425,7 +509,8 @@ export class Session {
   }
 
   /** Resolves when no turn is running or queued. */
-  idle(): Promise<void> {
+  async idle(): Promise<void> {
+    await new Promise<void>((resolve) => queueMicrotask(resolve)); // prompts and aborts sent just before
     return new Promise((resolve) => {
       const check = (): boolean => {
         const s = this.actor.getSnapshot();

@@ -32,7 +32,7 @@ function withSummaries<T extends LLM>(llm: T, summary: string | Error | (() => s
 }
 
 async function chatTurns(session: Awaited<ReturnType<typeof newSession>>, n: number) {
-  for (let i = 1; i <= n; i++) await session.prompt(`Question ${i}: ${'context '.repeat(40)}`);
+  for (let i = 1; i <= n; i++) await session.prompt(`Question ${i}: ${'context '.repeat(100)}`);
 }
 
 describe('compact_history', () => {
@@ -64,7 +64,7 @@ describe('compact_history', () => {
     const file = /(working-memory\/detail\/compact-[^ ]+\.md)/.exec(result.content)![1]!;
     const archive = readFileSync(join(session.dir, file), 'utf8');
     expect(archive).toMatch(/^# Archived conversation, turns 1-4/);
-    for (let i = 1; i <= 4; i++) expect(archive).toContain(`Question ${i}: ${'context '.repeat(40).trimEnd()}`);
+    for (let i = 1; i <= 4; i++) expect(archive).toContain(`Question ${i}: ${'context '.repeat(100).trimEnd()}`);
     expect(archive).not.toContain('Question 5');
 
     // The next request: turns 1-4 replaced by one note; turns 5-6 and this turn intact; a reminder is due at once.

@@ -107,3 +107,15 @@ describe('embedding', () => {
     await session.close();
   });
 });
+
+describe('ordering', () => {
+  it('enqueue then abort in the same tick stops that prompt; close right after enqueue settles it', async () => {
+    const session = await newSession({ llm: scriptedModel(() => ({ text: 'answer', delayMs: 20 })) });
+    const { result } = session.enqueue('first');
+    session.abort();
+    expect((await result).status).toBe('aborted');
+    const late = session.enqueue('second');
+    await session.close();
+    expect(['aborted', 'done']).toContain((await late.result).status);
+  });
+});

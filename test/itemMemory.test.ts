@@ -142,13 +142,22 @@ describe('item memory rules (seed 001), with an injected clock', () => {
 
   it('the heap pops in order (property test)', () => {
     fc.assert(
-      fc.property(fc.array(fc.double({ noNaN: true }), { maxLength: 300 }), (values) => {
-        const heap = new MinHeap<number>((a, b) => a < b);
-        for (const v of values) heap.push(v);
-        const out: number[] = [];
-        while (heap.size) out.push(heap.pop()!);
-        expect(out).toEqual([...values].sort((a, b) => a - b));
-      }),
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.integer(),
+            fc.double({ noNaN: true, min: -1e9, max: 1e9 }).map((v) => v + 0),
+          ),
+          { maxLength: 300 },
+        ),
+        (values) => {
+          const heap = new MinHeap<number>((a, b) => a < b);
+          for (const v of values) heap.push(v);
+          const out: number[] = [];
+          while (heap.size) out.push(heap.pop()!);
+          expect(out).toEqual([...values].sort((a, b) => a - b));
+        },
+      ),
     );
   });
 });

@@ -44,7 +44,7 @@ describe('turn machine, model-based', () => {
       keepRecentTurns: 0,
     };
     const user = { role: 'user' as const, content: 'Hello' };
-    const earlier = { role: 'user' as const, content: 'An earlier question' };
+    const earlier = { role: 'user' as const, content: `An earlier question: ${'background '.repeat(200)}` };
     const reply = { role: 'assistant' as const, content: 'An earlier answer' };
     const history: HistoryView = fromItems([
       { seq: 1, turn: 1, message: earlier, tokens: counter.message(earlier) },

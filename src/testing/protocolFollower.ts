@@ -49,26 +49,35 @@ export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy 
     const view = readRequest(request);
     if (!view.userText) return { content: 'OK.' };
     const last = request.messages.at(-1)!;
+    const known = new Map(view.memoryFacts.map((f) => [f.key, f]));
+    const stated = statedFacts(view.userText);
+    // Like a careful model, a write records everything still visible, not just this turn.
+    const seen = [...view.visibleFacts, ...stated];
+    const missing = seen.some((f) => known.get(f.key)?.value !== f.value);
+    const writeMemory = () => {
+      for (const fact of seen) known.set(fact.key, fact);
+      return {
+        name: 'write',
+        arguments: JSON.stringify({ path: 'working-memory/overview.md', content: renderMemory(view.userText, [...known.values()]) }),
+      };
+    };
+    const calls: NonNullable<PolicyReply['toolCalls']> = [];
     if (last.role === 'user') {
-      const calls: NonNullable<PolicyReply['toolCalls']> = [];
-      const stated = statedFacts(view.userText);
+      const compaction = compacts && view.tools.has('compact_history') ? compactionFor(view) : null;
       const record = stated.length > 0 && random(seed, view.userText) >= forgetfulness;
-      if (view.reminded || record) {
-        const known = new Map(view.memoryFacts.map((f) => [f.key, f]));
-        // Like a careful model, a write records everything still visible, not just this turn.
-        for (const fact of [...view.visibleFacts, ...stated]) known.set(fact.key, fact);
-        calls.push({
-          name: 'write',
-          arguments: JSON.stringify({ path: 'working-memory/overview.md', content: renderMemory(view.userText, [...known.values()]) }),
-        });
-      }
-      const compaction = compacts ? compactionFor(view) : null;
-      if (compaction && view.tools.has('compact_history')) calls.push({ name: 'compact_history', arguments: JSON.stringify(compaction) });
+      // Before compacting, it writes down what it still needs: the compacted part leaves its sight.
+      if (view.reminded || record || (compaction && missing)) calls.push(writeMemory());
+      if (compaction) calls.push({ name: 'compact_history', arguments: JSON.stringify(compaction) });
       const asked = TOOL_REQUEST.exec(view.userText);
       if (asked && view.tools.has(asked[1]!)) calls.push({ name: asked[1]!, arguments: JSON.stringify({ input: asked[2] ?? '' }) });
-      if (calls.length && view.tools.has('write'))
-        return { toolCalls: calls.map((c, i) => ({ ...c, id: `call_${hash(view.userText + i).toString(36)}_${i}` })) };
+    } else if (view.reminded && !view.wroteThisTurn) {
+      // A reminder is heeded at once, also in the middle of a turn.
+      calls.push(writeMemory());
     }
+    if (calls.length && view.tools.has('write'))
+      return {
+        toolCalls: calls.map((c, i) => ({ ...c, id: `call_${hash(view.userText + i + request.messages.length).toString(36)}_${i}` })),
+      };
     return { content: answer(view) };
   };
 }
@@ -81,6 +90,8 @@ interface RequestView {
   percent: number;
   tools: Set<string>;
   largeToolOutputs: number;
+  /** It already wrote overview.md in the current turn. */
+  wroteThisTurn: boolean;
 }
 
 function readRequest(request: ChatRequest): RequestView {
@@ -109,7 +120,15 @@ function readRequest(request: ChatRequest): RequestView {
     reminded: tail.includes('<memory_reminder'),
     percent,
     tools: new Set((request.tools ?? []).map((t) => t.function.name)),
-    largeToolOutputs: messages.filter((m) => m.role === 'tool' && m.content.length > 2000).length,
+    largeToolOutputs: messages.filter((m) => m.role === 'tool' && m.content.length > 2000 && !m.content.startsWith('[Tool output moved'))
+      .length,
+    wroteThisTurn: messages
+      .slice(messages.lastIndexOf(users.at(-1)!))
+      .some(
+        (m) =>
+          m.role === 'assistant' &&
+          (m.tool_calls ?? []).some((c) => c.function.name === 'write' && c.function.arguments.includes('overview.md')),
+      ),
   };
 }
 
@@ -187,7 +206,7 @@ function summarise(request: ChatRequest): string {
 function compactionFor(view: RequestView): Record<string, unknown> | null {
   if (view.percent >= 60) return { target: 'all', strategy: 'archive', keep_recent: 3 };
   if (view.percent >= 40) return { target: 'conversation', strategy: 'archive', keep_recent: 3 };
-  if (view.percent >= 20 && view.largeToolOutputs > 0) return { target: 'tools', strategy: 'archive', keep_recent: 3 };
+  if (view.percent >= 20 && view.largeToolOutputs > 3) return { target: 'tools', strategy: 'archive', keep_recent: 3 };
   return null;
 }
 

@@ -1,0 +1,177 @@
+/**
+ * workmem chat: an interactive session. The answer streams as it arrives; a status line
+ * follows each turn; slash commands inspect and steer the session. Ctrl-C stops the
+ * running turn, a second Ctrl-C exits. ChatController is also what `workmem demo` drives.
+ */
+import { createInterface } from 'node:readline';
+import type { CliIO, Flags } from '../cli.js';
+import type { CompactionTarget } from '../compaction.js';
+import type { LLM } from '../llm.js';
+import { listSessions, type Session } from '../session.js';
+import { loadConfig, type CliConfig } from './config.js';
+import { paint, renderEvents, statusLine, terminalOutput, type Output } from './render.js';
+import { makeLLM, startSession } from './runtime.js';
+
+const HELP = `Slash commands:
+  /memory                          show working-memory/overview.md
+  /detail [<file>]                 list detail/ files, or show one
+  /compact [conversation|tools|all]  compact the history now
+  /mode [auto|phase1|phase2|hybrid]  show or set the history mode
+  /sessions                        sessions of this directory
+  /new                             start a new session
+  /resume <id>                     switch to another session
+  /help  /exit
+Ctrl-C stops the running turn; a second Ctrl-C exits.`;
+
+export class ChatController {
+  private stopRendering: () => void = () => {};
+
+  constructor(
+    public session: Session,
+    private readonly out: Output,
+    private readonly context: { config: CliConfig; llm: LLM; io: CliIO },
+  ) {
+    this.stopRendering = renderEvents(session, out);
+  }
+
+  /** Handle one input line; resolves to 'exit' when the user is done. */
+  async handle(line: string): Promise<'exit' | void> {
+    const text = line.trim();
+    if (!text) return;
+    if (text.startsWith('/')) return this.command(text);
+    const result = await this.session.prompt(text);
+    if (result.status === 'failed' && result.error) this.say('red', `the turn failed: ${result.error.message}`);
+    this.say('dim', statusLine(this.session));
+  }
+
+  async close(): Promise<void> {
+    this.stopRendering();
+    await this.session.close();
+  }
+
+  banner(): void {
+    const s = this.session;
+    this.say('dim', `workmem chat · ${s.model.name} · session ${s.id} (${s.history.length ? 'resumed' : 'new'}) · ${s.state.mode}`);
+    this.say('dim', `working memory: ${s.dir}/working-memory/overview.md · /help for commands`);
+    for (const problem of s.damage) this.say('yellow', `! ${problem}`);
+  }
+
+  private async command(text: string): Promise<'exit' | void> {
+    const [name, ...args] = text.slice(1).split(/\s+/);
+    const arg = args.join(' ');
+    const memory = this.session.files.memory;
+    switch (name) {
+      case 'exit':
+      case 'quit':
+        return 'exit';
+      case 'help':
+        return this.print(HELP);
+      case 'memory':
+        return this.print(memory.snapshot().content.trimEnd());
+      case 'detail': {
+        if (arg)
+          return this.print(memory.read(arg.startsWith('working-memory/') || arg.startsWith('detail/') ? arg : `detail/${arg}`).text);
+        const detail = memory.snapshot().detail;
+        return this.print(
+          detail.length ? detail.map((d) => `${d.path}${d.heading ? `  ${d.heading}` : ''}`).join('\n') : 'detail/ is empty',
+        );
+      }
+      case 'compact': {
+        const target = (arg || 'all') as CompactionTarget;
+        const result = await this.session.compact({ target });
+        return this.say(
+          'magenta',
+          result.changed
+            ? `compacted ${result.changed} items (${result.tokensBefore} → ${result.tokensAfter} tokens) → ${result.files.join(', ')}`
+            : 'nothing to compact',
+        );
+      }
+      case 'mode':
+        if (!arg) return this.print(`history mode: ${this.session.state.mode}${this.session.state.pinned ? ' (pinned)' : ' (auto)'}`);
+        this.session.setMode(arg as never);
+        return this.say('cyan', arg === 'auto' ? 'history mode: automatic' : `history mode pinned to ${arg}`);
+      case 'sessions': {
+        const sessions = await listSessions({ home: this.context.config.home, cwd: this.context.io.cwd });
+        return this.print(
+          sessions
+            .map(
+              (s) =>
+                `${s.id === this.session.id ? '*' : ' '} ${s.id}  ${new Date(s.createdAt).toISOString().slice(0, 16)}  ${s.name ?? ''}`,
+            )
+            .join('\n') || 'no sessions',
+        );
+      }
+      case 'new':
+      case 'resume': {
+        if (name === 'resume' && !arg) return this.say('red', 'usage: /resume <id>');
+        const next = await startSession(
+          this.context.config,
+          this.context.llm,
+          { cwd: this.context.io.cwd, ...(name === 'resume' ? { sessionId: arg } : {}) },
+          this.context.io.env,
+        );
+        await this.close();
+        this.session = next;
+        this.stopRendering = renderEvents(next, this.out);
+        return this.banner();
+      }
+      default:
+        return this.say('red', `unknown command /${name} (/help lists them)`);
+    }
+  }
+
+  private print(text: string): void {
+    this.out.write(`${text}\n`);
+  }
+
+  private say(color: Parameters<typeof paint>[1], text: string): void {
+    this.out.write(`${paint(this.out, color, text)}\n`);
+  }
+}
+
+export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
+  const config = loadConfig(flags, io.env);
+  const llm = makeLLM(config);
+  const session = await startSession(
+    config,
+    llm,
+    {
+      cwd: io.cwd,
+      ...(typeof flags.session === 'string' ? { sessionId: flags.session } : {}),
+      ...(typeof flags.name === 'string' ? { name: flags.name } : {}),
+      continueLast: flags.continue === true,
+    },
+    io.env,
+  );
+  const out = terminalOutput(io.stdout, io.env);
+  const chat = new ChatController(session, out, { config, llm, io });
+  chat.banner();
+
+  const rl = createInterface({ input: io.stdin, output: io.stdout, terminal: Boolean(io.stdin.isTTY) });
+  rl.setPrompt(paint(out, 'green', '› '));
+  let lastInterrupt = 0;
+  const interrupt = (): void => {
+    const now = Date.now();
+    if (chat.session.state.running && now - lastInterrupt > 2000) {
+      chat.session.abort();
+      out.write(`\n${paint(out, 'yellow', '(stopping the turn — Ctrl-C again to exit)')}\n`);
+      lastInterrupt = now;
+      return;
+    }
+    rl.close();
+  };
+  rl.on('SIGINT', interrupt);
+  process.on('SIGINT', interrupt);
+  try {
+    rl.prompt();
+    for await (const line of rl) {
+      if ((await chat.handle(line).catch((error: Error) => void out.write(`${paint(out, 'red', error.message)}\n`))) === 'exit') break;
+      rl.prompt();
+    }
+  } finally {
+    process.off('SIGINT', interrupt);
+    rl.close();
+    await chat.close();
+  }
+  return 0;
+}

@@ -1,0 +1,131 @@
+/**
+ * CLI configuration: flags > environment > <home>/config.json, validated with zod. An
+ * error names where the bad value came from, the key and the value.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { ConfigError, definedOnly, type SettingsOverrides } from '../config.js';
+import { defaultHome } from '../sessionPaths.js';
+
+const int = z.number().int().positive();
+const Shape = {
+  model: z.string().min(1),
+  baseURL: z.url(),
+  apiKey: z.string().min(1),
+  contextWindow: int.min(256),
+  maxOutputTokens: int,
+  compactionModel: z.string().min(1),
+  timeoutMs: int,
+  maxRetries: z.number().int().min(0).max(20),
+  historyMode: z.enum(['auto', 'phase1', 'phase2', 'hybrid']),
+  language: z.enum(['en', 'zh']),
+  compaction: z.enum(['llm', 'auto']),
+  fallbackThreshold: z.number().gt(0.05).lt(1),
+  hybridRecent: int,
+  keepRecentTurns: z.number().int().min(0),
+  instructions: z.string(),
+  reminder: z
+    .object({ enabled: z.boolean(), maxRounds: int, minRounds: z.number().int().min(0), tokenThreshold: z.number().min(0).max(100) })
+    .partial()
+    .strict(),
+  itemMemory: z
+    .object({
+      scope: z.enum(['session', 'user']),
+      userId: z.string().min(1),
+      maxCapacity: int,
+      maxTokens: int,
+      maxAgeMinutes: z.number().positive(),
+      inject: z.object({ limit: int, maxTokens: int }).partial().strict(),
+    })
+    .partial()
+    .strict(),
+};
+export const CliConfigSchema = z.object(Shape).partial().strict();
+export type FileConfig = z.infer<typeof CliConfigSchema>;
+
+export interface CliConfig extends FileConfig {
+  home: string;
+  model: string;
+}
+
+/** Flag names (kebab-case) of the settings a flag can set. */
+export const FLAG_KEYS: Record<string, keyof FileConfig> = {
+  model: 'model',
+  'base-url': 'baseURL',
+  'context-window': 'contextWindow',
+  'max-output-tokens': 'maxOutputTokens',
+  'compaction-model': 'compactionModel',
+  mode: 'historyMode',
+  language: 'language',
+  compaction: 'compaction',
+};
+const NUMERIC = new Set<keyof FileConfig>(['contextWindow', 'maxOutputTokens']);
+
+export function loadConfig(flags: Record<string, unknown>, env: NodeJS.ProcessEnv): CliConfig {
+  const home = (typeof flags.home === 'string' && flags.home) || defaultHome(env);
+  const file = readConfigFile(join(home, 'config.json'));
+  const fromEnv = check(
+    {
+      ...(env.WORKMEM_MODEL?.trim() ? { model: env.WORKMEM_MODEL.trim() } : {}),
+      ...(env.OPENAI_BASE_URL?.trim() ? { baseURL: env.OPENAI_BASE_URL.trim() } : {}),
+      ...(env.OPENAI_API_KEY?.trim() ? { apiKey: env.OPENAI_API_KEY.trim() } : {}),
+    },
+    (key) => ({ model: 'WORKMEM_MODEL', baseURL: 'OPENAI_BASE_URL', apiKey: 'OPENAI_API_KEY' })[key as string] ?? key,
+  );
+  const flagValues: Record<string, unknown> = {};
+  for (const [flag, key] of Object.entries(FLAG_KEYS)) {
+    const raw = flags[flag];
+    if (raw === undefined) continue;
+    flagValues[key] = NUMERIC.has(key) ? (/^\d+$/.test(String(raw)) ? Number(raw) : raw) : raw;
+  }
+  const fromFlags = check(flagValues, (key) => `--${Object.entries(FLAG_KEYS).find(([, k]) => k === key)?.[0] ?? key}`);
+  return { ...file, ...fromEnv, ...fromFlags, home, model: fromFlags.model ?? fromEnv.model ?? file.model ?? 'gpt-4o-mini' };
+}
+
+function readConfigFile(path: string): FileConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new ConfigError(`cannot read ${path}: ${(error as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`${path} is not valid JSON: ${(error as Error).message}`);
+  }
+  return check(json, (key) => `${path}: ${key}`);
+}
+
+function check(value: unknown, name: (key: string) => string): FileConfig {
+  const parsed = CliConfigSchema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  if (issue.code === 'unrecognized_keys')
+    throw new ConfigError(`${name(issue.keys[0]!)}: unknown setting (known: ${Object.keys(Shape).join(', ')})`);
+  const key = issue.path.join('.');
+  const bad = issue.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey], value);
+  return fail(`${name(key)} = ${JSON.stringify(bad)} is invalid: ${issue.message}`);
+}
+
+function fail(message: string): never {
+  throw new ConfigError(message);
+}
+
+/** The session settings a CLI config implies. */
+export function settingsOf(config: CliConfig): SettingsOverrides {
+  return definedOnly({
+    contextWindow: config.contextWindow,
+    reserveOutputTokens: config.maxOutputTokens,
+    historyMode: config.historyMode,
+    language: config.language,
+    compaction: config.compaction,
+    fallbackThreshold: config.fallbackThreshold,
+    hybridRecent: config.hybridRecent,
+    keepRecentTurns: config.keepRecentTurns,
+    reminder: config.reminder,
+  });
+}

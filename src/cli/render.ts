@@ -1,0 +1,95 @@
+/**
+ * How a session looks in the terminal (chat, run, demo): the answer streamed as it
+ * arrives, tool calls, markers for reminders, memory writes, mode switches and
+ * compactions, and a status line after each turn.
+ */
+import type { WorkmemEvent } from '../events.js';
+import type { Session } from '../session.js';
+
+export interface Output {
+  write(text: string): void;
+  color: boolean;
+}
+
+const CODES = { dim: 2, red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36 } as const;
+export type Color = keyof typeof CODES;
+
+export function paint(out: Output, color: Color, text: string): string {
+  return out.color ? `\u001b[${CODES[color]}m${text}\u001b[0m` : text;
+}
+
+export function terminalOutput(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv): Output {
+  return { write: (t) => stream.write(t), color: Boolean(stream.isTTY) && !env.NO_COLOR };
+}
+
+/** Renders one session's events; returns a function that stops rendering. */
+export function renderEvents(session: Session, out: Output): () => void {
+  let streaming = false;
+  const line = (color: Color, text: string): void => {
+    if (streaming) {
+      out.write('\n');
+      streaming = false;
+    }
+    out.write(`${paint(out, color, text)}\n`);
+  };
+  return session.on('*', (e: WorkmemEvent) => {
+    switch (e.type) {
+      case 'message_delta':
+        if (!streaming) out.write(paint(out, 'blue', '● '));
+        streaming = true;
+        out.write(e.delta);
+        break;
+      case 'message_end':
+        if (streaming) out.write('\n');
+        streaming = false;
+        if (e.stop === 'aborted') line('yellow', '(stopped)');
+        break;
+      case 'tool_start':
+        line('dim', `  → ${e.name}(${clip(e.arguments, 100)})`);
+        break;
+      case 'tool_end':
+        line(e.isError ? 'red' : 'dim', `  ← ${e.name}: ${clip(e.content.split('\n')[0] ?? '', 100)}`);
+        break;
+      case 'reminder':
+        line(
+          'yellow',
+          `⟡ reminder (${e.level}): ${e.reason === 'compaction' ? 'the history was compacted' : `${e.rounds} requests since the last memory update`}, context at ${e.tokensPercent} %`,
+        );
+        break;
+      case 'memory_updated':
+        line('green', `✎ memory updated: ${e.path} (${e.bytes} bytes)${e.warning ? ` — ${e.warning}` : ''}`);
+        break;
+      case 'mode_changed':
+        line('cyan', `⇄ history mode: ${e.from} → ${e.to}${e.pinned ? ' (pinned)' : ''}`);
+        break;
+      case 'compaction_end':
+        if (e.replaced > 0)
+          line(
+            'magenta',
+            `⤓ compacted (${e.reason}): ${e.replaced} items, ${e.tokensBefore} → ${e.tokensAfter} tokens → ${e.files.join(', ')}`,
+          );
+        break;
+      case 'retry':
+        line('yellow', `↻ ${e.error.message}; retrying in ${(e.delayMs / 1000).toFixed(1)} s (attempt ${e.attempt})`);
+        break;
+      case 'error':
+        line(e.fatal ? 'red' : 'yellow', `${e.fatal ? '✗' : '!'} ${e.error.message}`);
+        break;
+    }
+  });
+}
+
+/** model · tokens used / window (%) · history mode · rounds since the last memory update */
+export function statusLine(session: Session): string {
+  const state = session.state;
+  const tokens = state.lastPrompt;
+  const used = tokens
+    ? `${tokens.total.toLocaleString('en-US')} / ${tokens.window.toLocaleString('en-US')} tokens (${tokens.percent} %)`
+    : `0 / ${session.model.contextWindow.toLocaleString('en-US')} tokens`;
+  return `[${session.model.name} · ${used} · ${state.mode}${state.pinned ? ' (pinned)' : ''} · ${state.tracker.rounds} since memory update]`;
+}
+
+function clip(text: string, n: number): string {
+  const one = text.replace(/\s+/g, ' ');
+  return one.length > n ? `${one.slice(0, n - 1)}…` : one;
+}

@@ -1,0 +1,187 @@
+/**
+ * workmem rpc: JSON commands on stdin, JSON responses and events on stdout, one per line.
+ * Lines are split on "\n" only (not readline, which also splits on U+2028/U+2029, legal
+ * inside JSON strings). A bad line gets an error response and the process keeps serving.
+ * The protocol is documented in docs/rpc.md.
+ */
+import { StringDecoder } from 'node:string_decoder';
+import { z } from 'zod';
+import type { CliIO, Flags } from '../cli.js';
+import type { LLM } from '../llm.js';
+import { listSessions, type Session } from '../session.js';
+import { loadConfig, type CliConfig } from './config.js';
+import { makeLLM, startSession } from './runtime.js';
+
+const id = z.union([z.string(), z.number()]).optional();
+export const RpcCommandSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('prompt'), id, text: z.string().min(1) }),
+  z.object({ type: z.literal('abort'), id }),
+  z.object({ type: z.literal('get_state'), id }),
+  z.object({ type: z.literal('get_messages'), id, limit: z.number().int().positive().optional() }),
+  z.object({ type: z.literal('get_memory'), id }),
+  z.object({
+    type: z.literal('compact'),
+    id,
+    target: z.enum(['conversation', 'tools', 'all']).optional(),
+    strategy: z.enum(['archive', 'summarize']).optional(),
+    keep_recent: z.number().int().min(0).optional(),
+  }),
+  z.object({ type: z.literal('set_mode'), id, mode: z.enum(['auto', 'phase1', 'phase2', 'hybrid']) }),
+  z.object({ type: z.literal('new_session'), id, name: z.string().optional() }),
+  z.object({ type: z.literal('switch_session'), id, sessionId: z.string().min(1) }),
+  z.object({ type: z.literal('list_sessions'), id, all: z.boolean().optional() }),
+]);
+export type RpcCommand = z.infer<typeof RpcCommandSchema>;
+
+export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
+  const config = loadConfig(flags, io.env);
+  const llm = makeLLM(config);
+  const server = new RpcServer(config, llm, io);
+  await server.open({ ...(typeof flags.session === 'string' ? { sessionId: flags.session } : {}), continueLast: flags.continue === true });
+  await server.serve();
+  return 0;
+}
+
+class RpcServer {
+  private session!: Session;
+  private stopEvents: () => void = () => {};
+  private chain: Promise<void> = Promise.resolve();
+  private lineNumber = 0;
+
+  constructor(
+    private readonly config: CliConfig,
+    private readonly llm: LLM,
+    private readonly io: CliIO,
+  ) {}
+
+  async open(choice: { sessionId?: string; continueLast?: boolean; name?: string }): Promise<void> {
+    const session = await startSession(this.config, this.llm, { cwd: this.io.cwd, ...choice }, this.io.env);
+    this.stopEvents();
+    this.session = session;
+    this.stopEvents = session.on('*', (event) => this.send(event));
+  }
+
+  /** Read stdin to its end, handling one line at a time, in order. */
+  serve(): Promise<void> {
+    return new Promise((resolve) => {
+      const decoder = new StringDecoder('utf8');
+      let buffer = '';
+      const take = (text: string): void => {
+        buffer += text;
+        for (let at = buffer.indexOf('\n'); at >= 0; at = buffer.indexOf('\n')) {
+          const line = buffer.slice(0, at).replace(/\r$/, '');
+          buffer = buffer.slice(at + 1);
+          this.enqueue(line);
+        }
+      };
+      this.io.stdin.on('data', (chunk: Buffer) => take(decoder.write(chunk)));
+      this.io.stdin.on('end', () => {
+        take(decoder.end());
+        if (buffer.trim()) this.enqueue(buffer);
+        // Finish what was asked before closing: the prompts already queued run to the end.
+        this.chain = this.chain.then(async () => {
+          await this.session.idle();
+          this.stopEvents();
+          await this.session.close();
+        });
+        void this.chain.then(resolve);
+      });
+    });
+  }
+
+  private enqueue(line: string): void {
+    const n = ++this.lineNumber;
+    if (!line.trim()) return;
+    this.chain = this.chain.then(() => this.handle(line, n));
+  }
+
+  private async handle(line: string, n: number): Promise<void> {
+    let json: unknown;
+    try {
+      json = JSON.parse(line);
+    } catch (error) {
+      return this.respond('unknown', undefined, { error: `line ${n} is not JSON: ${(error as Error).message}` });
+    }
+    const type = typeof (json as { type?: unknown })?.type === 'string' ? (json as { type: string }).type : 'unknown';
+    const requestId = (json as { id?: unknown })?.id as string | number | undefined;
+    const parsed = RpcCommandSchema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const known = RpcCommandSchema.options.map((o) => o.shape.type.value);
+      const message = !known.includes(type as never)
+        ? `unknown command ${JSON.stringify(type)}; known: ${known.join(', ')}`
+        : `${issue.path.join('.') || 'command'}: ${issue.message}`;
+      return this.respond(type, validId(requestId), { error: message });
+    }
+    const command = parsed.data;
+    try {
+      this.respond(command.type, command.id, { data: await this.run(command) });
+    } catch (error) {
+      this.respond(command.type, command.id, { error: (error as Error).message ?? String(error) });
+    }
+  }
+
+  private async run(command: RpcCommand): Promise<unknown> {
+    const session = this.session;
+    switch (command.type) {
+      case 'prompt': {
+        const { promptId } = session.enqueue(command.text);
+        return { promptId, sessionId: session.id };
+      }
+      case 'abort':
+        session.abort();
+        return { aborted: session.state.running };
+      case 'get_state':
+        return { ...session.state, model: session.model.name, contextWindow: session.model.contextWindow };
+      case 'get_messages': {
+        const view = session.history;
+        const from = Math.max(0, view.length - (command.limit ?? 100));
+        return {
+          total: view.length,
+          messages: view.items.slice(from, view.length).map((i) => ({ seq: i.seq, turn: i.turn, tokens: i.tokens, ...i.message })),
+        };
+      }
+      case 'get_memory': {
+        const memory = session.files.memory.snapshot();
+        return { overview: memory.content, bytes: memory.bytes, detail: memory.detail };
+      }
+      case 'compact': {
+        const result = await session.compact({
+          ...(command.target ? { target: command.target } : {}),
+          ...(command.strategy ? { strategy: command.strategy } : {}),
+          ...(command.keep_recent !== undefined ? { keepRecent: command.keep_recent } : {}),
+        });
+        return { compacted: result.changed, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter, files: result.files };
+      }
+      case 'set_mode':
+        session.setMode(command.mode);
+        return { mode: command.mode };
+      case 'new_session':
+        await this.session.close();
+        await this.open(command.name ? { name: command.name } : {});
+        return { sessionId: this.session.id };
+      case 'switch_session':
+        await this.session.close();
+        await this.open({ sessionId: command.sessionId }).catch(async (error) => {
+          // Stay usable: go back to a fresh session rather than to none.
+          await this.open({});
+          throw error;
+        });
+        return { sessionId: this.session.id };
+      case 'list_sessions':
+        return { sessions: await listSessions({ home: this.config.home, ...(command.all ? {} : { cwd: this.io.cwd }) }) };
+    }
+  }
+
+  private respond(command: string, id: string | number | undefined, body: { data: unknown } | { error: string }): void {
+    this.send({ type: 'response', command, success: 'data' in body, ...body, ...(id !== undefined ? { id } : {}) });
+  }
+
+  private send(value: unknown): void {
+    this.io.stdout.write(`${JSON.stringify(value)}\n`);
+  }
+}
+
+function validId(value: unknown): string | number | undefined {
+  return typeof value === 'string' || typeof value === 'number' ? value : undefined;
+}

@@ -1,0 +1,56 @@
+/**
+ * What every CLI command that talks to a model needs: the LLM from the configuration,
+ * and a session — new, resumed by id, or the last one of this directory.
+ */
+import type { InspectionEvent } from 'xstate';
+import { ConfigError } from '../config.js';
+import type { LLM } from '../llm.js';
+import { openaiChat } from '../openaiChat.js';
+import { createSession, listSessions, openSession, type Session } from '../session.js';
+import type { Tool } from '../tool.js';
+import { settingsOf, type CliConfig } from './config.js';
+
+export function makeLLM(config: CliConfig): LLM {
+  return openaiChat({
+    model: config.model,
+    ...(config.baseURL ? { baseURL: config.baseURL } : {}),
+    ...(config.apiKey ? { apiKey: config.apiKey } : {}),
+    ...(config.contextWindow ? { contextWindow: config.contextWindow } : {}),
+    ...(config.maxOutputTokens ? { maxOutputTokens: config.maxOutputTokens } : {}),
+    ...(config.compactionModel ? { compactionModel: config.compactionModel } : {}),
+    ...(config.timeoutMs ? { timeoutMs: config.timeoutMs } : {}),
+    ...(config.maxRetries !== undefined ? { maxRetries: config.maxRetries } : {}),
+    env: {}, // the configuration already holds what the environment said
+  });
+}
+
+export interface SessionChoice {
+  sessionId?: string;
+  /** Resume the newest session of this directory. */
+  continueLast?: boolean;
+  cwd: string;
+  name?: string;
+  inspect?: (event: InspectionEvent) => void;
+  tools?: readonly Tool[];
+}
+
+export async function startSession(config: CliConfig, llm: LLM, choice: SessionChoice, env: NodeJS.ProcessEnv): Promise<Session> {
+  const common = {
+    llm,
+    home: config.home,
+    env,
+    settings: settingsOf(config),
+    ...(config.instructions ? { instructions: config.instructions } : {}),
+    ...(config.itemMemory ? { itemMemory: config.itemMemory } : {}),
+    ...(choice.inspect ? { inspect: choice.inspect } : {}),
+    ...(choice.tools ? { tools: choice.tools } : {}),
+  };
+  let id = choice.sessionId;
+  if (!id && choice.continueLast) {
+    const last = (await listSessions({ home: config.home, cwd: choice.cwd }))[0];
+    if (!last) throw new ConfigError(`no earlier session in ${choice.cwd} to continue; start one without --continue`);
+    id = last.id;
+  }
+  if (id) return openSession(id, common);
+  return createSession({ ...common, cwd: choice.cwd, ...(choice.name ? { name: choice.name } : {}) });
+}

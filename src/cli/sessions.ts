@@ -1,0 +1,118 @@
+/**
+ * workmem sessions list | show <id> | rm <id>, and workmem memory show [<id>]: reading
+ * sessions from disk, without a model.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CliIO, Flags } from '../cli.js';
+import { readLog } from '../messageLog.js';
+import { findSession, listSessions, removeSession } from '../session.js';
+import { SessionMetaSchema, type SessionMeta } from '../sessionFiles.js';
+import { defaultHome } from '../sessionPaths.js';
+import { WorkingMemory } from '../workingMemory.js';
+import { UsageError } from './usageError.js';
+
+export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
+  const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
+  const [action = 'list', id, ...extra] = positionals;
+  if (extra.length) throw new UsageError(`unexpected ${JSON.stringify(extra.join(' '))}`);
+  switch (action) {
+    case 'list': {
+      const sessions = await listSessions({ home, ...(flags.all ? {} : { cwd: io.cwd }) });
+      if (!sessions.length) {
+        io.stdout.write(flags.all ? 'No sessions yet.\n' : `No sessions in ${io.cwd} yet (--all lists every directory).\n`);
+        return 0;
+      }
+      const rows = sessions.map((s) => {
+        const meta = readMeta(s.dir);
+        return [
+          s.id.slice(0, 8),
+          new Date(meta?.updatedAt ?? s.createdAt).toISOString().slice(0, 16).replace('T', ' '),
+          String(meta?.turns ?? '?'),
+          String(meta?.messageCount ?? '?'),
+          meta?.historyMode ?? '?',
+          meta?.name ?? meta?.title ?? '',
+        ];
+      });
+      io.stdout.write(table(['ID', 'UPDATED', 'TURNS', 'MESSAGES', 'MODE', 'TITLE'], rows, flags.all ? undefined : `in ${io.cwd}`));
+      return 0;
+    }
+    case 'show': {
+      if (!id) throw new UsageError('give the session id: workmem sessions show <id>');
+      const dir = await findSession(id, { home });
+      const meta = readMeta(dir);
+      const memory = new WorkingMemory(join(dir, 'working-memory')).snapshot();
+      const { entries, damage } = readLog(join(dir, 'messages.jsonl'));
+      const messages = entries.flatMap((e) => (e.type === 'message' ? [e] : []));
+      const out: string[] = [
+        `Session ${meta?.id ?? id}${meta?.name ? ` (${meta.name})` : ''}`,
+        `  dir:      ${dir}`,
+        `  cwd:      ${meta?.cwd ?? '?'}`,
+        `  created:  ${meta ? new Date(meta.createdAt).toISOString() : '?'}    updated: ${meta ? new Date(meta.updatedAt).toISOString() : '?'}`,
+        `  turns:    ${meta?.turns ?? '?'}, messages: ${messages.length}, compactions: ${entries.filter((e) => e.type === 'compaction').length}, mode: ${meta?.historyMode ?? '?'}${meta?.pinnedMode ? ' (pinned)' : ''}`,
+        ...(damage.length ? [`  damage:   ${damage.length} damaged lines in messages.jsonl (see damage.json)`] : []),
+        '',
+        '--- working-memory/overview.md ---',
+        memory.content.trimEnd(),
+        '',
+        `--- detail/ (${memory.detail.length}) ---`,
+        ...memory.detail.map((d) => `  ${d.path}${d.heading ? `  ${d.heading}` : ''}`),
+        '',
+        '--- latest messages ---',
+        ...messages
+          .slice(-8)
+          .map(
+            (e) =>
+              `  [${e.turn}] ${e.message.role}: ${oneLine(e.message.content ?? (e.message.role === 'assistant' ? (e.message.tool_calls ?? []).map((c) => `→ ${c.function.name}`).join(' ') : ''))}`,
+          ),
+      ];
+      io.stdout.write(`${out.join('\n')}\n`);
+      return 0;
+    }
+    case 'rm': {
+      if (!id) throw new UsageError('give the session id: workmem sessions rm <id>');
+      const dir = await removeSession(id, { home });
+      io.stdout.write(`Removed ${dir}\n`);
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown action ${JSON.stringify(action)}; use list, show <id> or rm <id>`);
+  }
+}
+
+export async function memoryMain({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
+  const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
+  const [action, id, ...extra] = positionals;
+  if (action !== 'show' || extra.length) throw new UsageError('usage: workmem memory show [<id>]');
+  let dir: string;
+  if (id) dir = await findSession(id, { home });
+  else {
+    const newest = (await listSessions({ home, cwd: io.cwd }))[0];
+    if (!newest) throw new UsageError(`no session in ${io.cwd}; give an id (workmem sessions list --all)`);
+    dir = newest.dir;
+  }
+  const memory = new WorkingMemory(join(dir, 'working-memory')).snapshot();
+  io.stdout.write(`${memory.content.trimEnd()}\n`);
+  if (memory.detail.length)
+    io.stdout.write(`\n--- detail/ ---\n${memory.detail.map((d) => `${d.path}${d.heading ? `  ${d.heading}` : ''}`).join('\n')}\n`);
+  return 0;
+}
+
+function readMeta(dir: string): SessionMeta | null {
+  try {
+    return SessionMetaSchema.parse(JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')));
+  } catch {
+    return null;
+  }
+}
+
+function table(headers: string[], rows: string[][], caption?: string): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+  return `${caption ? `Sessions ${caption}\n` : ''}${[line(headers), ...rows.map(line)].join('\n')}\n`;
+}
+
+function oneLine(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > 100 ? `${flat.slice(0, 99)}…` : flat;
+}
