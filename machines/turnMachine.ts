@@ -206,7 +206,7 @@ export const turnMachine = setup({
     overThreshold: ({ context }) => !context.compactedThisRequest && estimate(context) >= thresholdTokens(context.statics.settings),
     exceedsWindow: ({ context }) =>
       context.prompt!.tokens.total + context.statics.settings.reserveOutputTokens > context.statics.settings.contextWindow,
-    hasToolCalls: ({ context }) => context.toolCalls.length > 0,
+    responseHasToolCalls: ({ event }) => ((event as unknown as { output?: LlmOutput }).output?.message.tool_calls?.length ?? 0) > 0,
     overflowNotYetRetried: ({ context, event }) =>
       !context.overflowRetried && toTurnError((event as { error?: unknown }).error).kind === 'overflow',
     retryable: ({ context, event }) =>
@@ -445,7 +445,7 @@ export const turnMachine = setup({
         }),
         onDone: [
           {
-            guard: ({ event }) => (event.output.message.tool_calls?.length ?? 0) > 0,
+            guard: 'responseHasToolCalls',
             target: 'runTools',
             actions: 'takeResponse',
           },

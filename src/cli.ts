@@ -28,7 +28,14 @@ const MODEL_OPTIONS: Options = {
   language: { type: 'string' },
   compaction: { type: 'string' },
 };
-const SESSION_OPTIONS: Options = { session: { type: 'string' }, continue: { type: 'boolean', short: 'c' } };
+const SESSION_OPTIONS: Options = {
+  session: { type: 'string' },
+  continue: { type: 'boolean', short: 'c' },
+  inspect: { type: 'boolean' },
+  'inspect-port': { type: 'string' },
+};
+const INSPECT_HELP = `  --inspect           stream the session live to \`workmem viz\` on 127.0.0.1
+  --inspect-port <n>  the visualizer's port (default 4900)`;
 const ALWAYS: Options = { help: { type: 'boolean', short: 'h' }, debug: { type: 'boolean' } };
 
 const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
@@ -62,7 +69,8 @@ Talk to the model in a session with working memory. Slash commands: /memory /det
 
   -c, --continue      resume the newest session of this directory
   --session <id>      resume a session (an id or its first characters)
-  --name <name>       name a new session`,
+  --name <name>       name a new session
+${INSPECT_HELP}`,
     options: { ...SESSION_OPTIONS, name: { type: 'string' } },
     load: () => import('./cli/chat.js'),
   },
@@ -84,7 +92,9 @@ Runs one turn and prints the answer as it streams. Exits 1 if the turn fails.
 
 One JSON object per line on stdin, framed on \\n only; responses and events on stdout,
 one per line. Commands: prompt, abort, get_state, get_messages, get_memory, compact,
-set_mode, new_session, switch_session, list_sessions. See docs/rpc.md.`,
+set_mode, new_session, switch_session, list_sessions. See docs/rpc.md.
+
+${INSPECT_HELP}`,
     options: { ...SESSION_OPTIONS },
     load: () => import('./cli/rpc.js'),
   },
@@ -116,6 +126,19 @@ path as chat: facts stated early and asked late, a reminder, memory written, the
 to phase 2, a compaction. Ends with a table of what happened.`,
     options: { turns: { type: 'string' }, home: { type: 'string' }, quiet: { type: 'boolean' } },
     load: () => import('./cli/demo.js'),
+  },
+  viz: {
+    summary: 'the visualizer: statecharts, replay, live sessions, in the browser',
+    usage: `workmem viz [--port <n>] [--session <id>] [--home <dir>]
+
+Serves the visualizer on 127.0.0.1 (default port 4900): the statecharts drawn from the
+machines, replay of recorded sessions step by step, the requests' token use, the working
+memory as it was, and sessions running with --inspect, live. Ctrl-C stops it.
+
+  --port <n>          the port (default 4900)
+  --session <id>      open this session`,
+    options: { port: { type: 'string' }, session: { type: 'string' }, home: { type: 'string' } },
+    load: () => import('./cli/viz.js'),
   },
 };
 

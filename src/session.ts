@@ -33,6 +33,8 @@ import { systemPrompt } from './systemPrompt.js';
 import { loadTokenCounter, type TokenCounter } from './tokens.js';
 import type { Tool } from './tool.js';
 import { runToolCalls } from './toolRunner.js';
+import { TraceRecorder } from './traceRecorder.js';
+import { LiveLink, liveUrl } from './liveLink.js';
 import { NOTE_PREFIX } from './compaction.js';
 import type { ItemMemory } from './itemMemory.js';
 import { openItemMemory, type PersistentItemMemory } from './itemMemoryStore.js';
@@ -60,6 +62,12 @@ export interface SessionOptions {
   inspect?: (event: InspectionEvent) => void;
   /** Item memory (seed 001): remember / recall / forget, optionally injected after overview.md. */
   itemMemory?: ItemMemoryConfig;
+  /** Write trace.jsonl for the visualizer (default true). */
+  trace?: boolean;
+  /** Stream the trace live to `workmem viz`: true (127.0.0.1:4900), a port or a ws:// URL. */
+  visualizer?: true | number | string;
+  /** Where warnings go (an unreachable visualizer); default: none. */
+  warn?: (message: string) => void;
 }
 
 export interface ItemMemoryConfig {
@@ -135,7 +143,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
     await store.set(INDEX_KEY(files.id), entry);
     if (resolved.pinned) files.updateMeta({ historyMode: resolved.pinned, pinnedMode: resolved.pinned });
     const items = await openItems(store, files.id, options, counter);
-    return new Session(files, store, counter, options, resolved, INITIAL_TRACKER, [], items);
+    return new Session(files, store, counter, options, resolved, INITIAL_TRACKER, [], items, false);
   } catch (error) {
     await store.close();
     throw error;
@@ -159,7 +167,7 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
       tracker = INITIAL_TRACKER;
     }
     const items = await openItems(store, files.id, options, counter);
-    return new Session(files, store, counter, options, resolved, tracker, damage, items);
+    return new Session(files, store, counter, options, resolved, tracker, damage, items, true);
   } catch (error) {
     await store.close();
     throw error;
@@ -254,6 +262,8 @@ export class Session {
   private readonly trackerWriter: TrackerWriter;
   private readonly now: () => number;
   private compacted = false;
+  private readonly trace: TraceRecorder | null;
+  private live: LiveLink | null = null;
   private compaction!: CompactionDeps;
   /** The model's name and the window the session works with. */
   model!: { name: string; contextWindow: number };
@@ -269,12 +279,19 @@ export class Session {
     tracker: TrackerState,
     damage: string[],
     private readonly items: PersistentItemMemory | null = null,
+    resumed = false,
   ) {
     this.id = files.id;
     this.dir = files.dir;
     this.damage = damage;
     this.now = options.now ?? Date.now;
     this.trackerWriter = new TrackerWriter(store, TRACKER_KEY(files.id));
+    this.trace = options.trace === false ? null : new TraceRecorder(join(files.dir, 'trace.jsonl'), files.id, resumed, this.now);
+    if (this.trace && options.visualizer) {
+      const link = new LiveLink(liveUrl(options.visualizer), files.id, options.warn);
+      this.live = link;
+      this.trace.onRecord((record) => link.send(record));
+    }
     const emit = (event: SessionEvent): void => this.dispatch(event);
     const compaction: CompactionDeps = (this.compaction = {
       files,
@@ -323,6 +340,7 @@ export class Session {
         memoryStore: fromPromise(async ({ input }) => {
           this.trackerWriter.persist(input.tracker);
           const snapshot = files.memory.snapshot();
+          this.trace?.memory(snapshot.version, snapshot.content);
           if (!inject || !items) return snapshot;
           const relevant = relevantMemories(items.memory, latestUserText(files.history), inject, counter);
           return relevant ? { ...snapshot, relevant } : snapshot;
@@ -397,8 +415,10 @@ export class Session {
         health: memory.health,
         modelWrites: meta.memoryWrites,
       },
-      ...(options.inspect ? { inspect: options.inspect } : {}),
+      ...(options.inspect || this.trace ? { inspect: combineInspectors(options.inspect, this.trace?.inspect) } : {}),
     });
+    this.trace?.memory(memory.version, memory.content);
+    this.trace?.flush(); // a page opened now finds the start on disk; live records follow
     this.actor.on('*', (event) => this.dispatch(event as SessionEvent));
     this.actor.start();
   }
@@ -537,6 +557,8 @@ export class Session {
       await this.trackerWriter.flush(this.actor.getSnapshot().context.tracker);
       await this.items?.flush();
     } finally {
+      this.trace?.close();
+      this.live?.close();
       this.items?.detach();
       this.files.close();
       await this.store.close();
@@ -545,6 +567,7 @@ export class Session {
 
   private dispatch(event: SessionEvent): void {
     const stamped = { ...event, sessionId: this.id, ts: this.now() } as WorkmemEvent;
+    this.trace?.event(stamped);
     if (event.type === 'prompt_built') this.lastPrompt = event.tokens;
     if (event.type === 'mode_changed') this.files.appendEvent(this.actor.getSnapshot().context.turn, 'mode_changed', { ...event });
     for (const set of [this.listeners.get(event.type), this.listeners.get('*')]) {
@@ -625,6 +648,13 @@ class TrackerWriter {
       this.inflight = null;
     }
   }
+}
+
+function combineInspectors(...inspectors: (((event: InspectionEvent) => void) | undefined)[]): (event: InspectionEvent) => void {
+  const list = inspectors.filter((i): i is (event: InspectionEvent) => void => !!i);
+  return (event) => {
+    for (const inspect of list) inspect(event);
+  };
 }
 
 /** The latest real user message (not a compaction note). */

@@ -11,6 +11,8 @@ import { runRpcClient } from '../examples/rpcClient.js';
 import { startService } from '../examples/httpService.js';
 import { openaiChat } from '../src/openaiChat.js';
 import { tempHome } from './helpers.js';
+import WebSocket from 'ws';
+import { startVizServer } from '../src/vizServer.js';
 
 const CLI = join(import.meta.dirname, '..', 'dist', 'src', 'cli.js');
 
@@ -175,6 +177,30 @@ describe('workmem rpc', () => {
   });
 });
 
+describe('--inspect', () => {
+  it('rpc --inspect-port streams the session live to workmem viz', async () => {
+    const viz = await startVizServer({ home });
+    const page = new WebSocket(`ws://127.0.0.1:${viz.port}/live`);
+    const seen: { type: string; sessionId?: string; record?: { k: string; event?: { type: string } } }[] = [];
+    page.on('message', (data) => seen.push(JSON.parse(String(data))));
+    await new Promise((resolve) => page.once('open', resolve));
+    const result = await cli(['rpc', '--inspect-port', String(viz.port)], {
+      env,
+      cwd: tempHome(),
+      input: '{"type":"prompt","text":"Hello, visualizer."}\n',
+    });
+    expect(result.code).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    page.close();
+    await viz.close();
+    const records = seen.filter((m) => m.type === 'record');
+    expect(records.length).toBeGreaterThan(10);
+    expect(records.some((m) => m.record?.k === 'step')).toBe(true);
+    expect(records.some((m) => m.record?.event?.type === 'turn_end')).toBe(true);
+    expect(seen.some((m) => m.type === 'live' && (m as { sessions?: string[] }).sessions?.includes(records[0]!.sessionId!))).toBe(true);
+  });
+});
+
 describe('workmem demo', () => {
   it('completes 30+ turns with a reminder, a memory write, the switch to phase 2 and a compaction, then prints its table', async () => {
     const result = await cli(['demo', '--quiet', '--home', tempHome()], { cwd: tempHome(), timeoutMs: 60_000 });
@@ -190,7 +216,7 @@ describe('workmem demo', () => {
     expect(row('prompt tokens per request')).toMatch(/^min [\d,]+ · median [\d,]+ · max [\d,]+$/);
     expect(row('with the full history')).toMatch(/\d+ % saved/);
     expect(row('facts asked at the end')).toBe('5 / 5 answered from memory');
-    expect(result.stdout).toMatch(/Replay:\s+workmem viz --session [0-9a-f-]{36}/);
+    expect(result.stdout).toMatch(/Replay:\s+node \S*cli\.js viz --session [0-9a-f-]{36}/);
   });
 });
 
@@ -217,7 +243,7 @@ describe('bad input', () => {
     const unknownCommand = await cli(['frobnicate']);
     expect(unknownCommand).toMatchObject({ code: 2, stdout: '' });
     expect(unknownCommand.stderr).toBe(
-      'workmem: unknown command "frobnicate"; the commands are chat, run, rpc, sessions, memory, demo (see workmem --help)\n',
+      'workmem: unknown command "frobnicate"; the commands are chat, run, rpc, sessions, memory, demo, viz (see workmem --help)\n',
     );
 
     const unknownFlag = await cli(['run', '--frobnicate', 'x'], { env });
@@ -254,12 +280,16 @@ describe('bad input', () => {
 
     const debug = await cli(['run', '--session', 'deadbeef', 'hi', '--debug'], { env });
     expect(debug.stderr).toMatch(/\n\s+at /);
+    const vizUnknown = await cli(['viz', '--session', 'deadbeef'], { env });
+    expect(vizUnknown).toMatchObject({ code: 2, stderr: expect.stringMatching(/^workmem viz: no session with id deadbeef/) });
+    const vizPort = await cli(['viz', '--port', 'eighty'], { env });
+    expect(vizPort).toMatchObject({ code: 2, stderr: 'workmem viz: --port "eighty" is not a port number\n' });
     const noPrompt = await cli(['run'], { env });
     expect(noPrompt).toMatchObject({ code: 2, stderr: 'workmem run: give the prompt, e.g. workmem run "What changed?"\n' });
   });
 
   it('--help works on every command', async () => {
-    for (const command of ['chat', 'run', 'rpc', 'sessions', 'memory', 'demo']) {
+    for (const command of ['chat', 'run', 'rpc', 'sessions', 'memory', 'demo', 'viz']) {
       const help = await cli([command, '--help']);
       expect(help.code, command).toBe(0);
       expect(help.stdout, command).toMatch(new RegExp(`^workmem ${command}`));

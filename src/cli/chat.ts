@@ -10,7 +10,7 @@ import type { LLM } from '../llm.js';
 import { listSessions, type Session } from '../session.js';
 import { loadConfig, type CliConfig } from './config.js';
 import { paint, renderEvents, statusLine, terminalOutput, type Output } from './render.js';
-import { makeLLM, startSession } from './runtime.js';
+import { inspectOption, makeLLM, startSession } from './runtime.js';
 
 const HELP = `Slash commands:
   /memory                          show working-memory/overview.md
@@ -139,6 +139,7 @@ export async function main({ flags }: { flags: Flags; positionals: string[] }, i
       cwd: io.cwd,
       ...(typeof flags.session === 'string' ? { sessionId: flags.session } : {}),
       ...(typeof flags.name === 'string' ? { name: flags.name } : {}),
+      ...inspectOption(flags, io),
       continueLast: flags.continue === true,
     },
     io.env,

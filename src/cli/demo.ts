@@ -14,7 +14,7 @@ import { ChatController } from './chat.js';
 import { defaultHome } from '../sessionPaths.js';
 import type { CliConfig } from './config.js';
 import { paint, terminalOutput, type Output } from './render.js';
-import { makeLLM, startSession } from './runtime.js';
+import { makeLLM, selfCommand, startSession } from './runtime.js';
 
 /** A small window, so that a short conversation reaches the thresholds. */
 const DEMO_WINDOW = 8_000;
@@ -148,8 +148,8 @@ export async function runDemo(io: CliIO, options: { quiet: boolean; home: string
     say(`Session:  ${session.dir}`);
     say(`          messages.jsonl, meta.json, working-memory/ (overview.md, detail/), trace.jsonl`);
     const home = options.showHome ? ` --home ${options.home}` : '';
-    say(`Replay:   workmem viz --session ${session.id}${home}   (then open the printed address)`);
-    say(`Memory:   workmem memory show ${session.id.slice(0, 8)}${home}`);
+    say(`Replay:   ${selfCommand()} viz --session ${session.id}${home}   (then open the printed address)`);
+    say(`Memory:   ${selfCommand()} memory show ${session.id.slice(0, 8)}${home}`);
     await chat.close();
     return { events, correct, asked: FACTS.length, sessionId: session.id, sessionDir: session.dir };
   } finally {

@@ -10,7 +10,7 @@ import type { CliIO, Flags } from '../cli.js';
 import type { LLM } from '../llm.js';
 import { listSessions, type Session } from '../session.js';
 import { loadConfig, type CliConfig } from './config.js';
-import { makeLLM, startSession } from './runtime.js';
+import { inspectOption, makeLLM, startSession } from './runtime.js';
 
 const id = z.union([z.string(), z.number()]).optional();
 export const RpcCommandSchema = z.discriminatedUnion('type', [
@@ -37,7 +37,11 @@ export async function main({ flags }: { flags: Flags; positionals: string[] }, i
   const config = loadConfig(flags, io.env);
   const llm = makeLLM(config);
   const server = new RpcServer(config, llm, io);
-  await server.open({ ...(typeof flags.session === 'string' ? { sessionId: flags.session } : {}), continueLast: flags.continue === true });
+  await server.open({
+    ...(typeof flags.session === 'string' ? { sessionId: flags.session } : {}),
+    ...inspectOption(flags, io),
+    continueLast: flags.continue === true,
+  });
   await server.serve();
   return 0;
 }
@@ -54,8 +58,17 @@ class RpcServer {
     private readonly io: CliIO,
   ) {}
 
-  async open(choice: { sessionId?: string; continueLast?: boolean; name?: string }): Promise<void> {
-    const session = await startSession(this.config, this.llm, { cwd: this.io.cwd, ...choice }, this.io.env);
+  private inspect: { visualizer?: number; warn?: (message: string) => void } = {};
+
+  async open(choice: {
+    sessionId?: string;
+    continueLast?: boolean;
+    name?: string;
+    visualizer?: number;
+    warn?: (message: string) => void;
+  }): Promise<void> {
+    if (choice.visualizer) this.inspect = { visualizer: choice.visualizer, ...(choice.warn ? { warn: choice.warn } : {}) };
+    const session = await startSession(this.config, this.llm, { cwd: this.io.cwd, ...this.inspect, ...choice }, this.io.env);
     this.stopEvents();
     this.session = session;
     this.stopEvents = session.on('*', (event) => this.send(event));

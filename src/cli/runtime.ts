@@ -2,12 +2,15 @@
  * What every CLI command that talks to a model needs: the LLM from the configuration,
  * and a session — new, resumed by id, or the last one of this directory.
  */
+import { relative } from 'node:path';
 import type { InspectionEvent } from 'xstate';
 import { ConfigError } from '../config.js';
 import type { LLM } from '../llm.js';
 import { openaiChat } from '../openaiChat.js';
 import { createSession, listSessions, openSession, type Session } from '../session.js';
 import type { Tool } from '../tool.js';
+import { DEFAULT_VIZ_PORT } from '../liveLink.js';
+import { UsageError } from './usageError.js';
 import { settingsOf, type CliConfig } from './config.js';
 
 export function makeLLM(config: CliConfig): LLM {
@@ -24,6 +27,25 @@ export function makeLLM(config: CliConfig): LLM {
   });
 }
 
+/** How this CLI was started, to print commands the user can paste: `workmem`, or `node dist/src/cli.js`. */
+export function selfCommand(): string {
+  const script = process.argv[1] ?? '';
+  if (/(^|[\\/])workmem$/.test(script)) return 'workmem';
+  return `node ${relative(process.cwd(), script) || script}`;
+}
+
+/** --inspect / --inspect-port as session options; warnings go to stderr. */
+export function inspectOption(
+  flags: Record<string, unknown>,
+  io: { stderr: NodeJS.WriteStream },
+): { visualizer?: number; warn?: (m: string) => void } {
+  if (!flags.inspect && flags['inspect-port'] === undefined) return {};
+  const port = flags['inspect-port'] === undefined ? DEFAULT_VIZ_PORT : Number(flags['inspect-port']);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new UsageError(`--inspect-port ${JSON.stringify(flags['inspect-port'])} is not a port number`);
+  return { visualizer: port, warn: (message) => io.stderr.write(`workmem: ${message}\n`) };
+}
+
 export interface SessionChoice {
   sessionId?: string;
   /** Resume the newest session of this directory. */
@@ -32,6 +54,9 @@ export interface SessionChoice {
   name?: string;
   inspect?: (event: InspectionEvent) => void;
   tools?: readonly Tool[];
+  /** Stream the trace to `workmem viz` (a port on 127.0.0.1). */
+  visualizer?: number;
+  warn?: (message: string) => void;
 }
 
 export async function startSession(config: CliConfig, llm: LLM, choice: SessionChoice, env: NodeJS.ProcessEnv): Promise<Session> {
@@ -44,6 +69,8 @@ export async function startSession(config: CliConfig, llm: LLM, choice: SessionC
     ...(config.itemMemory ? { itemMemory: config.itemMemory } : {}),
     ...(choice.inspect ? { inspect: choice.inspect } : {}),
     ...(choice.tools ? { tools: choice.tools } : {}),
+    ...(choice.visualizer ? { visualizer: choice.visualizer } : {}),
+    ...(choice.warn ? { warn: choice.warn } : {}),
   };
   let id = choice.sessionId;
   if (!id && choice.continueLast) {

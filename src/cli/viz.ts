@@ -1,0 +1,29 @@
+/**
+ * workmem viz: serves the visualizer until Ctrl-C.
+ */
+import type { CliIO, Flags } from '../cli.js';
+import { DEFAULT_VIZ_PORT } from '../liveLink.js';
+import { findSession } from '../session.js';
+import { defaultHome } from '../sessionPaths.js';
+import { startVizServer } from '../vizServer.js';
+import { UsageError } from './usageError.js';
+
+export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
+  const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
+  const port = flags.port === undefined ? DEFAULT_VIZ_PORT : Number(flags.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError(`--port ${JSON.stringify(flags.port)} is not a port number`);
+  let session = '';
+  if (typeof flags.session === 'string') {
+    const dir = await findSession(flags.session, { home }); // an unknown id stops here, plainly
+    session = `?session=${dir.split(/[/\\]/).pop()}`;
+  }
+  const server = await startVizServer({ home, port });
+  io.stdout.write(`workmem visualizer on ${server.url}/${session}\n(sessions run with --inspect appear live; Ctrl-C stops)\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await server.close();
+  return 0;
+}

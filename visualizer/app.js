@@ -1,0 +1,340 @@
+// workmem visualizer: replays a session's trace on the statecharts drawn from the
+// machines, charts its requests and shows its working memory as it was; sessions that
+// run with the visualizer option stream here live. Plain ES module, no dependencies.
+
+const $ = (selector) => document.querySelector(selector);
+const state = {
+  charts: new Map(), // machine → { svg, model }
+  machine: 'turn',
+  sessionId: null,
+  records: [],
+  derived: null,
+  step: 0,
+  live: new Set(),
+};
+
+async function main() {
+  const charts = await (await fetch('/api/charts')).json();
+  for (const chart of charts.charts) state.charts.set(chart.machine, chart);
+  await refreshSessions();
+  showChart();
+  connectLive();
+  const params = new URLSearchParams(location.search);
+  if (params.get('machine')) setMachine(params.get('machine'));
+  if (params.get('session')) await loadSession(params.get('session'));
+  bindControls();
+}
+
+// ---- sessions and traces --------------------------------------------------------
+
+async function refreshSessions() {
+  const { sessions } = await (await fetch('/api/sessions')).json();
+  const select = $('#session');
+  const current = select.value;
+  for (const s of sessions) {
+    if (![...select.options].some((o) => o.value === s.id)) select.add(new Option(label(s), s.id));
+  }
+  select.value = current;
+  markLive();
+}
+
+function label(s) {
+  const when = new Date(s.createdAt).toISOString().slice(0, 16).replace('T', ' ');
+  return `${s.id.slice(0, 8)} · ${when} · ${s.name ?? s.cwd}`;
+}
+
+async function loadSession(id) {
+  const response = await fetch(`/api/sessions/${encodeURIComponent(id)}/trace`);
+  const body = await response.json();
+  if (!response.ok) return showProblems([body.error]);
+  state.sessionId = body.sessionId;
+  const select = $('#session');
+  if (![...select.options].some((o) => o.value === body.sessionId)) select.add(new Option(body.sessionId.slice(0, 8), body.sessionId));
+  select.value = body.sessionId;
+  state.records = body.records;
+  showProblems(body.problems);
+  derive();
+  setStep(state.derived.steps.length - 1);
+  history.replaceState(null, '', `?session=${body.sessionId}&machine=${state.machine}`);
+}
+
+function showProblems(problems) {
+  const box = $('#problems');
+  box.hidden = !problems || problems.length === 0;
+  box.textContent = (problems ?? []).join(' · ');
+}
+
+// What the records say, ordered by step: steps, requests, markers, memory versions.
+function derive() {
+  const steps = [];
+  const requests = [];
+  const markers = [];
+  const memories = [];
+  for (const r of state.records) {
+    if (r.k === 'step') steps.push(r);
+    else if (r.k === 'memory') memories.push({ ...r, at: steps.length - 1 });
+    else if (r.k === 'event') {
+      const e = r.event;
+      if (e.type === 'prompt_built') requests.push({ event: e, at: steps.length - 1 });
+      const kind = { reminder: 'reminder', memory_updated: 'memory', mode_changed: 'mode', compaction_end: 'compaction' }[e.type];
+      if (kind && !(e.type === 'compaction_end' && e.replaced === 0)) markers.push({ kind, event: e, at: steps.length - 1, request: requests.length });
+    }
+  }
+  state.derived = { steps, requests, markers, memories };
+  const slider = $('#slider');
+  slider.max = String(Math.max(0, steps.length - 1));
+  renderTimeline();
+}
+
+// ---- the statechart ---------------------------------------------------------------
+
+function setMachine(machine) {
+  if (!state.charts.has(machine)) return;
+  state.machine = machine;
+  for (const b of document.querySelectorAll('#machines button')) b.classList.toggle('on', b.dataset.machine === machine);
+  showChart();
+  if (state.derived) setStep(state.step);
+}
+
+function showChart() {
+  const chart = state.charts.get(state.machine);
+  $('#chart').innerHTML = chart ? chart.svg : '';
+}
+
+function leavesOf(prefix, value) {
+  if (typeof value === 'string') return [`${prefix}.${value}`];
+  if (value && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => leavesOf(`${prefix}.${k}`, v));
+  return [];
+}
+
+/** The last step of the shown machine at or before step i. */
+function machineStep(i) {
+  const steps = state.derived.steps;
+  for (let j = Math.min(i, steps.length - 1); j >= 0; j--) if (steps[j].machine === state.machine) return steps[j];
+  return null;
+}
+
+function highlight(i) {
+  const chart = $('#chart');
+  for (const el of chart.querySelectorAll('.active, .active-parent, .last')) el.classList.remove('active', 'active-parent', 'last');
+  const step = machineStep(i);
+  if (!step) return;
+  for (const leaf of leavesOf(state.machine, step.value)) {
+    const node = chart.querySelector(`[id="state:${CSS.escape(leaf)}"]`);
+    node?.classList.add('active');
+    // Every enclosing compound state is active too.
+    for (let id = leaf.slice(0, leaf.lastIndexOf('.')); id.includes('.'); id = id.slice(0, id.lastIndexOf('.'))) {
+      chart.querySelector(`[id="state:${CSS.escape(id)}"]`)?.classList.add('active-parent');
+    }
+  }
+  for (const t of step.transitions) {
+    for (const el of chart.querySelectorAll(`[id="t:${CSS.escape(t)}"], [id^="t:${CSS.escape(t)}#"]`)) el.classList.add('last');
+  }
+}
+
+// ---- replay -------------------------------------------------------------------------
+
+function setStep(i) {
+  const { steps } = state.derived;
+  if (steps.length === 0) {
+    $('#step').textContent = 'This trace has no steps yet.';
+    return;
+  }
+  state.step = Math.max(0, Math.min(i, steps.length - 1));
+  $('#slider').value = String(state.step);
+  $('#position').textContent = `${state.step + 1} / ${steps.length}`;
+  highlight(state.step);
+  describeStep(steps[state.step]);
+  renderTimelineCursor();
+  renderMemory();
+}
+
+function describeStep(step) {
+  const from = step.from.map((s) => s.replace(/^[^.]+\.?/, '') || '(machine)').join(', ');
+  const to = step.to.map((s) => s.replace(/^[^.]+\.?/, '')).join(', ') || '(stays)';
+  const where = [step.turn != null ? `turn ${step.turn}` : null, step.request != null ? `request ${step.request}` : null].filter(Boolean).join(' · ');
+  $('#step').innerHTML = `<div><b>${escapeHtml(step.machine)}</b> <span class="muted">${escapeHtml(where)}</span></div>
+    <div>event <span class="event" id="step-event">${escapeHtml(eventLabel(step.event))}</span></div>
+    <div>${escapeHtml(from)} → <b id="step-target">${escapeHtml(to)}</b></div>`;
+}
+
+function eventLabel(type) {
+  const actor = /^xstate\.(done|error)\.actor\.(.+)$/.exec(type);
+  if (actor) return `${actor[1]}: ${actor[2]}`;
+  const after = /^xstate\.after\.([^.]+)\./.exec(type);
+  if (after) return `after ${after[1]}`;
+  return type;
+}
+
+// ---- the request timeline --------------------------------------------------------
+
+const W = 600;
+const H = 170;
+const PAD = { left: 40, right: 8, top: 10, bottom: 18 };
+
+function renderTimeline() {
+  const { requests, markers } = state.derived;
+  const box = $('#timeline');
+  if (requests.length === 0) {
+    box.innerHTML = '<p class="muted">No requests recorded.</p>';
+    return;
+  }
+  const window = Math.max(...requests.map((r) => r.event.tokens.window));
+  const x = (i) => PAD.left + (requests.length === 1 ? 0 : (i * (W - PAD.left - PAD.right)) / (requests.length - 1));
+  const y = (tokens) => PAD.top + (1 - tokens / window) * (H - PAD.top - PAD.bottom);
+  const points = requests.map((r, i) => `${x(i)},${y(r.event.tokens.total)}`).join(' ');
+  const parts = [
+    `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="prompt tokens per request">`,
+    `<line class="threshold" x1="${PAD.left}" x2="${W - PAD.right}" y1="${y(window * 0.75)}" y2="${y(window * 0.75)}"><title>75 % of the ${window.toLocaleString()}-token window</title></line>`,
+    `<text class="axis" x="2" y="${y(window) + 8}">${(window / 1000).toFixed(0)}k</text><text class="axis" x="2" y="${y(window * 0.75) + 3}">75 %</text><text class="axis" x="2" y="${H - PAD.bottom}">0</text>`,
+    `<polyline class="line" points="${points}"></polyline>`,
+    `<line class="cursor" id="timeline-cursor" x1="0" x2="0" y1="${PAD.top}" y2="${H - PAD.bottom}"></line>`,
+  ];
+  requests.forEach((r, i) => {
+    const t = r.event.tokens;
+    parts.push(
+      `<circle class="point" data-index="${i}" cx="${x(i)}" cy="${y(t.total)}" r="3.5"><title>request ${i + 1} (turn ${r.event.turn}, request ${r.event.request}, ${r.event.mode}): ${t.total.toLocaleString()} tokens, ${t.percent} % of the window</title></circle>`,
+    );
+  });
+  const glyph = { reminder: '▲', memory: '✎', mode: '⇄', compaction: '⤓' };
+  for (const m of markers) {
+    const mx = x(Math.min(requests.length - 1, Math.max(0, m.request - 1)));
+    parts.push(`<text class="marker ${m.kind}" x="${mx - 4}" y="${H - 3}">${glyph[m.kind]}<title>${escapeHtml(markerText(m))}</title></text>`);
+  }
+  parts.push('</svg>');
+  box.innerHTML = parts.join('');
+  for (const circle of box.querySelectorAll('.point')) {
+    circle.addEventListener('click', () => setStep(requests[Number(circle.dataset.index)].at + 1));
+  }
+}
+
+function markerText(m) {
+  const e = m.event;
+  switch (m.kind) {
+    case 'reminder':
+      return `reminder (${e.level}, ${e.reason}): ${e.rounds} requests since the last memory update, ${e.tokensPercent} %`;
+    case 'memory':
+      return `memory written: ${e.path}, ${e.bytes} bytes${e.warning ? ` — ${e.warning}` : ''}`;
+    case 'mode':
+      return `history mode ${e.from} → ${e.to}${e.pinned ? ' (pinned)' : ''}`;
+    case 'compaction':
+      return `compaction (${e.reason}): ${e.replaced} items, ${e.tokensBefore} → ${e.tokensAfter} tokens → ${e.files.join(', ')}`;
+  }
+  return '';
+}
+
+function renderTimelineCursor() {
+  const { requests } = state.derived;
+  const cursor = $('#timeline-cursor');
+  if (!cursor || requests.length === 0) return;
+  let current = -1;
+  requests.forEach((r, i) => {
+    if (r.at < state.step) current = i;
+  });
+  for (const c of document.querySelectorAll('#timeline .point')) c.classList.toggle('current', Number(c.dataset.index) === current);
+  const point = document.querySelector(`#timeline .point[data-index="${current}"]`);
+  const cx = point ? point.getAttribute('cx') : '-10';
+  cursor.setAttribute('x1', cx);
+  cursor.setAttribute('x2', cx);
+}
+
+// ---- working memory, as it was, with its diff -----------------------------------
+
+function renderMemory() {
+  const { memories } = state.derived;
+  let index = -1;
+  memories.forEach((m, i) => {
+    if (m.at <= state.step) index = i;
+  });
+  const box = $('#memory');
+  if (index < 0) {
+    box.textContent = '';
+    $('#memory-caption').textContent = '';
+    return;
+  }
+  const current = memories[index];
+  const previous = memories[index - 1];
+  $('#memory-caption').textContent = previous
+    ? `version ${index + 1} of ${memories.length}${current.turn != null ? `, turn ${current.turn}` : ''} — changes from the previous version`
+    : `version 1 of ${memories.length}`;
+  const lines = previous ? diffLines(previous.content.split('\n'), current.content.split('\n')) : current.content.split('\n').map((text) => ({ kind: 'same', text }));
+  box.innerHTML = lines.map((l) => `<div class="${l.kind}">${l.kind === 'add' ? '+ ' : l.kind === 'del' ? '- ' : '  '}${escapeHtml(l.text)}</div>`).join('');
+}
+
+/** A line diff by longest common subsequence (memory files are small). */
+function diffLines(a, b) {
+  const n = a.length;
+  const m = b.length;
+  const lcs = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < n && j < m) {
+    if (a[i] === b[j]) out.push({ kind: 'same', text: a[i++] }), j++;
+    else if (lcs[i + 1][j] >= lcs[i][j + 1]) out.push({ kind: 'del', text: a[i++] });
+    else out.push({ kind: 'add', text: b[j++] });
+  }
+  while (i < n) out.push({ kind: 'del', text: a[i++] });
+  while (j < m) out.push({ kind: 'add', text: b[j++] });
+  return out;
+}
+
+// ---- live sessions -------------------------------------------------------------------
+
+function connectLive() {
+  const socket = new WebSocket(`ws://${location.host}/live`);
+  socket.addEventListener('message', async (message) => {
+    const data = JSON.parse(message.data);
+    if (data.type === 'live') {
+      state.live = new Set(data.sessions);
+      if (data.sessions.some((id) => ![...$('#session').options].some((o) => o.value === id))) await refreshSessions();
+      markLive();
+    } else if (data.type === 'record' && data.sessionId === state.sessionId) {
+      const following = !state.derived || state.step >= state.derived.steps.length - 1;
+      state.records.push(data.record);
+      derive();
+      if (following) setStep(state.derived.steps.length - 1);
+      else $('#position').textContent = `${state.step + 1} / ${state.derived.steps.length}`;
+    }
+  });
+  socket.addEventListener('close', () => setTimeout(connectLive, 2000));
+}
+
+function markLive() {
+  const badge = $('#live');
+  badge.className = `live ${state.live.size ? 'on' : 'off'}`;
+  badge.textContent = state.live.size ? `● live: ${[...state.live].map((id) => id.slice(0, 8)).join(', ')}` : '● live: none';
+  for (const option of $('#session').options) {
+    if (!option.value) continue;
+    const base = option.textContent.replace(/^● /, '');
+    option.textContent = `${state.live.has(option.value) ? '● ' : ''}${base}`;
+  }
+}
+
+// ---- controls --------------------------------------------------------------------------
+
+function bindControls() {
+  $('#session').addEventListener('change', (e) => e.target.value && loadSession(e.target.value));
+  for (const b of document.querySelectorAll('#machines button')) b.addEventListener('click', () => setMachine(b.dataset.machine));
+  $('#slider').addEventListener('input', (e) => setStep(Number(e.target.value)));
+  $('#first').addEventListener('click', () => setStep(0));
+  $('#prev').addEventListener('click', () => setStep(state.step - 1));
+  $('#next').addEventListener('click', () => setStep(state.step + 1));
+  $('#last').addEventListener('click', () => setStep(Infinity));
+  document.addEventListener('keydown', (e) => {
+    if (!state.derived || e.target instanceof HTMLSelectElement) return;
+    const moves = { ArrowLeft: -1, ArrowRight: 1, PageUp: -20, PageDown: 20 };
+    if (e.key in moves) setStep(state.step + moves[e.key]);
+    else if (e.key === 'Home') setStep(0);
+    else if (e.key === 'End') setStep(Infinity);
+    else return;
+    e.preventDefault();
+  });
+}
+
+function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+}
+
+main().catch((error) => showProblems([`the visualizer could not start: ${error.message}`]));
