@@ -11,7 +11,7 @@ import type { MemoryHealth } from '../src/memoryTemplate.js';
 import type { PromptBase } from '../src/promptBuilder.js';
 import { remindNextRequest, type TrackerState } from '../src/reminderTracker.js';
 import { historyModeMachine, type ModeAnnouncement } from './historyModeMachine.js';
-import { turnMachine, type TurnOutput, type TurnStatics } from './turnMachine.js';
+import { turnMachine, type HostInput, type TurnOutput, type TurnStatics } from './turnMachine.js';
 
 export interface QueuedPrompt {
   id: string;
@@ -31,14 +31,14 @@ export interface SessionInput {
   modelWrites: number;
 }
 
-export interface AcceptInput {
+export interface AcceptInput extends HostInput {
   prompt: QueuedPrompt;
   turn: number;
 }
 export interface AcceptOutput {
   history: HistoryView;
 }
-export interface SaveInput {
+export interface SaveInput extends HostInput {
   turn: number;
   output: TurnOutput;
   mode: HistoryMode;
@@ -63,14 +63,18 @@ export type SessionMachineEvent =
   | { type: 'PROMPT'; prompt: QueuedPrompt }
   | { type: 'ABORT' }
   | { type: 'SET_MODE'; mode: HistoryMode | 'auto' }
-  | { type: 'TURN_EVENT'; event: SessionEvent }
+  | { type: 'MEMORY_WRITTEN'; health: MemoryHealth }
   /** The history was compacted outside a turn: the next request reminds the model. */
   | { type: 'COMPACTED' }
   | ({ type: 'MODE' } & Omit<ModeAnnouncement, 'type'>);
 
-/** The turn as a child of the session: its reports go to the session. */
+/**
+ * The turn as a child of the session: a memory write reaches the session (which asks its
+ * historyMode to re-evaluate). Its other reports are the host's to route (src/ sends them
+ * straight to the session's listeners).
+ */
 export const childTurn = turnMachine.provide({
-  actions: { report: sendParent((_, event: SessionEvent) => ({ type: 'TURN_EVENT', event })) },
+  actions: { memoryWritten: sendParent((_, params: { health: MemoryHealth }) => ({ type: 'MEMORY_WRITTEN', health: params.health })) },
 });
 
 /** The history-mode actor as a child of the session: its announcements go to the session. */
@@ -179,7 +183,7 @@ export const sessionMachine = setup({
       invoke: {
         id: 'accept',
         src: 'accept',
-        input: ({ context }) => ({ prompt: context.current!, turn: context.turn }),
+        input: ({ context }) => ({ prompt: context.current!, turn: context.turn, host: context.statics.host }),
         onDone: [
           {
             guard: 'abortRequested',
@@ -224,15 +228,11 @@ export const sessionMachine = setup({
     running: {
       on: {
         ABORT: { actions: ['dropQueue', sendTo('turn', { type: 'ABORT' })] },
-        TURN_EVENT: {
+        MEMORY_WRITTEN: {
           actions: enqueueActions(({ context, event, enqueue }) => {
-            const reported = event.event;
-            if (reported.type === 'memory_updated') {
-              const modelWrites = context.modelWrites + 1;
-              enqueue.assign({ modelWrites, health: reported.health });
-              enqueue.sendTo('historyMode', { type: 'EVALUATE', health: reported.health, modelWrites });
-            }
-            enqueue({ type: 'report', params: reported });
+            const modelWrites = context.modelWrites + 1;
+            enqueue.assign({ modelWrites, health: event.health });
+            enqueue.sendTo('historyMode', { type: 'EVALUATE', health: event.health, modelWrites });
           }),
         },
         MODE: { actions: ['takeMode', sendTo('turn', ({ event }) => ({ type: 'MODE_CHANGED' as const, mode: event.mode }))] },
@@ -271,6 +271,7 @@ export const sessionMachine = setup({
           mode: context.mode,
           pinned: context.pinned,
           modelWrites: context.modelWrites,
+          host: context.statics.host,
         }),
         onDone: {
           target: 'idle',

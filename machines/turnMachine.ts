@@ -16,6 +16,7 @@ import { retryDelay, type TurnSettings } from '../src/settings.js';
 import type { TokenCounter } from '../src/tokens.js';
 import type { ToolSpec } from '../src/tool.js';
 import type { MemorySnapshot } from '../src/workingMemory.js';
+import type { MemoryHealth } from '../src/memoryTemplate.js';
 
 /** Tool outputs the auto policy leaves as they are. */
 export const AUTO_KEEP_TOOL_OUTPUTS = 5;
@@ -32,6 +33,11 @@ const OVERFLOW_TARGET_SHARE = 0.5;
 /** What stays the same for every turn of a session. */
 export interface TurnStatics {
   sessionId: string;
+  /**
+   * Opaque to the machines: handed to every actor in its input (`host`), so that one
+   * provided machine can serve many sessions, each actor finding its own.
+   */
+  host?: unknown;
   systemPrompt: string;
   tools: readonly ToolSpec[];
   counter: TokenCounter;
@@ -59,7 +65,12 @@ export interface TurnOutput {
   base: PromptBase | null;
 }
 
-export interface CompactorInput {
+/** Every actor's input carries the host (see TurnStatics.host). */
+export interface HostInput {
+  host?: unknown;
+}
+
+export interface CompactorInput extends HostInput {
   history: HistoryView;
   /** The range the next request would carry. */
   range: [number, number];
@@ -82,7 +93,7 @@ export interface CompactorOutput {
   tokensAfter: number;
 }
 
-export interface LlmInput {
+export interface LlmInput extends HostInput {
   prompt: BuiltPrompt;
   turn: number;
   request: number;
@@ -95,7 +106,7 @@ export interface LlmOutput {
   finishReason: string;
 }
 
-export interface ToolRunnerInput {
+export interface ToolRunnerInput extends HostInput {
   calls: ToolCall[];
   turn: number;
   request: number;
@@ -116,7 +127,7 @@ export interface ToolRunnerOutput {
   compacted: boolean;
 }
 
-export interface MemoryStoreInput {
+export interface MemoryStoreInput extends HostInput {
   tracker: TrackerState;
 }
 
@@ -201,6 +212,8 @@ export const turnMachine = setup({
     }),
     /** Everything observable leaves through here; a parent machine overrides it to forward. */
     report: emit((_, event: SessionEvent) => event),
+    /** The model wrote overview.md; the session machine overrides this to tell its historyMode. */
+    memoryWritten: (_, _params: { health: MemoryHealth }) => {},
   },
   guards: {
     overThreshold: ({ context }) => !context.compactedThisRequest && estimate(context) >= thresholdTokens(context.statics.settings),
@@ -247,7 +260,7 @@ export const turnMachine = setup({
       invoke: {
         id: 'memoryStore',
         src: 'memoryStore',
-        input: ({ context }) => ({ tracker: context.tracker }),
+        input: ({ context }) => ({ tracker: context.tracker, host: context.statics.host }),
         onDone: {
           target: 'checkReminder',
           actions: [
@@ -344,6 +357,7 @@ export const turnMachine = setup({
             fixedTokens: fixed,
             target: context.compactTarget,
             keepRecentTurns: settings.keepRecentTurns,
+            host: context.statics.host,
           };
         },
         onDone: {
@@ -442,6 +456,7 @@ export const turnMachine = setup({
           turn: context.turn,
           request: context.request,
           maxOutputTokens: context.statics.settings.reserveOutputTokens,
+          host: context.statics.host,
         }),
         onDone: [
           {
@@ -504,7 +519,13 @@ export const turnMachine = setup({
       invoke: {
         id: 'toolRunner',
         src: 'toolRunner',
-        input: ({ context }) => ({ calls: context.toolCalls, turn: context.turn, request: context.request, history: context.history }),
+        input: ({ context }) => ({
+          calls: context.toolCalls,
+          turn: context.turn,
+          request: context.request,
+          history: context.history,
+          host: context.statics.host,
+        }),
         onDone: {
           target: 'markUpdated',
           actions: assign(({ context, event }) => ({
@@ -534,6 +555,7 @@ export const turnMachine = setup({
             ...(write.warning ? { warning: write.warning } : {}),
           },
         });
+        enqueue({ type: 'memoryWritten', params: { health: write.memory.health } });
       }),
       always: [
         {

@@ -11,14 +11,20 @@ import { randomBytes } from 'node:crypto';
 export const FILE_MODE = 0o600;
 export const DIR_MODE = 0o700;
 
-export function writeFileAtomic(path: string, data: string | Uint8Array): void {
+/**
+ * `durable: false` keeps the atomic replace but skips the fsyncs: for files that can be
+ * rebuilt from others (meta.json from the log), a crash may leave the previous version,
+ * never a torn one.
+ */
+export function writeFileAtomic(path: string, data: string | Uint8Array, options: { durable?: boolean } = {}): void {
+  const durable = options.durable !== false;
   const dir = dirname(path);
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   const fd = openSync(tmp, 'wx', FILE_MODE);
   try {
     try {
       writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
-      fsyncSync(fd);
+      if (durable) fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
@@ -31,7 +37,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array): void {
     }
     throw error;
   }
-  syncDir(dir);
+  if (durable) syncDir(dir);
 }
 
 /** fsync a directory so a rename or a new entry survives a crash. */

@@ -5,6 +5,18 @@ import { z } from 'zod';
 import { ItemMemoryError, type ItemMemory } from './itemMemory.js';
 import { defineTool, type Tool, type ToolOutput } from './tool.js';
 
+const RememberParameters = z.object({
+  content: z.string().describe('The fact, in one sentence'),
+  importance: z.number().min(0).max(1).default(0.5).describe('0 (trivia) to 1 (essential)'),
+});
+const RecallParameters = z.object({ query: z.string(), limit: z.number().int().min(1).max(50).default(5) });
+const ForgetParameters = z.object({
+  id: z.string().optional(),
+  strategy: z.enum(['importance_based', 'time_based', 'capacity_based']).optional(),
+  threshold: z.number().min(0).optional(),
+  max_age_days: z.number().min(0).optional(),
+});
+
 export function itemMemoryTools(memory: ItemMemory, options: { userId?: string; afterChange?: () => Promise<void> } = {}): Tool[] {
   const guarded = async (run: () => string): Promise<ToolOutput> => {
     try {
@@ -22,10 +34,7 @@ export function itemMemoryTools(memory: ItemMemory, options: { userId?: string; 
       name: 'remember',
       description:
         'Store a small fact in short-term item memory, with an importance from 0 to 1. It fades with time, expires after a while, and the least important items make room for new ones.',
-      parameters: z.object({
-        content: z.string().describe('The fact, in one sentence'),
-        importance: z.number().min(0).max(1).default(0.5).describe('0 (trivia) to 1 (essential)'),
-      }),
+      parameters: RememberParameters,
       execute: ({ content, importance }) =>
         guarded(() => {
           const item = memory.add({ content, importance, ...(userId ? { userId } : {}) });
@@ -35,7 +44,7 @@ export function itemMemoryTools(memory: ItemMemory, options: { userId?: string; 
     defineTool({
       name: 'recall',
       description: 'Find remembered items relevant to a query (English or Chinese), best first.',
-      parameters: z.object({ query: z.string(), limit: z.number().int().min(1).max(50).default(5) }),
+      parameters: RecallParameters,
       execute: ({ query, limit }) =>
         guarded(() => {
           const found = memory.retrieve(query, { limit, ...(userId ? { userId } : {}) });
@@ -49,12 +58,7 @@ export function itemMemoryTools(memory: ItemMemory, options: { userId?: string; 
       name: 'forget',
       description:
         'Forget remembered items: one by id, or by strategy: importance_based (below threshold), time_based (older than max_age_days), capacity_based (keep only the threshold most important).',
-      parameters: z.object({
-        id: z.string().optional(),
-        strategy: z.enum(['importance_based', 'time_based', 'capacity_based']).optional(),
-        threshold: z.number().min(0).optional(),
-        max_age_days: z.number().min(0).optional(),
-      }),
+      parameters: ForgetParameters,
       execute: ({ id, strategy, threshold, max_age_days }) =>
         guarded(() => {
           if (id !== undefined) {

@@ -9,6 +9,21 @@ import type { WorkingMemory, WriteResult } from './workingMemory.js';
 
 const DEFAULT_READ_LINES = 2000;
 
+const ReadParameters = z.object({
+  path: z.string().describe('Path inside working-memory/, e.g. working-memory/detail/design.md'),
+  offset: z.number().int().min(1).optional().describe('First line to read, 1-based (default 1)'),
+  limit: z.number().int().min(1).max(10_000).optional().describe(`Number of lines (default ${DEFAULT_READ_LINES})`),
+});
+const WriteParameters = z.object({
+  path: z.string().describe('Path inside working-memory/, e.g. working-memory/overview.md'),
+  content: z.string().describe('The complete new content of the file'),
+});
+const EditParameters = z.object({
+  path: z.string().describe('Path inside working-memory/'),
+  old: z.string().min(1).describe('The exact text to replace (must be unique in the file)'),
+  new: z.string().describe('The replacement text'),
+});
+
 export interface MemoryToolHooks {
   /** Called after every successful write or edit (the tool runner watches overview.md). */
   onWrite?(result: WriteResult): void;
@@ -37,11 +52,7 @@ export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}):
       description:
         'Read a file from your working memory (working-memory/...), e.g. a detail/ file listed in <detail_index>. ' +
         'offset is the first line to return (1-based), limit the number of lines.',
-      parameters: z.object({
-        path: z.string().describe('Path inside working-memory/, e.g. working-memory/detail/design.md'),
-        offset: z.number().int().min(1).optional().describe('First line to read, 1-based (default 1)'),
-        limit: z.number().int().min(1).max(10_000).optional().describe(`Number of lines (default ${DEFAULT_READ_LINES})`),
-      }),
+      parameters: ReadParameters,
       execute: ({ path, offset, limit }) =>
         guarded(() => {
           const { text, totalLines, from, to } = memory.read(path, { offset: (offset ?? 1) - 1, limit: limit ?? DEFAULT_READ_LINES });
@@ -55,20 +66,13 @@ export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}):
       description:
         'Write a whole file in your working memory, replacing it. Use it for working-memory/overview.md (your memory, ' +
         'shown on every request; keep it under 5 KB) and for notes in working-memory/detail/ or working-memory/archive/.',
-      parameters: z.object({
-        path: z.string().describe('Path inside working-memory/, e.g. working-memory/overview.md'),
-        content: z.string().describe('The complete new content of the file'),
-      }),
+      parameters: WriteParameters,
       execute: ({ path, content }) => guarded(() => written(memory.write(path, content), 'Wrote')),
     }),
     defineTool({
       name: 'edit',
       description: 'Replace one passage of a working-memory file: old must occur exactly once in the file; it is replaced by new.',
-      parameters: z.object({
-        path: z.string().describe('Path inside working-memory/'),
-        old: z.string().min(1).describe('The exact text to replace (must be unique in the file)'),
-        new: z.string().describe('The replacement text'),
-      }),
+      parameters: EditParameters,
       execute: ({ path, old, new: replacement }) => guarded(() => written(memory.edit(path, old, replacement), 'Edited')),
     }),
   ];

@@ -7,8 +7,26 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createActor, fromPromise, type Actor, type InspectionEvent } from 'xstate';
-import { childTurn, sessionMachine } from '../machines/sessionMachine.js';
-import type { TurnStatics } from '../machines/turnMachine.js';
+import {
+  childTurn,
+  sessionMachine,
+  type AcceptInput,
+  type AcceptOutput,
+  type SaveInput,
+  type SaveOutput,
+} from '../machines/sessionMachine.js';
+import type {
+  CompactorInput,
+  CompactorOutput,
+  LlmInput,
+  LlmOutput,
+  MemoryStoreInput,
+  ToolRunnerInput,
+  ToolRunnerOutput,
+  TurnStatics,
+} from '../machines/turnMachine.js';
+import type { ToolCall } from './messages.js';
+import type { MemorySnapshot } from './workingMemory.js';
 import { compactHistoryTool } from './compactHistoryTool.js';
 import {
   applyCompaction,
@@ -335,75 +353,69 @@ export class Session {
       settings: resolved.turn,
     };
 
-    const turn = childTurn.provide({
-      actors: {
-        memoryStore: fromPromise(async ({ input }) => {
-          this.trackerWriter.persist(input.tracker);
-          const snapshot = files.memory.snapshot();
-          this.trace?.memory(snapshot.version, snapshot.content);
-          if (!inject || !items) return snapshot;
-          const relevant = relevantMemories(items.memory, latestUserText(files.history), inject, counter);
-          return relevant ? { ...snapshot, relevant } : snapshot;
-        }),
-        llm: fromPromise(({ input, signal }) => runLlmRequest(input, signal, { llm, files, counter, emit })),
-        toolRunner: fromPromise(({ input, signal }) =>
-          runToolCalls(input, signal, {
-            files,
-            tools: toolMap,
-            counter,
-            emit,
-            now: this.now,
-            drainWrites: () => this.writes.splice(0),
-            drainCompacted: () => {
-              const was = this.compacted;
-              this.compacted = false;
-              return was;
-            },
-            capture: (call, content, turn) =>
-              capOutput(
-                content,
-                limits,
-                builtInNames.has(call.function.name)
-                  ? null
-                  : (full) =>
-                      files.memory.writeSystem(
-                        `${TOOL_OUTPUTS_DIR}/${turn}-${call.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64)}.txt`,
-                        full,
-                      ),
-              ),
-          }),
+    // What the machines' actors do for this session (the machines are provided once, for all sessions).
+    const toolDeps = {
+      files,
+      tools: toolMap,
+      counter,
+      emit,
+      now: this.now,
+      drainWrites: () => this.writes.splice(0),
+      drainCompacted: () => {
+        const was = this.compacted;
+        this.compacted = false;
+        return was;
+      },
+      capture: (call: ToolCall, content: string, turn: number) =>
+        capOutput(
+          content,
+          limits,
+          builtInNames.has(call.function.name)
+            ? null
+            : (full) =>
+                files.memory.writeSystem(`${TOOL_OUTPUTS_DIR}/${turn}-${call.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64)}.txt`, full),
         ),
-        compactor: fromPromise(({ input, signal }) => runCompactor(input, compaction, signal)),
+    };
+    const host: SessionHost = {
+      report: emit,
+      loadMemory: async (input) => {
+        this.trackerWriter.persist(input.tracker);
+        const snapshot = files.memory.snapshot();
+        this.trace?.memory(snapshot.version, snapshot.content);
+        if (!inject || !items) return snapshot;
+        const relevant = relevantMemories(items.memory, latestUserText(files.history), inject, counter);
+        return relevant ? { ...snapshot, relevant } : snapshot;
       },
-    });
-    const machine = sessionMachine.provide({
-      actors: {
-        turn,
-        accept: fromPromise(async ({ input }) => {
-          const message = { role: 'user' as const, content: input.prompt.text };
-          const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
-          emit({ type: 'message_end', turn: input.turn, request: 0, seq: entry.seq, tokens: entry.tokens, message });
-          return { history: files.history };
-        }),
-        save: fromPromise(async ({ input }) => {
-          files.updateMeta({
-            turns: input.turn,
-            historyMode: input.mode,
-            pinnedMode: input.pinned,
-            memoryWrites: input.modelWrites,
-            calibration: input.output.calibration,
-          });
-          files.sync();
-          await this.trackerWriter.flush(input.output.tracker);
-          return { history: files.history };
-        }),
+      request: (input, signal) => runLlmRequest(input, signal, { llm, files, counter, emit }),
+      runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
+      compact: (input, signal) => runCompactor(input, compaction, signal),
+      accept: async (input) => {
+        const message = { role: 'user' as const, content: input.prompt.text };
+        const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
+        emit({ type: 'message_end', turn: input.turn, request: 0, seq: entry.seq, tokens: entry.tokens, message });
+        return { history: files.history };
       },
-    });
+      save: async (input) => {
+        files.updateMeta({
+          turns: input.turn,
+          historyMode: input.mode,
+          pinnedMode: input.pinned,
+          memoryWrites: input.modelWrites,
+          calibration: input.output.calibration,
+        });
+        files.sync();
+        // Written behind (the end of a turn does not wait for SQLite); a failed earlier write is reported here.
+        this.trackerWriter.persist(input.output.tracker);
+        this.trackerWriter.throwIfFailed();
+        return { history: files.history };
+      },
+    };
+    statics.host = host;
 
     const meta = files.meta;
     const memory = files.memory.snapshot();
     const pinned = resolved.pinned ?? meta.pinnedMode;
-    this.actor = createActor(machine, {
+    this.actor = createActor(hostedMachine(), {
       input: {
         statics,
         lastTurn: files.lastTurn,
@@ -627,12 +639,16 @@ class TrackerWriter {
   async flush(state?: TrackerState): Promise<void> {
     if (state) this.persist(state);
     while (this.inflight) await this.inflight;
-    if (this.failure) {
-      const failure = this.failure;
-      this.failure = null;
-      this.lastQueued = '';
-      throw failure;
-    }
+    this.throwIfFailed();
+  }
+
+  /** Report (once) a write that failed since the last check; the next state is written again. */
+  throwIfFailed(): void {
+    if (!this.failure) return;
+    const failure = this.failure;
+    this.failure = null;
+    this.lastQueued = '';
+    throw failure;
   }
 
   private async drain(): Promise<void> {
@@ -648,6 +664,45 @@ class TrackerWriter {
       this.inflight = null;
     }
   }
+}
+
+/** What a session does for the actors of its machines; reached through TurnStatics.host. */
+interface SessionHost {
+  report(event: SessionEvent): void;
+  loadMemory(input: MemoryStoreInput): Promise<MemorySnapshot>;
+  request(input: LlmInput, signal: AbortSignal): Promise<LlmOutput>;
+  runTools(input: ToolRunnerInput, signal: AbortSignal): Promise<ToolRunnerOutput>;
+  compact(input: CompactorInput, signal: AbortSignal): Promise<CompactorOutput>;
+  accept(input: AcceptInput): Promise<AcceptOutput>;
+  save(input: SaveInput): Promise<SaveOutput>;
+}
+
+const hostOf = (input: { host?: unknown }): SessionHost => input.host as SessionHost;
+let hosted: typeof sessionMachine | null = null;
+
+/**
+ * The session machine with its actors provided once for every session: providing per
+ * session would build a new tree of state nodes each time (kilobytes per idle session).
+ */
+function hostedMachine(): typeof sessionMachine {
+  hosted ??= sessionMachine.provide({
+    actors: {
+      turn: childTurn.provide({
+        actions: {
+          report: ({ context }: { context: { statics: TurnStatics } }, event: SessionEvent) => hostOf(context.statics).report(event),
+        } as never,
+        actors: {
+          memoryStore: fromPromise<MemorySnapshot, MemoryStoreInput>(({ input }) => hostOf(input).loadMemory(input)),
+          llm: fromPromise<LlmOutput, LlmInput>(({ input, signal }) => hostOf(input).request(input, signal)),
+          toolRunner: fromPromise<ToolRunnerOutput, ToolRunnerInput>(({ input, signal }) => hostOf(input).runTools(input, signal)),
+          compactor: fromPromise<CompactorOutput, CompactorInput>(({ input, signal }) => hostOf(input).compact(input, signal)),
+        },
+      }),
+      accept: fromPromise<AcceptOutput, AcceptInput>(({ input }) => hostOf(input).accept(input)),
+      save: fromPromise<SaveOutput, SaveInput>(({ input }) => hostOf(input).save(input)),
+    },
+  });
+  return hosted;
 }
 
 function combineInspectors(...inspectors: (((event: InspectionEvent) => void) | undefined)[]): (event: InspectionEvent) => void {

@@ -49,12 +49,16 @@ export interface CreateOptions {
 }
 
 const TITLE_CHARS = 80;
+const META_INTERVAL_MS = 1_000;
 
 export class SessionFiles {
   private log: MessageLog;
   private view: HistoryView;
   private metaValue: SessionMeta;
   private lastTurnValue: number;
+  private metaWritten: SessionMeta;
+  private metaWrittenAt = 0;
+  private metaDirty = false;
 
   private constructor(
     readonly dir: string,
@@ -69,6 +73,7 @@ export class SessionFiles {
     this.view = derived.view;
     this.lastTurnValue = derived.lastTurn;
     this.metaValue = meta;
+    this.metaWritten = meta;
     this.log = new MessageLog(join(dir, SESSION_FILES.messages), derived.lastSeq, tornTail, now);
   }
 
@@ -128,6 +133,11 @@ export class SessionFiles {
       writeFileAtomic(metaPath, `${JSON.stringify(meta, null, 2)}\n`);
     }
     if (loaded.damage.length) writeDamageReport(dir, loaded.damage, now());
+    // Counts written at most once a second may lag after a crash: the log says what they are.
+    if (meta.messageCount !== derived.messageCount || meta.turns < derived.lastTurn) {
+      meta = { ...meta, messageCount: derived.messageCount, turns: Math.max(meta.turns, derived.lastTurn), updatedAt: now() };
+      writeFileAtomic(metaPath, `${JSON.stringify(meta, null, 2)}\n`, { durable: false });
+    }
     const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), meta.language);
     memory.init();
     return new SessionFiles(dir, meta, derived, loaded.tornTail, memory, damage, now);
@@ -171,10 +181,26 @@ export class SessionFiles {
     this.log.append<NewEntry>({ type: 'event', turn, name, data }, { sync: false });
   }
 
-  /** meta.json is a cache of the log: replaced atomically, without an fsync of its own. */
+  /**
+   * meta.json is a cache of the log: replaced atomically, without an fsync of its own, and
+   * at most once a second unless something other than the counts changed (open() heals
+   * counts that lag after a crash). close() writes what is pending.
+   */
   updateMeta(patch: Partial<SessionMeta>): void {
-    this.metaValue = { ...this.metaValue, ...patch, updatedAt: this.now() };
-    writeFileAtomic(join(this.dir, SESSION_FILES.meta), `${JSON.stringify(this.metaValue, null, 2)}\n`);
+    const next = { ...this.metaValue, ...patch, updatedAt: this.now() };
+    const significant = (['historyMode', 'pinnedMode', 'memoryWrites', 'name', 'title', 'model'] as const).some(
+      (k) => next[k] !== this.metaWritten[k],
+    );
+    this.metaValue = next;
+    if (significant || next.updatedAt - this.metaWrittenAt >= META_INTERVAL_MS) this.writeMeta();
+    else this.metaDirty = true;
+  }
+
+  private writeMeta(): void {
+    writeFileAtomic(join(this.dir, SESSION_FILES.meta), `${JSON.stringify(this.metaValue, null, 2)}\n`, { durable: false });
+    this.metaWritten = this.metaValue;
+    this.metaWrittenAt = this.metaValue.updatedAt;
+    this.metaDirty = false;
   }
 
   sync(): void {
@@ -182,6 +208,7 @@ export class SessionFiles {
   }
 
   close(): void {
+    if (this.metaDirty) this.writeMeta();
     this.log.close();
   }
 }

@@ -12,7 +12,20 @@ export interface SystemPromptOptions {
   toolNames: readonly string[];
 }
 
+/** Sessions with the same options share one string (it is a few KB each). */
+const built = new Map<string, string>();
+
 export function systemPrompt(options: SystemPromptOptions): string {
+  const key = JSON.stringify([options.instructions ?? '', options.fallbackThreshold, options.toolNames]);
+  let text = built.get(key);
+  if (text === undefined) {
+    text = compose(options);
+    if (built.size < 64) built.set(key, text);
+  }
+  return text;
+}
+
+function compose(options: SystemPromptOptions): string {
   const fallback = Math.round(options.fallbackThreshold * 100);
   const has = (name: string): boolean => options.toolNames.includes(name);
   const parts: string[] = [];

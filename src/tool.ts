@@ -44,11 +44,23 @@ export function defineTool<S extends z.ZodType>(definition: {
   if (!(parameters instanceof z.ZodType)) {
     throw new TypeError(`defineTool(${name}): parameters must be a zod schema`);
   }
-  const { $schema: _ignored, ...schema } = z.toJSONSchema(parameters, { target: 'draft-07' }) as Record<string, unknown>;
+  const schema = jsonSchemaOf(parameters);
   if (schema.type !== 'object') {
     throw new TypeError(`defineTool(${name}): parameters must be a z.object(...) schema, got type ${String(schema.type)}`);
   }
   return { name, description, parameters, execute, spec: { name, description, parameters: schema } };
+}
+
+/** One JSON schema per zod schema: tools built per session share their schemas' conversion. */
+const jsonSchemas = new WeakMap<z.ZodType, Record<string, unknown>>();
+function jsonSchemaOf(parameters: z.ZodType): Record<string, unknown> {
+  let schema = jsonSchemas.get(parameters);
+  if (!schema) {
+    const { $schema: _ignored, ...rest } = z.toJSONSchema(parameters, { target: 'draft-07' }) as Record<string, unknown>;
+    schema = rest;
+    jsonSchemas.set(parameters, schema);
+  }
+  return schema;
 }
 
 export class ToolError extends Error {

@@ -73,7 +73,9 @@ export class TraceRecorder {
   event(event: WorkmemEvent): void {
     if (event.type === 'message_delta') return; // the message itself comes with message_end
     if ('turn' in event && typeof event.turn === 'number') this.turn = event.turn;
-    this.record({ k: 'event', ts: event.ts, event });
+    // Message bodies are in messages.jsonl; the trace keeps which message ended, and its size.
+    const slim = event.type === 'message_end' ? ({ ...event, message: { role: event.message.role } } as WorkmemEvent) : event;
+    this.record({ k: 'event', ts: event.ts, event: slim });
     if (event.type === 'turn_end') this.flush();
   }
 
