@@ -55,6 +55,7 @@ export interface SessionContext extends SessionInput {
   queue: QueuedPrompt[];
   current: QueuedPrompt | null;
   base: PromptBase | null;
+  tailHint: number;
   last: TurnOutput | null;
   abortRequested: boolean;
 }
@@ -92,6 +93,7 @@ function abortedOutput(context: SessionContext): TurnOutput {
     tracker: context.tracker,
     calibration: context.calibration,
     base: context.base,
+    tailHint: context.tailHint,
   };
 }
 
@@ -143,6 +145,7 @@ export const sessionMachine = setup({
     queue: [],
     current: null,
     base: null,
+    tailHint: 0,
     last: null,
     abortRequested: false,
   }),
@@ -248,6 +251,7 @@ export const sessionMachine = setup({
           tracker: context.tracker,
           calibration: context.calibration,
           base: context.base,
+          tailHint: context.tailHint,
         }),
         onDone: {
           target: 'saving',
@@ -257,6 +261,7 @@ export const sessionMachine = setup({
             tracker: event.output.tracker,
             calibration: event.output.calibration,
             base: event.output.base,
+            tailHint: event.output.tailHint,
           })),
         },
       },

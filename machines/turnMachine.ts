@@ -52,6 +52,8 @@ export interface TurnInput {
   tracker: TrackerState;
   calibration: number;
   base: PromptBase | null;
+  /** The last request's tail tokens: the first guess of the prompt builder's fixed point. */
+  tailHint?: number;
 }
 
 export interface TurnOutput {
@@ -63,6 +65,7 @@ export interface TurnOutput {
   tracker: TrackerState;
   calibration: number;
   base: PromptBase | null;
+  tailHint: number;
 }
 
 /** Every actor's input carries the host (see TurnStatics.host). */
@@ -411,6 +414,7 @@ export const turnMachine = setup({
             history: context.history,
             range: rangeOf(context),
             calibration: context.calibration,
+            tailHint: context.prompt?.tokens.tail ?? context.tailHint ?? 0,
             window: context.statics.settings.contextWindow,
             reminder: context.reminder,
             language: context.statics.settings.language,
@@ -600,5 +604,6 @@ export const turnMachine = setup({
     tracker: context.tracker,
     calibration: context.calibration,
     base: context.base,
+    tailHint: context.prompt?.tokens.tail ?? context.tailHint ?? 0,
   }),
 });

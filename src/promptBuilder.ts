@@ -93,6 +93,8 @@ export interface PromptPlan {
   history: HistoryView;
   range: [number, number];
   calibration: number;
+  /** A guess of the tail's tokens (the last request's): right, it saves a recount. */
+  tailHint?: number;
   window: number;
   reminder: ReminderDue | null;
   language: MemoryLanguage;
@@ -115,7 +117,7 @@ export function buildPrompt(plan: PromptPlan): BuiltPrompt {
   const withoutLast = base.tokens + historyTokens - last.tokens + plan.calibration;
 
   // tokens_used is printed inside the tail, which itself costs tokens: iterate to the fixed point.
-  let used = withoutLast + last.tokens;
+  let used = withoutLast + last.tokens + (plan.tailHint ?? 0);
   let meta = contextMeta(plan, used);
   let lastMessage = withSuffix(last.message, renderTail(meta, plan.reminder, plan.language));
   let lastTokens = counter.message(lastMessage);

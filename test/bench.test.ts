@@ -1,0 +1,86 @@
+/**
+ * The benchmark code at tiny sizes (SMOKE), so that `npm run bench` cannot rot. Figures
+ * at these sizes mean nothing and no target is asserted; what is checked is that every
+ * benchmark runs, yields well-formed rows, and that the table says "missed" exactly
+ * where a target was missed.
+ */
+import { describe, expect, it } from 'vitest';
+import { cliStart, itemMemory, orchestrationOverhead, resume, SMOKE, throughput, tokenEfficiency, traceCost } from './bench/benchmarks.js';
+import { median, p99, quantile, table, type Row } from './bench/harness.js';
+
+function wellFormed(rows: Row[]): void {
+  expect(rows.length).toBeGreaterThan(0);
+  for (const row of rows) {
+    expect(row.metric.length, JSON.stringify(row)).toBeGreaterThan(0);
+    expect(row.unit.length).toBeGreaterThan(0);
+    expect(Number.isFinite(row.median), `${row.metric} / ${row.case}: median ${row.median}`).toBe(true);
+    if (row.p99 !== null) expect(Number.isFinite(row.p99)).toBe(true);
+    // A target comes with a verdict, and a verdict with a target.
+    expect(row.target === null).toBe(row.met === null);
+  }
+}
+
+describe('benchmarks (smoke sizes)', () => {
+  it('order statistics: median, p99 and quantiles of known samples', () => {
+    const samples = Array.from({ length: 100 }, (_, i) => 100 - i); // 100 … 1, unsorted
+    expect(median(samples)).toBe(51);
+    expect(p99(samples)).toBe(100);
+    expect(quantile(samples, 0.1)).toBe(11);
+    expect(median([])).toBeNaN();
+    expect(samples[0]).toBe(100); // not sorted in place
+  });
+
+  it('the table marks missed targets and only those', () => {
+    const rows: Row[] = [
+      { metric: 'A', case: 'x', median: 0.5, p99: 2, unit: 'ms', target: '≤ 1 ms', met: true },
+      { metric: 'B', case: 'y', median: 5, p99: null, unit: 'ms', target: '≤ 1 ms', met: false },
+      { metric: 'C', case: 'z', median: 1234.5, p99: null, unit: 'turns/s', target: null, met: null },
+    ];
+    const lines = table(rows).split('\n');
+    expect(lines).toHaveLength(5);
+    expect(lines[2]).toBe('| A | x | 0.5 ms | 2 ms | ≤ 1 ms | met |');
+    expect(lines[3]).toBe('| B | y | 5 ms | — | ≤ 1 ms | **missed** |');
+    expect(lines[4]).toBe('| C | z | 1,235 turns/s | — |  |  |');
+  });
+
+  it('orchestration overhead, resume and the trace cost run and report per size', async () => {
+    const overhead = await orchestrationOverhead(SMOKE);
+    wellFormed(overhead);
+    expect(overhead.map((r) => r.case)).toEqual(['100 messages in the log', '400 messages in the log', '400 / 100 messages']);
+    const resumed = await resume(SMOKE);
+    wellFormed(resumed);
+    expect(resumed.map((r) => r.metric)).toEqual(['Resume (openSession → first prompt built)', 'Resume, from a new process']);
+    const trace = await traceCost(SMOKE);
+    wellFormed(trace);
+    expect(trace.at(-1)!.median).toBeCloseTo((trace[0]!.median! / trace[1]!.median! - 1) * 100, 6);
+  }, 60_000);
+
+  it('throughput and heap per idle session', async () => {
+    const rows = await throughput(SMOKE);
+    wellFormed(rows);
+    for (const row of rows) expect(row.median).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('token efficiency: the full-history baseline answers every late question, and auto sends fewer tokens', async () => {
+    const rows = await tokenEfficiency(SMOKE);
+    wellFormed(rows);
+    const [full, , auto] = rows;
+    expect(full!.note).toMatch(/late questions right: (\d+)\/\1$/);
+    expect(full!.note).not.toMatch(/right: 0\/0/);
+    const share = rows.find((r) => r.metric.startsWith('Total prompt tokens'))!;
+    expect(share.median).toBeGreaterThan(0);
+    expect(share.median).toBeLessThan(100);
+    expect(auto!.median).toBeLessThan(full!.median!);
+    for (const row of rows.filter((r) => r.metric.startsWith('Prefix stability'))) {
+      expect(row.median).toBeGreaterThan(0);
+      expect(row.median).toBeLessThanOrEqual(100);
+    }
+  }, 120_000);
+
+  it('CLI start and item memory', async () => {
+    const cli = cliStart(SMOKE);
+    wellFormed(cli);
+    const items = await itemMemory(SMOKE);
+    wellFormed(items);
+  }, 60_000);
+});
