@@ -206,7 +206,11 @@ export const sessionMachine = setup({
               params: ({ context, event }) => ({
                 type: 'error',
                 turn: context.turn,
-                error: { kind: 'storage', message: `could not save the message: ${errorMessage(event.error)}`, retryable: false },
+                error: {
+                  kind: 'storage',
+                  message: `your message was not saved: ${errorMessage(event.error)}. Nothing was sent to the model; send it again once that is fixed.`,
+                  retryable: false,
+                },
                 fatal: true,
               }),
             },
@@ -290,7 +294,11 @@ export const sessionMachine = setup({
               params: ({ context, event }) => ({
                 type: 'error',
                 turn: context.turn,
-                error: { kind: 'storage', message: `could not save the session: ${errorMessage(event.error)}`, retryable: false },
+                error: {
+                  kind: 'storage',
+                  message: `the session state was not saved: ${errorMessage(event.error)}. The conversation is in messages.jsonl; the state is rebuilt from it when the session is opened again.`,
+                  retryable: false,
+                },
                 fatal: false,
               }),
             },

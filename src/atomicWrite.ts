@@ -7,9 +7,12 @@
 import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { storageError } from './storageError.js';
 
 export const FILE_MODE = 0o600;
 export const DIR_MODE = 0o700;
+/** The names of our temporary files, for clearing those a crash left behind. */
+export const TEMP_FILE = /^\..+\.\d+\.[0-9a-f]{8}\.tmp$/;
 
 /**
  * `durable: false` keeps the atomic replace but skips the fsyncs: for files that can be
@@ -20,7 +23,12 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
   const durable = options.durable !== false;
   const dir = dirname(path);
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  const fd = openSync(tmp, 'wx', FILE_MODE);
+  let fd: number;
+  try {
+    fd = openSync(tmp, 'wx', FILE_MODE);
+  } catch (error) {
+    throw storageError(error, shortPath(path));
+  }
   try {
     try {
       writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
@@ -35,9 +43,16 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
     } catch {
       /* the tmp file is already gone */
     }
-    throw error;
+    throw storageError(error, shortPath(path));
   }
   if (durable) syncDir(dir);
+}
+
+/** `…/working-memory/overview.md` → `working-memory/overview.md`: enough to say which file. */
+function shortPath(path: string): string {
+  const parts = path.split(/[/\\]/);
+  const at = parts.lastIndexOf('working-memory');
+  return at >= 0 ? parts.slice(at).join('/') : parts.slice(-1)[0]!;
 }
 
 /** fsync a directory so a rename or a new entry survives a crash. */

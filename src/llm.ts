@@ -6,6 +6,7 @@
 import type { AssistantMessage, ChatMessage } from './messages.js';
 import type { RetryPolicy } from './settings.js';
 import type { ToolSpec } from './tool.js';
+import { isStorageFault } from './storageError.js';
 
 export interface LLMRequest {
   messages: ChatMessage[];
@@ -41,6 +42,8 @@ export interface LLM {
   summarize?(request: LLMRequest, options: { signal: AbortSignal }): Promise<LLMResponse>;
   /** The retry policy this model wants by default; session settings override it. */
   readonly retry?: Partial<RetryPolicy>;
+  /** Values never to be written or reported (its API key): the session redacts them. */
+  readonly secrets?: readonly string[];
 }
 
 export type LLMErrorKind =
@@ -96,8 +99,7 @@ export function toTurnError(error: unknown, fallbackKind: TurnError['kind'] = 'i
     };
   }
   if (isTurnError(error)) return error;
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  const kind = code === 'ENOSPC' || code === 'EACCES' || code === 'EROFS' || code === 'EDQUOT' ? 'storage' : fallbackKind;
+  const kind = isStorageFault(error) ? 'storage' : fallbackKind;
   return { kind, message: error instanceof Error ? error.message : String(error), retryable: false };
 }
 

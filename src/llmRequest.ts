@@ -7,7 +7,8 @@
 import type { LlmInput, LlmOutput } from '../machines/turnMachine.js';
 import type { SessionEvent } from './events.js';
 import { LLMError, type LLM } from './llm.js';
-import { ChatMessageSchema, type AssistantMessage } from './messages.js';
+import { ChatMessageSchema, type AssistantMessage, type ToolCall } from './messages.js';
+import { boundToolArguments } from './toolArguments.js';
 import type { SessionFiles } from './sessionFiles.js';
 import type { TokenCounter } from './tokens.js';
 
@@ -16,6 +17,8 @@ export interface LlmRequestDeps {
   files: SessionFiles;
   counter: TokenCounter;
   emit(event: SessionEvent): void;
+  /** Stores a call's oversized arguments whole; returns where (see toolArguments.ts). */
+  saveArguments(call: ToolCall, turn: number): string;
 }
 
 export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: LlmRequestDeps): Promise<LlmOutput> {
@@ -47,7 +50,7 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
       },
     );
     if (settled) throw new LLMError('aborted', 'the request was aborted');
-    const message = checkedMessage(response.message);
+    const message = boundToolArguments(checkedMessage(response.message), (call) => deps.saveArguments(call, input.turn));
     settled = true;
     const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
     deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message });

@@ -8,6 +8,7 @@ import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileS
 import type { CompactionReason } from './events.js';
 import type { ChatMessage } from './messages.js';
 import { FILE_MODE } from './atomicWrite.js';
+import { storageError } from './storageError.js';
 
 export interface MessageEntry {
   type: 'message';
@@ -183,6 +184,7 @@ export class MessageLog {
     lastSeq: number,
     tornTail: boolean,
     private readonly now: () => number = Date.now,
+    private readonly redact: (line: string) => string = (line) => line,
   ) {
     this.fd = openSync(path, 'a', FILE_MODE);
     this.size = fstatSync(this.fd).size;
@@ -193,7 +195,7 @@ export class MessageLog {
 
   append<E extends NewEntry>(entry: E, options: { sync: boolean }): E & { seq: number; ts: number } {
     const full = { seq: this.nextSeq, ts: this.now(), ...entry } as E & { seq: number; ts: number };
-    const line = `${this.needsNewline ? '\n' : ''}${JSON.stringify(full)}\n`;
+    const line = this.redact(`${this.needsNewline ? '\n' : ''}${JSON.stringify(full)}\n`);
     const bytes = Buffer.from(line);
     try {
       let written = 0;
@@ -201,7 +203,7 @@ export class MessageLog {
       if (options.sync) fdatasyncSync(this.fd);
     } catch (error) {
       this.undoPartialWrite();
-      throw error;
+      throw storageError(error, 'messages.jsonl');
     }
     this.size += bytes.length;
     this.needsNewline = false;

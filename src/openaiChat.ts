@@ -16,6 +16,7 @@ import { ConfigError } from './config.js';
 import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse, type LLMUsage } from './llm.js';
 import type { AssistantMessage } from './messages.js';
 import { modelLimits } from './models.js';
+import { redact } from './redact.js';
 import type { RetryPolicy } from './settings.js';
 
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -104,6 +105,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
     baseURL,
     compactionModel: options.compactionModel ?? model,
     retry,
+    secrets: apiKey ? [apiKey] : [],
 
     async complete(request: LLMRequest, call: LLMCallOptions): Promise<LLMResponse> {
       const watchdog = new Watchdog(timeoutMs, call.signal);
@@ -295,9 +297,4 @@ function causeOf(error: unknown): string | undefined {
   return undefined;
 }
 
-/** API keys never appear in an error message. */
-export function redact(text: string, secret: string): string {
-  let out = text.replace(/\b(sk-[A-Za-z0-9_-]{4})[A-Za-z0-9_*-]{8,}/g, '$1…[redacted]');
-  if (secret.length >= 8) out = out.split(secret).join('[redacted]');
-  return out;
-}
+export { redact };

@@ -11,6 +11,7 @@ import { itemAt, messagesBetween, tokensBetween, type HistoryView } from './hist
 import type { MemoryLanguage } from './memoryTemplate.js';
 import type { ReminderDue } from './reminderTracker.js';
 import { renderTail, type ContextMeta } from './requestTail.js';
+import { neutraliseTags } from './structuralTags.js';
 import type { TokenCounter } from './tokens.js';
 import type { ToolSpec } from './tool.js';
 import { OVERVIEW_PATH, type MemorySnapshot } from './workingMemory.js';
@@ -38,9 +39,10 @@ export function memoryBlock(memory: MemorySnapshot): string {
   const shown = memory.detail.slice(0, INDEX_ENTRIES).map(line);
   const rest = memory.detail.slice(INDEX_ENTRIES);
   if (rest.length) shown.push(`- … and ${rest.length} more files (${formatBytes(rest.reduce((n, d) => n + d.bytes, 0))})`);
-  const index = shown.length ? shown.join('\n') : '(no files yet)';
-  const relevant = memory.relevant ? `\n\n<relevant_memories>\n${memory.relevant}\n</relevant_memories>` : '';
-  return `<working_memory file="${OVERVIEW_PATH}">\n${memory.content.trimEnd()}\n</working_memory>${relevant}\n\n<detail_index>\n${index}\n</detail_index>`;
+  // The memory may quote tool output: it cannot close or forge the tags around it.
+  const index = shown.length ? neutraliseTags(shown.join('\n')) : '(no files yet)';
+  const relevant = memory.relevant ? `\n\n<relevant_memories>\n${neutraliseTags(memory.relevant)}\n</relevant_memories>` : '';
+  return `<working_memory file="${OVERVIEW_PATH}">\n${neutraliseTags(memory.content.trimEnd())}\n</working_memory>${relevant}\n\n<detail_index>\n${index}\n</detail_index>`;
 }
 
 export function promptBase(

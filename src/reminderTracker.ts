@@ -87,6 +87,36 @@ export function remindNextRequest(state: TrackerState): TrackerState {
   return { ...state, forceNext: true };
 }
 
+/** What the log says about memory updates, for reconciling a tracker read back after a crash. */
+export interface TrackerFacts {
+  /** memory_updated events in the log. */
+  updates: number;
+  lastUpdateAt: number | null;
+  /** Model responses logged since the last of them (each is one request). */
+  requestsSinceUpdate: number;
+}
+
+/**
+ * The tracker is written behind the log, so after a crash it may miss the last requests
+ * or memory updates. The log is the record: bring the tracker level with it. In a
+ * consistent state `updates` equals the log's count and `rounds` is at least the
+ * requests logged since the last update (failed requests count too, unlogged).
+ */
+export function reconcileTracker(state: TrackerState, facts: TrackerFacts): TrackerState {
+  if (state.updates !== facts.updates) {
+    return {
+      ...state,
+      updates: facts.updates,
+      lastUpdateAt: facts.lastUpdateAt,
+      rounds: facts.requestsSinceUpdate,
+      ignored: 0,
+      remindedSinceUpdate: false,
+      forceNext: false,
+    };
+  }
+  return state.rounds < facts.requestsSinceUpdate ? { ...state, rounds: facts.requestsSinceUpdate } : state;
+}
+
 /** Validate a state read back from storage; anything malformed starts fresh. */
 export function parseTrackerState(value: unknown): TrackerState | null {
   if (!value || typeof value !== 'object') return null;

@@ -43,7 +43,7 @@ import { totalTokens, type HistoryMode, type HistoryView } from './historyView.j
 import type { LLM, TurnError } from './llm.js';
 import { runLlmRequest } from './llmRequest.js';
 import { memoryTools } from './memoryTools.js';
-import { INITIAL_TRACKER, parseTrackerState, type TrackerState } from './reminderTracker.js';
+import { INITIAL_TRACKER, parseTrackerState, reconcileTracker, type TrackerState } from './reminderTracker.js';
 import { SessionFiles } from './sessionFiles.js';
 import { defaultHome, SESSION_ID, sessionsRoot, stateStorePath } from './sessionPaths.js';
 import { openStateStore, type StateStore } from './stateStore.js';
@@ -58,6 +58,9 @@ import type { ItemMemory } from './itemMemory.js';
 import { openItemMemory, type PersistentItemMemory } from './itemMemoryStore.js';
 import { itemMemoryTools } from './itemMemoryTools.js';
 import { modelSummarizer } from './summarizer.js';
+import { SessionLock } from './sessionLock.js';
+import { redactor, type Redact } from './redact.js';
+import { answerInterruptedCalls } from './crashRecovery.js';
 import { capOutput } from './toolOutputCap.js';
 import { TOOL_OUTPUTS_DIR } from './workingMemory.js';
 import type { WriteResult } from './workingMemory.js';
@@ -86,6 +89,11 @@ export interface SessionOptions {
   visualizer?: true | number | string;
   /** Where warnings go (an unreachable visualizer); default: none. */
   warn?: (message: string) => void;
+  /**
+   * Values to keep out of everything the session writes or reports, besides the model's
+   * own (`llm.secrets`) and $OPENAI_API_KEY: replaced by "[redacted]".
+   */
+  secrets?: readonly string[];
 }
 
 export interface ItemMemoryConfig {
@@ -142,8 +150,10 @@ export async function createSession(options: SessionOptions): Promise<Session> {
   const resolved = resolveSettings(options.llm, options.settings, env);
   const counter = await loadTokenCounter(options.llm.model);
   const store = await openStateStore(stateStorePath(home));
+  let files: SessionFiles | undefined;
   try {
-    const files = SessionFiles.create({
+    files = SessionFiles.create({
+      redact: sessionRedactor(options, env),
       home,
       cwd: options.cwd ?? process.cwd(),
       name: options.name ?? null,
@@ -163,6 +173,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
     const items = await openItems(store, files.id, options, counter);
     return new Session(files, store, counter, options, resolved, INITIAL_TRACKER, [], items, false);
   } catch (error) {
+    files?.close();
     await store.close();
     throw error;
   }
@@ -174,9 +185,10 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
   const resolved = resolveSettings(options.llm, options.settings, env);
   const counter = await loadTokenCounter(options.llm.model);
   const store = await openStateStore(stateStorePath(home));
+  let files: SessionFiles | undefined;
   try {
     const dir = await findSessionDir(store, home, id);
-    const files = SessionFiles.open(dir, options.now ? { now: options.now } : {});
+    files = SessionFiles.open(dir, { redact: sessionRedactor(options, env), ...(options.now ? { now: options.now } : {}) });
     const damage = [...files.damage];
     const stored = await store.get<unknown>(TRACKER_KEY(files.id));
     let tracker = parseTrackerState(stored);
@@ -184,9 +196,14 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
       if (stored !== undefined) damage.push('reminder tracker state was malformed; started afresh');
       tracker = INITIAL_TRACKER;
     }
+    tracker = reconcileTracker(tracker, files.trackerFacts);
+    const interrupted = answerInterruptedCalls(files, counter);
+    if (interrupted)
+      damage.push(`the last turn was interrupted: ${interrupted} tool call(s) without a result were answered as interrupted`);
     const items = await openItems(store, files.id, options, counter);
     return new Session(files, store, counter, options, resolved, tracker, damage, items, true);
   } catch (error) {
+    files?.close();
     await store.close();
     throw error;
   }
@@ -223,7 +240,9 @@ export function removeSession(id: string, options: { home?: string; env?: NodeJS
   return withStore(options, async (store, home) => {
     const dir = await findSessionDir(store, home, id);
     const fullId = dir.split(/[/\\]/).pop()!;
+    const lock = SessionLock.acquire(dir); // refuses a session in use
     rmSync(dir, { recursive: true, force: true });
+    lock.release();
     await store.delete(INDEX_KEY(fullId));
     await store.delete(TRACKER_KEY(fullId));
     for (const [key] of await store.entries(`items:session:${fullId}:`)) await store.delete(key);
@@ -287,6 +306,7 @@ export class Session {
   model!: { name: string; contextWindow: number };
   private closed = false;
   private lastPrompt: SessionState['lastPrompt'] = null;
+  private readonly redact: Redact;
 
   constructor(
     readonly files: SessionFiles,
@@ -303,8 +323,10 @@ export class Session {
     this.dir = files.dir;
     this.damage = damage;
     this.now = options.now ?? Date.now;
+    this.redact = files.redact;
     this.trackerWriter = new TrackerWriter(store, TRACKER_KEY(files.id));
-    this.trace = options.trace === false ? null : new TraceRecorder(join(files.dir, 'trace.jsonl'), files.id, resumed, this.now);
+    this.trace =
+      options.trace === false ? null : new TraceRecorder(join(files.dir, 'trace.jsonl'), files.id, resumed, this.now, this.redact);
     if (this.trace && options.visualizer) {
       const link = new LiveLink(liveUrl(options.visualizer), files.id, options.warn);
       this.live = link;
@@ -372,8 +394,7 @@ export class Session {
           limits,
           builtInNames.has(call.function.name)
             ? null
-            : (full) =>
-                files.memory.writeSystem(`${TOOL_OUTPUTS_DIR}/${turn}-${call.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64)}.txt`, full),
+            : (full) => files.memory.writeSystem(`${TOOL_OUTPUTS_DIR}/${turn}-${safeCallId(call)}.txt`, full),
         ),
     };
     const host: SessionHost = {
@@ -386,7 +407,15 @@ export class Session {
         const relevant = relevantMemories(items.memory, latestUserText(files.history), inject, counter);
         return relevant ? { ...snapshot, relevant } : snapshot;
       },
-      request: (input, signal) => runLlmRequest(input, signal, { llm, files, counter, emit }),
+      request: (input, signal) =>
+        runLlmRequest(input, signal, {
+          llm,
+          files,
+          counter,
+          emit,
+          saveArguments: (call, turn) =>
+            files.memory.writeSystem(`${TOOL_OUTPUTS_DIR}/${turn}-${safeCallId(call)}.arguments.json`, call.function.arguments),
+        }),
       runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
       compact: (input, signal) => runCompactor(input, compaction, signal),
       accept: async (input) => {
@@ -577,7 +606,10 @@ export class Session {
     }
   }
 
-  private dispatch(event: SessionEvent): void {
+  private dispatch(raw: SessionEvent): void {
+    // Errors carry what servers and tools said, which may quote a key.
+    const event =
+      'error' in raw && raw.error ? ({ ...raw, error: { ...raw.error, message: this.redact(raw.error.message) } } as SessionEvent) : raw;
     const stamped = { ...event, sessionId: this.id, ts: this.now() } as WorkmemEvent;
     this.trace?.event(stamped);
     if (event.type === 'prompt_built') this.lastPrompt = event.tokens;
@@ -749,4 +781,14 @@ function safeReaddir(path: string): string[] {
   } catch {
     return [];
   }
+}
+
+/** The model's secrets, the host's and $OPENAI_API_KEY: never written or reported. */
+function sessionRedactor(options: OpenOptions, env: NodeJS.ProcessEnv): Redact {
+  return redactor([...(options.llm.secrets ?? []), ...(options.secrets ?? []), env.OPENAI_API_KEY]);
+}
+
+/** A tool call id as part of a file name. */
+function safeCallId(call: ToolCall): string {
+  return call.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
 }

@@ -4,17 +4,22 @@
  * what the log says (counts, mode, memory writes): a corrupt one is set aside and
  * rebuilt from the log, and damaged log lines are reported in damage.json.
  */
-import { chmodSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { DIR_MODE, writeFileAtomic } from './atomicWrite.js';
+import { DIR_MODE, TEMP_FILE, writeFileAtomic } from './atomicWrite.js';
+import type { TrackerFacts } from './reminderTracker.js';
+import type { Redact } from './redact.js';
+
+const noRedaction: Redact = (text) => text;
 import { deriveHistory, viewAfterCompaction, type DerivedHistory } from './deriveHistory.js';
 import { appendItem, type HistoryMode, type HistoryView } from './historyView.js';
 import { MessageLog, readLog, type CompactionEntry, type Damage, type LogEntry, type MessageEntry, type NewEntry } from './messageLog.js';
 import type { ChatMessage } from './messages.js';
 import type { MemoryLanguage } from './memoryTemplate.js';
 import { SESSION_FILES, sessionDir } from './sessionPaths.js';
+import { SessionLock } from './sessionLock.js';
 import { WorkingMemory } from './workingMemory.js';
 
 const MODES = ['phase1', 'phase2', 'hybrid'] as const;
@@ -39,6 +44,8 @@ export const SessionMetaSchema = z.object({
 export type SessionMeta = z.infer<typeof SessionMetaSchema>;
 
 export interface CreateOptions {
+  /** Applied to every line and file written (API keys out; see redact.ts). */
+  redact?: Redact;
   home: string;
   cwd: string;
   id?: string;
@@ -59,6 +66,8 @@ export class SessionFiles {
   private metaWritten: SessionMeta;
   private metaWrittenAt = 0;
   private metaDirty = false;
+  /** What the log said about memory updates when the session was opened. */
+  readonly trackerFacts: TrackerFacts;
 
   private constructor(
     readonly dir: string,
@@ -69,12 +78,16 @@ export class SessionFiles {
     /** What was wrong with the files when they were opened (empty when nothing was). */
     readonly damage: readonly string[],
     private readonly now: () => number,
+    private readonly lock: SessionLock,
+    readonly redact: Redact,
+    entries: readonly LogEntry[] = [],
   ) {
+    this.trackerFacts = trackerFactsOf(entries);
     this.view = derived.view;
     this.lastTurnValue = derived.lastTurn;
     this.metaValue = meta;
     this.metaWritten = meta;
-    this.log = new MessageLog(join(dir, SESSION_FILES.messages), derived.lastSeq, tornTail, now);
+    this.log = new MessageLog(join(dir, SESSION_FILES.messages), derived.lastSeq, tornTail, now, redact);
   }
 
   static create(options: CreateOptions): SessionFiles {
@@ -83,6 +96,18 @@ export class SessionFiles {
     const dir = sessionDir(options.home, options.cwd, id);
     mkdirSync(dir, { recursive: true, mode: DIR_MODE });
     chmodSync(dir, DIR_MODE);
+    const lock = SessionLock.acquire(dir, now);
+    return holding(lock, () => SessionFiles.createLocked(dir, id, options, now, lock, options.redact ?? noRedaction));
+  }
+
+  private static createLocked(
+    dir: string,
+    id: string,
+    options: CreateOptions,
+    now: () => number,
+    lock: SessionLock,
+    redact: Redact,
+  ): SessionFiles {
     const language = options.language ?? 'en';
     const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), language);
     memory.init();
@@ -104,12 +129,18 @@ export class SessionFiles {
       model: options.model ?? null,
       language,
     };
-    writeFileAtomic(join(dir, SESSION_FILES.meta), `${JSON.stringify(meta, null, 2)}\n`);
-    return new SessionFiles(dir, meta, deriveHistory([]), false, memory, [], now);
+    writeFileAtomic(join(dir, SESSION_FILES.meta), redact(`${JSON.stringify(meta, null, 2)}\n`));
+    return new SessionFiles(dir, meta, deriveHistory([]), false, memory, [], now, lock, redact);
   }
 
-  static open(dir: string, options: { now?: () => number } = {}): SessionFiles {
+  /** Open an existing session, taking its lock (SessionInUseError if another process has it). */
+  static open(dir: string, options: { now?: () => number; redact?: Redact } = {}): SessionFiles {
     const now = options.now ?? Date.now;
+    const lock = SessionLock.acquire(dir, now);
+    return holding(lock, () => SessionFiles.openLocked(dir, now, lock, options.redact ?? noRedaction));
+  }
+
+  private static openLocked(dir: string, now: () => number, lock: SessionLock, redact: Redact): SessionFiles {
     const loaded = readLog(join(dir, SESSION_FILES.messages));
     const derived = deriveHistory(loaded.entries);
     const damage: string[] = loaded.damage.map((d) => `messages.jsonl line ${d.line}: ${d.reason}`);
@@ -130,17 +161,21 @@ export class SessionFiles {
       }
       damage.push(note);
       meta = rebuildMeta(dir, loaded.entries, derived.lastTurn, now());
-      writeFileAtomic(metaPath, `${JSON.stringify(meta, null, 2)}\n`);
+      writeFileAtomic(metaPath, redact(`${JSON.stringify(meta, null, 2)}\n`));
     }
     if (loaded.damage.length) writeDamageReport(dir, loaded.damage, now());
     // Counts written at most once a second may lag after a crash: the log says what they are.
     if (meta.messageCount !== derived.messageCount || meta.turns < derived.lastTurn) {
       meta = { ...meta, messageCount: derived.messageCount, turns: Math.max(meta.turns, derived.lastTurn), updatedAt: now() };
-      writeFileAtomic(metaPath, `${JSON.stringify(meta, null, 2)}\n`, { durable: false });
+      writeFileAtomic(metaPath, redact(`${JSON.stringify(meta, null, 2)}\n`), { durable: false });
     }
+    // We hold the lock: temporary files are left from writes a crash interrupted.
+    const leftovers = removeTempFiles(dir);
+    if (leftovers)
+      damage.push(`removed ${leftovers} temporary file(s) of writes interrupted by a crash (the files they were replacing are intact)`);
     const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), meta.language);
     memory.init();
-    return new SessionFiles(dir, meta, derived, loaded.tornTail, memory, damage, now);
+    return new SessionFiles(dir, meta, derived, loaded.tornTail, memory, damage, now, lock, redact, loaded.entries);
   }
 
   get id(): string {
@@ -197,7 +232,7 @@ export class SessionFiles {
   }
 
   private writeMeta(): void {
-    writeFileAtomic(join(this.dir, SESSION_FILES.meta), `${JSON.stringify(this.metaValue, null, 2)}\n`, { durable: false });
+    writeFileAtomic(join(this.dir, SESSION_FILES.meta), this.redact(`${JSON.stringify(this.metaValue, null, 2)}\n`), { durable: false });
     this.metaWritten = this.metaValue;
     this.metaWrittenAt = this.metaValue.updatedAt;
     this.metaDirty = false;
@@ -208,9 +243,54 @@ export class SessionFiles {
   }
 
   close(): void {
-    if (this.metaDirty) this.writeMeta();
-    this.log.close();
+    try {
+      if (this.metaDirty) this.writeMeta();
+      this.log.close();
+    } finally {
+      this.lock.release();
+    }
   }
+}
+
+/** Run `open` holding `lock`; release it if opening fails. */
+function holding<T>(lock: SessionLock, open: () => T): T {
+  try {
+    return open();
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+}
+
+function trackerFactsOf(entries: readonly LogEntry[]): TrackerFacts {
+  let updates = 0;
+  let lastUpdateAt: number | null = null;
+  let requestsSinceUpdate = 0;
+  for (const entry of entries) {
+    if (entry.type === 'event' && entry.name === 'memory_updated') {
+      updates++;
+      lastUpdateAt = entry.ts;
+      requestsSinceUpdate = 0;
+    } else if (entry.type === 'message' && entry.message.role === 'assistant') requestsSinceUpdate++;
+  }
+  return { updates, lastUpdateAt, requestsSinceUpdate };
+}
+
+/** writeFileAtomic's temporary files (`.<name>.<pid>.<hex>.tmp`) anywhere in the session. */
+function removeTempFiles(dir: string): number {
+  let removed = 0;
+  const visit = (path: string): void => {
+    for (const entry of readdirSync(path, { withFileTypes: true })) {
+      const full = join(path, entry.name);
+      if (entry.isDirectory()) visit(full);
+      else if (entry.isFile() && TEMP_FILE.test(entry.name)) {
+        rmSync(full, { force: true });
+        removed++;
+      }
+    }
+  };
+  visit(dir);
+  return removed;
 }
 
 function rebuildMeta(dir: string, entries: LogEntry[], lastTurn: number, now: number): SessionMeta {

@@ -5,11 +5,11 @@
  * an error rather than a silent `false`. One store per file, shared by the sessions of
  * a process and closed with the last of them.
  */
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Keyv from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
-import { DIR_MODE } from './atomicWrite.js';
+import { DIR_MODE, FILE_MODE } from './atomicWrite.js';
 
 export interface StateStore {
   readonly path: string;
@@ -51,6 +51,10 @@ export function openStateStore(path: string): Promise<StateStore> {
 
 async function createStore(path: string): Promise<StateStore> {
   mkdirSync(dirname(path), { recursive: true, mode: DIR_MODE });
+  // Private to the user, created so before SQLite opens it (its -wal and -shm files take
+  // the database file's mode).
+  closeSync(openSync(path, 'a', FILE_MODE));
+  chmodSync(path, FILE_MODE);
   const sqlite = new KeyvSqlite({ uri: `sqlite://${path}`, busyTimeout: 5000 });
   try {
     await sqlite.query('PRAGMA journal_mode=WAL');

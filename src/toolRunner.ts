@@ -13,6 +13,8 @@ import type { SessionFiles } from './sessionFiles.js';
 import type { TokenCounter } from './tokens.js';
 import type { Tool, ToolContext } from './tool.js';
 import type { WriteResult } from './workingMemory.js';
+import { neutraliseTags } from './structuralTags.js';
+import { argumentProblem, omittedArguments } from './toolArguments.js';
 
 export interface ToolRunnerDeps {
   files: SessionFiles;
@@ -66,7 +68,8 @@ export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, 
       const started = deps.now();
       const { content, isError } = await execute(call, deps, signal, files, input);
       if (finished) break; // aborted while the tool ran: its result was already recorded as aborted
-      const shown = deps.capture ? deps.capture(call, content, input.turn) : content;
+      // What the model reads cannot close or forge the tags that frame the request.
+      const shown = neutraliseTags(deps.capture ? deps.capture(call, content, input.turn) : content);
       append(call, shown, isError, deps.now() - started);
       const overview = deps
         .drainWrites()
@@ -105,12 +108,22 @@ async function execute(
       isError: true,
     };
   }
+  const problem = argumentProblem(call.function.arguments);
+  if (problem)
+    return { content: `Error: ${name} was not run: ${problem}. Send one flat JSON object matching the tool's parameters.`, isError: true };
   let args: unknown;
   try {
     args = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
   } catch (error) {
     return {
       content: `Error: the arguments of ${name} are not valid JSON (${(error as Error).message.slice(0, 200)}). Send one JSON object matching the tool's parameters.`,
+      isError: true,
+    };
+  }
+  const omitted = omittedArguments(args);
+  if (omitted) {
+    return {
+      content: `Error: ${name} was not run: ${omitted}. Send large content in parts: several smaller files, or edits of a few lines at a time.`,
       isError: true,
     };
   }

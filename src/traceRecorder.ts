@@ -55,6 +55,14 @@ function jsonOf(t: Transition): TransitionJson {
   return json;
 }
 
+/** Tool arguments and outputs can be large; the log has them whole, the trace a glimpse. */
+const CLIP_CHARS = 4_000;
+function clip(text: string): string {
+  return text.length <= CLIP_CHARS
+    ? text
+    : `${text.slice(0, CLIP_CHARS)}… [${(text.length - CLIP_CHARS).toLocaleString('en-US')} more characters]`;
+}
+
 const strings = new Map<string, string>();
 /** Machine ids and event types repeat on every line: quote each once. */
 function quoted(s: string): string {
@@ -79,6 +87,7 @@ export class TraceRecorder {
     sessionId: string,
     resumed: boolean,
     private readonly now: () => number = Date.now,
+    private readonly redact: (line: string) => string = (line) => line,
   ) {
     this.fd = openSync(path, 'a', FILE_MODE);
     this.record({ k: 'header', format: TRACE_FORMAT, sessionId, ts: now(), resumed });
@@ -133,7 +142,17 @@ export class TraceRecorder {
     // Message bodies are in messages.jsonl; the trace keeps which message ended, and its size.
     // The session id is the header's, once.
     const { sessionId: _, ...rest } = event;
-    const slim = (event.type === 'message_end' ? { ...rest, message: { role: event.message.role } } : rest) as TracedEvent;
+    const slim = (
+      event.type === 'message_end'
+        ? { ...rest, message: { role: event.message.role } }
+        : event.type === 'tool_start'
+          ? { ...rest, arguments: clip(event.arguments) }
+          : event.type === 'tool_end'
+            ? { ...rest, content: clip(event.content) }
+            : event.type === 'turn_start' || event.type === 'turn_end'
+              ? { ...rest, text: clip(event.text) }
+              : rest
+    ) as TracedEvent;
     this.record({ k: 'event', ts: event.ts, event: slim });
     if (event.type === 'turn_end' && !this.flushTimer) {
       this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
@@ -173,10 +192,15 @@ export class TraceRecorder {
 
   private record(record: TraceRecord): void {
     if (this.fd === null) return;
-    this.push(`${JSON.stringify(record)}\n`);
-    for (const listener of this.listeners) listener(record);
+    const json = `${JSON.stringify(record)}\n`;
+    const line = this.redact(json);
+    this.push(line);
+    if (this.listeners.size === 0) return;
+    const shown = line === json ? record : (JSON.parse(line) as TraceRecord);
+    for (const listener of this.listeners) listener(shown);
   }
 
+  /** `line` is redacted already (or, for microsteps, holds only state and event names). */
   private push(line: string): void {
     this.buffer.push(line);
     if (this.buffer.length >= FLUSH_LINES) this.flush();

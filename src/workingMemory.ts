@@ -15,6 +15,8 @@ export const OVERVIEW_PATH = 'working-memory/overview.md';
 export const OVERVIEW_SOFT_LIMIT = 5 * 1024;
 /** Any one working-memory file; larger writes are refused (a memory, not a dump). */
 export const MAX_FILE_BYTES = 1024 * 1024;
+/** overview.md goes into every request: beyond this it would crowd out the conversation. */
+export const OVERVIEW_MAX_BYTES = 32 * 1024;
 const HEADING_SCAN_BYTES = 4096;
 
 export interface DetailEntry {
@@ -119,6 +121,7 @@ export class WorkingMemory {
     if (bytes > MAX_FILE_BYTES) {
       throw new PathRefusedError(`content is ${bytes} bytes; a working-memory file may hold at most ${MAX_FILE_BYTES}`);
     }
+    checkOverviewSize(resolved.rel, bytes);
     if (resolved.stat && !resolved.stat.isFile()) throw new PathRefusedError(`${resolved.rel} exists and is not a regular file`);
     mkdirInside(this.root, dirname(resolved.rel));
     writeFileAtomic(resolved.abs, content);
@@ -138,6 +141,7 @@ export class WorkingMemory {
     const next = current.slice(0, first) + newText + current.slice(first + oldText.length);
     const bytes = Buffer.byteLength(next);
     if (bytes > MAX_FILE_BYTES) throw new PathRefusedError(`result would be ${bytes} bytes; the limit is ${MAX_FILE_BYTES}`);
+    checkOverviewSize(resolved.rel, bytes);
     writeFileAtomic(resolved.abs, next);
     return { ...this.written(resolved.rel, bytes, false), replacements: 1 };
   }
@@ -252,4 +256,11 @@ function mtimeOrMinus1(path: string): number {
   } catch {
     return -1;
   }
+}
+
+function checkOverviewSize(rel: string, bytes: number): void {
+  if (rel !== OVERVIEW || bytes <= OVERVIEW_MAX_BYTES) return;
+  throw new PathRefusedError(
+    `overview.md would be ${(bytes / 1024).toFixed(1)} KB; it is sent with every request, so it may hold at most ${OVERVIEW_MAX_BYTES / 1024} KB (aim for 5 KB): move details to working-memory/detail/ files`,
+  );
 }

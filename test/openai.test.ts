@@ -243,7 +243,7 @@ describe('faults', () => {
     expect(JSON.stringify(result)).not.toContain('9876543210abcdef');
     await session.close();
     expect(redact('Incorrect API key provided: sk-wrong-key-9876543210abcdef.', 'sk-wrong-key-9876543210abcdef')).toBe(
-      'Incorrect API key provided: sk-wron…[redacted].',
+      'Incorrect API key provided: [redacted].',
     );
   });
 });

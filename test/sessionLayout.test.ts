@@ -21,10 +21,10 @@ describe('session layout (DESIGN §2)', () => {
     const session = await newSession({ llm: scriptedModel([{ text: 'hi' }]), home, cwd: '/Users/a/proj', name: 'demo' });
     await session.prompt('Hello there, this is the first message of the session.');
     expect(session.dir).toBe(join(home, 'sessions', '--Users-a-proj--', session.id));
-    expect(readdirSync(session.dir).sort()).toEqual(['messages.jsonl', 'meta.json', 'trace.jsonl', 'working-memory']);
+    expect(readdirSync(session.dir).sort()).toEqual(['messages.jsonl', 'meta.json', 'session.lock', 'trace.jsonl', 'working-memory']);
     expect(readdirSync(join(session.dir, 'working-memory')).sort()).toEqual(['archive', 'detail', 'overview.md']);
     expect(statSync(session.dir).mode & 0o777).toBe(0o700);
-    for (const file of ['messages.jsonl', 'meta.json', 'trace.jsonl', 'working-memory/overview.md']) {
+    for (const file of ['messages.jsonl', 'meta.json', 'session.lock', 'trace.jsonl', 'working-memory/overview.md']) {
       expect(statSync(join(session.dir, file)).mode & 0o777, file).toBe(0o600);
     }
     const meta = JSON.parse(readFileSync(join(session.dir, 'meta.json'), 'utf8'));
@@ -44,6 +44,8 @@ describe('session layout (DESIGN §2)', () => {
     ]);
     expect(await listSessions({ home, cwd: '/elsewhere' })).toEqual([]);
     await session.close();
+    // The lock that says who has the session open goes with the close.
+    expect(readdirSync(session.dir)).not.toContain('session.lock');
   });
 
   it('every log line carries its token count, counted once when it was added', async () => {

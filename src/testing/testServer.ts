@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import type { ChatMessage } from '../messages.js';
 import { loadTokenCounter, type TokenCounter } from '../tokens.js';
 import type { ChatRequest, Policy, PolicyReply } from './wire.js';
+import { corruptStream, pieces as bytePieces } from './streamCorruption.js';
 
 export type Fault =
   /** Wait before answering. */
@@ -34,7 +35,9 @@ export type Fault =
   /** No content and no tool calls. */
   | { type: 'empty' }
   /** An unusual finish reason. */
-  | { type: 'finish_reason'; value: string };
+  | { type: 'finish_reason'; value: string }
+  /** The SSE bytes damaged at random, reproducibly by seed (see streamCorruption.ts). */
+  | { type: 'corrupt'; seed: number };
 
 /** Faults by request index (an entry may be null, one fault or several), or a function deciding them. */
 export type FaultPlan =
@@ -315,6 +318,8 @@ function streamChunks(completion: Completion, size: number): Record<string, unkn
 
 async function writeStream(res: ServerResponse, chunks: unknown[], faults: Fault[], delayMs: number): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  const corrupt = faults.find((f): f is Extract<Fault, { type: 'corrupt' }> => f.type === 'corrupt');
+  if (corrupt) return writeCorrupted(res, chunks, corrupt.seed);
   let closed = false;
   res.on('close', () => (closed = true));
   const at = (f: { afterChunks?: number }) => f.afterChunks ?? 1;
@@ -337,6 +342,19 @@ async function writeStream(res: ServerResponse, chunks: unknown[], faults: Fault
     res.write(`data: ${JSON.stringify(chunks[i])}\n\n`);
   }
   if (!closed) res.end('data: [DONE]\n\n');
+}
+
+async function writeCorrupted(res: ServerResponse, chunks: unknown[], seed: number): Promise<void> {
+  const clean = Buffer.from(`${chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')}data: [DONE]\n\n`);
+  const damaged = corruptStream(clean, seed);
+  for (const piece of bytePieces(damaged.bytes, seed)) {
+    if (res.destroyed) return;
+    res.write(piece);
+  }
+  if (damaged.reset) {
+    await new Promise<void>((resolve) => res.write('', () => resolve()));
+    res.socket?.destroy();
+  } else res.end();
 }
 
 function pieces(text: string, size: number): string[] {
