@@ -143,7 +143,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
         const usage = (completion as OpenAI.Chat.Completions.ChatCompletion).usage;
         return {
           message: { role: 'assistant', content: choice?.message.content ?? '' },
-          usage: usage ? { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens } : null,
+          usage: usageOf(usage),
           finishReason: choice?.finish_reason ?? 'stop',
         };
       } catch (error) {
@@ -155,6 +155,13 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
   };
 }
 
+/** The server's token counts, when they are counts: a broken server's are ignored (we count ourselves). */
+function usageOf(usage: { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined): LLMUsage | null {
+  const count = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+  if (!usage || !count(usage.prompt_tokens) || !count(usage.completion_tokens)) return null;
+  return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };
+}
+
 /** Collects a streamed completion: text, tool calls split over many chunks, usage. */
 class Assembler {
   private text = '';
@@ -163,7 +170,7 @@ class Assembler {
   private usage: LLMUsage | null = null;
 
   add(chunk: ChatCompletionChunk): string {
-    if (chunk.usage) this.usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
+    if (chunk.usage) this.usage = usageOf(chunk.usage);
     const choice = chunk.choices?.[0];
     if (!choice) return '';
     const delta = choice.delta ?? {};

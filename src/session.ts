@@ -25,7 +25,7 @@ import type {
   ToolRunnerOutput,
   TurnStatics,
 } from '../machines/turnMachine.js';
-import type { ToolCall } from './messages.js';
+import type { ChatMessage, ToolCall } from './messages.js';
 import type { MemorySnapshot } from './workingMemory.js';
 import { compactHistoryTool } from './compactHistoryTool.js';
 import {
@@ -197,7 +197,7 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
       tracker = INITIAL_TRACKER;
     }
     tracker = reconcileTracker(tracker, files.trackerFacts);
-    const interrupted = answerInterruptedCalls(files, counter);
+    const interrupted = answerInterruptedCalls(files, counter).length;
     if (interrupted)
       damage.push(`the last turn was interrupted: ${interrupted} tool call(s) without a result were answered as interrupted`);
     const items = await openItems(store, files.id, options, counter);
@@ -206,6 +206,41 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
     files?.close();
     await store.close();
     throw error;
+  }
+}
+
+/**
+ * The event with secrets masked in what servers, tools and the model said: error
+ * messages, text, tool arguments and outputs. (A key split across two text deltas is
+ * masked in the message_end and turn_end that follow, which carry the whole text.)
+ */
+function redactEvent(event: SessionEvent, redact: Redact): SessionEvent {
+  switch (event.type) {
+    case 'message_delta':
+      return { ...event, delta: redact(event.delta) };
+    case 'message_end': {
+      const json = JSON.stringify(event.message);
+      const clean = redact(json);
+      return clean === json ? event : { ...event, message: JSON.parse(clean) as ChatMessage };
+    }
+    case 'tool_start':
+      return { ...event, arguments: redact(event.arguments) };
+    case 'tool_end':
+      return { ...event, content: redact(event.content) };
+    case 'turn_end':
+      return {
+        ...event,
+        text: redact(event.text),
+        ...(event.error ? { error: { ...event.error, message: redact(event.error.message) } } : {}),
+      };
+    case 'turn_start':
+    case 'prompt_dropped':
+      return { ...event, text: redact(event.text) };
+    case 'retry':
+    case 'error':
+      return { ...event, error: { ...event.error, message: redact(event.error.message) } };
+    default:
+      return event;
   }
 }
 
@@ -419,6 +454,9 @@ export class Session {
       runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
       compact: (input, signal) => runCompactor(input, compaction, signal),
       accept: async (input) => {
+        // A turn stopped by a failed write may have left calls without results.
+        for (const entry of answerInterruptedCalls(files, counter))
+          emit({ type: 'message_end', turn: entry.turn, request: 0, seq: entry.seq, tokens: entry.tokens, message: entry.message });
         const message = { role: 'user' as const, content: input.prompt.text };
         const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
         emit({ type: 'message_end', turn: input.turn, request: 0, seq: entry.seq, tokens: entry.tokens, message });
@@ -607,9 +645,7 @@ export class Session {
   }
 
   private dispatch(raw: SessionEvent): void {
-    // Errors carry what servers and tools said, which may quote a key.
-    const event =
-      'error' in raw && raw.error ? ({ ...raw, error: { ...raw.error, message: this.redact(raw.error.message) } } as SessionEvent) : raw;
+    const event = redactEvent(raw, this.redact);
     const stamped = { ...event, sessionId: this.id, ts: this.now() } as WorkmemEvent;
     this.trace?.event(stamped);
     if (event.type === 'prompt_built') this.lastPrompt = event.tokens;

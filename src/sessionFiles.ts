@@ -109,7 +109,7 @@ export class SessionFiles {
     redact: Redact,
   ): SessionFiles {
     const language = options.language ?? 'en';
-    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), language);
+    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), language, redact);
     memory.init();
     const t = now();
     const meta: SessionMeta = {
@@ -173,7 +173,7 @@ export class SessionFiles {
     const leftovers = removeTempFiles(dir);
     if (leftovers)
       damage.push(`removed ${leftovers} temporary file(s) of writes interrupted by a crash (the files they were replacing are intact)`);
-    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), meta.language);
+    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), meta.language, redact);
     memory.init();
     return new SessionFiles(dir, meta, derived, loaded.tornTail, memory, damage, now, lock, redact, loaded.entries);
   }
@@ -344,5 +344,9 @@ function titleOf(text: string): string {
 }
 
 function firstLine(error: unknown): string {
+  if (error instanceof z.ZodError) {
+    const issue = error.issues[0]!;
+    return `${issue.path.join('.') || 'the file'}: ${issue.message}`;
+  }
   return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
 }

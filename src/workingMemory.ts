@@ -54,10 +54,14 @@ export class WorkingMemory {
   private detailMtime = -1;
   private detailStale = true;
   private cached: MemorySnapshot | null = null;
+  /** Headings already read, by path, valid while the file's size and mtime stay the same. */
+  private readonly headings = new Map<string, { mtimeMs: number; size: number; heading: string | null }>();
 
   constructor(
     root: string,
     private readonly language: MemoryLanguage = 'en',
+    /** Masks secrets in everything written (see redact.ts). */
+    private readonly redact: (text: string) => string = (text) => text,
   ) {
     this.root = root;
   }
@@ -124,7 +128,7 @@ export class WorkingMemory {
     checkOverviewSize(resolved.rel, bytes);
     if (resolved.stat && !resolved.stat.isFile()) throw new PathRefusedError(`${resolved.rel} exists and is not a regular file`);
     mkdirInside(this.root, dirname(resolved.rel));
-    writeFileAtomic(resolved.abs, content);
+    writeFileAtomic(resolved.abs, this.redact(content));
     return this.written(resolved.rel, bytes, resolved.stat === null);
   }
 
@@ -142,7 +146,7 @@ export class WorkingMemory {
     const bytes = Buffer.byteLength(next);
     if (bytes > MAX_FILE_BYTES) throw new PathRefusedError(`result would be ${bytes} bytes; the limit is ${MAX_FILE_BYTES}`);
     checkOverviewSize(resolved.rel, bytes);
-    writeFileAtomic(resolved.abs, next);
+    writeFileAtomic(resolved.abs, this.redact(next));
     return { ...this.written(resolved.rel, bytes, false), replacements: 1 };
   }
 
@@ -159,6 +163,7 @@ export class WorkingMemory {
       requireRegularFile(resolved, path);
       text = `${readFileSync(resolved.abs, 'utf8').trimEnd()}\n\n---\n\n${content}`;
     }
+    text = this.redact(text);
     writeFileAtomic(resolved.abs, text);
     this.written(resolved.rel, Buffer.byteLength(text), resolved.stat === null);
     return `working-memory/${resolved.rel}`;
@@ -203,12 +208,24 @@ export class WorkingMemory {
         if (stat.isDirectory() && rel === TOOL_OUTPUTS_DIR) entries.push({ path: `${rel}/`, bytes: 0, heading: null });
         else if (stat.isDirectory()) walk(rel);
         // A hard-linked file may alias one outside: list it, but read nothing from it.
-        else if (stat.isFile())
-          entries.push({ path: rel, bytes: stat.size, heading: stat.nlink > 1 ? null : firstHeading(join(this.root, rel)) });
+        else if (stat.isFile()) entries.push({ path: rel, bytes: stat.size, heading: stat.nlink > 1 ? null : this.headingOf(rel, stat) });
       }
     };
     walk('detail');
+    if (this.headings.size > entries.length * 2) {
+      const present = new Set(entries.map((e) => e.path));
+      for (const path of this.headings.keys()) if (!present.has(path)) this.headings.delete(path);
+    }
     return entries;
+  }
+
+  /** Long sessions gather hundreds of archives: each file's heading is read once. */
+  private headingOf(rel: string, stat: Stats): string | null {
+    const known = this.headings.get(rel);
+    if (known && known.mtimeMs === stat.mtimeMs && known.size === stat.size) return known.heading;
+    const heading = firstHeading(join(this.root, rel));
+    this.headings.set(rel, { mtimeMs: stat.mtimeMs, size: stat.size, heading });
+    return heading;
   }
 }
 
