@@ -159,6 +159,16 @@ function notProvided(name: string): never {
   throw new Error(`turn machine: actor '${name}' was not provided (use turnMachine.provide({ actors: { ${name} } }))`);
 }
 
+/**
+ * The server's prompt count minus ours corrects the next estimates. A count no tokenizer
+ * could give for this prompt (a broken or corrupted server) keeps the old correction.
+ */
+function calibrationFrom(usage: LlmOutput['usage'], counted: number, previous: number): number {
+  if (!usage || !Number.isFinite(usage.promptTokens)) return previous;
+  const plausible = usage.promptTokens >= counted / 4 && usage.promptTokens <= counted * 4 + 2000;
+  return plausible ? Math.round(usage.promptTokens - counted) : previous;
+}
+
 function rangeOf(context: TurnContext): [number, number] {
   const { settings } = context.statics;
   return injectedRange(context.history, context.mode, context.turn, settings.hybridRecent);
@@ -166,6 +176,21 @@ function rangeOf(context: TurnContext): [number, number] {
 
 function estimate(context: TurnContext): number {
   return estimateWithoutTail(context.base!, context.history, rangeOf(context), context.calibration) + TAIL_ALLOWANCE;
+}
+
+/**
+ * The horizon: outside phase 1 the history is not sent, so the fallback never trims it;
+ * yet it is what phase 1 (a pin, or a switch back) would send, and what stays in memory.
+ * Once it reaches the threshold its oldest turns are archived like the fallback's, so a
+ * session of any length keeps a bounded history (memory, resume time, a safe mode switch).
+ */
+function beyondHorizon(context: TurnContext): boolean {
+  if (context.mode === 'phase1' || context.request !== 1 || context.compactedThisRequest) return false;
+  const full = injectedRange(context.history, 'phase1', context.turn, 0);
+  return (
+    estimateWithoutTail(context.base!, context.history, full, context.calibration) + TAIL_ALLOWANCE >=
+    thresholdTokens(context.statics.settings)
+  );
 }
 
 function thresholdTokens(settings: TurnSettings): number {
@@ -209,7 +234,7 @@ export const turnMachine = setup({
         history: output.history,
         text: output.message.content ?? '',
         toolCalls: output.message.tool_calls ?? [],
-        calibration: output.usage ? output.usage.promptTokens - context.prompt!.tokens.counted : context.calibration,
+        calibration: calibrationFrom(output.usage, context.prompt!.tokens.counted, context.calibration),
         error: null,
       };
     }),
@@ -229,6 +254,7 @@ export const turnMachine = setup({
       toTurnError((event as { error?: unknown }).error).retryable && context.retries < context.statics.settings.retry.maxRetries,
     requestLimitReached: ({ context }) => context.request >= context.statics.settings.maxRequestsPerTurn,
     autoCompactionDue: ({ context }) => autoCompactionTier(context) !== null,
+    beyondHorizon: ({ context }) => beyondHorizon(context),
   },
   delays: {
     retryBackoff: ({ context }) => context.retryDelayMs,
@@ -322,6 +348,7 @@ export const turnMachine = setup({
           target: 'compacting',
           actions: assign(({ context }) => ({ compactReason: 'auto' as const, compactTarget: autoCompactionTier(context) })),
         },
+        { guard: 'beyondHorizon', target: 'compacting', actions: assign({ compactReason: 'horizon' as const, compactTarget: null }) },
         { target: 'buildPrompt' },
       ],
     },
@@ -333,7 +360,15 @@ export const turnMachine = setup({
           turn: context.turn,
           request: context.request,
           reason: context.compactReason,
-          tokensBefore: estimate(context),
+          tokensBefore:
+            context.compactReason === 'horizon'
+              ? estimateWithoutTail(
+                  context.base!,
+                  context.history,
+                  injectedRange(context.history, 'phase1', context.turn, 0),
+                  context.calibration,
+                )
+              : estimate(context),
         }),
       },
       invoke: {
@@ -343,7 +378,7 @@ export const turnMachine = setup({
           const { settings } = context.statics;
           const fixed = context.base!.tokens + context.calibration + TAIL_ALLOWANCE;
           const overflow = context.compactReason === 'overflow';
-          const range = rangeOf(context);
+          const range = context.compactReason === 'horizon' ? injectedRange(context.history, 'phase1', context.turn, 0) : rangeOf(context);
           let budget = Math.max(
             0,
             Math.floor(thresholdTokens(settings) * (overflow ? OVERFLOW_TARGET_SHARE : FALLBACK_TARGET_SHARE)) - fixed - 1,
@@ -369,7 +404,9 @@ export const turnMachine = setup({
             assign(({ context, event }) => ({
               history: event.output.history,
               compactedThisRequest: true,
-              tracker: event.output.replaced > 0 ? remindNextRequest(context.tracker) : context.tracker,
+              // The model saw none of what the horizon archives: nothing to remind it of.
+              tracker:
+                event.output.replaced > 0 && context.compactReason !== 'horizon' ? remindNextRequest(context.tracker) : context.tracker,
             })),
             {
               type: 'report',

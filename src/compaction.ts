@@ -280,6 +280,8 @@ function reasonText(reason: CompactionReason): string {
       return 'the automatic compaction policy';
     case 'manual':
       return 'asked for by the user';
+    case 'horizon':
+      return 'the history kept for phase 1 reached the context threshold (it is not sent in this mode)';
   }
 }
 

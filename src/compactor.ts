@@ -3,6 +3,7 @@
  * - fallback / overflow: bring the carried history under the budget: the fewest oldest
  *   whole turns (keeping the last few), then the active turn's oldest tool outputs;
  *   with a summary when a summarizer is available, archive alone otherwise.
+ * - horizon: the same for the history phase 1 would send, when another mode is on.
  * - auto (the "auto" compaction policy): the compression guide's tier, applied by the
  *   system for models that do not manage their memory.
  */
@@ -29,7 +30,8 @@ export async function runCompactor(input: CompactorInput, deps: CompactionDeps, 
       : planForBudget(view, input.range, input.turn, input.budget, input.keepRecentTurns);
   const target: CompactionTarget =
     input.target ?? (plan.archive && plan.stubs.length ? 'all' : plan.stubs.length ? 'tools' : 'conversation');
-  const strategy = plan.archive && deps.summarizer ? 'summarize' : 'archive';
+  // The horizon trims history no request carries: a summary would cost a model call for nothing.
+  const strategy = plan.archive && deps.summarizer && input.reason !== 'horizon' ? 'summarize' : 'archive';
   const result = await applyCompaction(plan, { target, strategy, reason: input.reason, turn: input.turn }, deps, signal);
   const removed = plan.archive ? plan.archive[1] - plan.archive[0] - 1 : 0;
   const after = input.fixedTokens + tokensBetween(deps.files.history, from, Math.max(from, to - removed));

@@ -10,7 +10,7 @@ import type { PromptTokens } from './promptBuilder.js';
 import type { ReminderLevel, ReminderReason } from './reminderTracker.js';
 
 export type TurnStatus = 'done' | 'failed' | 'aborted';
-export type CompactionReason = 'llm' | 'fallback' | 'overflow' | 'auto' | 'manual';
+export type CompactionReason = 'llm' | 'fallback' | 'overflow' | 'auto' | 'manual' | 'horizon';
 
 export type SessionEvent =
   | { type: 'turn_start'; turn: number; promptId: string; text: string }

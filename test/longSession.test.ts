@@ -5,6 +5,9 @@
  */
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { totalTokens } from '../src/historyView.js';
 import { loadTokenCounter } from '../src/tokens.js';
 import { defineTool } from '../src/tool.js';
 import { policyModel, protocolFollower } from '../src/testing/index.js';
@@ -74,5 +77,27 @@ describe('300-turn sessions with large tool outputs', () => {
       const next = built.find((b) => b.turn === c.turn && b.request === c.request)!;
       expect(next.tokens.total).toBeLessThan(0.75 * WINDOW);
     }
+  }, 120_000);
+
+  it('in phase 2 the history kept for phase 1 is archived at the threshold (the horizon): bounded, verbatim, no reminder', async () => {
+    const counter = await loadTokenCounter('gpt-4o');
+    const llm = policyModel(protocolFollower({ seed: 5, compacts: false }), { contextWindow: WINDOW, maxOutputTokens: RESERVE, counter });
+    const session = await newSession({ llm, tools: [fetchTool] });
+    const events = collect(session);
+    for (let t = 1; t <= 150; t++) expect((await session.prompt(prompt(t))).status).toBe('done');
+    const horizon = ofType(events, 'compaction_end').filter((c) => c.reason === 'horizon');
+    const reminders = ofType(events, 'reminder');
+    const history = totalTokens(session.history);
+    const archive = readFileSync(join(session.dir, horizon[0]!.files[0]!), 'utf8');
+    await session.close();
+    expect(session.state.mode).toBe('phase2');
+    expect(horizon.length).toBeGreaterThan(0);
+    // What phase 1 would send never crosses the threshold by more than a turn.
+    expect(history).toBeLessThan(0.75 * WINDOW);
+    for (const c of horizon) expect(c.tokensAfter).toBeLessThan(c.tokensBefore);
+    // Archived verbatim: the first turn is in the first archive, word for word.
+    expect(archive).toContain(prompt(1));
+    // The model saw none of it, so it is not told to update its memory for it.
+    for (const c of horizon) expect(reminders.some((r) => r.turn === c.turn && r.request === c.request + 1)).toBe(false);
   }, 120_000);
 });

@@ -31,11 +31,12 @@ describe('turn machine, model-based', () => {
     counter = await loadTokenCounter('gpt-4o');
   });
 
-  function setupTurn(compaction: 'llm' | 'auto' = 'llm') {
+  function setupTurn(compaction: 'llm' | 'auto' = 'llm', longPast = false) {
     // A 4000-token window: a small memory fits easily, a large one crosses the 75 % line
     // (compaction) but still fits, a huge one cannot fit at all. With the auto policy, a
     // medium memory (~45 %) reaches the compression guide's tiers, and an earlier turn is
-    // there for it to compact.
+    // there for it to compact. With a long past in phase 2, the history that is not sent
+    // crosses the line (the horizon).
     const settings = {
       ...defaultTurnSettings(4000, 200),
       maxRequestsPerTurn: 2,
@@ -44,7 +45,7 @@ describe('turn machine, model-based', () => {
       keepRecentTurns: 0,
     };
     const user = { role: 'user' as const, content: 'Hello' };
-    const earlier = { role: 'user' as const, content: `An earlier question: ${'background '.repeat(200)}` };
+    const earlier = { role: 'user' as const, content: `An earlier question: ${'background '.repeat(longPast ? 3200 : 200)}` };
     const reply = { role: 'assistant' as const, content: 'An earlier answer' };
     const history: HistoryView = fromItems([
       { seq: 1, turn: 1, message: earlier, tokens: counter.message(earlier) },
@@ -55,7 +56,7 @@ describe('turn machine, model-based', () => {
       statics: { sessionId: 's', systemPrompt: 'You are a test.', tools: [], counter, settings },
       turn: 2,
       history,
-      mode: 'phase1',
+      mode: longPast ? 'phase2' : 'phase1',
       tracker: INITIAL_TRACKER,
       calibration: 0,
       base: null,
@@ -128,6 +129,14 @@ describe('turn machine, model-based', () => {
       { input: auto.input, serialize: serialize as never },
       run,
     );
+    // And with a long past in phase 2, the horizon's.
+    const past = setupTurn('llm', true);
+    runPaths(
+      machine,
+      getShortestPaths(machine, { input: past.input, events: past.events, serializeState: serialize as never }),
+      { input: past.input, serialize: serialize as never },
+      run,
+    );
     const states = allStateIds(machine);
     expect(states.filter((id) => !run.visited.has(id))).toEqual([]);
     expect(states).toEqual(
@@ -178,6 +187,7 @@ describe('turn machine, model-based', () => {
       expect.arrayContaining([
         'turn.maybeCompact --always[overThreshold]--> turn.compacting',
         'turn.maybeCompact --always[autoCompactionDue]--> turn.compacting',
+        'turn.maybeCompact --always[beyondHorizon]--> turn.compacting',
         'turn.buildPrompt --always[exceedsWindow]--> turn.failed',
         'turn.stream --xstate.error.actor.llm[overflowNotYetRetried]--> turn.compacting',
         'turn.stream --xstate.error.actor.llm[retryable]--> turn.retryWait',
