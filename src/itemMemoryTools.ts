@@ -17,7 +17,10 @@ const ForgetParameters = z.object({
   max_age_days: z.number().min(0).optional(),
 });
 
-export function itemMemoryTools(memory: ItemMemory, options: { userId?: string; afterChange?: () => Promise<void> } = {}): Tool[] {
+export function itemMemoryTools(
+  memory: ItemMemory,
+  options: { userId?: string; afterChange?: () => Promise<void>; redact?: (text: string) => string } = {},
+): Tool[] {
   const guarded = async (run: () => string): Promise<ToolOutput> => {
     try {
       const text = run();
@@ -37,7 +40,12 @@ export function itemMemoryTools(memory: ItemMemory, options: { userId?: string; 
       parameters: RememberParameters,
       execute: ({ content, importance }) =>
         guarded(() => {
-          const item = memory.add({ content, importance, ...(userId ? { userId } : {}) });
+          // Stored in SQLite and injected later: keys the model repeats are masked like everywhere else.
+          const item = memory.add({
+            content: options.redact ? options.redact(content) : content,
+            importance,
+            ...(userId ? { userId } : {}),
+          });
           return `Remembered (${item.id}, importance ${item.importance}, ${item.tokens} tokens). ${memory.size} of ${memory.maxCapacity} items in memory.`;
         }),
     }),

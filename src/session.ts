@@ -384,6 +384,7 @@ export class Session {
         ...itemMemoryTools(items.memory, {
           ...(options.itemMemory?.userId ? { userId: options.itemMemory.userId } : {}),
           afterChange: items.flush,
+          redact: this.redact,
         }),
       );
     this.tools = [...builtIn, ...(options.tools ?? [])];
