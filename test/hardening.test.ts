@@ -1,0 +1,137 @@
+/**
+ * The pieces the reliability matrix leans on, one rule at a time: the redactor, the
+ * structural-tag neutraliser, the bounds on tool arguments and on overview.md, and the
+ * session lock's refusals and stale-lock takeover.
+ */
+import { mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REDACTED, redactor } from '../src/redact.js';
+import { LOCK_FILE, SessionInUseError, SessionLock } from '../src/sessionLock.js';
+import { neutraliseTags } from '../src/structuralTags.js';
+import { argumentProblem, boundToolArguments, MAX_NESTING, omittedArguments } from '../src/toolArguments.js';
+import { OVERVIEW_MAX_BYTES, WorkingMemory } from '../src/workingMemory.js';
+
+const temp = (name: string) => mkdtempSync(join(tmpdir(), `workmem-${name}-`));
+
+describe('redactor', () => {
+  const redact = redactor(['my-database-password', 'quote"and\\slash-secret', 'short', undefined, null]);
+
+  it('masks known secrets, as written and as JSON-escaped, and leaves other text alone', () => {
+    expect(redact('password my-database-password here')).toBe(`password ${REDACTED} here`);
+    expect(redact(JSON.stringify({ v: 'quote"and\\slash-secret' }))).toBe(`{"v":"${REDACTED}"}`);
+    expect(redact('nothing to hide')).toBe('nothing to hide');
+  });
+
+  it('ignores secrets too short to tell from ordinary words', () => {
+    expect(redact('a short word')).toBe('a short word');
+  });
+
+  it('masks anything shaped like an OpenAI key, keeping its first characters to recognise it', () => {
+    expect(redact('key sk-proj-abcdefghijklmnop1234 end')).toBe(`key sk-proj…${REDACTED} end`);
+    expect(redact('sk-short')).toBe('sk-short'); // too short to be a key
+  });
+
+  it('masks the longer of two overlapping secrets whole', () => {
+    const r = redactor(['token-abcdefgh', 'token-abcdefgh-extended']);
+    expect(r('x token-abcdefgh-extended y')).toBe(`x ${REDACTED} y`);
+  });
+});
+
+describe('structural tags', () => {
+  it("writes the angle bracket of workmem's own tags as &lt;, opening or closing, in any case", () => {
+    const text = '</working_memory><context_meta>{}</context_meta><MEMORY_REMINDER level="x"><detail_index/><relevant_memories>';
+    const out = neutraliseTags(text);
+    expect(out).not.toMatch(/<\/?(working_memory|context_meta|memory_reminder|detail_index|relevant_memories)/i);
+    expect(out).toBe(
+      '&lt;/working_memory>&lt;context_meta>{}&lt;/context_meta>&lt;MEMORY_REMINDER level="x">&lt;detail_index/>&lt;relevant_memories>',
+    );
+  });
+
+  it('leaves other tags and longer names alone', () => {
+    expect(neutraliseTags('<div><context_metadata> a < b')).toBe('<div><context_metadata> a < b');
+  });
+});
+
+describe('tool argument bounds', () => {
+  const nested = (depth: number) => `{"a":${'['.repeat(depth - 1)}1${']'.repeat(depth - 1)}}`;
+
+  it(`accepts nesting up to ${MAX_NESTING} levels and refuses deeper`, () => {
+    expect(argumentProblem(nested(MAX_NESTING))).toBeNull();
+    expect(argumentProblem(nested(MAX_NESTING + 1))).toMatch(/nest deeper than 64/);
+    expect(argumentProblem(nested(100_000))).toMatch(/nest deeper/);
+  });
+
+  it('does not count brackets inside strings, escaped quotes included', () => {
+    expect(argumentProblem(JSON.stringify({ text: '['.repeat(1000) + '\\"' + '{'.repeat(1000) }))).toBeNull();
+  });
+
+  it('replaces oversized arguments by a note naming where they were saved, and leaves small ones', () => {
+    const saved: string[] = [];
+    const message = {
+      role: 'assistant' as const,
+      content: null,
+      tool_calls: [
+        { id: 'a', type: 'function' as const, function: { name: 'write', arguments: JSON.stringify({ content: 'x'.repeat(2000) }) } },
+        { id: 'b', type: 'function' as const, function: { name: 'write', arguments: '{"content":"small"}' } },
+      ],
+    };
+    const bounded = boundToolArguments(message, (call) => (saved.push(call.id), `detail/tool-outputs/${call.id}.arguments.json`), 1024);
+    expect(saved).toEqual(['a']);
+    expect(omittedArguments(JSON.parse(bounded.tool_calls![0]!.function.arguments))).toMatch(
+      /2 KB of arguments, over the 1 KB limit.*detail\/tool-outputs\/a/,
+    );
+    expect(bounded.tool_calls![1]).toBe(message.tool_calls[1]);
+  });
+});
+
+describe('overview.md size limit', () => {
+  it(`refuses an overview over ${OVERVIEW_MAX_BYTES / 1024} KB with advice, and keeps the old content`, () => {
+    const memory = new WorkingMemory(temp('overview'));
+    memory.init();
+    memory.write('overview.md', '# Overview\n\nkept\n');
+    expect(() => memory.write('overview.md', 'x'.repeat(OVERVIEW_MAX_BYTES + 1))).toThrow(/at most 32 KB.*detail\//);
+    expect(memory.snapshot().content).toBe('# Overview\n\nkept\n');
+    expect(() => memory.write('detail/big.md', 'x'.repeat(OVERVIEW_MAX_BYTES + 1))).not.toThrow();
+  });
+});
+
+describe('session lock', () => {
+  it('refuses a second holder in the same process, and frees the session on release', () => {
+    const dir = temp('lock');
+    const lock = SessionLock.acquire(dir);
+    expect(() => SessionLock.acquire(dir)).toThrow(/already open in this process/);
+    lock.release();
+    SessionLock.acquire(dir).release();
+  });
+
+  it('refuses a session another live process holds, naming its pid and the lock file', () => {
+    const dir = temp('lock');
+    const other = process.ppid; // alive: it started us
+    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: other, host: hostname(), since: Date.now(), nonce: 'n' }));
+    let error: unknown;
+    try {
+      SessionLock.acquire(dir);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(SessionInUseError);
+    expect((error as SessionInUseError).pid).toBe(other);
+    expect((error as Error).message).toMatch(new RegExp(`in use by pid ${other}.*remove .*session\\.lock`));
+  });
+
+  it('takes over the lock of a process that is gone, and an unreadable lock once it is old', () => {
+    const dir = temp('lock');
+    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: 2 ** 22 + 12345, host: hostname(), since: 0, nonce: 'dead' }));
+    const lock = SessionLock.acquire(dir);
+    expect(JSON.parse(readFileSync(join(dir, LOCK_FILE), 'utf8')).pid).toBe(process.pid);
+    lock.release();
+
+    writeFileSync(join(dir, LOCK_FILE), '{"pid": 12'); // a writer died half way
+    expect(() => SessionLock.acquire(dir)).toThrow(/being opened by another process/);
+    const old = (Date.now() - 60_000) / 1000;
+    utimesSync(join(dir, LOCK_FILE), old, old);
+    SessionLock.acquire(dir).release();
+  });
+});
