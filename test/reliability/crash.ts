@@ -14,12 +14,12 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { scriptedModel } from '../../src/scriptedModel.js';
 import { createSession, openSession } from '../../src/session.js';
 import { historyProblems, logEntriesOf, trackerProblems } from './checks.js';
 import { sha } from './hash.js';
+import { builtFile } from './built.js';
 import { Tally, type FamilyResult } from './report.js';
 
 /** Where a child kills itself, and how many occurrences in it may be. */
@@ -154,8 +154,7 @@ export async function crashTrials(trials: number, seed = 1): Promise<FamilyResul
 }
 
 function runChild(home: string, id: string, seed: number, spec: string, killAfterMs: number | null): Promise<ChildRun> {
-  const script = join(dirname(fileURLToPath(import.meta.url)), 'crashChild.js');
-  if (!existsSync(script)) throw new Error(`${script} is missing: run npm run build first`);
+  const script = builtFile('test/reliability/crashChild.js');
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [script, home, id, String(seed), spec], { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';

@@ -1,0 +1,62 @@
+/**
+ * A fast subset of `npm run reliability` (docs/RELIABILITY.md has the full matrix): a few
+ * cases of each kind — SIGKILL crashes, lock races, injected disk faults, every hostile
+ * path, corrupted streams, secrets, a short soak. Every case must survive and nothing may
+ * be lost; a failure prints the case, with its seed where it has one.
+ */
+import { describe, expect, it } from 'vitest';
+import { crashTrials } from './reliability/crash.js';
+import { diskCases } from './reliability/disk.js';
+import { hostileCases } from './reliability/hostile.js';
+import { lockCases } from './reliability/lock.js';
+import type { FamilyResult } from './reliability/report.js';
+import { secretCases } from './reliability/secrets.js';
+import { soak } from './reliability/soak.js';
+import { streamCases } from './reliability/streams.js';
+
+function expectAllSurvived(result: FamilyResult, atLeast: number): void {
+  const tried = result.rows.reduce((n, r) => n + r.tried, 0);
+  const survived = result.rows.reduce((n, r) => n + r.survived, 0);
+  const lost = result.rows.reduce((n, r) => n + r.lost, 0);
+  const report = result.failures.map((f) => `${f.fault}: ${f.detail}`).join('\n');
+  expect(tried).toBeGreaterThanOrEqual(atLeast);
+  expect(report).toBe('');
+  expect(survived).toBe(tried);
+  expect(lost).toBe(0);
+}
+
+describe('reliability (fast subset)', () => {
+  it('SIGKILL at random and chosen points: every session reopens whole', { timeout: 120_000 }, async () => {
+    expectAllSurvived(await crashTrials(10, 7), 10);
+  });
+
+  it('one writer per session: a second process is refused by pid, a stale lock is taken over', { timeout: 60_000 }, async () => {
+    expectAllSurvived(await lockCases(1), 5);
+  });
+
+  it(
+    'disk full, read-only and I/O errors on every kind of write: clear errors, nothing acknowledged lost',
+    { timeout: 60_000 },
+    async () => {
+      expectAllSurvived(await diskCases({ everyCode: false, realTmpfs: false }), 11);
+    },
+  );
+
+  it('hostile paths, 10 MB arguments, deep nesting and prompt injection are refused or contained', { timeout: 60_000 }, async () => {
+    expectAllSurvived(await hostileCases(), 50 * 4);
+  });
+
+  it('corrupted SSE streams: no crash, no unhandled rejection, a clear error, a consistent log', { timeout: 60_000 }, async () => {
+    expectAllSurvived(await streamCases(40, 101), 40);
+  });
+
+  it('API keys appear in no file, event, result or CLI output; files 0600, folders 0700', { timeout: 60_000 }, async () => {
+    expectAllSurvived(await secretCases(), 7);
+  });
+
+  it('a short soak: every turn completes, heap and descriptors stay flat', { timeout: 60_000 }, async () => {
+    const result = await soak(400, { every: 100, maxHeapGrowthMB: 20 });
+    expectAllSurvived(result, 3);
+    expect(result.points).toHaveLength(4);
+  });
+});

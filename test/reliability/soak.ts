@@ -1,0 +1,107 @@
+/**
+ * Soak: one session, many turns in one process, with the protocol-following model
+ * (facts stated throughout, memory written, phase 2, compactions), the trace on. After
+ * every checkpoint — garbage collected first when node runs with --expose-gc — the heap
+ * in use, the open file descriptors and the history kept in memory are recorded. It
+ * survives when every turn completes, the heap grows less than `maxHeapGrowthMB` from the
+ * first checkpoint to the last, and the descriptors do not grow.
+ */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSession } from '../../src/session.js';
+import { policyModel, protocolFollower } from '../../src/testing/index.js';
+import { loadTokenCounter } from '../../src/tokens.js';
+import { historyProblems } from './checks.js';
+import { Tally, type FamilyResult } from './report.js';
+
+export interface SoakPoint {
+  turn: number;
+  heapMB: number;
+  fds: number;
+  historyItems: number;
+  seconds: number;
+}
+
+const MB = 1024 * 1024;
+
+function openFds(): number {
+  try {
+    return readdirSync('/proc/self/fd').length;
+  } catch {
+    return -1; // not Linux: reported as unknown
+  }
+}
+
+export async function soak(
+  turns: number,
+  options: { every?: number; maxHeapGrowthMB?: number } = {},
+): Promise<FamilyResult & { points: SoakPoint[] }> {
+  const every = options.every ?? Math.max(1, Math.floor(turns / 10));
+  const maxGrowth = options.maxHeapGrowthMB ?? 10;
+  const tally = new Tally('soak');
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const counter = await loadTokenCounter('gpt-4o');
+  const llm = policyModel(protocolFollower({ seed: 3, compacts: true }), { contextWindow: 32_000, maxOutputTokens: 2_000, counter });
+  const home = mkdtempSync(join(tmpdir(), 'workmem-soak-'));
+  const session = await createSession({ llm, home, cwd: '/soak', env: {} });
+  let compactions = 0;
+  let writes = 0;
+  session.on('compaction_end', (e) => void (e.replaced && compactions++));
+  session.on('memory_updated', () => void writes++);
+  const points: SoakPoint[] = [];
+  const started = performance.now();
+  let failed = 0;
+  let firstFailure = '';
+  let mode = '';
+  let detailFiles = 0;
+  let overviewKB = 0;
+  try {
+    for (let t = 1; t <= turns; t++) {
+      const text =
+        t % 10 === 3 ? `My fact ${t} is V${t}. ${'Some context. '.repeat(6)}` : `Tell me about topic ${t}: ${'details '.repeat(10)}`;
+      const result = await session.prompt(text);
+      if (result.status !== 'done' && failed++ === 0) firstFailure = `turn ${t}: ${result.status} ${result.error?.message ?? ''}`;
+      if (t % every === 0 || t === turns) {
+        gc?.();
+        points.push({
+          turn: t,
+          heapMB: process.memoryUsage().heapUsed / MB,
+          fds: openFds(),
+          historyItems: session.history.length,
+          seconds: (performance.now() - started) / 1000,
+        });
+      }
+    }
+    mode = session.state.mode;
+    detailFiles = readdirSync(join(session.dir, 'working-memory', 'detail')).length;
+    overviewKB = Buffer.byteLength(session.memory()) / 1024;
+    const invalid = historyProblems(session.history);
+    tally.add(`${turns} turns: every turn completes, the history stays valid`, {
+      survived: failed === 0 && invalid.length === 0,
+      detail: `${failed} turns failed (${firstFailure}); ${invalid.join('; ')}`,
+    });
+  } finally {
+    await session.close();
+    rmSync(home, { recursive: true, force: true });
+  }
+  const first = points[0]!;
+  const last = points.at(-1)!;
+  const growth = last.heapMB - first.heapMB;
+  const fdGrowth = Math.max(...points.map((p) => p.fds)) - first.fds;
+  tally.add(
+    `heap after turn ${first.turn} → after turn ${last.turn}`,
+    { survived: growth < maxGrowth, detail: `heap grew ${growth.toFixed(1)} MB (limit ${maxGrowth})` },
+    `${first.heapMB.toFixed(1)} → ${last.heapMB.toFixed(1)} MB (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB)${gc ? '' : ', without --expose-gc'}`,
+  );
+  tally.add(
+    'open file descriptors',
+    { survived: first.fds < 0 || fdGrowth <= 1, detail: `descriptors grew by ${fdGrowth}` },
+    first.fds < 0 ? 'unknown here (no /proc)' : `${first.fds} → max ${first.fds + fdGrowth}`,
+  );
+  const figures = [
+    `soak: ${turns} turns in ${last.seconds.toFixed(1)} s; ${writes} memory writes, ${compactions} compactions; mode at the end ${mode}; at the end detail/ holds ${detailFiles} entries and overview.md ${overviewKB.toFixed(1)} KB (the memory and its index grow with the session; the history kept in memory does not)`,
+    `soak checkpoints (turn: heap MB / fds / history items in memory / s): ${points.map((p) => `${p.turn}: ${p.heapMB.toFixed(1)}/${p.fds}/${p.historyItems}/${p.seconds.toFixed(1)}`).join(', ')}`,
+  ];
+  return { ...tally.result(figures), points };
+}
