@@ -218,11 +218,8 @@ function redactEvent(event: SessionEvent, redact: Redact): SessionEvent {
   switch (event.type) {
     case 'message_delta':
       return { ...event, delta: redact(event.delta) };
-    case 'message_end': {
-      const json = JSON.stringify(event.message);
-      const clean = redact(json);
-      return clean === json ? event : { ...event, message: JSON.parse(clean) as ChatMessage };
-    }
+    case 'message_end':
+      return { ...event, message: redactMessage(event.message, redact) };
     case 'tool_start':
       return { ...event, arguments: redact(event.arguments) };
     case 'tool_end':
@@ -242,6 +239,18 @@ function redactEvent(event: SessionEvent, redact: Redact): SessionEvent {
     default:
       return event;
   }
+}
+
+/** The message with secrets masked in its text and tool arguments; the same object when there are none. */
+function redactMessage(message: ChatMessage, redact: Redact): ChatMessage {
+  const content = typeof message.content === 'string' ? redact(message.content) : message.content;
+  const calls = message.role === 'assistant' ? message.tool_calls : undefined;
+  const cleanCalls = calls?.map((c) => {
+    const args = redact(c.function.arguments);
+    return args === c.function.arguments ? c : { ...c, function: { ...c.function, arguments: args } };
+  });
+  if (content === message.content && (!calls || cleanCalls!.every((c, i) => c === calls[i]))) return message;
+  return { ...message, content, ...(cleanCalls ? { tool_calls: cleanCalls } : {}) } as ChatMessage;
 }
 
 /** Sessions known to the index, newest first; `cwd` limits them to one directory. */
