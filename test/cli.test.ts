@@ -10,39 +10,12 @@ import { protocolFollower, scripted, startTestServer, type TestServer } from '..
 import { runRpcClient } from '../examples/rpcClient.js';
 import { startService } from '../examples/httpService.js';
 import { openaiChat } from '../src/openaiChat.js';
+import { runCli as cli } from './cliProcess.js';
 import { tempHome } from './helpers.js';
 import WebSocket from 'ws';
 import { startVizServer } from '../src/vizServer.js';
 
 const CLI = join(import.meta.dirname, '..', 'dist', 'src', 'cli.js');
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; input?: string; timeoutMs?: number } = {}): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH, ...options.env },
-      cwd: options.cwd ?? process.cwd(),
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`workmem ${args.join(' ')} timed out\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, options.timeoutMs ?? 30_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(options.input ?? '');
-  });
-}
 
 let server: TestServer;
 let home: string;

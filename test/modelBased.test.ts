@@ -25,6 +25,19 @@ function memory(version: number, words: number): MemorySnapshot {
   return { version, content, bytes: Buffer.byteLength(content), health: memoryHealth(content), detail: [] };
 }
 
+/** A turn's state as its guards see it: the value and the counters they read. */
+function guardState(s: SnapshotFrom<typeof turnMachine>) {
+  return {
+    value: s.value,
+    status: s.status,
+    request: s.context.request,
+    memory: s.context.memory?.version ?? 0,
+    retries: s.context.retries,
+    overflow: s.context.overflowRetried,
+    compacted: s.context.compactedThisRequest,
+  };
+}
+
 describe('turn machine, model-based', () => {
   let counter: TokenCounter;
   beforeAll(async () => {
@@ -98,18 +111,7 @@ describe('turn machine, model-based', () => {
       { type: 'ABORT' },
     ] as const;
     const serialize = (s: SnapshotFrom<typeof turnMachine>) =>
-      JSON.stringify({
-        value: s.value,
-        status: s.status,
-        request: s.context.request,
-        memory: s.context.memory?.version ?? 0,
-        mode: s.context.mode,
-        retries: s.context.retries,
-        overflow: s.context.overflowRetried,
-        compacted: s.context.compactedThisRequest,
-        rounds: s.context.tracker.rounds,
-        force: s.context.tracker.forceNext,
-      });
+      JSON.stringify({ ...guardState(s), mode: s.context.mode, rounds: s.context.tracker.rounds, force: s.context.tracker.forceNext });
     const machine = turnMachine.provide({
       actors: { memoryStore: never(), compactor: never(), llm: never(), toolRunner: never() },
     });
@@ -158,16 +160,7 @@ describe('turn machine, model-based', () => {
     // Simple paths explode with every context detail in the state's identity: for them a
     // state is its value and the counters the guards read, and the alphabet leaves out
     // what the shortest paths above already cover (MODE_CHANGED, the oversized memories).
-    const lean = (s: SnapshotFrom<typeof turnMachine>) =>
-      JSON.stringify({
-        value: s.value,
-        status: s.status,
-        request: s.context.request,
-        memory: s.context.memory?.version ?? 0,
-        retries: s.context.retries,
-        overflow: s.context.overflowRetried,
-        compacted: s.context.compactedThisRequest,
-      });
+    const lean = (s: SnapshotFrom<typeof turnMachine>) => JSON.stringify(guardState(s));
     const toFinal = getSimplePaths(machine, {
       input,
       events: eventsFor(

@@ -2,6 +2,8 @@
  * What "the session is consistent" means, checked from the outside: the derived history
  * is a message list a model API accepts, and the reminder tracker agrees with the log.
  */
+import { readdirSync, type Dirent } from 'node:fs';
+import { join, relative } from 'node:path';
 import { checkEntry, readLog, type LogEntry } from '../../src/messageLog.js';
 import type { HistoryView } from '../../src/historyView.js';
 import type { TrackerState } from '../../src/reminderTracker.js';
@@ -40,6 +42,21 @@ export function trackerProblems(tracker: TrackerState, entries: readonly LogEntr
   if (tracker.updates !== updates) problems.push(`tracker counts ${tracker.updates} memory updates, the log ${updates}`);
   if (tracker.rounds < since) problems.push(`tracker counts ${tracker.rounds} requests since the last update, the log ${since}`);
   return problems;
+}
+
+/** Everything under `dir`, depth first, symlinks not followed; `skip` (a full path) is left out with its contents. */
+export function entriesUnder(dir: string, skip?: string): { full: string; rel: string; entry: Dirent }[] {
+  const out: { full: string; rel: string; entry: Dirent }[] = [];
+  const walk = (d: string): void => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const full = join(d, entry.name);
+      if (full === skip) continue;
+      out.push({ full, rel: relative(dir, full), entry });
+      if (entry.isDirectory()) walk(full);
+    }
+  };
+  walk(dir);
+  return out;
 }
 
 export function logEntriesOf(dir: string): LogEntry[] {

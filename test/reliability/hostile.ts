@@ -13,14 +13,14 @@
 import { execFileSync } from 'node:child_process';
 import { linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { SessionEvent } from '../../src/events.js';
 import type { LLMRequest } from '../../src/llm.js';
 import { scriptedModel, type ScriptedReply } from '../../src/scriptedModel.js';
 import { createSession, type Session } from '../../src/session.js';
 import { defineTool } from '../../src/tool.js';
-import { historyProblems } from './checks.js';
+import { entriesUnder, historyProblems } from './checks.js';
 import { sha } from './hash.js';
 import type { FamilyResult, Failure, FaultRow } from './report.js';
 
@@ -99,15 +99,9 @@ function callsFor(path: unknown): ScriptedReply['toolCalls'] {
 /** Every file under `dir` (not following links) with a hash of its content. */
 function snapshot(dir: string, skip?: string): Map<string, string> {
   const files = new Map<string, string>();
-  const walk = (d: string): void => {
-    for (const entry of readdirSync(d, { withFileTypes: true })) {
-      const full = join(d, entry.name);
-      if (full === skip) continue;
-      if (entry.isDirectory()) walk(full);
-      else files.set(relative(dir, full), entry.isFile() ? sha(readFileSync(full, 'latin1')) : entry.isSymbolicLink() ? 'link' : 'special');
-    }
-  };
-  walk(dir);
+  for (const { full, rel, entry } of entriesUnder(dir, skip))
+    if (!entry.isDirectory())
+      files.set(rel, entry.isFile() ? sha(readFileSync(full, 'latin1')) : entry.isSymbolicLink() ? 'link' : 'special');
   return files;
 }
 

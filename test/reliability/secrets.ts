@@ -6,16 +6,16 @@
  * detail/ files, the SQLite store), not in events or turn results, not in the CLI's
  * output. Every directory workmem creates is 0700, every file 0600.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { openaiChat } from '../../src/openaiChat.js';
 import { createSession } from '../../src/session.js';
 import { startTestServer, type PolicyReply } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tool.js';
-import { builtFile } from './built.js';
+import { runCli } from '../cliProcess.js';
+import { entriesUnder } from './checks.js';
 import { Tally, type FamilyResult } from './report.js';
 
 const CLIENT_KEY = 'sk-proj-clientKEY0123456789abcdefghij';
@@ -26,32 +26,23 @@ const ALL = [CLIENT_KEY, ENV_KEY, STRAY_KEY, HOST_SECRET];
 
 /** Where any secret (or its JSON-escaped form) occurs among the files under `dir`. */
 function filesWithSecrets(dir: string, secrets: readonly string[] = ALL): string[] {
-  const found: string[] = [];
   const needles = secrets.flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]).map((s) => Buffer.from(s));
-  const walk = (d: string): void => {
-    for (const entry of readdirSync(d, { withFileTypes: true })) {
-      const full = join(d, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (entry.isFile() && needles.some((n) => readFileSync(full).includes(n))) found.push(relative(dir, full));
-    }
-  };
-  walk(dir);
+  const found: string[] = [];
+  for (const { full, rel, entry } of entriesUnder(dir)) {
+    if (!entry.isFile()) continue;
+    const bytes = readFileSync(full);
+    if (needles.some((n) => bytes.includes(n))) found.push(rel);
+  }
   return found;
 }
 
 /** Entries under `dir` whose mode is not 0700 (directories) or 0600 (files). */
 function loosePermissions(dir: string): string[] {
   const loose: string[] = [];
-  const walk = (d: string): void => {
-    for (const entry of readdirSync(d, { withFileTypes: true })) {
-      const full = join(d, entry.name);
-      const mode = statSync(full).mode & 0o777;
-      const want = entry.isDirectory() ? 0o700 : 0o600;
-      if (mode !== want) loose.push(`${relative(dir, full)} is ${mode.toString(8)}`);
-      if (entry.isDirectory()) walk(full);
-    }
-  };
-  walk(dir);
+  for (const { full, rel, entry } of entriesUnder(dir)) {
+    const mode = statSync(full).mode & 0o777;
+    if (mode !== (entry.isDirectory() ? 0o700 : 0o600)) loose.push(`${rel} is ${mode.toString(8)}`);
+  }
   return loose;
 }
 
@@ -145,11 +136,10 @@ export async function secretCases(): Promise<FamilyResult> {
   {
     const home = mkdtempSync(join(tmpdir(), 'workmem-secrets-cli-'));
     writeFileSync(join(home, 'config.json'), '{ "maxRetries": 0 }\n', { mode: 0o600 });
-    const output = await runCli(['run', '--json', 'fail quoting the key'], {
-      WORKMEM_HOME: home,
-      OPENAI_BASE_URL: server.baseURL,
-      OPENAI_API_KEY: ENV_KEY,
+    const run = await runCli(['run', '--json', 'fail quoting the key'], {
+      env: { HOME: home, WORKMEM_HOME: home, OPENAI_BASE_URL: server.baseURL, OPENAI_API_KEY: ENV_KEY },
     });
+    const output = { code: run.code, text: run.stdout + run.stderr };
     const problems: string[] = [];
     const keys = [CLIENT_KEY, ENV_KEY, STRAY_KEY];
     if (mentions(output.text, keys)) problems.push('the CLI printed a key');
@@ -165,17 +155,4 @@ export async function secretCases(): Promise<FamilyResult> {
   }
   await server.close();
   return tally.result();
-}
-
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; text: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [builtFile('src/cli.js'), ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: env.WORKMEM_HOME!, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let text = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (text += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (text += d));
-    child.on('exit', (code) => resolve({ code, text }));
-  });
 }

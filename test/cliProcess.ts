@@ -1,0 +1,40 @@
+/**
+ * The built CLI run as a child process, as users run it: its exit code and output. Used
+ * by the CLI tests and by the reliability matrix (is a key ever printed?).
+ */
+import { spawn } from 'node:child_process';
+import { builtFile } from './reliability/built.js';
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** dist/src/cli.js (throws, saying to build, when it is missing). */
+export const cliPath = (): string => builtFile('src/cli.js');
+
+export function runCli(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; input?: string; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cliPath(), ...args], {
+      env: { PATH: process.env.PATH, ...options.env },
+      cwd: options.cwd ?? process.cwd(),
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`workmem ${args.join(' ')} timed out\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, options.timeoutMs ?? 30_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(options.input ?? '');
+  });
+}
