@@ -60,6 +60,7 @@ import { itemMemoryTools } from './itemMemoryTools.js';
 import { modelSummarizer } from './summarizer.js';
 import { SessionLock } from './sessionLock.js';
 import { redactor, type Redact } from './redact.js';
+import { checkSessionOptions } from './sessionOptionsCheck.js';
 import { answerInterruptedCalls } from './crashRecovery.js';
 import { capOutput } from './toolOutputCap.js';
 import { TOOL_OUTPUTS_DIR } from './workingMemory.js';
@@ -145,6 +146,7 @@ export interface SessionIndexEntry {
 }
 
 export async function createSession(options: SessionOptions): Promise<Session> {
+  checkSessionOptions(options, 'createSession');
   const env = options.env ?? process.env;
   const home = options.home ?? defaultHome(env);
   const resolved = resolveSettings(options.llm, options.settings, env);
@@ -180,6 +182,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
 }
 
 export async function openSession(id: string, options: OpenOptions): Promise<Session> {
+  checkSessionOptions(options, 'openSession');
   const env = options.env ?? process.env;
   const home = options.home ?? defaultHome(env);
   const resolved = resolveSettings(options.llm, options.settings, env);
