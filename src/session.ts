@@ -168,7 +168,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
       dir: files.dir,
       cwd: files.meta.cwd,
       createdAt: files.meta.createdAt,
-      name: files.meta.name,
+      name: files.meta.name === null ? null : files.redact(files.meta.name), // as meta.json has it: masked
     };
     await store.set(INDEX_KEY(files.id), entry);
     if (resolved.pinned) files.updateMeta({ historyMode: resolved.pinned, pinnedMode: resolved.pinned });
