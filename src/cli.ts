@@ -5,6 +5,7 @@
  * Exit codes: 0 done, 1 failed, 2 bad usage or configuration.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { terminalLine } from './cli/terminalText.js';
 
 export interface CliIO {
   stdin: NodeJS.ReadStream;
@@ -188,6 +189,11 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     io.stderr.write(`workmem ${name}: ${usageError(error)} (see workmem ${name} --help)\n`);
     return 2;
   }
+  if (parsed.values.session === '') {
+    // An empty id would otherwise mean "no id": a new session, silently.
+    io.stderr.write(`workmem ${name}: --session needs a session id, got an empty string\n`);
+    return 2;
+  }
   if (parsed.values.help) {
     io.stdout.write(`${command.usage}${['chat', 'run', 'rpc'].includes(name) ? `\n\n${MODEL_HELP}` : ''}\n`);
     return 0;
@@ -212,7 +218,7 @@ function usageError(error: unknown): string {
 }
 
 export function describeError(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
+  return terminalLine((error instanceof Error ? error.message : String(error)).split('\n')[0]!);
 }
 
 function isUsageError(error: unknown): boolean {

@@ -592,6 +592,9 @@ export class Session {
   setMode(mode: HistoryMode | 'auto'): void {
     if (!['auto', 'phase1', 'phase2', 'hybrid'].includes(mode)) throw new ConfigError(`unknown history mode ${JSON.stringify(mode)}`);
     this.actor.send({ type: 'SET_MODE', mode });
+    // Kept now, not only when the next turn ends: a pin set just before exit survives it.
+    const { mode: current, pinned } = this.actor.getSnapshot().context;
+    if (!this.closed) this.files.updateMeta({ historyMode: current, pinnedMode: pinned });
   }
 
   get state(): SessionState {
