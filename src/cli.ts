@@ -78,8 +78,11 @@ ${INSPECT_HELP}`,
   run: {
     summary: 'one turn: print the answer, or the events as JSON lines',
     usage: `workmem run "<prompt>" [--json] [--continue | --session <id>]
+echo "<prompt>" | workmem run [...]
 
-Runs one turn and prints the answer as it streams. Exits 1 if the turn fails.
+Runs one turn and prints the answer as it streams: stdout carries only the answer; tool
+calls, memory writes and the status line go to stderr. Without a prompt argument the
+prompt is read from stdin. Exits 1 if the turn fails.
 
   --json              print every event as one JSON line instead
   -c, --continue      continue the newest session of this directory

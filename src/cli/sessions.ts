@@ -24,7 +24,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
     case 'list': {
       const sessions = await listSessions({ home, ...(flags.all ? {} : { cwd: io.cwd }) });
       if (!sessions.length) {
-        io.stdout.write(flags.all ? 'No sessions yet.\n' : `No sessions in ${io.cwd} yet (--all lists every directory).\n`);
+        io.stdout.write(flags.all ? 'No sessions yet.\n' : `No sessions in ${terminalLine(io.cwd)} yet (--all lists every directory).\n`);
         return 0;
       }
       const rows = sessions.map((s) => {
