@@ -115,8 +115,12 @@ class RpcServer {
       throw new Error(`${error.message}; still in session ${previous.id}`);
     });
     this.attach(next);
-    await previous.close();
-    return { sessionId: next.id, previousSessionId: previous.id, changed: true };
+    // The change has happened; a failure to close the old session is reported, not thrown.
+    const warning = await previous.close().then(
+      () => null,
+      (error: Error) => `closing session ${previous.id} failed: ${error.message}`,
+    );
+    return { sessionId: next.id, previousSessionId: previous.id, changed: true, ...(warning ? { warning: this.mask(warning) } : {}) };
   }
 
   /** Read stdin to its end, handling one line at a time, in order. */
