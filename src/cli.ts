@@ -5,6 +5,7 @@
  * Exit codes: 0 done, 1 failed, 2 bad usage or configuration.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { terminalLine } from './cli/terminalText.js';
 
 export interface CliIO {
   stdin: NodeJS.ReadStream;
@@ -77,8 +78,11 @@ ${INSPECT_HELP}`,
   run: {
     summary: 'one turn: print the answer, or the events as JSON lines',
     usage: `workmem run "<prompt>" [--json] [--continue | --session <id>]
+echo "<prompt>" | workmem run [...]
 
-Runs one turn and prints the answer as it streams. Exits 1 if the turn fails.
+Runs one turn and prints the answer as it streams: stdout carries only the answer; tool
+calls, memory writes and the status line go to stderr. Without a prompt argument the
+prompt is read from stdin. Exits 1 if the turn fails.
 
   --json              print every event as one JSON line instead
   -c, --continue      continue the newest session of this directory
@@ -188,6 +192,11 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     io.stderr.write(`workmem ${name}: ${usageError(error)} (see workmem ${name} --help)\n`);
     return 2;
   }
+  if (parsed.values.session === '') {
+    // An empty id would otherwise mean "no id": a new session, silently.
+    io.stderr.write(`workmem ${name}: --session needs a session id, got an empty string\n`);
+    return 2;
+  }
   if (parsed.values.help) {
     io.stdout.write(`${command.usage}${['chat', 'run', 'rpc'].includes(name) ? `\n\n${MODEL_HELP}` : ''}\n`);
     return 0;
@@ -212,7 +221,7 @@ function usageError(error: unknown): string {
 }
 
 export function describeError(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
+  return terminalLine((error instanceof Error ? error.message : String(error)).split('\n')[0]!);
 }
 
 function isUsageError(error: unknown): boolean {

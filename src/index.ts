@@ -3,7 +3,11 @@
  * The public API: sessions, tools, the LLM interface, the event vocabulary, and the
  * machines themselves for embedding with `.provide()`.
  */
-export { createSession, openSession, listSessions, Session } from './session.js';
+export { createSession, openSession, listSessions, findSession, removeSession, Session } from './session.js';
+export { SessionInUseError } from './sessionLock.js';
+export type { CompactionResult, CompactionTarget } from './compaction.js';
+export type { MemoryHealth } from './memoryTemplate.js';
+export type { ReminderLevel } from './reminderTracker.js';
 export type { SessionOptions, OpenOptions, TurnResult, SessionState, SessionIndexEntry } from './session.js';
 export { defineTool, ToolError } from './tool.js';
 export type { Tool, ToolContext, ToolOutput, ToolSpec } from './tool.js';

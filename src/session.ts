@@ -60,6 +60,7 @@ import { itemMemoryTools } from './itemMemoryTools.js';
 import { modelSummarizer } from './summarizer.js';
 import { SessionLock } from './sessionLock.js';
 import { redactor, type Redact } from './redact.js';
+import { checkSessionOptions } from './sessionOptionsCheck.js';
 import { answerInterruptedCalls } from './crashRecovery.js';
 import { capOutput } from './toolOutputCap.js';
 import { TOOL_OUTPUTS_DIR } from './workingMemory.js';
@@ -145,6 +146,7 @@ export interface SessionIndexEntry {
 }
 
 export async function createSession(options: SessionOptions): Promise<Session> {
+  checkSessionOptions(options, 'createSession');
   const env = options.env ?? process.env;
   const home = options.home ?? defaultHome(env);
   const resolved = resolveSettings(options.llm, options.settings, env);
@@ -166,7 +168,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
       dir: files.dir,
       cwd: files.meta.cwd,
       createdAt: files.meta.createdAt,
-      name: files.meta.name,
+      name: files.meta.name === null ? null : files.redact(files.meta.name), // as meta.json has it: masked
     };
     await store.set(INDEX_KEY(files.id), entry);
     if (resolved.pinned) files.updateMeta({ historyMode: resolved.pinned, pinnedMode: resolved.pinned });
@@ -180,6 +182,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
 }
 
 export async function openSession(id: string, options: OpenOptions): Promise<Session> {
+  checkSessionOptions(options, 'openSession');
   const env = options.env ?? process.env;
   const home = options.home ?? defaultHome(env);
   const resolved = resolveSettings(options.llm, options.settings, env);
@@ -589,6 +592,9 @@ export class Session {
   setMode(mode: HistoryMode | 'auto'): void {
     if (!['auto', 'phase1', 'phase2', 'hybrid'].includes(mode)) throw new ConfigError(`unknown history mode ${JSON.stringify(mode)}`);
     this.actor.send({ type: 'SET_MODE', mode });
+    // Kept now, not only when the next turn ends: a pin set just before exit survives it.
+    const { mode: current, pinned } = this.actor.getSnapshot().context;
+    if (!this.closed) this.files.updateMeta({ historyMode: current, pinnedMode: pinned });
   }
 
   get state(): SessionState {

@@ -42,13 +42,22 @@ export function defineTool<S extends z.ZodType>(definition: {
     throw new TypeError(`defineTool: name ${JSON.stringify(name)} must match ${TOOL_NAME} (the Chat Completions rule)`);
   }
   if (!(parameters instanceof z.ZodType)) {
-    throw new TypeError(`defineTool(${name}): parameters must be a zod schema`);
+    // A zod 3 schema has `_def` but not zod 4's `_zod`: say which zod is needed.
+    if (isZod3Schema(parameters))
+      throw new TypeError(
+        `defineTool(${name}): parameters is a zod 3 schema; workmem needs zod 4 (import { z } from 'zod' with zod ≥ 4, or 'zod/v4')`,
+      );
+    throw new TypeError(`defineTool(${name}): parameters must be a zod 4 schema, e.g. z.object({ … })`);
   }
   const schema = jsonSchemaOf(parameters);
   if (schema.type !== 'object') {
     throw new TypeError(`defineTool(${name}): parameters must be a z.object(...) schema, got type ${String(schema.type)}`);
   }
   return { name, description, parameters, execute, spec: { name, description, parameters: schema } };
+}
+
+function isZod3Schema(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && '_def' in value && !('_zod' in value);
 }
 
 /** One JSON schema per zod schema: tools built per session share their schemas' conversion. */

@@ -5,6 +5,7 @@
  * be lost; a failure prints the case, with its seed where it has one.
  */
 import { describe, expect, it } from 'vitest';
+import { cliCases } from './reliability/cli.js';
 import { crashTrials } from './reliability/crash.js';
 import { diskCases } from './reliability/disk.js';
 import { hostileCases } from './reliability/hostile.js';
@@ -52,6 +53,10 @@ describe('reliability (fast subset)', () => {
 
   it('API keys appear in no file, event, result or CLI output; files 0600, folders 0700', { timeout: 60_000 }, async () => {
     expectAllSurvived(await secretCases(), 7);
+  });
+
+  it('CLI and RPC: no escape sequence reaches the terminal, keys masked, a 17 MB RPC line refused', { timeout: 120_000 }, async () => {
+    expectAllSurvived(await cliCases({ lineSizesMB: [17] }), 11);
   });
 
   it('a short soak: every turn completes, heap and descriptors stay flat', { timeout: 60_000 }, async () => {

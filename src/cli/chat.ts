@@ -11,6 +11,7 @@ import { listSessions, type Session } from '../session.js';
 import { loadConfig, type CliConfig } from './config.js';
 import { paint, renderEvents, statusLine, terminalOutput, type Output } from './render.js';
 import { inspectOption, makeLLM, startSession } from './runtime.js';
+import { terminalLine, terminalText } from './terminalText.js';
 
 const HELP = `Slash commands:
   /memory                          show working-memory/overview.md
@@ -40,7 +41,7 @@ export class ChatController {
     if (!text) return;
     if (text.startsWith('/')) return this.command(text);
     const result = await this.session.prompt(text);
-    if (result.status === 'failed' && result.error) this.say('red', `the turn failed: ${result.error.message}`);
+    if (result.status === 'failed' && result.error) this.say('red', `the turn failed: ${terminalLine(result.error.message)}`);
     this.say('dim', statusLine(this.session));
   }
 
@@ -51,9 +52,12 @@ export class ChatController {
 
   banner(): void {
     const s = this.session;
-    this.say('dim', `workmem chat · ${s.model.name} · session ${s.id} (${s.history.length ? 'resumed' : 'new'}) · ${s.state.mode}`);
-    this.say('dim', `working memory: ${s.dir}/working-memory/overview.md · /help for commands`);
-    for (const problem of s.damage) this.say('yellow', `! ${problem}`);
+    this.say(
+      'dim',
+      `workmem chat · ${terminalLine(s.model.name)} · session ${s.id} (${s.history.length ? 'resumed' : 'new'}) · ${s.state.mode}`,
+    );
+    this.say('dim', `working memory: ${terminalLine(s.dir)}/working-memory/overview.md · /help for commands`);
+    for (const problem of s.damage) this.say('yellow', `! ${terminalLine(problem)}`);
   }
 
   private async command(text: string): Promise<'exit' | void> {
@@ -73,18 +77,17 @@ export class ChatController {
           return this.print(memory.read(arg.startsWith('working-memory/') || arg.startsWith('detail/') ? arg : `detail/${arg}`).text);
         const detail = memory.snapshot().detail;
         return this.print(
-          detail.length ? detail.map((d) => `${d.path}${d.heading ? `  ${d.heading}` : ''}`).join('\n') : 'detail/ is empty',
+          detail.length
+            ? detail.map((d) => `${terminalLine(d.path)}${d.heading ? `  ${terminalLine(d.heading)}` : ''}`).join('\n')
+            : 'detail/ is empty',
         );
       }
       case 'compact': {
         const target = (arg || 'all') as CompactionTarget;
+        // A compaction is reported once, by its compaction_end event (rendered with the history's figures).
         const result = await this.session.compact({ target });
-        return this.say(
-          'magenta',
-          result.changed
-            ? `compacted ${result.changed} items (${result.tokensBefore} → ${result.tokensAfter} tokens) → ${result.files.join(', ')}`
-            : 'nothing to compact',
-        );
+        if (!result.changed) this.say('magenta', 'nothing to compact');
+        return;
       }
       case 'mode':
         if (!arg) return this.print(`history mode: ${this.session.state.mode}${this.session.state.pinned ? ' (pinned)' : ' (auto)'}`);
@@ -96,7 +99,7 @@ export class ChatController {
           sessions
             .map(
               (s) =>
-                `${s.id === this.session.id ? '*' : ' '} ${s.id}  ${new Date(s.createdAt).toISOString().slice(0, 16)}  ${s.name ?? ''}`,
+                `${s.id === this.session.id ? '*' : ' '} ${s.id}  ${new Date(s.createdAt).toISOString().slice(0, 16)}  ${terminalLine(s.name ?? '')}`,
             )
             .join('\n') || 'no sessions',
         );
@@ -120,12 +123,13 @@ export class ChatController {
     }
   }
 
+  /** Text from files, the model or the user: made terminal-safe here. */
   private print(text: string): void {
-    this.out.write(`${text}\n`);
+    this.out.write(`${terminalText(text)}\n`);
   }
 
   private say(color: Parameters<typeof paint>[1], text: string): void {
-    this.out.write(`${paint(this.out, color, text)}\n`);
+    this.out.write(`${paint(this.out, color, terminalText(text))}\n`);
   }
 }
 
@@ -166,7 +170,10 @@ export async function main({ flags }: { flags: Flags; positionals: string[] }, i
   try {
     rl.prompt();
     for await (const line of rl) {
-      if ((await chat.handle(line).catch((error: Error) => void out.write(`${paint(out, 'red', error.message)}\n`))) === 'exit') break;
+      if (
+        (await chat.handle(line).catch((error: Error) => void out.write(`${paint(out, 'red', terminalLine(error.message))}\n`))) === 'exit'
+      )
+        break;
       rl.prompt();
     }
   } finally {

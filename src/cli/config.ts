@@ -1,11 +1,13 @@
 /**
  * CLI configuration: flags > environment > <home>/config.json, validated with zod. An
- * error names where the bad value came from, the key and the value.
+ * error names where the bad value came from, the key and the value — masked (the API
+ * keys known here, anything shaped like a key) and cut short, never a secret whole.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, definedOnly, type SettingsOverrides } from '../config.js';
+import { redactor, type Redact } from '../redact.js';
 import { defaultHome } from '../sessionPaths.js';
 
 const int = z.number().int().positive();
@@ -64,7 +66,9 @@ const NUMERIC = new Set<keyof FileConfig>(['contextWindow', 'maxOutputTokens']);
 
 export function loadConfig(flags: Record<string, unknown>, env: NodeJS.ProcessEnv): CliConfig {
   const home = (typeof flags.home === 'string' && flags.home) || defaultHome(env);
-  const file = readConfigFile(join(home, 'config.json'));
+  const secrets = [env.OPENAI_API_KEY];
+  const mask: Redact = (text) => redactor(secrets)(text);
+  const file = readConfigFile(join(home, 'config.json'), secrets, mask);
   const fromEnv = check(
     {
       ...(env.WORKMEM_MODEL?.trim() ? { model: env.WORKMEM_MODEL.trim() } : {}),
@@ -72,6 +76,7 @@ export function loadConfig(flags: Record<string, unknown>, env: NodeJS.ProcessEn
       ...(env.OPENAI_API_KEY?.trim() ? { apiKey: env.OPENAI_API_KEY.trim() } : {}),
     },
     (key) => ({ model: 'WORKMEM_MODEL', baseURL: 'OPENAI_BASE_URL', apiKey: 'OPENAI_API_KEY' })[key as string] ?? key,
+    mask,
   );
   const flagValues: Record<string, unknown> = {};
   for (const [flag, key] of Object.entries(FLAG_KEYS)) {
@@ -79,11 +84,11 @@ export function loadConfig(flags: Record<string, unknown>, env: NodeJS.ProcessEn
     if (raw === undefined) continue;
     flagValues[key] = NUMERIC.has(key) ? (/^\d+$/.test(String(raw)) ? Number(raw) : raw) : raw;
   }
-  const fromFlags = check(flagValues, (key) => `--${Object.entries(FLAG_KEYS).find(([, k]) => k === key)?.[0] ?? key}`);
+  const fromFlags = check(flagValues, (key) => `--${Object.entries(FLAG_KEYS).find(([, k]) => k === key)?.[0] ?? key}`, mask);
   return { ...file, ...fromEnv, ...fromFlags, home, model: fromFlags.model ?? fromEnv.model ?? file.model ?? 'gpt-4o-mini' };
 }
 
-function readConfigFile(path: string): FileConfig {
+function readConfigFile(path: string, secrets: (string | undefined)[], mask: Redact): FileConfig {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -95,20 +100,33 @@ function readConfigFile(path: string): FileConfig {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new ConfigError(`${path} is not valid JSON: ${(error as Error).message}`);
+    // JSON.parse quotes the text around the error: the file may hold a key.
+    throw new ConfigError(`${path} is not valid JSON: ${shortened(mask((error as Error).message))}`);
   }
-  return check(json, (key) => `${path}: ${key}`);
+  const apiKey = (json as { apiKey?: unknown } | null)?.apiKey;
+  if (typeof apiKey === 'string') secrets.push(apiKey);
+  return check(json, (key) => `${path}: ${key}`, mask);
 }
 
-function check(value: unknown, name: (key: string) => string): FileConfig {
+/** A value as an error shows it: masked, and at most about 60 characters. */
+function shown(key: string, value: unknown, mask: Redact): string {
+  if (key === 'apiKey') return '[redacted]';
+  return shortened(mask(JSON.stringify(value) ?? String(value)));
+}
+
+function shortened(text: string): string {
+  return text.length > 60 ? `${text.slice(0, 48)}… (${text.length} characters)` : text;
+}
+
+function check(value: unknown, name: (key: string) => string, mask: Redact): FileConfig {
   const parsed = CliConfigSchema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   if (issue.code === 'unrecognized_keys')
-    throw new ConfigError(`${name(issue.keys[0]!)}: unknown setting (known: ${Object.keys(Shape).join(', ')})`);
+    throw new ConfigError(`${name(shortened(mask(issue.keys[0]!)))}: unknown setting (known: ${Object.keys(Shape).join(', ')})`);
   const key = issue.path.join('.');
   const bad = issue.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey], value);
-  return fail(`${name(key)} = ${JSON.stringify(bad)} is invalid: ${issue.message}`);
+  return fail(`${name(key)} = ${shown(key, bad, mask)} is invalid: ${shortened(mask(issue.message))}`);
 }
 
 function fail(message: string): never {

@@ -5,6 +5,7 @@
  */
 import type { WorkmemEvent } from '../events.js';
 import type { Session } from '../session.js';
+import { terminalLine, terminalStream } from './terminalText.js';
 
 export interface Output {
   write(text: string): void;
@@ -22,33 +23,41 @@ export function terminalOutput(stream: NodeJS.WriteStream, env: NodeJS.ProcessEn
   return { write: (t) => stream.write(t), color: Boolean(stream.isTTY) && !env.NO_COLOR };
 }
 
-/** Renders one session's events; returns a function that stops rendering. */
-export function renderEvents(session: Session, out: Output): () => void {
+/**
+ * Renders one session's events; returns a function that stops rendering. With `answer`,
+ * the model's text goes there bare (for `workmem run`: stdout carries only the answer)
+ * and everything else to `out`. Text from the model, tools and files passes through
+ * terminalText: no escape sequence of theirs reaches the terminal.
+ */
+export function renderEvents(session: Session, out: Output, answer?: Output): () => void {
   let streaming = false;
-  const line = (color: Color, text: string): void => {
-    if (streaming) {
+  const text = answer ?? out;
+  let filter = terminalStream();
+  const line = (color: Color, message: string): void => {
+    if (streaming && !answer) {
       out.write('\n');
       streaming = false;
     }
-    out.write(`${paint(out, color, text)}\n`);
+    out.write(`${paint(out, color, message)}\n`);
   };
   return session.on('*', (e: WorkmemEvent) => {
     switch (e.type) {
       case 'message_delta':
-        if (!streaming) out.write(paint(out, 'blue', '● '));
+        if (!streaming && !answer) out.write(paint(out, 'blue', '● '));
         streaming = true;
-        out.write(e.delta);
+        text.write(filter.write(e.delta));
         break;
       case 'message_end':
-        if (streaming) out.write('\n');
+        if (streaming) text.write(`${filter.end()}\n`);
+        filter = terminalStream();
         streaming = false;
         if (e.stop === 'aborted') line('yellow', '(stopped)');
         break;
       case 'tool_start':
-        line('dim', `  → ${e.name}(${clip(e.arguments, 100)})`);
+        line('dim', `  → ${terminalLine(e.name)}(${clip(e.arguments, 100)})`);
         break;
       case 'tool_end':
-        line(e.isError ? 'red' : 'dim', `  ← ${e.name}: ${clip(e.content.split('\n')[0] ?? '', 100)}`);
+        line(e.isError ? 'red' : 'dim', `  ← ${terminalLine(e.name)}: ${clip(e.content.split('\n')[0] ?? '', 100)}`);
         break;
       case 'reminder':
         line(
@@ -57,7 +66,7 @@ export function renderEvents(session: Session, out: Output): () => void {
         );
         break;
       case 'memory_updated':
-        line('green', `✎ memory updated: ${e.path} (${e.bytes} bytes)${e.warning ? ` — ${e.warning}` : ''}`);
+        line('green', `✎ memory updated: ${terminalLine(e.path)} (${e.bytes} bytes)${e.warning ? ` — ${terminalLine(e.warning)}` : ''}`);
         break;
       case 'mode_changed':
         line('cyan', `⇄ history mode: ${e.from} → ${e.to}${e.pinned ? ' (pinned)' : ''}`);
@@ -66,14 +75,14 @@ export function renderEvents(session: Session, out: Output): () => void {
         if (e.replaced > 0)
           line(
             'magenta',
-            `⤓ compacted (${e.reason}): ${e.replaced} items, ${e.tokensBefore} → ${e.tokensAfter} tokens → ${e.files.join(', ')}`,
+            `⤓ compacted (${e.reason}): ${e.replaced} items, history ${e.tokensBefore} → ${e.tokensAfter} tokens → ${terminalLine(e.files.join(', '))}`,
           );
         break;
       case 'retry':
-        line('yellow', `↻ ${e.error.message}; retrying in ${(e.delayMs / 1000).toFixed(1)} s (attempt ${e.attempt})`);
+        line('yellow', `↻ ${terminalLine(e.error.message)}; retrying in ${(e.delayMs / 1000).toFixed(1)} s (attempt ${e.attempt})`);
         break;
       case 'error':
-        line(e.fatal ? 'red' : 'yellow', `${e.fatal ? '✗' : '!'} ${e.error.message}`);
+        line(e.fatal ? 'red' : 'yellow', `${e.fatal ? '✗' : '!'} ${terminalLine(e.error.message)}`);
         break;
     }
   });
@@ -86,10 +95,10 @@ export function statusLine(session: Session): string {
   const used = tokens
     ? `${tokens.total.toLocaleString('en-US')} / ${tokens.window.toLocaleString('en-US')} tokens (${tokens.percent} %)`
     : `0 / ${session.model.contextWindow.toLocaleString('en-US')} tokens`;
-  return `[${session.model.name} · ${used} · ${state.mode}${state.pinned ? ' (pinned)' : ''} · ${state.tracker.rounds} since memory update]`;
+  return `[${terminalLine(session.model.name)} · ${used} · ${state.mode}${state.pinned ? ' (pinned)' : ''} · ${state.tracker.rounds} since memory update]`;
 }
 
 function clip(text: string, n: number): string {
-  const one = text.replace(/\s+/g, ' ');
+  const one = terminalLine(text.length > n * 4 ? text.slice(0, n * 4) : text).replace(/\s+/g, ' ');
   return one.length > n ? `${one.slice(0, n - 1)}…` : one;
 }

@@ -1,16 +1,23 @@
 /**
  * workmem rpc: JSON commands on stdin, JSON responses and events on stdout, one per line.
  * Lines are split on "\n" only (not readline, which also splits on U+2028/U+2029, legal
- * inside JSON strings). A bad line gets an error response and the process keeps serving.
+ * inside JSON strings). A bad line gets an error response and the process keeps serving;
+ * so does a line longer than MAX_LINE_BYTES, which is skipped. Switching or starting a
+ * session opens the new one before closing the current one, and is refused while a turn
+ * runs. What is returned is masked like everything the session reports.
  * The protocol is documented in docs/rpc.md.
  */
-import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import type { CliIO, Flags } from '../cli.js';
 import type { LLM } from '../llm.js';
-import { listSessions, type Session } from '../session.js';
+import { redactor, type Redact } from '../redact.js';
+import { findSession, listSessions, type Session } from '../session.js';
 import { loadConfig, type CliConfig } from './config.js';
-import { inspectOption, makeLLM, startSession } from './runtime.js';
+import { LineSplitter } from './lineSplitter.js';
+import { inspectOption, makeLLM, startSession, type SessionChoice } from './runtime.js';
+
+/** A command longer than this is refused (and skipped up to its newline). */
+export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 
 const id = z.union([z.string(), z.number()]).optional();
 export const RpcCommandSchema = z.discriminatedUnion('type', [
@@ -51,46 +58,86 @@ class RpcServer {
   private stopEvents: () => void = () => {};
   private chain: Promise<void> = Promise.resolve();
   private lineNumber = 0;
+  /** The turn running now, from its turn_start: named when a session change is refused. */
+  private running: { turn: number; promptId: string } | null = null;
+  private inspect: { visualizer?: number; warn?: (message: string) => void } = {};
+  private readonly mask: Redact;
 
   constructor(
     private readonly config: CliConfig,
     private readonly llm: LLM,
     private readonly io: CliIO,
-  ) {}
+  ) {
+    this.mask = redactor([config.apiKey, io.env.OPENAI_API_KEY]);
+  }
 
-  private inspect: { visualizer?: number; warn?: (message: string) => void } = {};
-
-  async open(choice: {
-    sessionId?: string;
-    continueLast?: boolean;
-    name?: string;
-    visualizer?: number;
-    warn?: (message: string) => void;
-  }): Promise<void> {
+  async open(choice: { sessionId?: string; continueLast?: boolean; visualizer?: number; warn?: (message: string) => void }): Promise<void> {
     if (choice.visualizer) this.inspect = { visualizer: choice.visualizer, ...(choice.warn ? { warn: choice.warn } : {}) };
-    const session = await startSession(this.config, this.llm, { cwd: this.io.cwd, ...this.inspect, ...choice }, this.io.env);
+    this.attach(await this.start(choice));
+  }
+
+  private start(choice: Omit<SessionChoice, 'cwd'>): Promise<Session> {
+    return startSession(this.config, this.llm, { cwd: this.io.cwd, ...this.inspect, ...choice }, this.io.env);
+  }
+
+  private attach(session: Session): void {
     this.stopEvents();
     this.session = session;
-    this.stopEvents = session.on('*', (event) => this.send(event));
+    this.running = null;
+    this.stopEvents = session.on('*', (event) => {
+      if (event.type === 'turn_start') this.running = { turn: event.turn, promptId: event.promptId };
+      if (event.type === 'turn_end') this.running = null;
+      this.send(event);
+    });
+  }
+
+  /**
+   * new_session / switch_session: the new session is opened first; only then is the
+   * current one closed. On any failure the client stays where it was, and is told so.
+   */
+  private async change(command: 'new_session' | 'switch_session', choice: { name?: string; sessionId?: string }) {
+    const previous = this.session;
+    const state = previous.state;
+    if (state.running || state.queued) {
+      const turn = this.running ? `turn ${this.running.turn} is running (prompt ${this.running.promptId})` : 'a turn is running';
+      const queued = state.queued ? `, ${state.queued} more prompt(s) queued` : '';
+      throw new Error(
+        `${command} refused: ${turn}${queued}; abort it or wait for its turn_end, then try again (still in session ${previous.id})`,
+      );
+    }
+    if (choice.sessionId !== undefined) {
+      const dir = await findSession(choice.sessionId, { home: this.config.home }).catch((error: Error) => {
+        throw new Error(`${error.message}; still in session ${previous.id}`);
+      });
+      if (dir === previous.dir) return { sessionId: previous.id, previousSessionId: previous.id, changed: false };
+    }
+    const next = await this.start(choice).catch((error: Error) => {
+      throw new Error(`${error.message}; still in session ${previous.id}`);
+    });
+    this.attach(next);
+    // The change has happened; a failure to close the old session is reported, not thrown.
+    const warning = await previous.close().then(
+      () => null,
+      (error: Error) => `closing session ${previous.id} failed: ${error.message}`,
+    );
+    return { sessionId: next.id, previousSessionId: previous.id, changed: true, ...(warning ? { warning: this.mask(warning) } : {}) };
   }
 
   /** Read stdin to its end, handling one line at a time, in order. */
   serve(): Promise<void> {
     return new Promise((resolve) => {
-      const decoder = new StringDecoder('utf8');
-      let buffer = '';
-      const take = (text: string): void => {
-        buffer += text;
-        for (let at = buffer.indexOf('\n'); at >= 0; at = buffer.indexOf('\n')) {
-          const line = buffer.slice(0, at).replace(/\r$/, '');
-          buffer = buffer.slice(at + 1);
-          this.enqueue(line);
-        }
-      };
-      this.io.stdin.on('data', (chunk: Buffer) => take(decoder.write(chunk)));
+      const lines = new LineSplitter(MAX_LINE_BYTES, {
+        line: (line) => this.enqueue(line),
+        tooLong: () => {
+          const n = ++this.lineNumber;
+          this.chain = this.chain.then(() =>
+            this.respond('unknown', undefined, { error: `line ${n} is longer than ${MAX_LINE_BYTES / 1024 / 1024} MB; skipped` }),
+          );
+        },
+      });
+      this.io.stdin.on('data', (chunk: Buffer) => lines.push(chunk));
       this.io.stdin.on('end', () => {
-        take(decoder.end());
-        if (buffer.trim()) this.enqueue(buffer);
+        lines.end();
         // Finish what was asked before closing: the prompts already queued run to the end.
         this.chain = this.chain.then(async () => {
           await this.session.idle();
@@ -130,7 +177,7 @@ class RpcServer {
     try {
       this.respond(command.type, command.id, { data: await this.run(command) });
     } catch (error) {
-      this.respond(command.type, command.id, { error: (error as Error).message ?? String(error) });
+      this.respond(command.type, command.id, { error: this.mask((error as Error).message ?? String(error)) });
     }
   }
 
@@ -149,10 +196,9 @@ class RpcServer {
       case 'get_messages': {
         const view = session.history;
         const from = Math.max(0, view.length - (command.limit ?? 100));
-        return {
-          total: view.length,
-          messages: view.items.slice(from, view.length).map((i) => ({ seq: i.seq, turn: i.turn, tokens: i.tokens, ...i.message })),
-        };
+        const messages = view.items.slice(from, view.length).map((i) => ({ seq: i.seq, turn: i.turn, tokens: i.tokens, ...i.message }));
+        // The history in memory is as the model and the user wrote it; what leaves is masked.
+        return { total: view.length, messages: JSON.parse(session.files.redact(JSON.stringify(messages))) as unknown };
       }
       case 'get_memory': {
         const memory = session.files.memory.snapshot();
@@ -170,19 +216,16 @@ class RpcServer {
         session.setMode(command.mode);
         return { mode: command.mode };
       case 'new_session':
-        await this.session.close();
-        await this.open(command.name ? { name: command.name } : {});
-        return { sessionId: this.session.id };
+        return this.change('new_session', command.name ? { name: command.name } : {});
       case 'switch_session':
-        await this.session.close();
-        await this.open({ sessionId: command.sessionId }).catch(async (error) => {
-          // Stay usable: go back to a fresh session rather than to none.
-          await this.open({});
-          throw error;
-        });
-        return { sessionId: this.session.id };
+        return this.change('switch_session', { sessionId: command.sessionId });
       case 'list_sessions':
-        return { sessions: await listSessions({ home: this.config.home, ...(command.all ? {} : { cwd: this.io.cwd }) }) };
+        return {
+          sessions: (await listSessions({ home: this.config.home, ...(command.all ? {} : { cwd: this.io.cwd }) })).map((s) => ({
+            ...s,
+            name: s.name === null ? null : this.mask(s.name),
+          })),
+        };
     }
   }
 

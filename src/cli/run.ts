@@ -1,16 +1,23 @@
 /**
- * workmem run "<prompt>": one turn. The answer streams to stdout (or, with --json, every
- * event as a JSON line); the exit code says whether the turn succeeded.
+ * workmem run "<prompt>" (or the prompt on stdin): one turn. stdout carries only the
+ * answer as it streams (or, with --json, every event as a JSON line); tool calls, memory
+ * writes and the status line go to stderr. The exit code says whether the turn succeeded.
  */
 import type { CliIO, Flags } from '../cli.js';
 import { loadConfig } from './config.js';
 import { renderEvents, statusLine, terminalOutput } from './render.js';
 import { makeLLM, startSession } from './runtime.js';
+import { terminalLine } from './terminalText.js';
 import { UsageError } from './usageError.js';
 
 export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
-  const text = positionals.join(' ').trim();
-  if (!text) throw new UsageError('give the prompt, e.g. workmem run "What changed?"');
+  const text = positionals.length || io.stdin.isTTY ? positionals.join(' ').trim() : (await readAll(io.stdin)).trim();
+  if (!text)
+    throw new UsageError(
+      positionals.length || io.stdin.isTTY
+        ? 'give the prompt, e.g. workmem run "What changed?"'
+        : 'give the prompt, e.g. workmem run "What changed?" or echo "What changed?" | workmem run (stdin was empty)',
+    );
   const config = loadConfig(flags, io.env);
   const llm = makeLLM(config);
   const session = await startSession(
@@ -23,16 +30,23 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
     if (flags.json) {
       session.on('*', (event) => io.stdout.write(`${JSON.stringify(event)}\n`));
     } else {
-      renderEvents(session, terminalOutput(io.stdout, io.env));
+      renderEvents(session, terminalOutput(io.stderr, io.env), terminalOutput(io.stdout, io.env));
     }
     const result = await session.prompt(text);
     if (!flags.json) io.stderr.write(`${statusLine(session)} session ${session.id}\n`);
     if (result.status !== 'done') {
-      if (!flags.json) io.stderr.write(`workmem run: the turn ${result.status}${result.error ? `: ${result.error.message}` : ''}\n`);
+      if (!flags.json)
+        io.stderr.write(`workmem run: the turn ${result.status}${result.error ? `: ${terminalLine(result.error.message)}` : ''}\n`);
       return 1;
     }
     return 0;
   } finally {
     await session.close();
   }
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+  return Buffer.concat(chunks).toString('utf8');
 }

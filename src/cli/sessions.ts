@@ -10,17 +10,21 @@ import { findSession, listSessions, removeSession } from '../session.js';
 import { SessionMetaSchema, type SessionMeta } from '../sessionFiles.js';
 import { defaultHome } from '../sessionPaths.js';
 import { WorkingMemory } from '../workingMemory.js';
+import { redactor } from '../redact.js';
+import { terminalLine, terminalText } from './terminalText.js';
 import { UsageError } from './usageError.js';
 
 export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
   const [action = 'list', id, ...extra] = positionals;
+  // What was written before a key was known, or under another one: masked as it is printed.
+  const mask = redactor([io.env.OPENAI_API_KEY]);
   if (extra.length) throw new UsageError(`unexpected ${JSON.stringify(extra.join(' '))}`);
   switch (action) {
     case 'list': {
       const sessions = await listSessions({ home, ...(flags.all ? {} : { cwd: io.cwd }) });
       if (!sessions.length) {
-        io.stdout.write(flags.all ? 'No sessions yet.\n' : `No sessions in ${io.cwd} yet (--all lists every directory).\n`);
+        io.stdout.write(flags.all ? 'No sessions yet.\n' : `No sessions in ${terminalLine(io.cwd)} yet (--all lists every directory).\n`);
         return 0;
       }
       const rows = sessions.map((s) => {
@@ -31,7 +35,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
           String(meta?.turns ?? '?'),
           String(meta?.messageCount ?? '?'),
           meta?.historyMode ?? '?',
-          meta?.name ?? meta?.title ?? '',
+          mask(meta?.name ?? meta?.title ?? ''),
         ];
       });
       io.stdout.write(table(['ID', 'UPDATED', 'TURNS', 'MESSAGES', 'MODE', 'TITLE'], rows, flags.all ? undefined : `in ${io.cwd}`));
@@ -45,9 +49,9 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       const { entries, damage } = readLog(join(dir, 'messages.jsonl'));
       const messages = entries.flatMap((e) => (e.type === 'message' ? [e] : []));
       const out: string[] = [
-        `Session ${meta?.id ?? id}${meta?.name ? ` (${meta.name})` : ''}`,
-        `  dir:      ${dir}`,
-        `  cwd:      ${meta?.cwd ?? '?'}`,
+        `Session ${terminalLine(meta?.id ?? id)}${meta?.name ? ` (${terminalLine(mask(meta.name))})` : ''}`,
+        `  dir:      ${terminalLine(dir)}`,
+        `  cwd:      ${terminalLine(meta?.cwd ?? '?')}`,
         `  created:  ${meta ? new Date(meta.createdAt).toISOString() : '?'}    updated: ${meta ? new Date(meta.updatedAt).toISOString() : '?'}`,
         `  turns:    ${meta?.turns ?? '?'}, messages: ${messages.length}, compactions: ${entries.filter((e) => e.type === 'compaction').length}, mode: ${meta?.historyMode ?? '?'}${meta?.pinnedMode ? ' (pinned)' : ''}`,
         ...(damage.length ? [`  damage:   ${damage.length} damaged lines in messages.jsonl (see damage.json)`] : []),
@@ -56,7 +60,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
         memory.content.trimEnd(),
         '',
         `--- detail/ (${memory.detail.length}) ---`,
-        ...memory.detail.map((d) => `  ${d.path}${d.heading ? `  ${d.heading}` : ''}`),
+        ...memory.detail.map((d) => `  ${terminalLine(d.path)}${d.heading ? `  ${terminalLine(d.heading)}` : ''}`),
         '',
         '--- latest messages ---',
         ...messages
@@ -66,13 +70,14 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
               `  [${e.turn}] ${e.message.role}: ${oneLine(e.message.content ?? (e.message.role === 'assistant' ? (e.message.tool_calls ?? []).map((c) => `→ ${c.function.name}`).join(' ') : ''))}`,
           ),
       ];
-      io.stdout.write(`${out.join('\n')}\n`);
+      // The overview and the messages came from the model: nothing of theirs drives the terminal.
+      io.stdout.write(`${terminalText(mask(out.join('\n')))}\n`);
       return 0;
     }
     case 'rm': {
       if (!id) throw new UsageError('give the session id: workmem sessions rm <id>');
       const dir = await removeSession(id, { home });
-      io.stdout.write(`Removed ${dir}\n`);
+      io.stdout.write(`Removed ${terminalLine(dir)}\n`);
       return 0;
     }
     default:
@@ -92,9 +97,11 @@ export async function memoryMain({ flags, positionals }: { flags: Flags; positio
     dir = newest.dir;
   }
   const memory = new WorkingMemory(join(dir, 'working-memory')).snapshot();
-  io.stdout.write(`${memory.content.trimEnd()}\n`);
+  io.stdout.write(`${terminalText(memory.content.trimEnd())}\n`);
   if (memory.detail.length)
-    io.stdout.write(`\n--- detail/ ---\n${memory.detail.map((d) => `${d.path}${d.heading ? `  ${d.heading}` : ''}`).join('\n')}\n`);
+    io.stdout.write(
+      `\n--- detail/ ---\n${memory.detail.map((d) => `${terminalLine(d.path)}${d.heading ? `  ${terminalLine(d.heading)}` : ''}`).join('\n')}\n`,
+    );
   return 0;
 }
 
@@ -106,13 +113,15 @@ function readMeta(dir: string): SessionMeta | null {
   }
 }
 
-function table(headers: string[], rows: string[][], caption?: string): string {
+/** Cells are one line each: a newline in a name cannot forge a row. */
+function table(headers: string[], cells: string[][], caption?: string): string {
+  const rows = cells.map((r) => r.map(terminalLine));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
-  return `${caption ? `Sessions ${caption}\n` : ''}${[line(headers), ...rows.map(line)].join('\n')}\n`;
+  return `${caption ? `Sessions ${terminalLine(caption)}\n` : ''}${[line(headers), ...rows.map(line)].join('\n')}\n`;
 }
 
 function oneLine(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  const flat = terminalLine(text).replace(/\s+/g, ' ').trim();
   return flat.length > 100 ? `${flat.slice(0, 99)}…` : flat;
 }

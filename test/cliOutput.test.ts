@@ -1,0 +1,124 @@
+/**
+ * What the built CLI prints and keeps: `run` puts only the answer on stdout and reads a
+ * prompt from stdin, chat keeps a pinned mode and reports /compact once, `--session ""`
+ * and bad configuration values are refused without printing a secret.
+ * (Run `npm run build` before running this file alone.)
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { protocolFollower, scripted, startTestServer, type TestServer } from '../src/testing/index.js';
+import { runCli as cli } from './cliProcess.js';
+import { tempHome } from './helpers.js';
+
+let server: TestServer;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  server = await startTestServer({ policy: protocolFollower({ seed: 3 }) });
+  env = { WORKMEM_HOME: tempHome(), OPENAI_BASE_URL: server.baseURL, WORKMEM_MODEL: 'workmem-test' };
+});
+afterAll(async () => server.close());
+
+/** The only session directory under a home. */
+function sessionDir(home: string): string {
+  const root = join(home, 'sessions');
+  const dirs = readdirSync(root).flatMap((cwd) => readdirSync(join(root, cwd)).map((id) => join(root, cwd, id)));
+  expect(dirs).toHaveLength(1);
+  return dirs[0]!;
+}
+
+describe('workmem run', () => {
+  it('stdout carries only the answer; tool calls, memory writes and the status line go to stderr', async () => {
+    const result = await cli(['run', 'My name is Ada.'], { env, cwd: tempHome() });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('Noted: your name is Ada.\n');
+    expect(result.stderr).toContain('→ write(');
+    expect(result.stderr).toContain('✎ memory updated');
+    expect(result.stderr).toMatch(/session [0-9a-f-]{36}\n$/);
+  });
+
+  it('reads the prompt from stdin when none is given; an empty stdin is a usage error', async () => {
+    const piped = await cli(['run'], { env, cwd: tempHome(), input: 'My city is Lyon.\n' });
+    expect(piped).toMatchObject({ code: 0, stdout: 'Noted: your city is Lyon.\n' });
+    const empty = await cli(['run'], { env, cwd: tempHome(), input: '  \n' });
+    expect(empty.code).toBe(2);
+    expect(empty.stdout).toBe('');
+    expect(empty.stderr).toMatch(/^workmem run: give the prompt.*stdin was empty/);
+  });
+
+  it('--session "" is refused, and starts no session', async () => {
+    const home = tempHome();
+    for (const command of ['run', 'chat', 'rpc']) {
+      const result = await cli([command, '--session', '', 'hi'], { env: { ...env, WORKMEM_HOME: home }, cwd: tempHome() });
+      expect(result.code, command).toBe(2);
+      expect(result.stderr, command).toBe(`workmem ${command}: --session needs a session id, got an empty string\n`);
+    }
+    expect(() => readdirSync(join(home, 'sessions'))).toThrow(/ENOENT/);
+  });
+});
+
+describe('chat', () => {
+  it('/mode phase1 is kept on exit: meta.json pins it and chat --continue resumes pinned', async () => {
+    const home = tempHome();
+    const cwd = tempHome();
+    const first = await cli(['chat'], { env: { ...env, WORKMEM_HOME: home }, cwd, input: '/mode phase1\n/exit\n' });
+    expect(first.code).toBe(0);
+    const meta = JSON.parse(readFileSync(join(sessionDir(home), 'meta.json'), 'utf8')) as { pinnedMode: string | null };
+    expect(meta.pinnedMode).toBe('phase1');
+    const again = await cli(['chat', '--continue'], { env: { ...env, WORKMEM_HOME: home }, cwd, input: '/mode\n/exit\n' });
+    expect(again.stdout).toContain('history mode: phase1 (pinned)');
+  });
+
+  it('/compact prints one line, with the history before and after as compaction_end says', async () => {
+    const home = tempHome();
+    const turns = ['pet', 'city', 'car', 'boat', 'team', 'song'].map(
+      (key, i) => `My ${key} is ${key}-${i}. ${'Some context that makes this turn long enough to be worth archiving. '.repeat(6)}`,
+    );
+    const input = [...turns, '/compact', '/exit'].join('\n') + '\n';
+    const result = await cli(['chat'], { env: { ...env, WORKMEM_HOME: home }, cwd: tempHome(), input });
+    expect(result.code).toBe(0);
+    const lines = result.stdout.split('\n').filter((l) => /compact/i.test(l));
+    expect(lines).toHaveLength(1);
+    const trace = readFileSync(join(sessionDir(home), 'trace.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { event?: { type: string; reason?: string; tokensBefore: number; tokensAfter: number } });
+    const end = trace.map((r) => r.event).find((e) => e?.type === 'compaction_end' && e.reason === 'manual')!;
+    expect(end.tokensAfter).toBeLessThan(end.tokensBefore);
+    expect(lines[0]).toContain(`${end.tokensBefore} → ${end.tokensAfter} tokens`);
+  });
+});
+
+describe('configuration errors', () => {
+  it('show a bad value masked and truncated, never a key whole', async () => {
+    const key = 'sk-live-0123456789abcdefghijklmnop';
+    const asURL = await cli(['run', 'hi', '--base-url', key], { env: { ...env, OPENAI_API_KEY: key } });
+    expect(asURL.code).toBe(2);
+    expect(asURL.stderr).toMatch(/--base-url = .* is invalid/);
+    expect(asURL.stderr).not.toContain(key);
+    expect(asURL.stderr).not.toContain('0123456789abcdef');
+
+    const home = tempHome();
+    const other = 'hunter2-correct-horse-battery';
+    writeFileSync(join(home, 'config.json'), JSON.stringify({ apiKey: other, baseURL: other }));
+    const fromFile = await cli(['run', 'hi'], { env: { ...env, WORKMEM_HOME: home } });
+    expect(fromFile.code).toBe(2);
+    expect(fromFile.stderr).toMatch(/config\.json: baseURL = .* is invalid/);
+    expect(fromFile.stderr).not.toContain(other);
+
+    const long = await cli(['run', 'hi', '--model', 'm', '--language', 'x'.repeat(5000)], { env });
+    expect(long.code).toBe(2);
+    expect(long.stderr.length).toBeLessThan(400);
+  });
+});
+
+describe('run prints the text of a failing server through the same filter', () => {
+  it('no escape sequence in what a model said reaches stdout', async () => {
+    const hostile = await startTestServer({ policy: scripted(['a\u001b]52;c;aGVsbG8=\u0007b\u001b[2Jc\u009b31md\re']) });
+    const result = await cli(['run', 'hi'], { env: { ...env, OPENAI_BASE_URL: hostile.baseURL }, cwd: tempHome() });
+    await hostile.close();
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('abcd\ufffde\n');
+  });
+});
