@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { createServer as createHttpServer, request, type IncomingHttpHeaders } from 'node:http';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -25,6 +25,7 @@ import { readTrace, startVizServer, type VizServer } from '../src/vizServer.js';
 import type { TraceRecord } from '../src/traceRecorder.js';
 import { cliPath } from './cliProcess.js';
 import { newSession, tempHome } from './helpers.js';
+import { auth, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, 'artifacts');
@@ -91,58 +92,6 @@ describe('the viz server', () => {
     await server.close();
   });
 });
-
-const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
-
-/** One HTTP request with the headers given as they are (Host included), as a browser cannot send them. */
-function rawGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers: { host: `127.0.0.1:${port}`, ...headers } }, (res) => {
-      let body = '';
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
-    });
-    req.on('upgrade', (res, socket) => {
-      socket.destroy();
-      resolve({ status: res.statusCode ?? 0, body: '', headers: res.headers });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** A WebSocket attempt: did it open, what did the refusal say, what arrived in 300 ms. */
-function wsAttempt(
-  url: string,
-  options: { protocols?: string[]; headers?: Record<string, string>; send?: unknown[] } = {},
-): Promise<{ opened: boolean; status: number | null; messages: string[] }> {
-  return new Promise((resolve) => {
-    const messages: string[] = [];
-    let status: number | null = null;
-    let opened = false;
-    const ws = new WebSocket(url, options.protocols ?? [], { headers: options.headers ?? {} });
-    ws.on('unexpected-response', (_req, res) => {
-      status = res.statusCode ?? null;
-      res.resume();
-      ws.terminate();
-    });
-    ws.on('open', () => {
-      opened = true;
-      for (const m of options.send ?? []) ws.send(JSON.stringify(m));
-      setTimeout(() => ws.close(), 300);
-    });
-    ws.on('message', (d) => messages.push(String(d)));
-    ws.on('error', () => {});
-    ws.on('close', () => resolve({ opened, status, messages }));
-  });
-}
-
-const until = async (check: () => boolean, ms = 5_000): Promise<void> => {
-  for (const end = Date.now() + ms; !check(); ) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 describe("the viz server's doors", () => {
   let home: string;
@@ -275,7 +224,7 @@ describe("the viz server's doors", () => {
     // An absolute-form target is refused too.
     expect((await rawGet(server.port, `http://127.0.0.1:${server.port}/api/sessions`, auth(server.token))).status).toBe(400);
     // WebSocket upgrades, sent raw (a WebSocket client would normalise the path first).
-    const upgrade = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-protocol': `workmem, token.${server.token}` };
+    const upgrade = upgradeHeaders(server.token);
     expect((await rawGet(server.port, '/live', upgrade)).status).toBe(101);
     for (const path of ['/live/..', '/x/../live', '/%2e%2e/ingest', '/ingest%2f..', '/api/../live', '/live/./']) {
       expect((await rawGet(server.port, path, upgrade)).status, path).toBe(400);
