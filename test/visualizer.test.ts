@@ -526,6 +526,16 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     await page.close();
   });
 
+  it('the page opened without its token says what to open, and shows no session', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/?session=${sessionId}`);
+    await page.waitForSelector('#problems:not([hidden])');
+    expect(await page.textContent('#problems')).toMatch(/needs the URL `workmem viz` printed, with its #token=/);
+    expect(await page.locator('#session option').count()).toBe(1);
+    expect(await page.textContent('body')).not.toContain(sessionId.slice(0, 8));
+    await page.close();
+  });
+
   it('a page from another origin reads nothing over fetch or /live and injects nothing over /ingest', async () => {
     const vizPort = server.port;
     const ingestedBefore = server.stats().ingested;
