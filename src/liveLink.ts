@@ -1,14 +1,21 @@
 /**
  * Streams a session's trace records to a running `workmem viz` over a WebSocket on
- * 127.0.0.1, for the live view. It reconnects in the background; records made while it
- * is disconnected are dropped from the live view (they are in trace.jsonl).
+ * 127.0.0.1, for the live view. Before it sends anything of the session (not even its
+ * id) it makes the listener prove it is the server this user started: the token comes
+ * from the server's file in the user's own home, the listener answers a fresh nonce with
+ * an HMAC of it, and only then does the link prove itself in turn and open the socket.
+ * A listener that cannot prove it gets nothing. It reconnects in the background; records
+ * made while it is disconnected are dropped from the live view (they are in trace.jsonl).
  */
 import WebSocket from 'ws';
+import { defaultHome } from './sessionPaths.js';
 import type { TraceRecord } from './traceRecorder.js';
+import { PROTOCOL, clientProof, newNonce, readTokenFile, sameSecret, serverProof, tokenDir } from './vizDoors.js';
 
 export const DEFAULT_VIZ_PORT = 4900;
 const QUEUE_LIMIT = 2_000;
 const RETRY_MS = 2_000;
+const CHALLENGE_TIMEOUT_MS = 5_000;
 
 /** true → the default local address; a number → that port; a string → that URL. */
 export function liveUrl(target: true | number | string): string {
@@ -22,18 +29,24 @@ export class LiveLink {
   private queue: string[] = [];
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
-  private warned = false;
+  private readonly warned = new Set<string>();
+  private readonly target: URL;
+  private readonly port: number;
 
   constructor(
-    private readonly url: string,
+    url: string,
     private readonly sessionId: string,
     private readonly warn: (message: string) => void = () => {},
+    /** Where the server's token file is: the home of the user who started `workmem viz`. */
+    private readonly home: string = defaultHome(),
   ) {
-    this.connect();
+    this.target = new URL(url);
+    this.port = Number(this.target.port || (this.target.protocol === 'wss:' ? 443 : 80));
+    void this.connect();
   }
 
   send(record: TraceRecord): void {
-    const message = JSON.stringify({ type: 'record', sessionId: this.sessionId, record });
+    const message = JSON.stringify({ type: 'record', record });
     if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(message);
     else if (this.queue.length < QUEUE_LIMIT) this.queue.push(message);
   }
@@ -44,22 +57,74 @@ export class LiveLink {
     this.socket?.close();
   }
 
-  private connect(): void {
+  /** Each kind of trouble is said once, however often the link retries. */
+  private warnOnce(kind: string, message: string): void {
+    if (this.warned.has(kind)) return;
+    this.warned.add(kind);
+    this.warn(message);
+  }
+
+  private retry(): void {
     if (this.closed) return;
-    const socket = new WebSocket(this.url);
+    this.timer = setTimeout(() => void this.connect(), RETRY_MS);
+    this.timer.unref();
+  }
+
+  /** The listener's proof over our nonce; its nonce for ours. null: no proof, and nothing was sent but the nonce. */
+  private async verify(token: string): Promise<string | null> {
+    const nonce = newNonce();
+    const http = this.target.protocol === 'wss:' ? 'https:' : 'http:';
+    const response = await fetch(`${http}//${this.target.host}/ingest/challenge?nonce=${nonce}`, {
+      signal: AbortSignal.timeout(CHALLENGE_TIMEOUT_MS),
+      redirect: 'error',
+    });
+    const body = (await response.json().catch(() => null)) as { proof?: unknown; nonce?: unknown } | null;
+    if (!response.ok || typeof body?.proof !== 'string' || typeof body.nonce !== 'string') return null;
+    if (!/^[A-Za-z0-9_-]{16,64}$/.test(body.nonce)) return null;
+    return sameSecret(body.proof, serverProof(token, this.port, nonce)) ? body.nonce : null;
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    const file = readTokenFile(this.home, this.port);
+    if (!file) {
+      this.warnOnce(
+        'no-token',
+        `no workmem viz of yours is running on port ${this.port} (no token in ${tokenDir(this.home)}); nothing sent, still looking`,
+      );
+      return this.retry();
+    }
+    let serverNonce: string | null;
+    try {
+      serverNonce = await this.verify(file.token);
+    } catch (error) {
+      this.warnOnce('unreachable', `the visualizer at ${this.target.origin} is not reachable (${(error as Error).message}); still trying`);
+      return this.retry();
+    }
+    if (this.closed) return;
+    if (!serverNonce) {
+      this.warnOnce('no-proof', `the listener on port ${this.port} is not the workmem viz you started (no valid proof); nothing sent`);
+      return this.retry();
+    }
+    const socket = new WebSocket(this.target, [PROTOCOL, `proof.${serverNonce}.${clientProof(file.token, this.port, serverNonce)}`]);
     this.socket = socket;
+    // The socket is a new connection: its 101 must prove again that it ends at the same server.
+    let proven = false;
+    socket.on('upgrade', (response) => {
+      const proof = response.headers['x-workmem-proof'];
+      proven = typeof proof === 'string' && sameSecret(proof, serverProof(file.token, this.port, `upgrade.${serverNonce}`));
+    });
     socket.on('open', () => {
+      if (!proven) {
+        this.warnOnce('no-proof', `the listener on port ${this.port} is not the workmem viz you started (no valid proof); nothing sent`);
+        return socket.terminate();
+      }
       socket.send(JSON.stringify({ type: 'hello', sessionId: this.sessionId }));
       for (const message of this.queue.splice(0)) socket.send(message);
     });
     socket.on('error', (error) => {
-      if (!this.warned) this.warn(`the visualizer at ${this.url} is not reachable (${error.message}); still trying`);
-      this.warned = true;
+      this.warnOnce('unreachable', `the visualizer at ${this.target.origin} is not reachable (${error.message}); still trying`);
     });
-    socket.on('close', () => {
-      if (this.closed) return;
-      this.timer = setTimeout(() => this.connect(), RETRY_MS);
-      this.timer.unref();
-    });
+    socket.on('close', () => this.retry());
   }
 }

@@ -375,7 +375,8 @@ export class Session {
     this.trace =
       options.trace === false ? null : new TraceRecorder(join(files.dir, 'trace.jsonl'), files.id, resumed, this.now, this.redact);
     if (this.trace && options.visualizer) {
-      const link = new LiveLink(liveUrl(options.visualizer), files.id, options.warn);
+      const home = options.home ?? defaultHome(options.env ?? process.env); // where the viz token is
+      const link = new LiveLink(liveUrl(options.visualizer), files.id, options.warn, home);
       this.live = link;
       this.trace.onRecord((record) => link.send(record));
     }

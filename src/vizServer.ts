@@ -2,7 +2,8 @@
  * The visualizer's server, on 127.0.0.1: the page and its assets (all local, nothing
  * from a CDN), the statecharts drawn from the machines, recorded traces, and a WebSocket
  * hub: sessions running with `visualizer` / `--inspect` send their trace records to
- * /ingest, and pages listening on /live receive them.
+ * /ingest, and pages listening on /live receive them. Every request passes the doors of
+ * vizDoors.ts first; the API and the sockets need the per-run token.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -15,10 +16,30 @@ import { turnMachine } from '../machines/turnMachine.js';
 import { findSession, listSessions } from './session.js';
 import { chartOf, renderSvg, toDot, type ChartModel } from './statechart.js';
 import { TRACE_FORMAT, type TraceRecord } from './traceRecorder.js';
+import { ingestMessageSchema } from './traceSchema.js';
+import {
+  PROTOCOL,
+  bearer,
+  clientProof,
+  newNonce,
+  newToken,
+  refusal,
+  removeTokenFile,
+  sameSecret,
+  serverProof,
+  subprotocols,
+  writeTokenFile,
+} from './vizDoors.js';
 
 export interface VizServer {
   url: string;
   port: number;
+  /** The per-run secret: the API and the WebSockets need it. */
+  token: string;
+  /** The page's address with the token in its fragment (never sent to the server, never in a Referer). */
+  pageUrl: string;
+  /** Records passed on to pages, and ingest messages dropped as malformed. */
+  stats(): { ingested: number; dropped: number };
   close(): Promise<void>;
 }
 
@@ -26,6 +47,15 @@ export interface LoadedTrace {
   records: TraceRecord[];
   problems: string[];
 }
+
+/** Every answer: no sniffing, no Referer, no framing. */
+const COMMON_HEADERS = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
+/** The page runs our script files only: no inline script or style, no eval, nothing from elsewhere. */
+export const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/** Server nonces handed out by /ingest/challenge: single use, short-lived, few at once. */
+const CHALLENGE_TTL_MS = 30_000;
+const CHALLENGES_MAX = 64;
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -52,12 +82,45 @@ export async function startVizServer(options: { home: string; port?: number }): 
       }),
     ));
 
+  const token = newToken();
+  let port = 0;
+  let ingested = 0;
+  let dropped = 0;
+  const challenges = new Map<string, number>(); // server nonce → expiry
+
+  /** The token (the page) or a proof over a nonce we issued (an --inspect session). */
+  const authorised = (req: IncomingMessage, offered: string[]): boolean => {
+    const presented = bearer(req) ?? offered.find((p) => p.startsWith('token.'))?.slice(6);
+    if (presented !== undefined) return sameSecret(presented, token);
+    const proof = offered.find((p) => p.startsWith('proof.'))?.split('.');
+    if (proof?.length !== 3) return false;
+    const [, nonce, mac] = proof as [string, string, string];
+    const expiry = challenges.get(nonce);
+    challenges.delete(nonce);
+    return expiry !== undefined && expiry > Date.now() && sameSecret(mac, clientProof(token, port, nonce));
+  };
+
+  /** The server's half of the handshake: proves it holds the token, and hands out a nonce for the client's half. */
+  const challenge = (res: ServerResponse, clientNonce: string | null): void => {
+    if (!clientNonce || !/^[A-Za-z0-9_-]{16,64}$/.test(clientNonce)) return json(res, 400, { error: 'a nonce is needed' });
+    const now = Date.now();
+    for (const [nonce, expiry] of challenges) if (expiry <= now || challenges.size >= CHALLENGES_MAX) challenges.delete(nonce);
+    const nonce = newNonce();
+    challenges.set(nonce, now + CHALLENGE_TTL_MS);
+    json(res, 200, { port, proof: serverProof(token, port, clientNonce), nonce });
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const refused = refusal(req, port);
+    if (refused) return plain(res, refused.status, refused.reason);
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const path = url.pathname;
     if (req.method !== 'GET') return json(res, 405, { error: 'only GET' });
     if (path === '/' || path === '/index.html') return file(res, join(assets, 'index.html'));
     if (/^\/[\w-]+\.(js|css)$/.test(path)) return file(res, join(assets, path.slice(1)));
+    if (path === '/ingest/challenge') return challenge(res, url.searchParams.get('nonce'));
+    if (!path.startsWith('/api/')) return json(res, 404, { error: 'no such page' });
+    if (!authorised(req, [])) return json(res, 401, { error: 'the token is missing or wrong: open the URL `workmem viz` printed' });
     if (path === '/api/charts') return json(res, 200, { charts: await drawCharts() });
     if (path === '/api/sessions') {
       const sessions = await listSessions({ home: options.home });
@@ -73,7 +136,7 @@ export async function startVizServer(options: { home: string; port?: number }): 
       }
       return json(res, 200, { sessionId: dir.split(/[/\\]/).pop(), ...readTrace(join(dir, 'trace.jsonl')) });
     }
-    json(res, 404, { error: `no such page: ${path}` });
+    json(res, 404, { error: 'no such page' });
   };
 
   const server = createServer((req, res) => {
@@ -83,14 +146,30 @@ export async function startVizServer(options: { home: string; port?: number }): 
   // The hub: /ingest from sessions, /live to pages.
   const live = new Map<string, WebSocket>();
   const pages = new Set<WebSocket>();
-  const sockets = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
+  const sockets = new WebSocketServer({
+    noServer: true,
+    maxPayload: 16 * 1024 * 1024,
+    handleProtocols: (offered) => (offered.has(PROTOCOL) ? PROTOCOL : false),
+  });
+  // The 101 of a proven session carries the server's proof over its nonce once more, so that
+  // the socket, a new connection, is checked to end at this server too.
+  sockets.on('headers', (headers, req) => {
+    const nonce = subprotocols(req).find((p) => p.startsWith('proof.'))?.split('.')[1];
+    if (nonce) headers.push(`x-workmem-proof: ${serverProof(token, port, `upgrade.${nonce}`)}`);
+  });
   const broadcast = (message: unknown): void => {
     const text = JSON.stringify(message);
     for (const page of pages) page.send(text);
   };
   server.on('upgrade', (req, socket, head) => {
+    const refuse = (status: number, reason: string): void => {
+      socket.end(`HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    };
+    const refused = refusal(req, port);
+    if (refused) return refuse(refused.status, refused.reason);
     const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
-    if (path !== '/ingest' && path !== '/live') return socket.destroy();
+    if (path !== '/ingest' && path !== '/live') return refuse(404, 'not found');
+    if (!authorised(req, subprotocols(req))) return refuse(401, 'unauthorized');
     sockets.handleUpgrade(req, socket, head, (ws) => {
       if (path === '/live') {
         pages.add(ws);
@@ -100,17 +179,29 @@ export async function startVizServer(options: { home: string; port?: number }): 
       }
       let sessionId: string | null = null;
       ws.on('message', (data) => {
-        let message: { type?: string; sessionId?: string; record?: TraceRecord };
+        let parsed: unknown;
         try {
-          message = JSON.parse(String(data));
+          parsed = JSON.parse(String(data));
         } catch {
+          dropped++;
           return;
         }
-        if (message.type === 'hello' && typeof message.sessionId === 'string') {
+        const checked = ingestMessageSchema.safeParse(parsed);
+        const message = checked.data;
+        if (!message || (message.type === 'hello' && sessionId !== null && message.sessionId !== sessionId)) {
+          dropped++;
+        } else if (message.type === 'hello') {
           sessionId = message.sessionId;
           live.set(sessionId, ws);
           broadcast({ type: 'live', sessions: [...live.keys()] });
-        } else if (message.type === 'record' && sessionId && message.record) {
+        } else if (
+          !sessionId ||
+          (message.sessionId !== undefined && message.sessionId !== sessionId) ||
+          (message.record.k === 'header' && message.record.sessionId !== sessionId)
+        ) {
+          dropped++;
+        } else {
+          ingested++;
           broadcast({ type: 'record', sessionId, record: message.record });
         }
       });
@@ -131,11 +222,22 @@ export async function startVizServer(options: { home: string; port?: number }): 
     );
     server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
   });
-  const port = (server.address() as AddressInfo).port;
+  port = (server.address() as AddressInfo).port;
+  const tokenFile = { port, token, pid: process.pid };
+  try {
+    writeTokenFile(options.home, tokenFile);
+  } catch (error) {
+    server.close();
+    throw error;
+  }
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    token,
+    pageUrl: `http://127.0.0.1:${port}/#token=${token}`,
+    stats: () => ({ ingested, dropped }),
     close: async () => {
+      removeTokenFile(options.home, tokenFile);
       for (const ws of [...pages, ...live.values()]) ws.terminate();
       sockets.close();
       server.closeAllConnections();
@@ -180,7 +282,12 @@ export function readTrace(path: string): LoadedTrace {
 function file(res: ServerResponse, path: string): void {
   try {
     const body = readFileSync(path);
-    res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream', 'cache-control': 'no-cache' });
+    res.writeHead(200, {
+      ...COMMON_HEADERS,
+      'content-type': TYPES[extname(path)] ?? 'application/octet-stream',
+      'cache-control': 'no-cache',
+      ...(extname(path) === '.html' ? { 'content-security-policy': CSP } : {}),
+    });
     res.end(body);
   } catch {
     json(res, 404, { error: 'not found' });
@@ -188,6 +295,12 @@ function file(res: ServerResponse, path: string): void {
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
+  res.writeHead(status, { ...COMMON_HEADERS, 'content-type': 'application/json', 'cache-control': 'no-store' });
   res.end(JSON.stringify(body));
+}
+
+/** A refusal at the door: a status and a word, nothing else. */
+function plain(res: ServerResponse, status: number, reason: string): void {
+  res.writeHead(status, { ...COMMON_HEADERS, 'content-type': 'text/plain; charset=utf-8', connection: 'close' });
+  res.end(`${reason}\n`);
 }

@@ -14,6 +14,7 @@ import type { FamilyResult } from './reliability/report.js';
 import { secretCases } from './reliability/secrets.js';
 import { soak } from './reliability/soak.js';
 import { streamCases } from './reliability/streams.js';
+import { vizCases } from './reliability/viz.js';
 
 function expectAllSurvived(result: FamilyResult, atLeast: number): void {
   const tried = result.rows.reduce((n, r) => n + r.tried, 0);
@@ -57,6 +58,10 @@ describe('reliability (fast subset)', () => {
 
   it('CLI and RPC: no escape sequence reaches the terminal, keys masked, a 17 MB RPC line refused', { timeout: 120_000 }, async () => {
     expectAllSurvived(await cliCases({ lineSizesMB: [17] }), 11);
+  });
+
+  it('the visualizer: foreign Host or Origin, no token, traversal, forged records, a squatter: nothing read, nothing injected', { timeout: 60_000 }, async () => {
+    expectAllSurvived(await vizCases(), 140);
   });
 
   it('a short soak: every turn completes, heap and descriptors stay flat', { timeout: 60_000 }, async () => {

@@ -4,22 +4,28 @@
  * real headless Chromium (playwright-core, /usr/bin/chromium) on a recorded demo session
  * and on a session running live. Screenshots go to test/artifacts/ (not committed).
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import WebSocket, { WebSocketServer } from 'ws';
 import { createMachine } from 'xstate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { turnMachine } from '../machines/turnMachine.js';
 import { runDemo } from '../src/cli/demo.js';
 import type { CliIO } from '../src/cli.js';
 import { scriptedModel } from '../src/scriptedModel.js';
+import { LiveLink } from '../src/liveLink.js';
 import { openSession } from '../src/session.js';
 import { chartOf, renderSvg, toDot } from '../src/statechart.js';
 import { readTrace, startVizServer, type VizServer } from '../src/vizServer.js';
 import type { TraceRecord } from '../src/traceRecorder.js';
+import { cliPath } from './cliProcess.js';
 import { newSession, tempHome } from './helpers.js';
+import { auth, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, 'artifacts');
@@ -79,12 +85,278 @@ describe('the viz server', () => {
     );
     busy.close();
     const server = await startVizServer({ home: tempHome() });
-    const response = await fetch(`${server.url}/api/sessions/deadbeef/trace`);
+    const response = await fetch(`${server.url}/api/sessions/deadbeef/trace`, { headers: auth(server.token) });
     expect(response.status).toBe(404);
     expect(await response.json()).toEqual({ error: expect.stringMatching(/no session with id deadbeef/) });
     for (const asset of ['/', '/app.js', '/style.css']) expect((await fetch(server.url + asset)).status).toBe(200);
     await server.close();
   });
+});
+
+describe("the viz server's doors", () => {
+  let home: string;
+  let server: VizServer;
+  let sessionId: string;
+  beforeAll(async () => {
+    home = tempHome();
+    const session = await newSession({ llm: scriptedModel([{ text: 'ok' }]), home });
+    sessionId = session.id;
+    await session.prompt('a secret plan');
+    await session.close();
+    server = await startVizServer({ home });
+  });
+  afterAll(() => server?.close());
+
+  it('a per-run token of at least 128 bits, in a 0600 file of a 0700 folder of the home, removed on close', async () => {
+    expect(server.token).toMatch(/^[A-Za-z0-9_-]{22,}$/);
+    expect(Buffer.from(server.token, 'base64url').length).toBeGreaterThanOrEqual(16);
+    expect(server.pageUrl).toBe(`${server.url}/#token=${server.token}`);
+    const file = join(home, 'viz', `${server.port}.json`);
+    expect(statSync(join(home, 'viz')).mode & 0o777).toBe(0o700);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ port: server.port, token: server.token, pid: process.pid });
+    const other = await startVizServer({ home });
+    expect(other.token).not.toBe(server.token);
+    const otherFile = join(home, 'viz', `${other.port}.json`);
+    expect(existsSync(otherFile)).toBe(true);
+    await other.close();
+    expect(existsSync(otherFile)).toBe(false);
+  });
+
+  it('a rebinding Host header is refused on every route, the WebSocket ones too, token or not', async () => {
+    const hosts = [`attacker.example:${server.port}`, 'attacker.example', `127.0.0.1:${server.port + 1}`, `localhost.attacker.example:${server.port}`, `127.0.0.1.nip.io:${server.port}`];
+    for (const host of hosts) {
+      for (const path of ['/', '/app.js', '/api/sessions', `/api/sessions/${sessionId}/trace`, '/api/charts']) {
+        const res = await rawGet(server.port, path, { host, ...auth(server.token) });
+        expect([403, 421], `${host} ${path}`).toContain(res.status);
+        expect(res.body).not.toContain(sessionId);
+        expect(res.body).not.toContain('secret plan');
+      }
+      for (const path of ['/live', '/ingest']) {
+        const ws = await wsAttempt(`ws://127.0.0.1:${server.port}${path}`, {
+          headers: { host },
+          protocols: ['workmem', `token.${server.token}`],
+        });
+        expect(ws.opened, `${host} ${path}`).toBe(false);
+        expect([403, 421]).toContain(ws.status);
+      }
+    }
+    // Our own names for the host pass.
+    for (const host of [`127.0.0.1:${server.port}`, `localhost:${server.port}`, `LOCALHOST:${server.port}`, `[::1]:${server.port}`])
+      expect((await rawGet(server.port, '/api/sessions', { host, ...auth(server.token) })).status, host).toBe(200);
+  });
+
+  it('a foreign Origin is refused on every route; a WebSocket with no Origin needs the token', async () => {
+    for (const origin of ['http://evil.example', `http://127.0.0.1:${server.port + 1}`, 'null', `https://127.0.0.1:${server.port}`]) {
+      for (const path of ['/api/sessions', '/app.js']) {
+        const res = await rawGet(server.port, path, { origin, ...auth(server.token) });
+        expect(res.status, `${origin} ${path}`).toBe(403);
+        expect(res.body).not.toContain(sessionId);
+      }
+      for (const path of ['/live', '/ingest']) {
+        const ws = await wsAttempt(`ws://127.0.0.1:${server.port}${path}`, { headers: { origin }, protocols: ['workmem', `token.${server.token}`] });
+        expect(ws.opened).toBe(false);
+        expect(ws.status).toBe(403);
+      }
+    }
+    for (const origin of [`http://127.0.0.1:${server.port}`, `http://localhost:${server.port}`]) {
+      expect((await rawGet(server.port, '/api/sessions', { origin, ...auth(server.token) })).status).toBe(200);
+    }
+    const noOrigin = await wsAttempt(`ws://127.0.0.1:${server.port}/live`, { protocols: ['workmem', `token.${server.token}`] });
+    expect(noOrigin.opened).toBe(true);
+  });
+
+  it('no token or a wrong one: 401 on every API and WebSocket route, and not a byte of session data', async () => {
+    const wrong = Buffer.alloc(32, 7).toString('base64url');
+    const api = ['/api/sessions', '/api/charts', `/api/sessions/${sessionId}/trace`, `/api/sessions/${sessionId.slice(0, 8)}/trace`];
+    for (const headers of [{}, auth(wrong), auth(''), auth(server.token.slice(0, -1)), { authorization: server.token }]) {
+      for (const path of api) {
+        const res = await rawGet(server.port, path, headers);
+        expect(res.status, `${JSON.stringify(headers)} ${path}`).toBe(401);
+        expect(res.body).not.toContain(sessionId.slice(0, 8));
+        expect(res.body).not.toContain('secret plan');
+      }
+    }
+    // A token in the query string is not accepted either (it would land in logs and Referer).
+    expect((await rawGet(server.port, `/api/sessions?token=${server.token}`)).status).toBe(401);
+    for (const path of ['/live', '/ingest']) {
+      for (const protocols of [[], ['workmem'], ['workmem', `token.${wrong}`], ['workmem', 'proof.abc.def']]) {
+        const ws = await wsAttempt(`ws://127.0.0.1:${server.port}${path}`, {
+          protocols,
+          send: [{ type: 'hello', sessionId }],
+        });
+        expect(ws.opened, `${path} ${protocols.join(',')}`).toBe(false);
+        expect(ws.status).toBe(401);
+        expect(ws.messages).toEqual([]);
+      }
+    }
+    expect(server.stats().ingested).toBe(0);
+    // With the token, the same routes answer.
+    for (const path of api) expect((await rawGet(server.port, path, auth(server.token))).status, path).toBe(200);
+  });
+
+  it('traversal is refused in every route, encoded or not, token or not', async () => {
+    const attempts = [
+      '/../package.json',
+      '/api/../app.js',
+      '/%2e%2e/package.json',
+      '/%2E%2E%2fpackage.json',
+      '/app.js/..%2f..%2fpackage.json',
+      '/..%5cpackage.json',
+      '/\\..\\package.json',
+      '//etc/passwd',
+      '/api/sessions/../../api/sessions',
+      `/api/sessions/${sessionId}/../../sessions`,
+      `/api/sessions/..%2f${sessionId}/trace`,
+      `/api/sessions/%2e%2e/trace`,
+      `/api/sessions/${sessionId}%2f..%2f..%2fmeta.json/trace`,
+      `/api/sessions/%2fetc%2fpasswd/trace`,
+      `/api/sessions/${sessionId}%5c..%5cmeta.json/trace`,
+      '/ingest/../api/sessions',
+      '/live/%2e%2e/api/sessions',
+    ];
+    for (const path of attempts) {
+      const res = await rawGet(server.port, path, auth(server.token));
+      expect(res.status, path).toBe(400);
+      expect(res.body).not.toContain(sessionId.slice(0, 8));
+      expect(res.body).not.toContain('"name"');
+    }
+    // An absolute-form target is refused too.
+    expect((await rawGet(server.port, `http://127.0.0.1:${server.port}/api/sessions`, auth(server.token))).status).toBe(400);
+    // WebSocket upgrades, sent raw (a WebSocket client would normalise the path first).
+    const upgrade = upgradeHeaders(server.token);
+    expect((await rawGet(server.port, '/live', upgrade)).status).toBe(101);
+    for (const path of ['/live/..', '/x/../live', '/%2e%2e/ingest', '/ingest%2f..', '/api/../live', '/live/./']) {
+      expect((await rawGet(server.port, path, upgrade)).status, path).toBe(400);
+    }
+  });
+
+  it('the page is served with a strict Content-Security-Policy, nosniff and no referrer', async () => {
+    for (const path of ['/', '/app.js', '/style.css', '/api/sessions']) {
+      const res = await rawGet(server.port, path, auth(server.token));
+      expect(res.headers['x-content-type-options'], path).toBe('nosniff');
+      expect(res.headers['referrer-policy'], path).toBe('no-referrer');
+    }
+    const csp = (await rawGet(server.port, '/')).headers['content-security-policy'];
+    expect(csp).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    );
+  });
+
+  it('ingest: the page gets records only from a proven session, and every message is checked against the schema', async () => {
+    const id = '0b0e6c3a-1d2f-4a5b-8c9d-0e1f2a3b4c5d';
+    const page = new WebSocket(`ws://127.0.0.1:${server.port}/live`, ['workmem', `token.${server.token}`]);
+    const seen: { type: string; sessionId?: string; record?: TraceRecord; sessions?: string[] }[] = [];
+    page.on('message', (d) => seen.push(JSON.parse(String(d))));
+    await new Promise((r) => page.once('open', r));
+    const warnings: string[] = [];
+    const link = new LiveLink(`ws://127.0.0.1:${server.port}/ingest`, id, (m) => warnings.push(m), home);
+    const good: TraceRecord = { k: 'memory', ts: 1, version: 2, content: '# ok', turn: 1 };
+    const forged = [
+      { k: 'step', ts: 1, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'done', turn: '<img src=x onerror=alert(1)>', request: null },
+      { k: 'event', ts: 1, event: { type: 'prompt_built', turn: 1, request: 1, mode: '<script>alert(1)</script>', messages: 1, range: [0, 1], tokens: {} } },
+      { k: 'event', ts: 1, event: { type: 'no_such_event' } },
+      { k: 'header', format: 1, sessionId: '../../etc', ts: 1, resumed: false },
+      { k: 'memory', ts: 1, version: 'x', content: 1, turn: null },
+      { k: 'nope' },
+      null,
+    ];
+    for (const record of forged) link.send(record as never);
+    link.send(good);
+    await until(() => seen.some((m) => m.type === 'record'));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(seen.filter((m) => m.type === 'record')).toEqual([{ type: 'record', sessionId: id, record: good }]);
+    expect(server.stats()).toMatchObject({ ingested: 1, dropped: forged.length });
+    expect(warnings).toEqual([]);
+    link.close();
+
+    // A proven client with a bad session id, or bad JSON, is dropped too, and the server stays up.
+    const bad = new LiveLink(`ws://127.0.0.1:${server.port}/ingest`, '../../not-an-id', () => {}, home);
+    bad.send(good);
+    await until(() => server.stats().dropped >= forged.length + 2);
+    bad.close();
+    expect(seen.filter((m) => m.type === 'record')).toHaveLength(1);
+    expect(seen.flatMap((m) => m.sessions ?? [])).not.toContain('../../not-an-id');
+    page.close();
+    expect((await rawGet(server.port, '/api/sessions', auth(server.token))).status).toBe(200);
+  });
+
+  it('a squatter on the inspect port receives nothing of the session; the session warns once and goes on', async () => {
+    for (const staleTokenFile of [false, true]) {
+      const squatHome = tempHome();
+      const received: string[] = [];
+      const squatter = createHttpServer((req, res) => {
+        received.push(`${req.method} ${req.url} ${JSON.stringify(req.headers)}`);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ proof: Buffer.alloc(32).toString('base64url'), nonce: 'AAAAAAAAAAAAAAAAAAAAAA', port: 0 }));
+      });
+      const wss = new WebSocketServer({ server: squatter, handleProtocols: (p) => [...p][0] ?? false });
+      wss.on('connection', (ws, req) => {
+        received.push(`upgrade ${req.url} ${JSON.stringify(req.headers)}`);
+        ws.on('message', (d) => received.push(String(d)));
+      });
+      squatter.listen(0, '127.0.0.1');
+      await new Promise((r) => squatter.once('listening', r));
+      const port = (squatter.address() as AddressInfo).port;
+      if (staleTokenFile) {
+        // The user's own viz ran on this port earlier and left its token behind (a crash).
+        mkdirSync(join(squatHome, 'viz'), { recursive: true, mode: 0o700 });
+        writeFileSync(join(squatHome, 'viz', `${port}.json`), JSON.stringify({ port, token: server.token, pid: 1 }), { mode: 0o600 });
+      }
+      const warnings: string[] = [];
+      const session = await newSession({
+        llm: scriptedModel([{ text: 'the answer' }]),
+        home: squatHome,
+        visualizer: port,
+        warn: (m) => warnings.push(m),
+      });
+      await until(() => warnings.length > 0);
+      const result = await session.prompt('a private question');
+      expect(result.status).toBe('done');
+      await new Promise((r) => setTimeout(r, 300));
+      await session.close();
+      wss.close();
+      await new Promise((r) => squatter.close(r));
+      const all = received.join('\n');
+      expect(all).not.toContain(session.id);
+      expect(all).not.toContain('private question');
+      expect(all).not.toContain('the answer');
+      expect(all).not.toContain(server.token);
+      expect(all).not.toMatch(/upgrade/);
+      expect(warnings).toEqual([
+        staleTokenFile
+          ? `the listener on port ${port} is not the workmem viz you started (no valid proof); nothing sent`
+          : `no workmem viz of yours is running on port ${port} (no token in ${join(squatHome, 'viz')}); nothing sent, still looking`,
+      ]);
+    }
+  });
+});
+
+describe('workmem viz, the command', () => {
+  it('prints a URL with the token and the real port for --port 0; the token opens the API, its absence does not', async () => {
+    const home = tempHome();
+    const child = spawn(process.execPath, [cliPath(), 'viz', '--port', '0', '--home', home], { env: { PATH: process.env.PATH } });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.resume();
+    try {
+      await until(() => /http:\S+/.test(out), 15_000);
+      const url = new URL(/http:\S+/.exec(out)![0]);
+      expect(url.hostname).toBe('127.0.0.1');
+      expect(Number(url.port)).toBeGreaterThan(0);
+      const token = /^#token=([A-Za-z0-9_-]{22,})$/.exec(url.hash)?.[1];
+      expect(token).toBeDefined();
+      expect((await fetch(url)).status).toBe(200);
+      expect((await fetch(new URL('/api/sessions', url))).status).toBe(401);
+      expect((await fetch(new URL('/api/sessions', url), { headers: auth(token!) })).status).toBe(200);
+      expect(JSON.parse(readFileSync(join(home, 'viz', `${url.port}.json`), 'utf8')).token).toBe(token);
+      child.kill('SIGINT');
+      await new Promise((r) => child.once('close', r));
+      expect(existsSync(join(home, 'viz', `${url.port}.json`))).toBe(false);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 30_000);
 });
 
 const hasChromium = existsSync(CHROMIUM);
@@ -134,7 +406,8 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
         ? route.continue()
         : (errors.push(`external request: ${route.request().url()}`), route.abort()),
     );
-    await page.goto(`${server.url}/${query}`);
+    page.on('console', (m) => m.type() === 'error' && errors.push(`console: ${m.text()}`));
+    await page.goto(`${server.url}/${query}#token=${server.token}`);
     await page.waitForSelector('#chart svg');
     return { page, errors };
   }
@@ -247,9 +520,156 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     expect(await page.textContent('#problems')).toMatch(/no session with id deadbeef/);
     const untraced = await newSession({ llm: scriptedModel([]), home, trace: false });
     await untraced.close();
-    await page.goto(`${server.url}/?session=${untraced.id}`);
+    await page.goto(`${server.url}/?session=${untraced.id}#token=${server.token}`);
     await page.waitForSelector('#problems:not([hidden])');
     expect(await page.textContent('#problems')).toMatch(/has no trace\.jsonl/);
+    await page.close();
+  });
+
+  it('the page opened without its token says what to open, and shows no session', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/?session=${sessionId}`);
+    await page.waitForSelector('#problems:not([hidden])');
+    expect(await page.textContent('#problems')).toMatch(/needs the URL `workmem viz` printed, with its #token=/);
+    expect(await page.locator('#session option').count()).toBe(1);
+    expect(await page.textContent('body')).not.toContain(sessionId.slice(0, 8));
+    await page.close();
+  });
+
+  it('a page from another origin reads nothing over fetch or /live and injects nothing over /ingest', async () => {
+    const vizPort = server.port;
+    const ingestedBefore = server.stats().ingested;
+    const hostile = createHttpServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<!doctype html><script>
+        const viz = '127.0.0.1:${vizPort}';
+        const read = {};
+        const tries = [];
+        tries.push(fetch('http://' + viz + '/api/sessions').then((r) => r.text()).then((t) => (read.cors = t), (e) => (read.corsError = String(e))));
+        tries.push(fetch('http://' + viz + '/api/sessions', { mode: 'no-cors' }).then((r) => r.text()).then((t) => (read.noCors = t), (e) => (read.noCorsError = String(e))));
+        const socket = (path, protocols, send) => new Promise((done) => {
+          const got = [];
+          const ws = new WebSocket('ws://' + viz + path, protocols);
+          ws.onopen = () => { read[path + ' opened'] = true; for (const m of send) ws.send(JSON.stringify(m)); };
+          ws.onmessage = (m) => got.push(String(m.data));
+          ws.onclose = () => { read[path] = got.join(''); done(); };
+          setTimeout(() => ws.close(), 1500);
+        });
+        const hello = { type: 'hello', sessionId: '${sessionId}' };
+        const record = { type: 'record', record: { k: 'memory', ts: 1, version: 99, content: 'INJECTED', turn: 1 } };
+        tries.push(socket('/live', [], []));
+        tries.push(socket('/ingest', [], [hello, record]));
+        tries.push(socket('/ingest', ['workmem', 'token.guess'], [hello, record]));
+        Promise.all(tries).then(() => (window.result = read));
+      </script>`);
+    });
+    hostile.listen(0, '127.0.0.1');
+    await new Promise((r) => hostile.once('listening', r));
+    const hostileUrl = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}/`;
+    // The user's own page is open meanwhile, on the session the hostile page names.
+    const { page: own } = await open(`?session=${sessionId}`);
+    await own.waitForFunction(() => document.querySelector('#position')?.textContent !== '0 / 0');
+    const ownPosition = await own.textContent('#position');
+    const page = await browser.newPage();
+    await page.goto(hostileUrl);
+    await page.waitForFunction(() => (window as unknown as { result?: unknown }).result, null, { timeout: 15_000 });
+    const read = await page.evaluate(() => (window as unknown as { result: Record<string, unknown> }).result);
+    await page.close();
+    hostile.close();
+    expect(read['/live opened']).toBeUndefined();
+    expect(read['/ingest opened']).toBeUndefined();
+    expect(read['/live']).toBe('');
+    expect(read['/ingest']).toBe('');
+    expect(read.cors).toBeUndefined();
+    expect(read.corsError).toMatch(/Failed to fetch/);
+    expect(read.noCors ?? '').toBe('');
+    expect(JSON.stringify(read)).not.toContain(sessionId.slice(0, 8));
+    expect(server.stats().ingested).toBe(ingestedBefore);
+    expect(await own.textContent('#position')).toBe(ownPosition);
+    expect(await own.locator('#memory').textContent()).not.toContain('INJECTED');
+    await own.close();
+  });
+
+  it('a forged record shows as text or is dropped, no script runs, and the CSP blocks inline script', async () => {
+    const evil = (field: string) => `<img src=x onerror="window.__pwned='${field}'"><script>window.__pwned='${field}'</script>`;
+    // A trace on disk with markup in every field the page shows (a hostile model, or a hand-edited file).
+    const target = await newSession({ llm: scriptedModel([]), home });
+    await target.close();
+    const forgedTrace = [
+      { k: 'header', format: 1, sessionId: target.id, ts: 1, resumed: false },
+      { k: 'step', ts: 2, machine: 'turn', event: evil('event'), transitions: [evil('t')], from: [evil('from')], to: [evil('to')], value: evil('value'), turn: evil('turn'), request: evil('request') },
+      {
+        k: 'event',
+        ts: 3,
+        event: {
+          type: 'prompt_built',
+          turn: evil('pturn'),
+          request: evil('prequest'),
+          mode: evil('mode'),
+          messages: 1,
+          range: [0, 1],
+          tokens: { system: 1, memory: 1, history: 1, tail: 1, counted: 1, calibration: 0, total: evil('total'), window: evil('window'), percent: evil('percent') },
+        },
+      },
+      { k: 'event', ts: 4, event: { type: 'reminder', turn: 1, request: 1, level: evil('level'), reason: evil('reason'), rounds: evil('rounds'), tokensPercent: evil('tp') } },
+      { k: 'event', ts: 5, event: { type: 'memory_updated', turn: 1, request: 1, path: evil('path'), bytes: evil('bytes'), health: {}, warning: evil('warning') } },
+      { k: 'event', ts: 6, event: { type: 'mode_changed', from: evil('mfrom'), to: evil('mto'), pinned: false } },
+      { k: 'event', ts: 7, event: { type: 'compaction_end', turn: 1, request: 1, reason: evil('creason'), tokensBefore: evil('tb'), tokensAfter: 1, replaced: 2, files: [evil('files')] } },
+      { k: 'memory', ts: 8, version: 1, content: evil('content'), turn: evil('mturn') },
+      { k: 'memory', ts: 9, version: 2, content: `${evil('content2')}\nmore`, turn: evil('mturn2') },
+      { k: 'step', ts: 10, machine: 'turn', event: 'done', transitions: [], from: [], to: [], value: 'done', turn: 1, request: 1 },
+    ];
+    writeFileSync(join(target.dir, 'trace.jsonl'), forgedTrace.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    const { page, errors } = await open(`?session=${target.id}`);
+    await page.waitForFunction(() => document.querySelector('#position')?.textContent === '2 / 2');
+    await page.waitForSelector('#timeline .point');
+    await page.locator('#slider').evaluate((el) => {
+      (el as HTMLInputElement).value = '0';
+      el.dispatchEvent(new Event('input'));
+    });
+    expect(await page.textContent('#step')).toContain(`<img src=x onerror="window.__pwned='turn'">`);
+    expect(await page.textContent('#memory')).toContain(`<img src=x onerror="window.__pwned='content'">`);
+    await page.locator('#slider').evaluate((el) => {
+      (el as HTMLInputElement).value = '1';
+      el.dispatchEvent(new Event('input'));
+    });
+    expect(await page.locator('#timeline .point title').first().textContent()).toContain(`window.__pwned='mode'`);
+    expect(await page.locator('#timeline .marker title').allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringContaining(`window.__pwned='path'`), expect.stringContaining(`window.__pwned='files'`)]),
+    );
+
+    await page.waitForTimeout(200);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
+    for (const box of ['#step', '#timeline', '#memory', '#problems', '#session']) expect(await page.locator(`${box} img, ${box} script`).count(), box).toBe(0);
+
+    // Forged records streamed live into the same page are checked against the schema: dropped.
+    const dropped = server.stats().dropped;
+    const link = new LiveLink(`ws://127.0.0.1:${server.port}/ingest`, target.id, () => {}, home);
+    for (const record of forgedTrace.slice(1, -1)) link.send(record as never);
+    await until(() => server.stats().dropped >= dropped + forgedTrace.length - 2);
+    link.close();
+    await page.waitForTimeout(300);
+    expect(await page.textContent('#position')).toBe('2 / 2');
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
+
+
+    // The CSP forbids inline script and handlers: even markup put in by hand does not run.
+    const blocked = await page.evaluate(async () => {
+      const violations: string[] = [];
+      document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective));
+      const script = document.createElement('script');
+      script.textContent = "window.__inline = 'ran'";
+      document.body.append(script);
+      const img = document.createElement('img');
+      img.setAttribute('onerror', "window.__inline = 'handler'");
+      img.src = 'data:,x';
+      document.body.append(img);
+      await new Promise((r) => setTimeout(r, 300));
+      return { ran: (window as unknown as { __inline?: string }).__inline, violations };
+    });
+    expect(blocked.ran).toBeUndefined();
+    expect(blocked.violations).toContain('script-src-elem');
+    expect(errors.filter((e) => !/Content Security Policy/.test(e))).toEqual([]);
     await page.close();
   });
 });

@@ -1,8 +1,12 @@
 // workmem visualizer: replays a session's trace on the statecharts drawn from the
 // machines, charts its requests and shows its working memory as it was; sessions that
 // run with the visualizer option stream here live. Plain ES module, no dependencies.
+// Record data only ever reaches the page as text (textContent, attributes): never as markup.
 
 const $ = (selector) => document.querySelector(selector);
+// The per-run token, from the fragment of the URL `workmem viz` printed: sent on every API
+// fetch (Authorization) and on /live (a WebSocket subprotocol: a browser cannot set headers there).
+const token = new URLSearchParams(location.hash.slice(1)).get('token') ?? '';
 const state = {
   charts: new Map(), // machine → { svg, model }
   machine: 'turn',
@@ -13,8 +17,31 @@ const state = {
   live: new Set(),
 };
 
+/** An API call with the token; a refusal is said plainly. */
+async function api(path) {
+  const response = await fetch(path, { headers: { authorization: `Bearer ${token}` } });
+  if (response.status === 401) throw new Error('this page needs the URL `workmem viz` printed, with its #token=…');
+  return response;
+}
+
+/** An element with attributes and children (strings become text nodes). */
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+  node.append(...children.map((c) => (c instanceof Node ? c : String(c))));
+  return node;
+}
+
+/** The same in SVG. */
+function svgEl(tag, attributes = {}, ...children) {
+  const node = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+  node.append(...children.map((c) => (c instanceof Node ? c : String(c))));
+  return node;
+}
+
 async function main() {
-  const charts = await (await fetch('/api/charts')).json();
+  const charts = await (await api('/api/charts')).json();
   for (const chart of charts.charts) state.charts.set(chart.machine, chart);
   await refreshSessions();
   showChart();
@@ -28,7 +55,7 @@ async function main() {
 // ---- sessions and traces --------------------------------------------------------
 
 async function refreshSessions() {
-  const { sessions } = await (await fetch('/api/sessions')).json();
+  const { sessions } = await (await api('/api/sessions')).json();
   const select = $('#session');
   const current = select.value;
   for (const s of sessions) {
@@ -44,7 +71,7 @@ function label(s) {
 }
 
 async function loadSession(id) {
-  const response = await fetch(`/api/sessions/${encodeURIComponent(id)}/trace`);
+  const response = await api(`/api/sessions/${encodeURIComponent(id)}/trace`);
   const body = await response.json();
   if (!response.ok) return showProblems([body.error]);
   state.sessionId = body.sessionId;
@@ -55,7 +82,7 @@ async function loadSession(id) {
   showProblems(body.problems);
   derive();
   setStep(state.derived.steps.length - 1);
-  history.replaceState(null, '', `?session=${body.sessionId}&machine=${state.machine}`);
+  history.replaceState(null, '', `?session=${encodeURIComponent(body.sessionId)}&machine=${encodeURIComponent(state.machine)}${location.hash}`);
 }
 
 function showProblems(problems) {
@@ -96,9 +123,16 @@ function setMachine(machine) {
   if (state.derived) setStep(state.step);
 }
 
+// The chart is markup, parsed as SVG: it is our server's Graphviz rendering of our own
+// machine definitions (no record data in it), fetched with the token; and the CSP forbids
+// inline script and event handlers should anything ever slip into it.
 function showChart() {
   const chart = state.charts.get(state.machine);
-  $('#chart').innerHTML = chart ? chart.svg : '';
+  const box = $('#chart');
+  box.replaceChildren();
+  if (!chart) return;
+  const doc = new DOMParser().parseFromString(chart.svg, 'image/svg+xml');
+  if (doc.documentElement.nodeName === 'svg') box.append(document.importNode(doc.documentElement, true));
 }
 
 function leavesOf(prefix, value) {
@@ -153,12 +187,15 @@ function describeStep(step) {
   const from = step.from.map((s) => s.replace(/^[^.]+\.?/, '') || '(machine)').join(', ');
   const to = step.to.map((s) => s.replace(/^[^.]+\.?/, '')).join(', ') || '(stays)';
   const where = [step.turn != null ? `turn ${step.turn}` : null, step.request != null ? `request ${step.request}` : null].filter(Boolean).join(' · ');
-  $('#step').innerHTML = `<div><b>${escapeHtml(step.machine)}</b> <span class="muted">${escapeHtml(where)}</span></div>
-    <div>event <span class="event" id="step-event">${escapeHtml(eventLabel(step.event))}</span></div>
-    <div>${escapeHtml(from)} → <b id="step-target">${escapeHtml(to)}</b></div>`;
+  $('#step').replaceChildren(
+    el('div', {}, el('b', {}, step.machine), ' ', el('span', { class: 'muted' }, where)),
+    el('div', {}, 'event ', el('span', { class: 'event', id: 'step-event' }, eventLabel(step.event))),
+    el('div', {}, `${from} → `, el('b', { id: 'step-target' }, to)),
+  );
 }
 
 function eventLabel(type) {
+  type = String(type);
   const actor = /^xstate\.(done|error)\.actor\.(.+)$/.exec(type);
   if (actor) return `${actor[1]}: ${actor[2]}`;
   const after = /^xstate\.after\.([^.]+)\./.exec(type);
@@ -176,36 +213,49 @@ function renderTimeline() {
   const { requests, markers } = state.derived;
   const box = $('#timeline');
   if (requests.length === 0) {
-    box.innerHTML = '<p class="muted">No requests recorded.</p>';
+    box.replaceChildren(el('p', { class: 'muted' }, 'No requests recorded.'));
     return;
   }
-  const window = Math.max(...requests.map((r) => r.event.tokens.window));
+  // A trace file can be damaged or forged: what is not a number is drawn as 0, and said as it is.
+  const num = (v) => (Number.isFinite(Number(v)) ? Number(v) : 0);
+  const window = Math.max(1, ...requests.map((r) => num(r.event.tokens.window)));
   const x = (i) => PAD.left + (requests.length === 1 ? 0 : (i * (W - PAD.left - PAD.right)) / (requests.length - 1));
-  const y = (tokens) => PAD.top + (1 - tokens / window) * (H - PAD.top - PAD.bottom);
+  const y = (tokens) => PAD.top + (1 - num(tokens) / window) * (H - PAD.top - PAD.bottom);
   const points = requests.map((r, i) => `${x(i)},${y(r.event.tokens.total)}`).join(' ');
-  const parts = [
-    `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="prompt tokens per request">`,
-    `<line class="threshold" x1="${PAD.left}" x2="${W - PAD.right}" y1="${y(window * 0.75)}" y2="${y(window * 0.75)}"><title>75 % of the ${window.toLocaleString()}-token window</title></line>`,
-    `<text class="axis" x="2" y="${y(window) + 8}">${(window / 1000).toFixed(0)}k</text><text class="axis" x="2" y="${y(window * 0.75) + 3}">75 %</text><text class="axis" x="2" y="${H - PAD.bottom}">0</text>`,
-    `<polyline class="line" points="${points}"></polyline>`,
-    `<line class="cursor" id="timeline-cursor" x1="0" x2="0" y1="${PAD.top}" y2="${H - PAD.bottom}"></line>`,
-  ];
+  const chart = svgEl(
+    'svg',
+    { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'prompt tokens per request' },
+    svgEl(
+      'line',
+      { class: 'threshold', x1: PAD.left, x2: W - PAD.right, y1: y(window * 0.75), y2: y(window * 0.75) },
+      svgEl('title', {}, `75 % of the ${window.toLocaleString()}-token window`),
+    ),
+    svgEl('text', { class: 'axis', x: 2, y: y(window) + 8 }, `${(window / 1000).toFixed(0)}k`),
+    svgEl('text', { class: 'axis', x: 2, y: y(window * 0.75) + 3 }, '75 %'),
+    svgEl('text', { class: 'axis', x: 2, y: H - PAD.bottom }, '0'),
+    svgEl('polyline', { class: 'line', points }),
+    svgEl('line', { class: 'cursor', id: 'timeline-cursor', x1: 0, x2: 0, y1: PAD.top, y2: H - PAD.bottom }),
+  );
   requests.forEach((r, i) => {
     const t = r.event.tokens;
-    parts.push(
-      `<circle class="point" data-index="${i}" cx="${x(i)}" cy="${y(t.total)}" r="3.5"><title>request ${i + 1} (turn ${r.event.turn}, request ${r.event.request}, ${r.event.mode}): ${t.total.toLocaleString()} tokens, ${t.percent} % of the window</title></circle>`,
+    const point = svgEl(
+      'circle',
+      { class: 'point', 'data-index': i, cx: x(i), cy: y(t.total), r: 3.5 },
+      svgEl(
+        'title',
+        {},
+        `request ${i + 1} (turn ${r.event.turn}, request ${r.event.request}, ${r.event.mode}): ${t.total.toLocaleString()} tokens, ${t.percent} % of the window`,
+      ),
     );
+    point.addEventListener('click', () => setStep(r.at + 1));
+    chart.append(point);
   });
   const glyph = { reminder: '▲', memory: '✎', mode: '⇄', compaction: '⤓' };
   for (const m of markers) {
     const mx = x(Math.min(requests.length - 1, Math.max(0, m.request - 1)));
-    parts.push(`<text class="marker ${m.kind}" x="${mx - 4}" y="${H - 3}">${glyph[m.kind]}<title>${escapeHtml(markerText(m))}</title></text>`);
+    chart.append(svgEl('text', { class: `marker ${m.kind}`, x: mx - 4, y: H - 3 }, glyph[m.kind], svgEl('title', {}, markerText(m))));
   }
-  parts.push('</svg>');
-  box.innerHTML = parts.join('');
-  for (const circle of box.querySelectorAll('.point')) {
-    circle.addEventListener('click', () => setStep(requests[Number(circle.dataset.index)].at + 1));
-  }
+  box.replaceChildren(chart);
 }
 
 function markerText(m) {
@@ -218,7 +268,7 @@ function markerText(m) {
     case 'mode':
       return `history mode ${e.from} → ${e.to}${e.pinned ? ' (pinned)' : ''}`;
     case 'compaction':
-      return `compaction (${e.reason}): ${e.replaced} items, ${e.tokensBefore} → ${e.tokensAfter} tokens → ${e.files.join(', ')}`;
+      return `compaction (${e.reason}): ${e.replaced} items, ${e.tokensBefore} → ${e.tokensAfter} tokens → ${[].concat(e.files).join(', ')}`;
   }
   return '';
 }
@@ -257,8 +307,10 @@ function renderMemory() {
   $('#memory-caption').textContent = previous
     ? `version ${index + 1} of ${memories.length}${current.turn != null ? `, turn ${current.turn}` : ''} — changes from the previous version`
     : `version 1 of ${memories.length}`;
-  const lines = previous ? diffLines(previous.content.split('\n'), current.content.split('\n')) : current.content.split('\n').map((text) => ({ kind: 'same', text }));
-  box.innerHTML = lines.map((l) => `<div class="${l.kind}">${l.kind === 'add' ? '+ ' : l.kind === 'del' ? '- ' : '  '}${escapeHtml(l.text)}</div>`).join('');
+  const lines = previous
+    ? diffLines(String(previous.content).split('\n'), String(current.content).split('\n'))
+    : String(current.content).split('\n').map((text) => ({ kind: 'same', text }));
+  box.replaceChildren(...lines.map((l) => el('div', { class: l.kind }, `${l.kind === 'add' ? '+ ' : l.kind === 'del' ? '- ' : '  '}${l.text}`)));
 }
 
 /** A line diff by longest common subsequence (memory files are small). */
@@ -283,7 +335,7 @@ function diffLines(a, b) {
 // ---- live sessions -------------------------------------------------------------------
 
 function connectLive() {
-  const socket = new WebSocket(`ws://${location.host}/live`);
+  const socket = new WebSocket(`ws://${location.host}/live`, ['workmem', `token.${token}`]);
   socket.addEventListener('message', async (message) => {
     const data = JSON.parse(message.data);
     if (data.type === 'live') {
@@ -331,10 +383,6 @@ function bindControls() {
     else return;
     e.preventDefault();
   });
-}
-
-function escapeHtml(text) {
-  return String(text).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 }
 
 main().catch((error) => showProblems([`the visualizer could not start: ${error.message}`]));

@@ -19,7 +19,10 @@ export async function main({ flags }: { flags: Flags; positionals: string[] }, i
     session = `?session=${dir.split(/[/\\]/).pop()}`;
   }
   const server = await startVizServer({ home, port });
-  io.stdout.write(`workmem visualizer on ${server.url}/${session}\n(sessions run with --inspect appear live; Ctrl-C stops)\n`);
+  // The token rides in the fragment: the browser never sends it to a server or in a Referer.
+  io.stdout.write(
+    `workmem visualizer on ${server.url}/${session}#token=${server.token}\n(sessions run with --inspect and the same home appear live; Ctrl-C stops)\n`,
+  );
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);

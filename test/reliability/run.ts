@@ -4,7 +4,7 @@
  * and written to docs/RELIABILITY.md with the figures and any failure, replayable by its
  * seed. Exits non-zero when a case did not survive or anything was lost.
  *
- *   --only <family,...>  run some families (crash, lock, disk, hostile, streams, secrets, soak, cli)
+ *   --only <family,...>  run some families (the keys of FAMILIES below)
  *   --no-write           print, leave docs/RELIABILITY.md as it is
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -19,6 +19,7 @@ import { table, type FamilyResult } from './report.js';
 import { secretCases } from './secrets.js';
 import { soak } from './soak.js';
 import { streamCases } from './streams.js';
+import { vizCases } from './viz.js';
 
 const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   crash: () => crashTrials(200, 1),
@@ -29,6 +30,7 @@ const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   secrets: () => secretCases(),
   soak: () => soak(10_000, { every: 1_000 }),
   cli: () => cliCases({ lineSizesMB: [17, 64, 120] }),
+  viz: () => vizCases(),
 };
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'no-write': { type: 'boolean' } } });
