@@ -35,7 +35,8 @@ const SESSION_OPTIONS: Options = {
   inspect: { type: 'boolean' },
   'inspect-port': { type: 'string' },
 };
-const INSPECT_HELP = `  --inspect           stream the session live to \`workmem viz\` on 127.0.0.1
+const INSPECT_HELP = `  --inspect           stream the session live to your \`workmem viz\` on 127.0.0.1
+                      (only after it proves it is the server you started)
   --inspect-port <n>  the visualizer's port (default 4900)`;
 const ALWAYS: Options = { help: { type: 'boolean', short: 'h' }, debug: { type: 'boolean' } };
 
@@ -138,6 +139,12 @@ to phase 2, a compaction. Ends with a table of what happened.`,
 Serves the visualizer on 127.0.0.1 (default port 4900): the statecharts drawn from the
 machines, replay of recorded sessions step by step, the requests' token use, the working
 memory as it was, and sessions running with --inspect, live. Ctrl-C stops it.
+
+Open the URL it prints: it carries a per-run token (#token=…) that every API and live
+route requires; the page reads it from the fragment. Only this host's own page gets in
+(foreign Origin and Host headers are refused). The token is also kept in
+<home>/viz/<port>.json (readable by you only), where your --inspect sessions find it and
+check that the listener is the server you started before they send anything.
 
   --port <n>          the port (default 4900)
   --session <id>      open this session`,
