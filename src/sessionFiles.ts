@@ -96,7 +96,7 @@ export class SessionFiles {
     const dir = sessionDir(options.home, options.cwd, id);
     mkdirSync(dir, { recursive: true, mode: DIR_MODE });
     chmodSync(dir, DIR_MODE);
-    const lock = SessionLock.acquire(dir, now);
+    const lock = SessionLock.acquire(dir);
     return holding(lock, () => SessionFiles.createLocked(dir, id, options, now, lock, options.redact ?? noRedaction));
   }
 
@@ -136,7 +136,7 @@ export class SessionFiles {
   /** Open an existing session, taking its lock (SessionInUseError if another process has it). */
   static open(dir: string, options: { now?: () => number; redact?: Redact } = {}): SessionFiles {
     const now = options.now ?? Date.now;
-    const lock = SessionLock.acquire(dir, now);
+    const lock = SessionLock.acquire(dir);
     return holding(lock, () => SessionFiles.openLocked(dir, now, lock, options.redact ?? noRedaction));
   }
 

@@ -3,12 +3,12 @@
  * structural-tag neutraliser, the bounds on tool arguments and on overview.md, and the
  * session lock's refusals and stale-lock takeover.
  */
-import { mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REDACTED, redactor } from '../src/redact.js';
-import { LOCK_FILE, SessionInUseError, SessionLock } from '../src/sessionLock.js';
+import { LOCK_FILE, pidNamespace, SessionInUseError, SessionLock } from '../src/sessionLock.js';
 import { neutraliseTags } from '../src/structuralTags.js';
 import { argumentProblem, boundToolArguments, MAX_NESTING, omittedArguments } from '../src/toolArguments.js';
 import { OVERVIEW_MAX_BYTES, WorkingMemory } from '../src/workingMemory.js';
@@ -123,15 +123,39 @@ describe('session lock', () => {
 
   it('takes over the lock of a process that is gone, and an unreadable lock once it is old', () => {
     const dir = temp('lock');
-    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: 2 ** 22 + 12345, host: hostname(), since: 0, nonce: 'dead' }));
+    const lockFile = join(dir, LOCK_FILE);
+    const gone = 2 ** 22 + 12345;
+    // Dead in our own pid namespace: the holder is gone, taken over at once.
+    writeFileSync(lockFile, JSON.stringify({ pid: gone, host: hostname(), since: 0, nonce: 'dead', pidns: pidNamespace() }));
     const lock = SessionLock.acquire(dir);
-    expect(JSON.parse(readFileSync(join(dir, LOCK_FILE), 'utf8')).pid).toBe(process.pid);
+    expect(JSON.parse(readFileSync(lockFile, 'utf8')).pid).toBe(process.pid);
     lock.release();
+
+    // The same pid from another namespace (a container with our host name): alive as long as it renews.
+    writeFileSync(lockFile, JSON.stringify({ pid: gone, host: hostname(), since: 0, nonce: 'ns', pidns: 'other-boot/pid:[1]' }));
+    expect(() => SessionLock.acquire(dir)).toThrow(/in use by pid 4206649 since .*heartbeat was renewed 0 s ago/);
+    writeFileSync(lockFile, JSON.stringify({ pid: gone, host: hostname(), since: 0, nonce: 'old' })); // no namespace: a heartbeat only
+    expect(() => SessionLock.acquire(dir)).toThrow(SessionInUseError);
+    const minuteAgo = (Date.now() - 60_000) / 1000;
+    utimesSync(lockFile, minuteAgo, minuteAgo);
+    SessionLock.acquire(dir).release();
 
     writeFileSync(join(dir, LOCK_FILE), '{"pid": 12'); // a writer died half way
     expect(() => SessionLock.acquire(dir)).toThrow(/being opened by another process/);
     const old = (Date.now() - 60_000) / 1000;
     utimesSync(join(dir, LOCK_FILE), old, old);
     SessionLock.acquire(dir).release();
+  });
+
+  it('renews its heartbeat (the lock file mtime) while held, and stops on release', async () => {
+    const dir = temp('lock');
+    const lockFile = join(dir, LOCK_FILE);
+    const lock = SessionLock.acquire(dir, { heartbeatMs: 20 });
+    const old = (Date.now() - 60_000) / 1000;
+    utimesSync(lockFile, old, old);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(Date.now() - statSync(lockFile).mtimeMs).toBeLessThan(30_000);
+    lock.release();
+    expect(existsSync(lockFile)).toBe(false);
   });
 });

@@ -30,9 +30,13 @@ describe('reliability (fast subset)', () => {
     expectAllSurvived(await crashTrials(10, 7), 10);
   });
 
-  it('one writer per session: a second process is refused by pid, a stale lock is taken over', { timeout: 60_000 }, async () => {
-    expectAllSurvived(await lockCases(1), 5);
-  });
+  it(
+    'one writer per session: refused by pid, taken over by heartbeat, 30 races for a stale lock with one holder each',
+    { timeout: 60_000 },
+    async () => {
+      expectAllSurvived(await lockCases(30, 1), 40);
+    },
+  );
 
   it(
     'disk full, read-only and I/O errors on every kind of write: clear errors, nothing acknowledged lost',

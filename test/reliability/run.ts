@@ -21,7 +21,7 @@ import { streamCases } from './streams.js';
 
 const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   crash: () => crashTrials(200, 1),
-  lock: () => lockCases(5),
+  lock: () => lockCases(500, 5),
   disk: () => diskCases(),
   hostile: () => hostileCases(),
   streams: () => streamCases(500),
