@@ -61,7 +61,7 @@ import { modelSummarizer } from './summarizer.js';
 import { SessionLock } from './sessionLock.js';
 import { redactor, type Redact } from './redact.js';
 import { answerInterruptedCalls } from './crashRecovery.js';
-import { capOutput } from './toolOutputCap.js';
+import { capOutput, SavedOutputNames } from './toolOutputCap.js';
 import { TOOL_OUTPUTS_DIR } from './workingMemory.js';
 import type { WriteResult } from './workingMemory.js';
 
@@ -407,6 +407,7 @@ export class Session {
       names.add(tool.name);
     }
     const toolMap = new Map(this.tools.map((t) => [t.name, t]));
+    const saved = new SavedOutputNames(join(files.memory.root, TOOL_OUTPUTS_DIR), TOOL_OUTPUTS_DIR);
     const llm = options.llm;
     const statics: TurnStatics = {
       sessionId: files.id,
@@ -439,7 +440,7 @@ export class Session {
           limits,
           builtInNames.has(call.function.name)
             ? null
-            : (full) => files.memory.writeSystem(`${TOOL_OUTPUTS_DIR}/${turn}-${safeCallId(call)}.txt`, full),
+            : (full) => files.memory.writeSystem(saved.name(turn, '.txt'), full),
         ),
     };
     const host: SessionHost = {
@@ -458,8 +459,7 @@ export class Session {
           files,
           counter,
           emit,
-          saveArguments: (call, turn) =>
-            files.memory.writeSystem(`${TOOL_OUTPUTS_DIR}/${turn}-${safeCallId(call)}.arguments.json`, call.function.arguments),
+          saveArguments: (call, turn) => files.memory.writeSystem(saved.name(turn, '.arguments.json'), call.function.arguments),
         }),
       runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
       compact: (input, signal) => runCompactor(input, compaction, signal),
@@ -832,9 +832,4 @@ function safeReaddir(path: string): string[] {
 /** The model's secrets, the host's and $OPENAI_API_KEY: never written or reported. */
 function sessionRedactor(options: OpenOptions, env: NodeJS.ProcessEnv): Redact {
   return redactor([...(options.llm.secrets ?? []), ...(options.secrets ?? []), env.OPENAI_API_KEY]);
-}
-
-/** A tool call id as part of a file name. */
-function safeCallId(call: ToolCall): string {
-  return call.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
 }

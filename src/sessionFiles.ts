@@ -8,7 +8,7 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } f
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { DIR_MODE, TEMP_FILE, writeFileAtomic } from './atomicWrite.js';
+import { DIR_MODE, TEMP_DIR, writeFileAtomic } from './atomicWrite.js';
 import type { TrackerFacts } from './reminderTracker.js';
 import type { Redact } from './redact.js';
 
@@ -109,7 +109,7 @@ export class SessionFiles {
     redact: Redact,
   ): SessionFiles {
     const language = options.language ?? 'en';
-    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), language, redact);
+    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), language, redact, join(dir, TEMP_DIR));
     memory.init();
     const t = now();
     const meta: SessionMeta = {
@@ -129,7 +129,7 @@ export class SessionFiles {
       model: options.model ?? null,
       language,
     };
-    writeFileAtomic(join(dir, SESSION_FILES.meta), redact(`${JSON.stringify(meta, null, 2)}\n`));
+    writeFileAtomic(join(dir, SESSION_FILES.meta), redact(`${JSON.stringify(meta, null, 2)}\n`), { tmpDir: join(dir, TEMP_DIR) });
     return new SessionFiles(dir, meta, deriveHistory([]), false, memory, [], now, lock, redact);
   }
 
@@ -161,19 +161,19 @@ export class SessionFiles {
       }
       damage.push(note);
       meta = rebuildMeta(dir, loaded.entries, derived.lastTurn, now());
-      writeFileAtomic(metaPath, redact(`${JSON.stringify(meta, null, 2)}\n`));
+      writeFileAtomic(metaPath, redact(`${JSON.stringify(meta, null, 2)}\n`), { tmpDir: join(dir, TEMP_DIR) });
     }
     if (loaded.damage.length) writeDamageReport(dir, loaded.damage, now());
     // Counts written at most once a second may lag after a crash: the log says what they are.
     if (meta.messageCount !== derived.messageCount || meta.turns < derived.lastTurn) {
       meta = { ...meta, messageCount: derived.messageCount, turns: Math.max(meta.turns, derived.lastTurn), updatedAt: now() };
-      writeFileAtomic(metaPath, redact(`${JSON.stringify(meta, null, 2)}\n`), { durable: false });
+      writeFileAtomic(metaPath, redact(`${JSON.stringify(meta, null, 2)}\n`), { durable: false, tmpDir: join(dir, TEMP_DIR) });
     }
     // We hold the lock: temporary files are left from writes a crash interrupted.
     const leftovers = removeTempFiles(dir);
     if (leftovers)
       damage.push(`removed ${leftovers} temporary file(s) of writes interrupted by a crash (the files they were replacing are intact)`);
-    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), meta.language, redact);
+    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), meta.language, redact, join(dir, TEMP_DIR));
     memory.init();
     return new SessionFiles(dir, meta, derived, loaded.tornTail, memory, damage, now, lock, redact, loaded.entries);
   }
@@ -232,7 +232,10 @@ export class SessionFiles {
   }
 
   private writeMeta(): void {
-    writeFileAtomic(join(this.dir, SESSION_FILES.meta), this.redact(`${JSON.stringify(this.metaValue, null, 2)}\n`), { durable: false });
+    writeFileAtomic(join(this.dir, SESSION_FILES.meta), this.redact(`${JSON.stringify(this.metaValue, null, 2)}\n`), {
+      durable: false,
+      tmpDir: join(this.dir, TEMP_DIR),
+    });
     this.metaWritten = this.metaValue;
     this.metaWrittenAt = this.metaValue.updatedAt;
     this.metaDirty = false;
@@ -276,20 +279,22 @@ function trackerFactsOf(entries: readonly LogEntry[]): TrackerFacts {
   return { updates, lastUpdateAt, requestsSinceUpdate };
 }
 
-/** writeFileAtomic's temporary files (`.<name>.<pid>.<hex>.tmp`) anywhere in the session. */
+/**
+ * Temporary files of atomic writes a crash interrupted: only in the session's .tmp/,
+ * where no name is the model's (a file it calls `.notes.1.deadbeef.tmp` is its own).
+ */
 function removeTempFiles(dir: string): number {
   let removed = 0;
-  const visit = (path: string): void => {
-    for (const entry of readdirSync(path, { withFileTypes: true })) {
-      const full = join(path, entry.name);
-      if (entry.isDirectory()) visit(full);
-      else if (entry.isFile() && TEMP_FILE.test(entry.name)) {
-        rmSync(full, { force: true });
-        removed++;
-      }
-    }
-  };
-  visit(dir);
+  let names: string[];
+  try {
+    names = readdirSync(join(dir, TEMP_DIR));
+  } catch {
+    return 0; // no write has needed it yet
+  }
+  for (const name of names) {
+    rmSync(join(dir, TEMP_DIR, name), { recursive: true, force: true });
+    removed++;
+  }
   return removed;
 }
 
@@ -335,7 +340,9 @@ function rebuildMeta(dir: string, entries: LogEntry[], lastTurn: number, now: nu
 }
 
 function writeDamageReport(dir: string, damage: Damage[], now: number): void {
-  writeFileAtomic(join(dir, SESSION_FILES.damage), `${JSON.stringify({ checkedAt: now, lines: damage }, null, 2)}\n`);
+  writeFileAtomic(join(dir, SESSION_FILES.damage), `${JSON.stringify({ checkedAt: now, lines: damage }, null, 2)}\n`, {
+    tmpDir: join(dir, TEMP_DIR),
+  });
 }
 
 function titleOf(text: string): string {
