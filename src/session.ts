@@ -60,7 +60,7 @@ import { itemMemoryTools } from './itemMemoryTools.js';
 import { modelSummarizer } from './summarizer.js';
 import { SessionLock } from './sessionLock.js';
 import { redactor, type Redact } from './redact.js';
-import { answerInterruptedCalls } from './crashRecovery.js';
+import { answerInterruptedCalls, repairPairing } from './crashRecovery.js';
 import { capOutput, SavedOutputNames } from './toolOutputCap.js';
 import { TOOL_OUTPUTS_DIR } from './workingMemory.js';
 import type { WriteResult } from './workingMemory.js';
@@ -188,7 +188,11 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
   let files: SessionFiles | undefined;
   try {
     const dir = await findSessionDir(store, home, id);
-    files = SessionFiles.open(dir, { redact: sessionRedactor(options, env), ...(options.now ? { now: options.now } : {}) });
+    files = SessionFiles.open(dir, {
+      redact: sessionRedactor(options, env),
+      contextWindow: resolved.turn.contextWindow,
+      ...(options.now ? { now: options.now } : {}),
+    });
     const damage = [...files.damage];
     const stored = await store.get<unknown>(TRACKER_KEY(files.id));
     let tracker = parseTrackerState(stored);
@@ -197,9 +201,7 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
       tracker = INITIAL_TRACKER;
     }
     tracker = reconcileTracker(tracker, files.trackerFacts);
-    const interrupted = answerInterruptedCalls(files, counter).length;
-    if (interrupted)
-      damage.push(`the last turn was interrupted: ${interrupted} tool call(s) without a result were answered as interrupted`);
+    damage.push(...repairPairing(files, counter)); // calls and results paired again, wherever a line was lost
     const items = await openItems(store, files.id, options, counter);
     return new Session(files, store, counter, options, resolved, tracker, damage, items, true);
   } catch (error) {
@@ -438,9 +440,7 @@ export class Session {
         capOutput(
           content,
           limits,
-          builtInNames.has(call.function.name)
-            ? null
-            : (full) => files.memory.writeSystem(saved.name(turn, '.txt'), full),
+          builtInNames.has(call.function.name) ? null : (full) => files.memory.writeSystem(saved.name(turn, '.txt'), full),
         ),
     };
     const host: SessionHost = {

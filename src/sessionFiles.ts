@@ -5,7 +5,7 @@
  * rebuilt from the log, and damaged log lines are reported in damage.json.
  */
 import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { DIR_MODE, TEMP_DIR, writeFileAtomic } from './atomicWrite.js';
@@ -13,9 +13,18 @@ import type { TrackerFacts } from './reminderTracker.js';
 import type { Redact } from './redact.js';
 
 const noRedaction: Redact = (text) => text;
-import { deriveHistory, viewAfterCompaction, type DerivedHistory } from './deriveHistory.js';
-import { appendItem, type HistoryMode, type HistoryView } from './historyView.js';
-import { MessageLog, readLog, type CompactionEntry, type Damage, type LogEntry, type MessageEntry, type NewEntry } from './messageLog.js';
+import { applyRepair, deriveHistory, viewAfterCompaction, type DerivedHistory } from './deriveHistory.js';
+import { appendItem, fromItems, type HistoryMode, type HistoryView } from './historyView.js';
+import {
+  MessageLog,
+  readLog,
+  type CompactionEntry,
+  type Damage,
+  type LogEntry,
+  type MessageEntry,
+  type NewEntry,
+  type RepairEntry,
+} from './messageLog.js';
 import type { ChatMessage } from './messages.js';
 import type { MemoryLanguage } from './memoryTemplate.js';
 import { SESSION_FILES, sessionDir } from './sessionPaths.js';
@@ -55,6 +64,13 @@ export interface CreateOptions {
   now?: () => number;
 }
 
+/** What opening found wrong and did about it, for damage.json. */
+export interface Repair {
+  what: string;
+  where: string;
+  done: string;
+}
+
 const TITLE_CHARS = 80;
 const META_INTERVAL_MS = 1_000;
 
@@ -81,6 +97,7 @@ export class SessionFiles {
     private readonly lock: SessionLock,
     readonly redact: Redact,
     entries: readonly LogEntry[] = [],
+    private readonly report: { lines: Damage[]; repairs: Repair[] } = { lines: [], repairs: [] },
   ) {
     this.trackerFacts = trackerFactsOf(entries);
     this.view = derived.view;
@@ -134,13 +151,13 @@ export class SessionFiles {
   }
 
   /** Open an existing session, taking its lock (SessionInUseError if another process has it). */
-  static open(dir: string, options: { now?: () => number; redact?: Redact } = {}): SessionFiles {
+  static open(dir: string, options: { now?: () => number; redact?: Redact; contextWindow?: number } = {}): SessionFiles {
     const now = options.now ?? Date.now;
     const lock = SessionLock.acquire(dir);
-    return holding(lock, () => SessionFiles.openLocked(dir, now, lock, options.redact ?? noRedaction));
+    return holding(lock, () => SessionFiles.openLocked(dir, now, lock, options.redact ?? noRedaction, options.contextWindow ?? Infinity));
   }
 
-  private static openLocked(dir: string, now: () => number, lock: SessionLock, redact: Redact): SessionFiles {
+  private static openLocked(dir: string, now: () => number, lock: SessionLock, redact: Redact, contextWindow: number): SessionFiles {
     const loaded = readLog(join(dir, SESSION_FILES.messages));
     const derived = deriveHistory(loaded.entries);
     const damage: string[] = loaded.damage.map((d) => `messages.jsonl line ${d.line}: ${d.reason}`);
@@ -163,9 +180,26 @@ export class SessionFiles {
       meta = rebuildMeta(dir, loaded.entries, derived.lastTurn, now());
       writeFileAtomic(metaPath, redact(`${JSON.stringify(meta, null, 2)}\n`), { tmpDir: join(dir, TEMP_DIR) });
     }
-    if (loaded.damage.length) writeDamageReport(dir, loaded.damage, now());
+    // meta.json is a cache, never the authority: the directory names the session, and a
+    // calibration no server could have caused (beyond the window) is rebuilt as the log would.
+    const repairs: Repair[] = [];
+    const id = basename(dir);
+    if (meta.id !== id) {
+      repairs.push({ what: `meta.json names session ${meta.id}`, where: 'meta.json id', done: `corrected to ${id}, the directory's name` });
+      meta = { ...meta, id };
+    }
+    if (Math.abs(meta.calibration) > contextWindow) {
+      repairs.push({
+        what: `meta.json calibration ${meta.calibration} is beyond the ${contextWindow}-token window`,
+        where: 'meta.json calibration',
+        done: 'rebuilt from the log as 0; the next response calibrates it again',
+      });
+      meta = { ...meta, calibration: 0 };
+    }
+    damage.push(...repairs.map(describeRepair));
+    if (loaded.damage.length || repairs.length) writeDamageReport(dir, { lines: loaded.damage, repairs }, now());
     // Counts written at most once a second may lag after a crash: the log says what they are.
-    if (meta.messageCount !== derived.messageCount || meta.turns < derived.lastTurn) {
+    if (repairs.length || meta.messageCount !== derived.messageCount || meta.turns < derived.lastTurn) {
       meta = { ...meta, messageCount: derived.messageCount, turns: Math.max(meta.turns, derived.lastTurn), updatedAt: now() };
       writeFileAtomic(metaPath, redact(`${JSON.stringify(meta, null, 2)}\n`), { durable: false, tmpDir: join(dir, TEMP_DIR) });
     }
@@ -175,7 +209,10 @@ export class SessionFiles {
       damage.push(`removed ${leftovers} temporary file(s) of writes interrupted by a crash (the files they were replacing are intact)`);
     const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), meta.language, redact, join(dir, TEMP_DIR));
     memory.init();
-    return new SessionFiles(dir, meta, derived, loaded.tornTail, memory, damage, now, lock, redact, loaded.entries);
+    return new SessionFiles(dir, meta, derived, loaded.tornTail, memory, damage, now, lock, redact, loaded.entries, {
+      lines: loaded.damage,
+      repairs,
+    });
   }
 
   get id(): string {
@@ -210,6 +247,22 @@ export class SessionFiles {
     const full = this.log.append(entry, { sync: true });
     this.view = viewAfterCompaction(this.view, full);
     return full;
+  }
+
+  /** Append a repair of the derived history (see RepairEntry). */
+  appendRepair(entry: Omit<RepairEntry, 'seq' | 'ts'>): RepairEntry {
+    const full = this.log.append<Omit<RepairEntry, 'seq' | 'ts'>>(entry, { sync: false });
+    const items = applyRepair(this.view.items.slice(0, this.view.length), full);
+    if (typeof items === 'string') throw new Error(`repair ${full.seq} cannot apply: ${items}`);
+    this.view = fromItems(items);
+    return full;
+  }
+
+  /** Add what a repair did to damage.json. */
+  recordRepairs(repairs: readonly Repair[]): void {
+    if (!repairs.length) return;
+    this.report.repairs.push(...repairs);
+    writeDamageReport(this.dir, this.report, this.now());
   }
 
   appendEvent(turn: number, name: string, data: Record<string, unknown>): void {
@@ -339,8 +392,13 @@ function rebuildMeta(dir: string, entries: LogEntry[], lastTurn: number, now: nu
   };
 }
 
-function writeDamageReport(dir: string, damage: Damage[], now: number): void {
-  writeFileAtomic(join(dir, SESSION_FILES.damage), `${JSON.stringify({ checkedAt: now, lines: damage }, null, 2)}\n`, {
+export function describeRepair(repair: Repair): string {
+  return `${repair.what} (${repair.where}): ${repair.done}`;
+}
+
+function writeDamageReport(dir: string, report: { lines: Damage[]; repairs: Repair[] }, now: number): void {
+  const body = { checkedAt: now, lines: report.lines, ...(report.repairs.length ? { repairs: report.repairs } : {}) };
+  writeFileAtomic(join(dir, SESSION_FILES.damage), `${JSON.stringify(body, null, 2)}\n`, {
     tmpDir: join(dir, TEMP_DIR),
   });
 }
