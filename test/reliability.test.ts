@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { crashTrials } from './reliability/crash.js';
+import { damageCases } from './reliability/damage.js';
 import { diskCases } from './reliability/disk.js';
 import { hostileCases } from './reliability/hostile.js';
 import { lockCases } from './reliability/lock.js';
@@ -35,6 +36,14 @@ describe('reliability (fast subset)', () => {
     { timeout: 60_000 },
     async () => {
       expectAllSurvived(await lockCases(30, 1), 40);
+    },
+  );
+
+  it(
+    'saved outputs keep distinct names, reserved names, temp-like names, a damaged log line and meta.json',
+    { timeout: 60_000 },
+    async () => {
+      expectAllSurvived(await damageCases(), 12);
     },
   );
 

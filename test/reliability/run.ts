@@ -4,13 +4,14 @@
  * and written to docs/RELIABILITY.md with the figures and any failure, replayable by its
  * seed. Exits non-zero when a case did not survive or anything was lost.
  *
- *   --only <family,...>  run some families (crash, lock, disk, hostile, streams, secrets, soak)
+ *   --only <family,...>  run some families (crash, lock, damage, disk, hostile, streams, secrets, soak)
  *   --no-write           print, leave docs/RELIABILITY.md as it is
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { machine } from '../bench/harness.js';
 import { crashTrials } from './crash.js';
+import { damageCases } from './damage.js';
 import { diskCases } from './disk.js';
 import { hostileCases } from './hostile.js';
 import { lockCases } from './lock.js';
@@ -22,6 +23,7 @@ import { streamCases } from './streams.js';
 const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   crash: () => crashTrials(200, 1),
   lock: () => lockCases(500, 5),
+  damage: () => damageCases(),
   disk: () => diskCases(),
   hostile: () => hostileCases(),
   streams: () => streamCases(500),
