@@ -10,6 +10,7 @@ import { applyCompaction, planForTarget, type CompactionDeps } from './compactio
 import type { SessionEvent } from './events.js';
 import { totalTokens } from './historyView.js';
 import { PathRefusedError, resolveInside } from './sandboxPath.js';
+import { reservedPath } from './workingMemory.js';
 import { defineTool, type Tool } from './tool.js';
 
 export interface CompactHistoryHooks {
@@ -59,6 +60,8 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
               isError: true,
             };
           }
+          const reserved = reservedPath(resolved.rel);
+          if (reserved) return { content: `Error: archive_to refused: ${reserved}`, isError: true };
           archiveTo = resolved.rel;
         } catch (error) {
           if (error instanceof PathRefusedError) return { content: `Error: archive_to refused: ${error.message}`, isError: true };

@@ -4,14 +4,14 @@
  * through the same function, so resume derives exactly what the live session had.
  */
 import { fromItems, type HistoryItem, type HistoryView } from './historyView.js';
-import type { CompactionEntry, LogEntry } from './messageLog.js';
+import type { CompactionEntry, LogEntry, RepairEntry } from './messageLog.js';
 
 export interface DerivedHistory {
   view: HistoryView;
   lastTurn: number;
   lastSeq: number;
   messageCount: number;
-  /** Compaction entries that could not be applied (their anchors were damaged). */
+  /** Compaction and repair entries that could not be applied (their anchors were damaged). */
   problems: string[];
 }
 
@@ -30,6 +30,10 @@ export function deriveHistory(entries: readonly LogEntry[]): DerivedHistory {
     } else if (entry.type === 'compaction') {
       const result = applyCompaction(items, entry);
       if (typeof result === 'string') problems.push(`compaction ${entry.seq}: ${result}`);
+      else items = result;
+    } else if (entry.type === 'repair') {
+      const result = applyRepair(items, entry);
+      if (typeof result === 'string') problems.push(`repair ${entry.seq}: ${result}`);
       else items = result;
     }
   }
@@ -60,6 +64,19 @@ export function applyCompaction(items: readonly HistoryItem[], entry: Compaction
     next.splice(start, end - start + 1, ...note);
   }
   return next;
+}
+
+/** The items after a repair entry, or why it cannot apply. Never mutates `items`. */
+export function applyRepair(items: readonly HistoryItem[], entry: RepairEntry): HistoryItem[] | string {
+  if (entry.setAside !== undefined) {
+    const at = items.findIndex((item) => item.seq === entry.setAside);
+    return at < 0 ? `seq ${entry.setAside} is not in the history` : [...items.slice(0, at), ...items.slice(at + 1)];
+  }
+  const answer = entry.answer!;
+  const at = items.findIndex((item) => item.seq === answer.after);
+  if (at < 0) return `seq ${answer.after} is not in the history`;
+  const item = { seq: entry.seq, turn: items[at]!.turn, message: answer.message, tokens: answer.tokens };
+  return [...items.slice(0, at + 1), item, ...items.slice(at + 1)];
 }
 
 export function viewAfterCompaction(view: HistoryView, entry: CompactionEntry): HistoryView {

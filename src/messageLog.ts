@@ -6,7 +6,7 @@
  */
 import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import type { CompactionReason } from './events.js';
-import type { ChatMessage } from './messages.js';
+import type { ChatMessage, ToolMessage } from './messages.js';
 import { FILE_MODE } from './atomicWrite.js';
 import { storageError } from './storageError.js';
 
@@ -48,7 +48,21 @@ export interface EventEntry {
   data: Record<string, unknown>;
 }
 
-export type LogEntry = MessageEntry | CompactionEntry | EventEntry;
+/**
+ * A repair of the derived history, appended when opening finds calls and results that do
+ * not pair (a damaged or reordered line): `answer` places a result right after the item
+ * `after`; `setAside` takes an orphan result out. The lines they mend stay as they are.
+ */
+export interface RepairEntry {
+  type: 'repair';
+  seq: number;
+  ts: number;
+  turn: number;
+  answer?: { after: number; message: ToolMessage; tokens: number };
+  setAside?: number;
+}
+
+export type LogEntry = MessageEntry | CompactionEntry | EventEntry | RepairEntry;
 export type NewEntry = DistributiveOmit<LogEntry, 'seq' | 'ts'>;
 type DistributiveOmit<T, K extends keyof any> = T extends unknown ? Omit<T, K> : never;
 
@@ -140,6 +154,14 @@ export function checkEntry(value: unknown): string | null {
     }
     case 'event':
       return typeof e.name === 'string' && !!e.data && typeof e.data === 'object' ? null : 'malformed event';
+    case 'repair': {
+      if (e.setAside !== undefined) return isInt(e.setAside) ? null : 'repair with a malformed seq';
+      const answer = e.answer as Record<string, unknown> | undefined;
+      if (!answer || !isInt(answer.after) || !isInt(answer.tokens)) return 'repair without an answer or a seq';
+      return (answer.message as { role?: unknown } | undefined)?.role === 'tool'
+        ? checkMessage(answer.message)
+        : 'repair answer is not a tool result';
+    }
     default:
       return `unknown entry type ${JSON.stringify(e.type)}`;
   }

@@ -61,8 +61,8 @@ import { modelSummarizer } from './summarizer.js';
 import { SessionLock } from './sessionLock.js';
 import { redactor, type Redact } from './redact.js';
 import { checkSessionOptions } from './sessionOptionsCheck.js';
-import { answerInterruptedCalls } from './crashRecovery.js';
-import { capOutput } from './toolOutputCap.js';
+import { answerInterruptedCalls, repairPairing } from './crashRecovery.js';
+import { capOutput, SavedOutputNames } from './toolOutputCap.js';
 import { TOOL_OUTPUTS_DIR } from './workingMemory.js';
 import type { WriteResult } from './workingMemory.js';
 
@@ -191,7 +191,11 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
   let files: SessionFiles | undefined;
   try {
     const dir = await findSessionDir(store, home, id);
-    files = SessionFiles.open(dir, { redact: sessionRedactor(options, env), ...(options.now ? { now: options.now } : {}) });
+    files = SessionFiles.open(dir, {
+      redact: sessionRedactor(options, env),
+      contextWindow: resolved.turn.contextWindow,
+      ...(options.now ? { now: options.now } : {}),
+    });
     const damage = [...files.damage];
     const stored = await store.get<unknown>(TRACKER_KEY(files.id));
     let tracker = parseTrackerState(stored);
@@ -200,9 +204,7 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
       tracker = INITIAL_TRACKER;
     }
     tracker = reconcileTracker(tracker, files.trackerFacts);
-    const interrupted = answerInterruptedCalls(files, counter).length;
-    if (interrupted)
-      damage.push(`the last turn was interrupted: ${interrupted} tool call(s) without a result were answered as interrupted`);
+    damage.push(...repairPairing(files, counter)); // calls and results paired again, wherever a line was lost
     const items = await openItems(store, files.id, options, counter);
     return new Session(files, store, counter, options, resolved, tracker, damage, items, true);
   } catch (error) {
@@ -411,6 +413,7 @@ export class Session {
       names.add(tool.name);
     }
     const toolMap = new Map(this.tools.map((t) => [t.name, t]));
+    const saved = new SavedOutputNames(join(files.memory.root, TOOL_OUTPUTS_DIR), TOOL_OUTPUTS_DIR);
     const llm = options.llm;
     const statics: TurnStatics = {
       sessionId: files.id,
@@ -441,9 +444,7 @@ export class Session {
         capOutput(
           content,
           limits,
-          builtInNames.has(call.function.name)
-            ? null
-            : (full) => files.memory.writeSystem(`${TOOL_OUTPUTS_DIR}/${turn}-${safeCallId(call)}.txt`, full),
+          builtInNames.has(call.function.name) ? null : (full) => files.memory.writeSystem(saved.name(turn, '.txt'), full),
         ),
     };
     const host: SessionHost = {
@@ -462,8 +463,7 @@ export class Session {
           files,
           counter,
           emit,
-          saveArguments: (call, turn) =>
-            files.memory.writeSystem(`${TOOL_OUTPUTS_DIR}/${turn}-${safeCallId(call)}.arguments.json`, call.function.arguments),
+          saveArguments: (call, turn) => files.memory.writeSystem(saved.name(turn, '.arguments.json'), call.function.arguments),
         }),
       runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
       compact: (input, signal) => runCompactor(input, compaction, signal),
@@ -839,9 +839,4 @@ function safeReaddir(path: string): string[] {
 /** The model's secrets, the host's and $OPENAI_API_KEY: never written or reported. */
 function sessionRedactor(options: OpenOptions, env: NodeJS.ProcessEnv): Redact {
   return redactor([...(options.llm.secrets ?? []), ...(options.secrets ?? []), env.OPENAI_API_KEY]);
-}
-
-/** A tool call id as part of a file name. */
-function safeCallId(call: ToolCall): string {
-  return call.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
 }

@@ -5,17 +5,26 @@
  * rebuilt from the log, and damaged log lines are reported in damage.json.
  */
 import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { DIR_MODE, TEMP_FILE, writeFileAtomic } from './atomicWrite.js';
+import { DIR_MODE, TEMP_DIR, writeFileAtomic } from './atomicWrite.js';
 import type { TrackerFacts } from './reminderTracker.js';
 import type { Redact } from './redact.js';
 
 const noRedaction: Redact = (text) => text;
-import { deriveHistory, viewAfterCompaction, type DerivedHistory } from './deriveHistory.js';
-import { appendItem, type HistoryMode, type HistoryView } from './historyView.js';
-import { MessageLog, readLog, type CompactionEntry, type Damage, type LogEntry, type MessageEntry, type NewEntry } from './messageLog.js';
+import { applyRepair, deriveHistory, viewAfterCompaction, type DerivedHistory } from './deriveHistory.js';
+import { appendItem, fromItems, type HistoryMode, type HistoryView } from './historyView.js';
+import {
+  MessageLog,
+  readLog,
+  type CompactionEntry,
+  type Damage,
+  type LogEntry,
+  type MessageEntry,
+  type NewEntry,
+  type RepairEntry,
+} from './messageLog.js';
 import type { ChatMessage } from './messages.js';
 import type { MemoryLanguage } from './memoryTemplate.js';
 import { SESSION_FILES, sessionDir } from './sessionPaths.js';
@@ -55,6 +64,13 @@ export interface CreateOptions {
   now?: () => number;
 }
 
+/** What opening found wrong and did about it, for damage.json. */
+export interface Repair {
+  what: string;
+  where: string;
+  done: string;
+}
+
 const TITLE_CHARS = 80;
 const META_INTERVAL_MS = 1_000;
 
@@ -81,6 +97,7 @@ export class SessionFiles {
     private readonly lock: SessionLock,
     readonly redact: Redact,
     entries: readonly LogEntry[] = [],
+    private readonly report: { lines: Damage[]; repairs: Repair[] } = { lines: [], repairs: [] },
   ) {
     this.trackerFacts = trackerFactsOf(entries);
     this.view = derived.view;
@@ -96,7 +113,7 @@ export class SessionFiles {
     const dir = sessionDir(options.home, options.cwd, id);
     mkdirSync(dir, { recursive: true, mode: DIR_MODE });
     chmodSync(dir, DIR_MODE);
-    const lock = SessionLock.acquire(dir, now);
+    const lock = SessionLock.acquire(dir);
     return holding(lock, () => SessionFiles.createLocked(dir, id, options, now, lock, options.redact ?? noRedaction));
   }
 
@@ -109,7 +126,7 @@ export class SessionFiles {
     redact: Redact,
   ): SessionFiles {
     const language = options.language ?? 'en';
-    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), language, redact);
+    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), language, redact, join(dir, TEMP_DIR));
     memory.init();
     const t = now();
     const meta: SessionMeta = {
@@ -129,18 +146,18 @@ export class SessionFiles {
       model: options.model ?? null,
       language,
     };
-    writeFileAtomic(join(dir, SESSION_FILES.meta), redact(`${JSON.stringify(meta, null, 2)}\n`));
+    writeFileAtomic(join(dir, SESSION_FILES.meta), redact(`${JSON.stringify(meta, null, 2)}\n`), { tmpDir: join(dir, TEMP_DIR) });
     return new SessionFiles(dir, meta, deriveHistory([]), false, memory, [], now, lock, redact);
   }
 
   /** Open an existing session, taking its lock (SessionInUseError if another process has it). */
-  static open(dir: string, options: { now?: () => number; redact?: Redact } = {}): SessionFiles {
+  static open(dir: string, options: { now?: () => number; redact?: Redact; contextWindow?: number } = {}): SessionFiles {
     const now = options.now ?? Date.now;
-    const lock = SessionLock.acquire(dir, now);
-    return holding(lock, () => SessionFiles.openLocked(dir, now, lock, options.redact ?? noRedaction));
+    const lock = SessionLock.acquire(dir);
+    return holding(lock, () => SessionFiles.openLocked(dir, now, lock, options.redact ?? noRedaction, options.contextWindow ?? Infinity));
   }
 
-  private static openLocked(dir: string, now: () => number, lock: SessionLock, redact: Redact): SessionFiles {
+  private static openLocked(dir: string, now: () => number, lock: SessionLock, redact: Redact, contextWindow: number): SessionFiles {
     const loaded = readLog(join(dir, SESSION_FILES.messages));
     const derived = deriveHistory(loaded.entries);
     const damage: string[] = loaded.damage.map((d) => `messages.jsonl line ${d.line}: ${d.reason}`);
@@ -161,21 +178,41 @@ export class SessionFiles {
       }
       damage.push(note);
       meta = rebuildMeta(dir, loaded.entries, derived.lastTurn, now());
-      writeFileAtomic(metaPath, redact(`${JSON.stringify(meta, null, 2)}\n`));
+      writeFileAtomic(metaPath, redact(`${JSON.stringify(meta, null, 2)}\n`), { tmpDir: join(dir, TEMP_DIR) });
     }
-    if (loaded.damage.length) writeDamageReport(dir, loaded.damage, now());
+    // meta.json is a cache, never the authority: the directory names the session, and a
+    // calibration no server could have caused (beyond the window) is rebuilt as the log would.
+    const repairs: Repair[] = [];
+    const id = basename(dir);
+    if (meta.id !== id) {
+      repairs.push({ what: `meta.json names session ${meta.id}`, where: 'meta.json id', done: `corrected to ${id}, the directory's name` });
+      meta = { ...meta, id };
+    }
+    if (Math.abs(meta.calibration) > contextWindow) {
+      repairs.push({
+        what: `meta.json calibration ${meta.calibration} is beyond the ${contextWindow}-token window`,
+        where: 'meta.json calibration',
+        done: 'rebuilt from the log as 0; the next response calibrates it again',
+      });
+      meta = { ...meta, calibration: 0 };
+    }
+    damage.push(...repairs.map(describeRepair));
+    if (loaded.damage.length || repairs.length) writeDamageReport(dir, { lines: loaded.damage, repairs }, now());
     // Counts written at most once a second may lag after a crash: the log says what they are.
-    if (meta.messageCount !== derived.messageCount || meta.turns < derived.lastTurn) {
+    if (repairs.length || meta.messageCount !== derived.messageCount || meta.turns < derived.lastTurn) {
       meta = { ...meta, messageCount: derived.messageCount, turns: Math.max(meta.turns, derived.lastTurn), updatedAt: now() };
-      writeFileAtomic(metaPath, redact(`${JSON.stringify(meta, null, 2)}\n`), { durable: false });
+      writeFileAtomic(metaPath, redact(`${JSON.stringify(meta, null, 2)}\n`), { durable: false, tmpDir: join(dir, TEMP_DIR) });
     }
     // We hold the lock: temporary files are left from writes a crash interrupted.
     const leftovers = removeTempFiles(dir);
     if (leftovers)
       damage.push(`removed ${leftovers} temporary file(s) of writes interrupted by a crash (the files they were replacing are intact)`);
-    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), meta.language, redact);
+    const memory = new WorkingMemory(join(dir, SESSION_FILES.workingMemory), meta.language, redact, join(dir, TEMP_DIR));
     memory.init();
-    return new SessionFiles(dir, meta, derived, loaded.tornTail, memory, damage, now, lock, redact, loaded.entries);
+    return new SessionFiles(dir, meta, derived, loaded.tornTail, memory, damage, now, lock, redact, loaded.entries, {
+      lines: loaded.damage,
+      repairs,
+    });
   }
 
   get id(): string {
@@ -212,6 +249,22 @@ export class SessionFiles {
     return full;
   }
 
+  /** Append a repair of the derived history (see RepairEntry). */
+  appendRepair(entry: Omit<RepairEntry, 'seq' | 'ts'>): RepairEntry {
+    const full = this.log.append<Omit<RepairEntry, 'seq' | 'ts'>>(entry, { sync: false });
+    const items = applyRepair(this.view.items.slice(0, this.view.length), full);
+    if (typeof items === 'string') throw new Error(`repair ${full.seq} cannot apply: ${items}`);
+    this.view = fromItems(items);
+    return full;
+  }
+
+  /** Add what a repair did to damage.json. */
+  recordRepairs(repairs: readonly Repair[]): void {
+    if (!repairs.length) return;
+    this.report.repairs.push(...repairs);
+    writeDamageReport(this.dir, this.report, this.now());
+  }
+
   appendEvent(turn: number, name: string, data: Record<string, unknown>): void {
     this.log.append<NewEntry>({ type: 'event', turn, name, data }, { sync: false });
   }
@@ -232,7 +285,10 @@ export class SessionFiles {
   }
 
   private writeMeta(): void {
-    writeFileAtomic(join(this.dir, SESSION_FILES.meta), this.redact(`${JSON.stringify(this.metaValue, null, 2)}\n`), { durable: false });
+    writeFileAtomic(join(this.dir, SESSION_FILES.meta), this.redact(`${JSON.stringify(this.metaValue, null, 2)}\n`), {
+      durable: false,
+      tmpDir: join(this.dir, TEMP_DIR),
+    });
     this.metaWritten = this.metaValue;
     this.metaWrittenAt = this.metaValue.updatedAt;
     this.metaDirty = false;
@@ -276,20 +332,22 @@ function trackerFactsOf(entries: readonly LogEntry[]): TrackerFacts {
   return { updates, lastUpdateAt, requestsSinceUpdate };
 }
 
-/** writeFileAtomic's temporary files (`.<name>.<pid>.<hex>.tmp`) anywhere in the session. */
+/**
+ * Temporary files of atomic writes a crash interrupted: only in the session's .tmp/,
+ * where no name is the model's (a file it calls `.notes.1.deadbeef.tmp` is its own).
+ */
 function removeTempFiles(dir: string): number {
   let removed = 0;
-  const visit = (path: string): void => {
-    for (const entry of readdirSync(path, { withFileTypes: true })) {
-      const full = join(path, entry.name);
-      if (entry.isDirectory()) visit(full);
-      else if (entry.isFile() && TEMP_FILE.test(entry.name)) {
-        rmSync(full, { force: true });
-        removed++;
-      }
-    }
-  };
-  visit(dir);
+  let names: string[];
+  try {
+    names = readdirSync(join(dir, TEMP_DIR));
+  } catch {
+    return 0; // no write has needed it yet
+  }
+  for (const name of names) {
+    rmSync(join(dir, TEMP_DIR, name), { recursive: true, force: true });
+    removed++;
+  }
   return removed;
 }
 
@@ -334,8 +392,15 @@ function rebuildMeta(dir: string, entries: LogEntry[], lastTurn: number, now: nu
   };
 }
 
-function writeDamageReport(dir: string, damage: Damage[], now: number): void {
-  writeFileAtomic(join(dir, SESSION_FILES.damage), `${JSON.stringify({ checkedAt: now, lines: damage }, null, 2)}\n`);
+export function describeRepair(repair: Repair): string {
+  return `${repair.what} (${repair.where}): ${repair.done}`;
+}
+
+function writeDamageReport(dir: string, report: { lines: Damage[]; repairs: Repair[] }, now: number): void {
+  const body = { checkedAt: now, lines: report.lines, ...(report.repairs.length ? { repairs: report.repairs } : {}) };
+  writeFileAtomic(join(dir, SESSION_FILES.damage), `${JSON.stringify(body, null, 2)}\n`, {
+    tmpDir: join(dir, TEMP_DIR),
+  });
 }
 
 function titleOf(text: string): string {

@@ -1,26 +1,68 @@
 /**
  * One writer per session: `session.lock` in the session's directory names the process
- * that has it open (pid, host, since when). Created with O_EXCL, so two processes cannot
- * both create it. A lock whose process is gone (killed, crashed) is stale: the next
- * opener takes it over by renaming it aside — a rename succeeds for one process only —
- * and checking that what it moved is the stale lock it judged, not a fresh one.
+ * that has it open (pid, host, pid namespace, since when). Created with O_EXCL, so two
+ * processes cannot both create it.
+ *
+ * Staleness follows a heartbeat, not the pid: the holder touches the lock's mtime every
+ * few seconds (an unref'd timer), and a lock not renewed for `staleMs` is stale, whoever
+ * and wherever its holder is. A pid is trusted only where it means something: when the
+ * lock was written in this very pid namespace (same host name, boot id and namespace
+ * inode) and that pid is gone, the holder is dead and the lock is stale at once. In any
+ * other namespace — a container with the same host name, another machine — `kill(pid, 0)`
+ * says nothing about the holder, so only the heartbeat counts.
+ *
+ * Taking over is a claim: the taker creates `session.lock.claim-<inode>` with O_EXCL (one
+ * winner per stale lock), checks that the lock is still that same, still stale file, and
+ * only then removes it; the lock itself is then created with O_EXCL like any other, so
+ * two processes never both hold it.
  */
-import { closeSync, linkSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  futimesSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  readSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { FILE_MODE } from './atomicWrite.js';
 
 export const LOCK_FILE = 'session.lock';
 
+export interface LockTiming {
+  /** How often the holder renews its heartbeat. */
+  heartbeatMs: number;
+  /** A heartbeat older than this is stale: several heartbeats, so a busy event loop is not taken for a dead one. */
+  staleMs: number;
+}
+
+export const DEFAULT_LOCK_TIMING: LockTiming = { heartbeatMs: 2_000, staleMs: 15_000 };
+
 /** A lock file still empty or half-written is being created: it is stale only after this. */
 const UNREADABLE_GRACE_MS = 2_000;
+/** A takeover takes milliseconds: a claim older than this was left by a taker that died. */
+const CLAIM_GRACE_MS = 5_000;
 
 interface LockRecord {
   pid: number;
   host: string;
   since: number;
   nonce: string;
+  /** boot id and pid namespace of the holder, where the system says (Linux). */
+  pidns?: string;
+}
+
+/** The lock file as one read saw it: its inode, heartbeat and content. */
+interface Seen {
+  ino: number;
+  mtimeMs: number;
+  record: LockRecord | null;
 }
 
 export class SessionInUseError extends Error {
@@ -42,89 +84,146 @@ export class SessionLock {
   private constructor(
     readonly path: string,
     private readonly nonce: string,
+    private fd: number | null,
+    private readonly heartbeat: NodeJS.Timeout,
   ) {}
 
-  static acquire(dir: string, now: () => number = Date.now): SessionLock {
+  static acquire(dir: string, timing: Partial<LockTiming> = {}): SessionLock {
+    const { heartbeatMs, staleMs } = { ...DEFAULT_LOCK_TIMING, ...timing };
     const path = join(dir, LOCK_FILE);
-    const record: LockRecord = { pid: process.pid, host: hostname(), since: now(), nonce: randomBytes(8).toString('hex') };
-    // A stale lock taken over in one round is created in the next.
-    for (let round = 0; round < 3; round++) {
-      if (tryCreate(path, record)) {
+    const record: LockRecord = { pid: process.pid, host: hostname(), since: Date.now(), nonce: randomBytes(8).toString('hex') };
+    const ns = pidNamespace();
+    if (ns) record.pidns = ns;
+    const id = basename(dir);
+    // A stale lock removed in one round is created in the next.
+    for (let round = 0; round < 4; round++) {
+      const fd = tryCreate(path, record);
+      if (fd !== null) {
         held.set(path, record.nonce);
         if (!exitHook) {
           exitHook = true;
           process.once('exit', releaseAllHeld);
         }
-        return new SessionLock(path, record.nonce);
+        // The heartbeat touches the file we created, by descriptor: never a lock that replaced ours.
+        const timer = setInterval(() => renew(fd), heartbeatMs);
+        timer.unref();
+        return new SessionLock(path, record.nonce, fd, timer);
       }
-      const holder = readLock(path);
-      const id = basename(dir);
-      if (holder?.pid === process.pid && holder.host === record.host) {
+      const seen = inspect(path);
+      if (!seen) continue; // released meanwhile
+      const holder = seen.record;
+      if (holder?.pid === process.pid && holder.host === record.host && holder.pidns === record.pidns) {
         throw new SessionInUseError(
           `session ${id} is already open in this process (pid ${process.pid}); close it first`,
           holder.pid,
           holder.host,
         );
       }
-      if (!isStale(path, holder, record.host, now)) {
-        const since = holder ? ` since ${new Date(holder.since).toISOString()}` : '';
+      if (!isStale(seen, record, staleMs)) {
         const where = holder && holder.host !== record.host ? ` on ${holder.host}` : '';
+        const beat = Math.max(0, Math.round((Date.now() - seen.mtimeMs) / 1000));
         throw new SessionInUseError(
           holder
-            ? `session ${id} is in use by pid ${holder.pid}${where}${since}. If no workmem process has that pid, remove ${path}`
+            ? `session ${id} is in use by pid ${holder.pid}${where} since ${new Date(holder.since).toISOString()} ` +
+                `(its heartbeat was renewed ${beat} s ago). Wait for it to finish or stop that process; ` +
+                `a holder that stops renewing is taken over after ${Math.round(staleMs / 1000)} s, or remove ${path} ` +
+                `if you are sure no workmem process has it open`
             : `session ${id} is being opened by another process (${path} is being written)`,
           holder?.pid ?? null,
           holder?.host ?? null,
         );
       }
-      takeOver(path, holder);
+      removeStale(path, seen, record, staleMs);
     }
-    throw new SessionInUseError(`session ${basename(dir)}: another process keeps taking its lock (${path})`, null, null);
+    throw new SessionInUseError(`session ${id}: another process keeps taking its lock (${path}); try again`, null, null);
   }
 
   /** Remove the lock if it is still ours. */
   release(): void {
+    clearInterval(this.heartbeat);
+    if (this.fd !== null) {
+      closeQuietly(this.fd);
+      this.fd = null;
+    }
     if (held.get(this.path) !== this.nonce) return;
     held.delete(this.path);
-    if (readLock(this.path)?.nonce === this.nonce) unlinkQuietly(this.path);
+    if (inspect(this.path)?.record?.nonce === this.nonce) unlinkQuietly(this.path);
   }
 }
 
-function tryCreate(path: string, record: LockRecord): boolean {
+function tryCreate(path: string, record: LockRecord): number | null {
   let fd: number;
   try {
     fd = openSync(path, 'wx', FILE_MODE);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return null;
     throw error;
   }
   try {
     writeSync(fd, `${JSON.stringify(record)}\n`);
-  } finally {
-    closeSync(fd);
+  } catch (error) {
+    closeQuietly(fd);
+    unlinkQuietly(path);
+    throw error;
   }
-  return true;
+  return fd;
 }
 
-function readLock(path: string): LockRecord | null {
+function renew(fd: number): void {
+  const now = new Date();
   try {
-    const value = JSON.parse(readFileSync(path, 'utf8')) as Partial<LockRecord>;
+    futimesSync(fd, now, now);
+  } catch {
+    /* a full or read-only disk: the next beat tries again; meanwhile the lock ages */
+  }
+}
+
+/** Inode, heartbeat and content from one open file, so the three belong together; null when there is no lock. */
+function inspect(path: string): Seen | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const stat = fstatSync(fd);
+    const buffer = Buffer.alloc(Math.min(stat.size, 4096));
+    const n = readSync(fd, buffer, 0, buffer.length, 0);
+    return { ino: stat.ino, mtimeMs: stat.mtimeMs, record: parseRecord(buffer.subarray(0, n).toString('utf8')) };
+  } catch {
+    return null;
+  } finally {
+    closeQuietly(fd);
+  }
+}
+
+function parseRecord(text: string): LockRecord | null {
+  try {
+    const value = JSON.parse(text) as Partial<LockRecord>;
     if (typeof value.pid === 'number' && typeof value.host === 'string' && typeof value.nonce === 'string') {
-      return { pid: value.pid, host: value.host, since: typeof value.since === 'number' ? value.since : 0, nonce: value.nonce };
+      return {
+        pid: value.pid,
+        host: value.host,
+        since: typeof value.since === 'number' ? value.since : 0,
+        nonce: value.nonce,
+        ...(typeof value.pidns === 'string' ? { pidns: value.pidns } : {}),
+      };
     }
   } catch {
-    /* missing, empty or half-written */
+    /* empty or half-written */
   }
   return null;
 }
 
-function isStale(path: string, holder: LockRecord | null, host: string, now: () => number): boolean {
-  if (holder) return holder.host === host && !processAlive(holder.pid);
-  try {
-    return now() - statSync(path).mtimeMs > UNREADABLE_GRACE_MS;
-  } catch {
-    return true; // gone meanwhile: the next round creates it
-  }
+function isStale(seen: Seen, self: LockRecord, staleMs: number): boolean {
+  const age = Date.now() - seen.mtimeMs;
+  const holder = seen.record;
+  if (!holder) return age > UNREADABLE_GRACE_MS;
+  // Only in our own pid namespace does a missing pid prove the holder dead.
+  const sameNamespace = holder.host === self.host && holder.pidns !== undefined && holder.pidns === self.pidns;
+  if (sameNamespace && !processAlive(holder.pid)) return true;
+  return age > staleMs;
 }
 
 export function processAlive(pid: number): boolean {
@@ -136,29 +235,67 @@ export function processAlive(pid: number): boolean {
   }
 }
 
-function takeOver(path: string, judged: LockRecord | null): void {
-  const aside = join(dirname(path), `.${LOCK_FILE}.stale-${randomBytes(6).toString('hex')}`);
-  try {
-    renameSync(path, aside);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // another process moved it first
-    throw error;
-  }
-  const moved = readLock(aside);
-  if (judged && moved?.nonce !== judged.nonce) {
-    // A fresh lock replaced the stale one between our read and our rename: put it back.
+/**
+ * Remove the stale lock `judged`, if this process wins the claim to it and it is still
+ * there, still the same file and still stale. Losers return: the next round finds the
+ * winner's lock (and is refused) or no lock (and creates one, with O_EXCL).
+ */
+function removeStale(path: string, judged: Seen, self: LockRecord, staleMs: number): void {
+  for (let generation = 0; generation < 3; generation++) {
+    const claim = `${path}.claim-${judged.ino}-${generation}`;
+    let fd: number;
     try {
-      linkSync(aside, path);
+      fd = openSync(claim, 'wx', FILE_MODE);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      let age = 0;
+      try {
+        age = Date.now() - statSync(claim).mtimeMs;
+      } catch {
+        return; // the claimant finished meanwhile
+      }
+      if (age > CLAIM_GRACE_MS) continue; // its taker died mid-claim: the next generation
+      return; // another process is taking it over right now
+    }
+    closeQuietly(fd);
+    try {
+      const now = inspect(path);
+      if (now && now.ino === judged.ino && now.record?.nonce === judged.record?.nonce && isStale(now, self, staleMs)) {
+        unlinkQuietly(path);
+        for (let older = 0; older < generation; older++) unlinkQuietly(`${path}.claim-${judged.ino}-${older}`);
+      }
+    } finally {
+      unlinkQuietly(claim);
+    }
+    return;
+  }
+}
+
+let namespace: string | null | undefined;
+
+/** This process's pid namespace, as `<boot id>/<namespace>`, or null where the system does not say. */
+export function pidNamespace(): string | null {
+  if (namespace === undefined) {
+    try {
+      namespace = `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}/${readlinkSync('/proc/self/ns/pid')}`;
     } catch {
-      /* a third process holds it now; either way it is not ours */
+      namespace = null;
     }
   }
-  unlinkQuietly(aside);
+  return namespace;
 }
 
 function releaseAllHeld(): void {
-  for (const [path, nonce] of held) if (readLock(path)?.nonce === nonce) unlinkQuietly(path);
+  for (const [path, nonce] of held) if (inspect(path)?.record?.nonce === nonce) unlinkQuietly(path);
   held.clear();
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    /* already closed */
+  }
 }
 
 function unlinkQuietly(path: string): void {

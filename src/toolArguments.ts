@@ -21,7 +21,13 @@ export function boundToolArguments(
   const calls = message.tool_calls.map((call) => {
     const bytes = Buffer.byteLength(call.function.arguments);
     if (bytes <= maxBytes) return call;
-    const note = `${size(bytes)} of arguments, over the ${size(maxBytes)} limit for one tool call; kept in ${save(call)}`;
+    let kept: string;
+    try {
+      kept = `kept in ${save(call)}`;
+    } catch (error) {
+      kept = `they could not be saved (${(error instanceof Error ? error.message : String(error)).slice(0, 200)})`;
+    }
+    const note = `${size(bytes)} of arguments, over the ${size(maxBytes)} limit for one tool call; ${kept}`;
     return { ...call, function: { ...call.function, arguments: JSON.stringify({ [OMITTED]: note }) } };
   });
   return { ...message, tool_calls: calls };

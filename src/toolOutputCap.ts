@@ -2,7 +2,9 @@
  * Tool output is capped when it is captured (pi #8843: session files of hundreds of MB):
  * an output over the limit reaches the model as its head plus a note naming where the
  * full text is, in working-memory/detail/tool-outputs/. The limit is on lines and bytes.
+ * If the full text cannot be saved the head still goes to the model, with the reason.
  */
+import { readdirSync } from 'node:fs';
 export interface OutputLimits {
   maxLines: number;
   maxBytes: number;
@@ -37,10 +39,56 @@ export function capOutput(content: string, limits: OutputLimits, save: ((full: s
   }
   const shownLines = head.split('\n').length;
   const sizes = `lines 1-${shownLines} of ${lines}, ${kb(Buffer.byteLength(head))} of ${kb(bytes)}`;
-  const where = save
-    ? `The full output is in ${save(content)}; read it with the read tool (offset/limit).`
-    : 'Read on with offset and limit.';
+  const where = save ? savedNote(save, content) : 'Read on with offset and limit.';
   return `${head}\n\n[Output truncated (${sizes}). ${where}]`;
+}
+
+function savedNote(save: (full: string) => string, content: string): string {
+  try {
+    return `The full output is in ${save(content)}; read it with the read tool (offset/limit).`;
+  } catch (error) {
+    return `The full output could not be saved (${reason(error)}); only this part is kept.`;
+  }
+}
+
+export function reason(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
+}
+
+/**
+ * Names for saved full texts, `<n>-turn<turn><suffix>`: n counts up per session, from past
+ * the highest number already in the folder (so a restart reuses none), because call ids
+ * repeat (servers that omit them get call_0 in every response) and are the model's to choose.
+ */
+export class SavedOutputNames {
+  private next: number | null = null;
+
+  constructor(
+    /** The folder on disk. */
+    private readonly folder: string,
+    /** The same folder as written in names (relative to working-memory/). */
+    private readonly prefix: string,
+  ) {}
+
+  name(turn: number, suffix: string): string {
+    if (this.next === null) this.next = highestNumber(this.folder) + 1;
+    return `${this.prefix}/${this.next++}-turn${turn}${suffix}`;
+  }
+}
+
+function highestNumber(folder: string): number {
+  let highest = 0;
+  let names: string[] = [];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    /* not there yet */
+  }
+  for (const name of names) {
+    const n = /^(\d{1,15})-/.exec(name);
+    if (n) highest = Math.max(highest, Number(n[1]));
+  }
+  return highest;
 }
 
 function kb(bytes: number): string {

@@ -29,6 +29,14 @@ export interface DetailEntry {
 /** Full outputs of capped tool results: one stable line in the index, never walked. */
 export const TOOL_OUTPUTS_DIR = 'detail/tool-outputs';
 
+/** Why the model may not write `rel` (a path workmem owns), or null. */
+export function reservedPath(rel: string): string | null {
+  const lower = rel.toLowerCase();
+  if (lower === TOOL_OUTPUTS_DIR || lower.startsWith(`${TOOL_OUTPUTS_DIR}/`))
+    return `${rel} is reserved: ${TOOL_OUTPUTS_DIR}/ is workmem's own folder for saved tool outputs (read them, but write elsewhere in detail/)`;
+  return null;
+}
+
 export interface MemorySnapshot {
   /** Changes whenever the content or the detail index changes. */
   version: number;
@@ -62,8 +70,14 @@ export class WorkingMemory {
     private readonly language: MemoryLanguage = 'en',
     /** Masks secrets in everything written (see redact.ts). */
     private readonly redact: (text: string) => string = (text) => text,
+    /** Where atomic writes put their temporary files (a session's .tmp/); default beside each file. */
+    private readonly tmpDir?: string,
   ) {
     this.root = root;
+  }
+
+  private get atomic(): { tmpDir?: string } {
+    return this.tmpDir ? { tmpDir: this.tmpDir } : {};
   }
 
   /** Create the directory layout and the template, keeping whatever already exists. */
@@ -71,7 +85,7 @@ export class WorkingMemory {
     for (const dir of [this.root, join(this.root, 'detail'), join(this.root, 'archive')]) {
       mkdirSync(dir, { recursive: true, mode: DIR_MODE });
     }
-    if (!exists(join(this.root, OVERVIEW))) writeFileAtomic(join(this.root, OVERVIEW), overviewTemplate(this.language));
+    if (!exists(join(this.root, OVERVIEW))) writeFileAtomic(join(this.root, OVERVIEW), overviewTemplate(this.language), this.atomic);
   }
 
   snapshot(): MemorySnapshot {
@@ -121,6 +135,7 @@ export class WorkingMemory {
 
   write(path: unknown, content: string): WriteResult {
     const resolved = resolveInside(this.root, path, 'working-memory/');
+    refuseReserved(resolved.rel);
     const bytes = Buffer.byteLength(content);
     if (bytes > MAX_FILE_BYTES) {
       throw new PathRefusedError(`content is ${bytes} bytes; a working-memory file may hold at most ${MAX_FILE_BYTES}`);
@@ -128,12 +143,13 @@ export class WorkingMemory {
     checkOverviewSize(resolved.rel, bytes);
     if (resolved.stat && !resolved.stat.isFile()) throw new PathRefusedError(`${resolved.rel} exists and is not a regular file`);
     mkdirInside(this.root, dirname(resolved.rel));
-    writeFileAtomic(resolved.abs, this.redact(content));
+    writeFileAtomic(resolved.abs, this.redact(content), this.atomic);
     return this.written(resolved.rel, bytes, resolved.stat === null);
   }
 
   edit(path: unknown, oldText: string, newText: string): WriteResult & { replacements: 1 } {
     const resolved = resolveInside(this.root, path, 'working-memory/');
+    refuseReserved(resolved.rel);
     requireRegularFile(resolved, String(path));
     if (oldText.length === 0) throw new PathRefusedError('old text is empty; use write to replace a whole file');
     const current = readFileSync(resolved.abs, 'utf8');
@@ -146,7 +162,7 @@ export class WorkingMemory {
     const bytes = Buffer.byteLength(next);
     if (bytes > MAX_FILE_BYTES) throw new PathRefusedError(`result would be ${bytes} bytes; the limit is ${MAX_FILE_BYTES}`);
     checkOverviewSize(resolved.rel, bytes);
-    writeFileAtomic(resolved.abs, this.redact(next));
+    writeFileAtomic(resolved.abs, this.redact(next), this.atomic);
     return { ...this.written(resolved.rel, bytes, false), replacements: 1 };
   }
 
@@ -164,7 +180,7 @@ export class WorkingMemory {
       text = `${readFileSync(resolved.abs, 'utf8').trimEnd()}\n\n---\n\n${content}`;
     }
     text = this.redact(text);
-    writeFileAtomic(resolved.abs, text);
+    writeFileAtomic(resolved.abs, text, this.atomic);
     this.written(resolved.rel, Buffer.byteLength(text), resolved.stat === null);
     return `working-memory/${resolved.rel}`;
   }
@@ -273,6 +289,11 @@ function mtimeOrMinus1(path: string): number {
   } catch {
     return -1;
   }
+}
+
+function refuseReserved(rel: string): void {
+  const reserved = reservedPath(rel);
+  if (reserved) throw new PathRefusedError(reserved);
 }
 
 function checkOverviewSize(rel: string, bytes: number): void {

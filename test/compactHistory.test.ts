@@ -268,19 +268,19 @@ describe('tool output cap at capture', () => {
     expect(lines!.split('\n').slice(0, 2000).at(-1)).toBe('line 2000');
     expect(lines).not.toContain('line 2001');
     const note =
-      /\[Output truncated \(lines 1-2000 of 3000, [\d.]+ KB of [\d.]+ KB\)\. The full output is in (working-memory\/detail\/tool-outputs\/1-call_0_0\.txt); read it with the read tool \(offset\/limit\)\.\]$/.exec(
+      /\[Output truncated \(lines 1-2000 of 3000, [\d.]+ KB of [\d.]+ KB\)\. The full output is in (working-memory\/detail\/tool-outputs\/1-turn1\.txt); read it with the read tool \(offset\/limit\)\.\]$/.exec(
         lines!,
       );
     expect(note).not.toBeNull();
     expect(readFileSync(join(session.dir, note![1]!), 'utf8')).toBe(big);
     expect(Buffer.byteLength(bytes!)).toBeLessThan(52 * 1024);
-    expect(bytes).toMatch(/of 80\.0 KB\)\. The full output is in working-memory\/detail\/tool-outputs\/1-call_1_0\.txt/);
+    expect(bytes).toMatch(/of 80\.0 KB\)\. The full output is in working-memory\/detail\/tool-outputs\/2-turn1\.txt/);
     // The stored history holds the capped text, not the full one.
     expect(logEntries(session.dir).every((e) => e.type !== 'message' || (e.message.content ?? '').length < 60 * 1024)).toBe(true);
     // The index shows one stable line for all captured outputs.
     const system = llm.requests.at(-1)!.messages[0]!.content!;
     expect(system).toContain('- working-memory/detail/tool-outputs/: full outputs of large tool results');
-    expect(system).not.toContain('1-call_0_0.txt');
+    expect(system).not.toContain('1-turn1.txt');
     await session.close();
   });
 });

@@ -3,15 +3,18 @@
  * structural-tag neutraliser, the bounds on tool arguments and on overview.md, and the
  * session lock's refusals and stale-lock takeover.
  */
-import { mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REDACTED, redactor } from '../src/redact.js';
-import { LOCK_FILE, SessionInUseError, SessionLock } from '../src/sessionLock.js';
+import { LOCK_FILE, pidNamespace, SessionInUseError, SessionLock } from '../src/sessionLock.js';
 import { neutraliseTags } from '../src/structuralTags.js';
 import { argumentProblem, boundToolArguments, MAX_NESTING, omittedArguments } from '../src/toolArguments.js';
 import { OVERVIEW_MAX_BYTES, WorkingMemory } from '../src/workingMemory.js';
+import { writeFileAtomic } from '../src/atomicWrite.js';
+import { unpairedTools } from '../src/testing/testServer.js';
+import { capOutput, SavedOutputNames } from '../src/toolOutputCap.js';
 
 const temp = (name: string) => mkdtempSync(join(tmpdir(), `workmem-${name}-`));
 
@@ -123,15 +126,92 @@ describe('session lock', () => {
 
   it('takes over the lock of a process that is gone, and an unreadable lock once it is old', () => {
     const dir = temp('lock');
-    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: 2 ** 22 + 12345, host: hostname(), since: 0, nonce: 'dead' }));
+    const lockFile = join(dir, LOCK_FILE);
+    const gone = 2 ** 22 + 12345;
+    // Dead in our own pid namespace: the holder is gone, taken over at once.
+    writeFileSync(lockFile, JSON.stringify({ pid: gone, host: hostname(), since: 0, nonce: 'dead', pidns: pidNamespace() }));
     const lock = SessionLock.acquire(dir);
-    expect(JSON.parse(readFileSync(join(dir, LOCK_FILE), 'utf8')).pid).toBe(process.pid);
+    expect(JSON.parse(readFileSync(lockFile, 'utf8')).pid).toBe(process.pid);
     lock.release();
+
+    // The same pid from another namespace (a container with our host name): alive as long as it renews.
+    writeFileSync(lockFile, JSON.stringify({ pid: gone, host: hostname(), since: 0, nonce: 'ns', pidns: 'other-boot/pid:[1]' }));
+    expect(() => SessionLock.acquire(dir)).toThrow(/in use by pid 4206649 since .*heartbeat was renewed 0 s ago/);
+    writeFileSync(lockFile, JSON.stringify({ pid: gone, host: hostname(), since: 0, nonce: 'old' })); // no namespace: a heartbeat only
+    expect(() => SessionLock.acquire(dir)).toThrow(SessionInUseError);
+    const minuteAgo = (Date.now() - 60_000) / 1000;
+    utimesSync(lockFile, minuteAgo, minuteAgo);
+    SessionLock.acquire(dir).release();
 
     writeFileSync(join(dir, LOCK_FILE), '{"pid": 12'); // a writer died half way
     expect(() => SessionLock.acquire(dir)).toThrow(/being opened by another process/);
     const old = (Date.now() - 60_000) / 1000;
     utimesSync(join(dir, LOCK_FILE), old, old);
     SessionLock.acquire(dir).release();
+  });
+
+  it('renews its heartbeat (the lock file mtime) while held, and stops on release', async () => {
+    const dir = temp('lock');
+    const lockFile = join(dir, LOCK_FILE);
+    const lock = SessionLock.acquire(dir, { heartbeatMs: 20 });
+    const old = (Date.now() - 60_000) / 1000;
+    utimesSync(lockFile, old, old);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(Date.now() - statSync(lockFile).mtimeMs).toBeLessThan(30_000);
+    lock.release();
+    expect(existsSync(lockFile)).toBe(false);
+  });
+});
+
+describe('saved outputs, reserved names and temp files', () => {
+  it('names saved outputs by a sequence that continues past the highest number already saved', () => {
+    const dir = temp('saved');
+    writeFileSync(join(dir, '3-turn1.txt'), '');
+    writeFileSync(join(dir, '7-call_0.txt'), ''); // the old <turn>-<call id> form
+    const names = new SavedOutputNames(dir, 'detail/tool-outputs');
+    expect([names.name(2, '.txt'), names.name(2, '.arguments.json')]).toEqual([
+      'detail/tool-outputs/8-turn2.txt',
+      'detail/tool-outputs/9-turn2.arguments.json',
+    ]);
+  });
+
+  it('still shows a capped output, with the reason, when its full text cannot be saved', () => {
+    const shown = capOutput('line\n'.repeat(50), { maxLines: 10, maxBytes: 1024 }, () => {
+      throw new Error('ENOTDIR: not a directory');
+    });
+    expect(shown).toMatch(/^line\n/);
+    expect(shown).toMatch(/The full output could not be saved \(ENOTDIR: not a directory\); only this part is kept\./);
+  });
+
+  it("refuses the model writes and edits in workmem's own detail/tool-outputs", () => {
+    const memory = new WorkingMemory(temp('wm'));
+    memory.init();
+    for (const path of ['detail/tool-outputs', 'detail/tool-outputs/x.txt', 'Detail/Tool-Outputs', 'working-memory/detail/tool-outputs'])
+      expect(() => memory.write(path, 'x'), path).toThrow(/reserved: detail\/tool-outputs\/ is workmem's own folder/);
+    expect(memory.writeSystem('detail/tool-outputs/1-turn1.txt', 'full')).toBe('working-memory/detail/tool-outputs/1-turn1.txt');
+    expect(() => memory.edit('detail/tool-outputs/1-turn1.txt', 'full', 'mine')).toThrow(/reserved/);
+  });
+
+  it('puts the temp file of an atomic write in the given folder, never beside the file', () => {
+    const dir = temp('atomic');
+    const tmpDir = join(dir, '.tmp');
+    mkdirSync(join(dir, 'wm'));
+    writeFileAtomic(join(dir, 'wm', 'a.md'), 'a', { tmpDir });
+    expect(readdirSync(join(dir, 'wm'))).toEqual(['a.md']);
+    expect(readdirSync(tmpDir)).toEqual([]);
+    expect(statSync(tmpDir).mode & 0o777).toBe(0o700);
+  });
+});
+
+describe('strict test server pairing', () => {
+  const call = (id: string) => ({ id, type: 'function' as const, function: { name: 'f', arguments: '{}' } });
+  it('accepts paired calls and results and refuses, as OpenAI does, an unanswered call or an orphan result', () => {
+    const user = { role: 'user' as const, content: 'u' };
+    const asks = { role: 'assistant' as const, content: null, tool_calls: [call('a'), call('b')] };
+    const result = (id: string) => ({ role: 'tool' as const, tool_call_id: id, content: 'r' });
+    expect(unpairedTools([user, asks, result('b'), result('a'), user])).toBeNull();
+    expect(unpairedTools([user, asks, result('a'), user])).toMatch(/did not have response messages: b/);
+    expect(unpairedTools([user, result('a'), user])).toMatch(/must be a response to a preceeding message with 'tool_calls'/);
+    expect(unpairedTools([user, asks])).toMatch(/did not have response messages: a, b/);
   });
 });

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { cliCases } from './reliability/cli.js';
 import { crashTrials } from './reliability/crash.js';
+import { damageCases } from './reliability/damage.js';
 import { diskCases } from './reliability/disk.js';
 import { hostileCases } from './reliability/hostile.js';
 import { lockCases } from './reliability/lock.js';
@@ -32,9 +33,21 @@ describe('reliability (fast subset)', () => {
     expectAllSurvived(await crashTrials(10, 7), 10);
   });
 
-  it('one writer per session: a second process is refused by pid, a stale lock is taken over', { timeout: 60_000 }, async () => {
-    expectAllSurvived(await lockCases(1), 5);
-  });
+  it(
+    'one writer per session: refused by pid, taken over by heartbeat, 30 races for a stale lock with one holder each',
+    { timeout: 60_000 },
+    async () => {
+      expectAllSurvived(await lockCases(30, 1), 40);
+    },
+  );
+
+  it(
+    'saved outputs keep distinct names, reserved names, temp-like names, a damaged log line and meta.json',
+    { timeout: 60_000 },
+    async () => {
+      expectAllSurvived(await damageCases(), 12);
+    },
+  );
 
   it(
     'disk full, read-only and I/O errors on every kind of write: clear errors, nothing acknowledged lost',

@@ -21,7 +21,15 @@ describe('session layout (DESIGN §2)', () => {
     const session = await newSession({ llm: scriptedModel([{ text: 'hi' }]), home, cwd: '/Users/a/proj', name: 'demo' });
     await session.prompt('Hello there, this is the first message of the session.');
     expect(session.dir).toBe(join(home, 'sessions', '--Users-a-proj--', session.id));
-    expect(readdirSync(session.dir).sort()).toEqual(['messages.jsonl', 'meta.json', 'session.lock', 'trace.jsonl', 'working-memory']);
+    // .tmp/: the temporary files of atomic writes, where no name is the model's.
+    expect(readdirSync(session.dir).sort()).toEqual([
+      '.tmp',
+      'messages.jsonl',
+      'meta.json',
+      'session.lock',
+      'trace.jsonl',
+      'working-memory',
+    ]);
     expect(readdirSync(join(session.dir, 'working-memory')).sort()).toEqual(['archive', 'detail', 'overview.md']);
     expect(statSync(session.dir).mode & 0o777).toBe(0o700);
     for (const file of ['messages.jsonl', 'meta.json', 'session.lock', 'trace.jsonl', 'working-memory/overview.md']) {

@@ -56,6 +56,11 @@ export interface TestServerOptions {
   apiKey?: string;
   /** When set, prompts (+ max_tokens) above it are refused with context_length_exceeded. */
   contextWindow?: number;
+  /**
+   * Refuse, with 400 as OpenAI does, a message list whose tool calls and results do not
+   * pair: a call not answered before the next message, a result no preceding call asked for.
+   */
+  strict?: boolean;
   /** Send usage when the client asks for it (default true). */
   reportUsage?: boolean;
   /** Scale reported prompt tokens, like a server whose tokenizer differs from ours (default 1). */
@@ -128,7 +133,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     } catch {
       return sendError(res, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
     }
-    const problem = checkRequest(body);
+    const problem = checkRequest(body) ?? (options.strict ? unpairedTools(body.messages) : null);
     if (problem) return sendError(res, 400, problem, 'invalid_request_error');
 
     const index = chatIndex++;
@@ -375,6 +380,27 @@ function checkRequest(body: unknown): string | null {
     }
   }
   return null;
+}
+
+/** Why OpenAI would refuse this message list's tool calls and results, or null. */
+export function unpairedTools(messages: readonly ChatMessage[]): string | null {
+  let open: string[] = [];
+  for (const [i, m] of messages.entries()) {
+    if (m.role === 'tool') {
+      const at = open.indexOf(m.tool_call_id);
+      if (at < 0)
+        return `Invalid parameter: messages[${i}]: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.`;
+      open.splice(at, 1);
+      continue;
+    }
+    if (open.length) return unanswered(open);
+    open = m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : [];
+  }
+  return open.length ? unanswered(open) : null;
+}
+
+function unanswered(ids: string[]): string {
+  return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${ids.join(', ')}`;
 }
 
 function promptTokensOf(counter: TokenCounter, body: ChatRequest): number {

@@ -147,7 +147,8 @@ export async function crashTrials(trials: number, seed = 1): Promise<FamilyResul
     row.note = `killed in ${k} of ${n}${k < n ? ' (the others ran to the end first)' : ''}`;
   }
   const figures = [`${trials} trials on one session; ${acked.size} acknowledged messages checked after every trial`];
-  const leftovers = readdirSync(join(dir, 'working-memory')).filter((f) => f.endsWith('.tmp'));
+  // Temporary files live in the session's .tmp/ (working-memory/ holds only the model's names).
+  const leftovers = existsSync(join(dir, '.tmp')) ? readdirSync(join(dir, '.tmp')) : [];
   if (leftovers.length) figures.push(`temporary files left after the last open: ${leftovers.join(', ')}`);
   rmSync(home, { recursive: true, force: true });
   return { ...result, figures };

@@ -127,7 +127,7 @@ const CASES: DiskCase[] = [
   },
   {
     fault: "write of a compaction's archive",
-    arm: { file: /\/detail\/\.compact-[^/]*\.tmp$/, op: 'write' },
+    arm: { file: /\/\.tmp\/\.compact-[^/]*\.tmp$/, op: 'write' }, // temp files live in the session's .tmp/
     codes: ['ENOSPC', 'EACCES'],
     action: 'compact',
     expect: { turn: 'compaction-fails', file: 'compact-' },

@@ -4,8 +4,9 @@
  * racing for a stale lock leave exactly one holder; in one process a second open is
  * refused and concurrent prompt() calls run one after another, in order.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { hostname as hostName, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { scriptedModel } from '../../src/scriptedModel.js';
@@ -60,7 +61,135 @@ function tryOpenElsewhere(home: string, id: string): Promise<string> {
   });
 }
 
-export async function lockCases(races = 5): Promise<FamilyResult> {
+/** Racer processes (lockRacer.ts), each answering one line per command. */
+function racers(count: number): { pids: number[]; ask: (i: number, line: string) => Promise<string>; close: () => Promise<void> } {
+  const script = builtFile('test/reliability/lockRacer.js');
+  const children: ChildProcessWithoutNullStreams[] = [];
+  const waiting: ((line: string) => void)[][] = [];
+  for (let i = 0; i < count; i++) {
+    const child = spawn(process.execPath, [script], { stdio: ['pipe', 'pipe', 'pipe'] });
+    children.push(child);
+    waiting.push([]);
+    createInterface({ input: child.stdout }).on('line', (line) => waiting[i]!.shift()?.(line));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => process.stderr.write(d));
+  }
+  return {
+    pids: children.map((c) => c.pid!),
+    ask: (i, line) =>
+      new Promise((resolve) => {
+        waiting[i]!.push(resolve);
+        children[i]!.stdin.write(`${line}\n`);
+      }),
+    close: async () => {
+      await Promise.all(
+        children.map((c) => {
+          const exited = new Promise<void>((resolve) => c.on('exit', () => resolve()));
+          c.stdin.end();
+          return exited;
+        }),
+      );
+    },
+  };
+}
+
+/** A lock file as another process would have left it, its heartbeat (mtime) `ageMs` old. */
+function plantLock(path: string, record: Record<string, unknown> | null, ageMs: number): void {
+  writeFileSync(path, record ? `${JSON.stringify(record)}\n` : '');
+  const at = new Date(Date.now() - ageMs);
+  utimesSync(path, at, at);
+}
+
+/**
+ * `trials` times: a stale lock (its holder dead, its heartbeat old) and `count` processes
+ * released at the same instant to take it over. Each winner keeps the lock until every
+ * racer has answered, so two winners of one trial are two holders at once.
+ */
+async function raceForStaleLocks(tally: Tally, trials: number, count: number): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'workmem-lockrace-'));
+  const lock = join(dir, LOCK_FILE);
+  const pool = racers(count);
+  let doubles = 0;
+  try {
+    for (let trial = 0; trial < trials; trial++) {
+      const empty = trial % 5 === 4; // a holder killed between creating its lock and writing it
+      plantLock(lock, empty ? null : { pid: 2 ** 22 + trial, host: hostName(), since: 1, nonce: `t${trial}` }, 60_000);
+      const at = Date.now() + 40;
+      const answers = await Promise.all(Array.from({ length: count }, (_, i) => pool.ask(i, `go ${dir} ${at}`)));
+      const winners = answers.flatMap((a, i) => (a === 'got' ? [i] : []));
+      const others = answers.filter((a) => a !== 'got');
+      if (winners.length > 1) doubles++;
+      tally.add(
+        `${count} processes race for a stale lock`,
+        {
+          survived: winners.length === 1 && others.every((a) => a.startsWith('refused')),
+          detail: `trial ${trial}: ${winners.length} holders; ${answers.join(' | ')}`,
+        },
+        'exactly one holder each time',
+      );
+      for (const i of winners) await pool.ask(i, 'release');
+      rmSync(lock, { force: true });
+    }
+  } finally {
+    await pool.close();
+  }
+  const leftovers = readdirSync(dir).length;
+  rmSync(dir, { recursive: true, force: true });
+  return `lock race: ${trials} trials of ${count} processes, ${doubles} with two holders at once, ${leftovers} file(s) left behind`;
+}
+
+/**
+ * Staleness follows the heartbeat, with a short one (100 ms, stale after 600 ms) so the
+ * cases take a second: a live holder keeps its lock well past the grace period; a holder
+ * that stops renewing (SIGSTOP: alive, pid and all) loses it.
+ */
+async function heartbeatCases(tally: Tally): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'workmem-heartbeat-'));
+  const lock = join(dir, LOCK_FILE);
+  const pool = racers(2);
+  const timing = '100 600';
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  try {
+    const first = await pool.ask(0, `go ${dir} ${Date.now()} ${timing}`);
+    await pause(1_500);
+    let age = Infinity;
+    try {
+      age = Date.now() - statSync(lock).mtimeMs;
+    } catch {
+      /* no lock at all */
+    }
+    const second = await pool.ask(1, `go ${dir} ${Date.now()} ${timing}`);
+    tally.add('a live holder keeps renewing its heartbeat past the grace period', {
+      survived: first === 'got' && second.startsWith('refused') && age < 600,
+      detail: `holder: ${first}; heartbeat ${Math.round(age)} ms old after 1.5 s; second: ${second}`,
+    });
+    if (second === 'got') await pool.ask(1, 'release');
+
+    const frozen = pool.pids[0]!;
+    process.kill(frozen, 'SIGSTOP');
+    await pause(1_200);
+    const taken = await pool.ask(1, `go ${dir} ${Date.now()} ${timing}`);
+    process.kill(frozen, 'SIGCONT');
+    // The frozen holder wakes up: releasing must not remove the lock that is no longer its own.
+    await pool.ask(0, 'release');
+    let kept = false;
+    try {
+      statSync(lock);
+      kept = true;
+    } catch {
+      /* removed */
+    }
+    tally.add('a holder that stops renewing (SIGSTOP) loses its lock after the grace period', {
+      survived: first === 'got' && taken === 'got' && kept,
+      detail: `taker: ${taken}; the lock ${kept ? 'stayed' : 'was removed'} when the old holder released`,
+    });
+    if (taken === 'got') await pool.ask(1, 'release');
+  } finally {
+    await pool.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function lockCases(races = 500, sessionRaces = 5): Promise<FamilyResult> {
   const tally = new Tally('one writer');
   const home = mkdtempSync(join(tmpdir(), 'workmem-lock-'));
   const created = await createSession({ llm: quiet(), home, cwd: '/lock', env: {}, trace: false });
@@ -138,18 +267,34 @@ export async function lockCases(races = 5): Promise<FamilyResult> {
   // Lock files that are not a live holder's.
   {
     const lock = join(dir, LOCK_FILE);
+    const gone = 2 ** 22 + 12345; // above Linux's largest pid: no process has it
     const cases: [string, () => void, boolean][] = [
       [
-        'a lock of a pid that is gone',
-        () => writeFileSync(lock, JSON.stringify({ pid: 2 ** 22 + 12345, host: hostName(), since: 1, nonce: 'x' })),
+        'a lock of a pid that is gone, its heartbeat stopped a minute ago',
+        () => plantLock(lock, { pid: gone, host: hostName(), since: 1, nonce: 'x' }, 60_000),
         true,
       ],
-      ['an empty lock file, older than 2 s', () => (writeFileSync(lock, ''), utimesSync(lock, new Date(0), new Date(0))), true],
+      [
+        'a live holder in another pid namespace (its pid is dead here, its heartbeat fresh)',
+        () => plantLock(lock, { pid: gone, host: hostName(), since: Date.now() - 5_000, nonce: 'ns' }, 500),
+        false,
+      ],
+      [
+        'a lock of a live pid whose heartbeat stopped a minute ago (a reused pid, a hung holder)',
+        () => plantLock(lock, { pid: 1, host: hostName(), since: 1, nonce: 'reused' }, 60_000),
+        true,
+      ],
+      ['an empty lock file, older than 2 s', () => plantLock(lock, null, 60_000), true],
       ['an empty lock file just created (being written)', () => writeFileSync(lock, ''), false],
       [
-        'a lock from another host',
-        () => writeFileSync(lock, JSON.stringify({ pid: 1, host: 'elsewhere.example', since: 1, nonce: 'y' })),
+        'a lock from another host, its heartbeat fresh',
+        () => plantLock(lock, { pid: 1, host: 'elsewhere.example', since: 1, nonce: 'y' }, 500),
         false,
+      ],
+      [
+        'a lock from another host whose heartbeat stopped a minute ago',
+        () => plantLock(lock, { pid: 1, host: 'elsewhere.example', since: 1, nonce: 'z' }, 60_000),
+        true,
       ],
     ];
     for (const [name, make, opens] of cases) {
@@ -165,15 +310,20 @@ export async function lockCases(races = 5): Promise<FamilyResult> {
       rmSync(lock, { force: true });
       tally.add(
         name,
-        { survived: opened === opens && (opens || detail.length > 0), detail: detail || 'opened' },
+        // A refusal names the holder, since when, and what to do.
+        {
+          survived:
+            opened === opens && (opens || /in use by pid \d+.* since .*remove/.test(detail) || /being (opened|written)/.test(detail)),
+          detail: detail || 'opened',
+        },
         opens ? 'taken over' : 'refused, clearly',
       );
     }
   }
 
-  // Processes racing for a stale lock: exactly one gets it each time.
-  for (let round = 0; round < races; round++) {
-    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: 2 ** 22 + round, host: hostName(), since: 1, nonce: `r${round}` }));
+  // Processes opening a session whose lock is stale: exactly one gets it each time.
+  for (let round = 0; round < sessionRaces; round++) {
+    plantLock(join(dir, LOCK_FILE), { pid: 2 ** 22 + round, host: hostName(), since: 1, nonce: `r${round}` }, 60_000);
     const outs = await Promise.all(Array.from({ length: 4 }, () => tryOpenElsewhere(home, id)));
     // Whoever got it held it for a while: no two of those spans may overlap.
     const spans = outs.filter((o) => o.startsWith('HELD')).map((o) => o.split(' ').slice(1).map(Number) as [number, number]);
@@ -188,5 +338,7 @@ export async function lockCases(races = 5): Promise<FamilyResult> {
     rmSync(join(dir, LOCK_FILE), { force: true });
   }
   rmSync(home, { recursive: true, force: true });
-  return tally.result();
+  await heartbeatCases(tally);
+  const race = await raceForStaleLocks(tally, races, 6);
+  return tally.result([race]);
 }

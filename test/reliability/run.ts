@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { machine } from '../bench/harness.js';
 import { cliCases } from './cli.js';
 import { crashTrials } from './crash.js';
+import { damageCases } from './damage.js';
 import { diskCases } from './disk.js';
 import { hostileCases } from './hostile.js';
 import { lockCases } from './lock.js';
@@ -23,7 +24,8 @@ import { vizCases } from './viz.js';
 
 const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   crash: () => crashTrials(200, 1),
-  lock: () => lockCases(5),
+  lock: () => lockCases(500, 5),
+  damage: () => damageCases(),
   disk: () => diskCases(),
   hostile: () => hostileCases(),
   streams: () => streamCases(500),
