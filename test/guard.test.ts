@@ -4,8 +4,7 @@
  * one turn; secrets in tool names and call ids of events; look-alike framing tags; an
  * overview.md that is a symlink or 1 GiB; a folder swapped for a symlink while it is read.
  */
-import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { LLMRequest, LLMResponse } from '../src/llm.js';
@@ -15,6 +14,7 @@ import { countTags, neutraliseTags } from '../src/structuralTags.js';
 import type { ToolContext } from '../src/tool.js';
 import { WorkingMemory } from '../src/workingMemory.js';
 import { collect, logEntries, newSession, ofType, tempHome } from './helpers.js';
+import { LOOK_ALIKES, raceReads } from './reliability/guard.js';
 
 const textOf = (request: LLMRequest) => request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
 
@@ -125,19 +125,6 @@ describe('tool names and call ids in events', () => {
   });
 });
 
-const LOOK_ALIKES = [
-  '<context\u200B_meta>',
-  '<context\u200D_meta>',
-  '<wor\u00ADking_memory>',
-  '\uFF1Ccontext_meta\uFF1E',
-  '\uFE64memory_reminder\uFE65',
-  '<context\u2010meta>',
-  '<context-meta>',
-  '</working\u200B_memory>',
-  '<\uFF43\uFF4F\uFF4E\uFF54\uFF45\uFF58\uFF54_meta>',
-  '<detail\uFE63index>',
-];
-
 /** Each look-alike must arrive with its bracket written as &lt;. */
 function expectNeutralised(text: string): void {
   for (const fake of LOOK_ALIKES) {
@@ -231,42 +218,8 @@ describe('overview.md read by descriptor', () => {
 
 describe('reads while a folder is swapped for a symlink', () => {
   it('return the inside file or an error, never a byte from outside', async () => {
-    const home = tempHome();
-    const wm = new WorkingMemory(join(home, 'wm'));
-    wm.init();
-    const [read] = memoryTools(wm);
-    mkdirSync(join(home, 'outside'));
-    writeFileSync(join(home, 'outside', 'f.md'), 'OUTSIDE');
-    mkdirSync(join(home, 'wm', 'detail', 'sub'));
-    writeFileSync(join(home, 'wm', 'detail', 'sub', 'f.md'), 'INSIDE');
-    const flipper = spawnFlipper(join(home, 'wm', 'detail'), join(home, 'outside'));
-    let outside = 0;
-    let inside = 0;
-    try {
-      await new Promise((r) => setTimeout(r, 100));
-      for (let i = 0; i < 600; i++) {
-        const out = await read!.execute({ path: 'detail/sub/f.md' }, { turn: 1 } as ToolContext);
-        const text = typeof out === 'string' ? out : out.content;
-        if (text.includes('OUTSIDE')) outside++;
-        if (text === 'INSIDE') inside++;
-        if (i % 50 === 0) await new Promise((r) => setImmediate(r));
-      }
-    } finally {
-      flipper.kill('SIGKILL');
-      rmSync(join(home, 'wm'), { recursive: true, force: true });
-    }
-    expect(outside).toBe(0);
-    expect(inside).toBeGreaterThan(0);
-  }, 30_000);
+    const race = await raceReads(1500);
+    expect(race.outside).toBe(0);
+    expect(race.inside).toBeGreaterThan(0);
+  }, 60_000);
 });
-
-/** A child that swaps `<detail>/sub` between the real folder and a symlink to `outside`, forever. */
-export function spawnFlipper(detail: string, outside: string) {
-  const script = `
-    const fs = require('node:fs');
-    const [sub, real, outside] = process.argv.slice(1);
-    for (;;) {
-      try { fs.renameSync(sub, real); fs.symlinkSync(outside, sub); fs.unlinkSync(sub); fs.renameSync(real, sub); } catch {}
-    }`;
-  return spawn(process.execPath, ['-e', script, join(detail, 'sub'), join(detail, '.sub-real'), outside], { stdio: 'ignore' });
-}

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { crashTrials } from './reliability/crash.js';
 import { diskCases } from './reliability/disk.js';
+import { guardCases } from './reliability/guard.js';
 import { hostileCases } from './reliability/hostile.js';
 import { lockCases } from './reliability/lock.js';
 import type { FamilyResult } from './reliability/report.js';
@@ -53,6 +54,14 @@ describe('reliability (fast subset)', () => {
   it('API keys appear in no file, event, result or CLI output; files 0600, folders 0700', { timeout: 60_000 }, async () => {
     expectAllSurvived(await secretCases(), 7);
   });
+
+  it(
+    'guard: huge tool names, answers and prompts bounded, a write quota, masked ids, look-alike tags, no read outside',
+    { timeout: 120_000 },
+    async () => {
+      expectAllSurvived(await guardCases({ reads: 300, fast: true }), 300);
+    },
+  );
 
   it('a short soak: every turn completes, heap and descriptors stay flat', { timeout: 60_000 }, async () => {
     const result = await soak(400, { every: 100, maxHeapGrowthMB: 20 });
