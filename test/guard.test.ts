@@ -67,6 +67,22 @@ describe('capture bounds', () => {
     await session.close();
   }, 30_000);
 
+  it('an aborted answer is capped the same way: what streamed is kept whole in detail/', async () => {
+    const llm = replying([{ text: 'word '.repeat(100_000), chunks: 50, delayMs: 2 }]); // 500 KB
+    const session = await newSession({ llm });
+    let deltas = 0;
+    session.on('message_delta', () => {
+      if (++deltas === 40) session.abort();
+    });
+    expect((await session.prompt('stream a lot')).status).toBe('aborted');
+    const stored = logEntries(session.dir).flatMap((e) => (e.type === 'message' && e.message.role === 'assistant' ? [e.message] : []));
+    const content = stored[0]!.content as string;
+    expect(content.length).toBeLessThanOrEqual(256 * 1024 + 1024);
+    const where = /kept whole in (working-memory\/detail\/tool-outputs\/[^\s;\]]+)/.exec(content)?.[1];
+    expect(readFileSync(join(session.dir, where!), 'utf8').length).toBeGreaterThanOrEqual(40 * 10_000);
+    await session.close();
+  });
+
   it('a user prompt over 1 MB is refused with a clear error before anything is written', async () => {
     const session = await newSession({ llm: replying([]) });
     const before = readFileSync(join(session.dir, 'messages.jsonl'), 'utf8');
