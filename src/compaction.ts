@@ -13,6 +13,7 @@ import type { CompactionEntry } from './messageLog.js';
 import type { ChatMessage } from './messages.js';
 import type { SessionFiles } from './sessionFiles.js';
 import type { Summarizer } from './summarizer.js';
+import { neutraliseTags } from './structuralTags.js';
 import type { TokenCounter } from './tokens.js';
 import { renderTranscript } from './transcript.js';
 
@@ -204,7 +205,9 @@ export async function applyCompaction(
   if (archived.length) {
     let body: string | null = null;
     if (options.strategy === 'summarize') {
-      body = deps.summarizer ? await deps.summarizer(archived, signal) : null;
+      // The summary retells tool output and memory: it must not forge workmem's tags either.
+      const written = deps.summarizer ? await deps.summarizer(archived, signal) : null;
+      body = written ? neutraliseTags(written) : null;
       summary = body ? 'written' : 'failed';
     }
     note = {

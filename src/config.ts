@@ -25,6 +25,8 @@ export interface SettingsOverrides {
   maxRequestsPerTurn?: number;
   compaction?: 'llm' | 'auto';
   toolOutput?: { maxLines?: number; maxBytes?: number };
+  /** Bytes the model may write to working memory in one turn (default 8 MB). */
+  writeQuotaBytes?: number;
   /** `true` pins phase 1 (DESIGN §3). */
   injectHistory?: boolean;
   historyMode?: 'auto' | HistoryMode;
@@ -59,6 +61,7 @@ const OverridesSchema = z
       .object({ maxLines: int(10).optional(), maxBytes: int(1024).optional() })
       .strict()
       .optional(),
+    writeQuotaBytes: int(1024).optional(),
     injectHistory: z.boolean().optional(),
     historyMode: z.enum(['auto', 'phase1', 'phase2', 'hybrid']).optional(),
   })
@@ -124,6 +127,7 @@ export function resolveSettings(
       language: o.language,
       maxRequestsPerTurn: o.maxRequestsPerTurn,
       compaction: o.compaction,
+      writeQuotaBytes: o.writeQuotaBytes,
     }),
     toolOutput: { ...base.toolOutput, ...definedOnly(o.toolOutput ?? {}) },
     reminder: { ...base.reminder, ...reminderFromEnv(env), ...definedOnly(o.reminder ?? {}) },

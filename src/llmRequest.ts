@@ -8,6 +8,7 @@ import type { LlmInput, LlmOutput } from '../machines/turnMachine.js';
 import type { SessionEvent } from './events.js';
 import { LLMError, type LLM } from './llm.js';
 import { ChatMessageSchema, type AssistantMessage, type ToolCall } from './messages.js';
+import { boundAnswer, boundResponse } from './captureBounds.js';
 import { boundToolArguments } from './toolArguments.js';
 import type { SessionFiles } from './sessionFiles.js';
 import type { TokenCounter } from './tokens.js';
@@ -19,6 +20,8 @@ export interface LlmRequestDeps {
   emit(event: SessionEvent): void;
   /** Stores a call's oversized arguments whole; returns where (see toolArguments.ts). */
   saveArguments(call: ToolCall, turn: number): string;
+  /** Stores an answer over the cap whole; returns where (see captureBounds.ts). */
+  saveAnswer?(text: string, turn: number, request: number): string;
 }
 
 export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: LlmRequestDeps): Promise<LlmOutput> {
@@ -26,12 +29,14 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
   const base = { turn: input.turn, request: input.request };
   let streamed = '';
   let settled = false;
+  const saveAnswer = (text: string): string =>
+    deps.saveAnswer ? deps.saveAnswer(text, input.turn, input.request) : '(nowhere: no store given)';
 
   const keepStreamed = (): void => {
     if (settled) return;
     settled = true;
     if (!streamed) return;
-    const message: AssistantMessage = { role: 'assistant', content: streamed };
+    const message: AssistantMessage = { role: 'assistant', content: boundAnswer(streamed, saveAnswer) };
     const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true, stop: 'aborted' });
     deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message, stop: 'aborted' });
   };
@@ -50,7 +55,9 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
       },
     );
     if (settled) throw new LLMError('aborted', 'the request was aborted');
-    const message = boundToolArguments(checkedMessage(response.message), (call) => deps.saveArguments(call, input.turn));
+    // Names and text first: a refused call is saved whole with its arguments, then they are bounded.
+    const bounded = boundResponse(checkedMessage(response.message), (call) => deps.saveArguments(call, input.turn), saveAnswer);
+    const message = boundToolArguments(bounded, (call) => deps.saveArguments(call, input.turn));
     settled = true;
     const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
     deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message });

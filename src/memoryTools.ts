@@ -29,7 +29,27 @@ export interface MemoryToolHooks {
   onWrite?(result: WriteResult): void;
 }
 
-export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}): Tool[] {
+export interface MemoryToolOptions {
+  /** Bytes the write and edit tools may write in one turn (300 writes of 230 KB once put 71 MB on disk). */
+  writeQuotaBytes?: number;
+}
+
+export const DEFAULT_WRITE_QUOTA_BYTES = 8 * 1024 * 1024;
+
+export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}, options: MemoryToolOptions = {}): Tool[] {
+  const quota = options.writeQuotaBytes ?? DEFAULT_WRITE_QUOTA_BYTES;
+  const used = { turn: -1, bytes: 0, writes: 0 };
+  /** Throws before a write that would pass the turn's quota; counts it otherwise. */
+  const charge = (turn: number) => (bytes: number) => {
+    if (used.turn !== turn) Object.assign(used, { turn, bytes: 0, writes: 0 });
+    if (used.bytes + bytes > quota) {
+      throw new PathRefusedError(
+        `not written: this turn has already written ${size(used.bytes)} in ${used.writes} writes, and ${size(bytes)} more would pass the quota of ${size(quota)} per turn. Write less (the memory is for notes, not dumps), or continue in the next turn`,
+      );
+    }
+    used.bytes += bytes;
+    used.writes++;
+  };
   const guarded = (run: () => string): ToolOutput => {
     try {
       return run();
@@ -67,13 +87,18 @@ export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}):
         'Write a whole file in your working memory, replacing it. Use it for working-memory/overview.md (your memory, ' +
         'shown on every request; keep it under 5 KB) and for notes in working-memory/detail/ or working-memory/archive/.',
       parameters: WriteParameters,
-      execute: ({ path, content }) => guarded(() => written(memory.write(path, content), 'Wrote')),
+      execute: ({ path, content }, context) => guarded(() => written(memory.write(path, content, charge(context.turn)), 'Wrote')),
     }),
     defineTool({
       name: 'edit',
       description: 'Replace one passage of a working-memory file: old must occur exactly once in the file; it is replaced by new.',
       parameters: EditParameters,
-      execute: ({ path, old, new: replacement }) => guarded(() => written(memory.edit(path, old, replacement), 'Edited')),
+      execute: ({ path, old, new: replacement }, context) =>
+        guarded(() => written(memory.edit(path, old, replacement, charge(context.turn)), 'Edited')),
     }),
   ];
+}
+
+function size(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MB` : `${(bytes / 1024).toFixed(1)} KB`;
 }

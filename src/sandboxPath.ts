@@ -4,8 +4,8 @@
  * backslashes, NUL and control characters, percent-encoded separators or dots,
  * symlinks anywhere on the way, and hard-linked files (which could alias a file outside).
  */
-import { lstatSync, type Stats } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { join, sep } from 'node:path';
 
 export class PathRefusedError extends Error {
   override name = 'PathRefusedError';
@@ -83,6 +83,65 @@ export function requireRegularFile(resolved: ResolvedPath, input: string): Stats
   if (!stat.isFile()) throw new PathRefusedError(`${show(input)} is not a regular file`);
   if (stat.nlink > 1) throw new PathRefusedError(`${show(input)} is hard-linked elsewhere; refused`);
   return stat;
+}
+
+/**
+ * Open a resolved regular file for reading, safe against a second process swapping a folder
+ * on the way for a symlink after resolveInside looked: the last step is not followed
+ * (O_NOFOLLOW), a FIFO cannot block the open (O_NONBLOCK), and before a byte is read the
+ * descriptor itself must be a singly linked regular file whose real path is inside `root`
+ * (Linux: /proc/self/fd; elsewhere realpath plus the same device and inode).
+ */
+export function openInside(root: string, resolved: ResolvedPath, input: string): { fd: number; stat: Stats } {
+  let fd: number;
+  try {
+    fd = openSync(resolved.abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw new PathRefusedError(`path ${show(input)} is a symlink; refused`);
+    if (code === 'ENOENT') throw new PathRefusedError(`file not found: ${show(input)}`);
+    throw error;
+  }
+  try {
+    const stat = fstatSync(fd);
+    requireRegularFile({ ...resolved, stat }, input);
+    if (!isInside(realpathSync(root), fd, resolved.abs, stat)) {
+      throw new PathRefusedError(`path ${show(input)} led outside working-memory/ while it was opened; refused`);
+    }
+    return { fd, stat };
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+}
+
+/** The whole content of a descriptor opened by openInside, `size` bytes as fstat said. */
+export function readOpened(fd: number, size: number): string {
+  const buffer = Buffer.allocUnsafe(size);
+  let n = 0;
+  while (n < size) {
+    const got = readSync(fd, buffer, n, size - n, n);
+    if (got === 0) break;
+    n += got;
+  }
+  return buffer.toString('utf8', 0, n);
+}
+
+function isInside(realRoot: string, fd: number, abs: string, stat: Stats): boolean {
+  let real: string;
+  try {
+    real = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    // No /proc: the path's real location must be the very file we hold.
+    try {
+      real = realpathSync(abs);
+      const now = statSync(real);
+      if (now.dev !== stat.dev || now.ino !== stat.ino) return false;
+    } catch {
+      return false;
+    }
+  }
+  return real.startsWith(realRoot + sep);
 }
 
 function lstatOrNull(path: string): Stats | null {

@@ -63,6 +63,7 @@ import { redactor, type Redact } from './redact.js';
 import { checkSessionOptions } from './sessionOptionsCheck.js';
 import { answerInterruptedCalls, repairPairing } from './crashRecovery.js';
 import { capOutput, SavedOutputNames } from './toolOutputCap.js';
+import { promptProblem } from './captureBounds.js';
 import { TOOL_OUTPUTS_DIR } from './workingMemory.js';
 import type { WriteResult } from './workingMemory.js';
 
@@ -226,9 +227,9 @@ function redactEvent(event: SessionEvent, redact: Redact): SessionEvent {
     case 'message_end':
       return { ...event, message: redactMessage(event.message, redact) };
     case 'tool_start':
-      return { ...event, arguments: redact(event.arguments) };
+      return { ...event, callId: redact(event.callId), name: redact(event.name), arguments: redact(event.arguments) };
     case 'tool_end':
-      return { ...event, content: redact(event.content) };
+      return { ...event, callId: redact(event.callId), name: redact(event.name), content: redact(event.content) };
     case 'turn_end':
       return {
         ...event,
@@ -246,16 +247,29 @@ function redactEvent(event: SessionEvent, redact: Redact): SessionEvent {
   }
 }
 
-/** The message with secrets masked in its text and tool arguments; the same object when there are none. */
+/** The message with secrets masked in its text, tool names, call ids and arguments; the same object when there are none. */
 function redactMessage(message: ChatMessage, redact: Redact): ChatMessage {
   const content = typeof message.content === 'string' ? redact(message.content) : message.content;
   const calls = message.role === 'assistant' ? message.tool_calls : undefined;
   const cleanCalls = calls?.map((c) => {
-    const args = redact(c.function.arguments);
-    return args === c.function.arguments ? c : { ...c, function: { ...c.function, arguments: args } };
+    const [id, name, args] = [redact(c.id), redact(c.function.name), redact(c.function.arguments)];
+    return id === c.id && name === c.function.name && args === c.function.arguments
+      ? c
+      : { ...c, id, function: { ...c.function, name, arguments: args } };
   });
-  if (content === message.content && (!calls || cleanCalls!.every((c, i) => c === calls[i]))) return message;
-  return { ...message, content, ...(cleanCalls ? { tool_calls: cleanCalls } : {}) } as ChatMessage;
+  const callId = message.role === 'tool' ? redact(message.tool_call_id) : undefined;
+  if (
+    content === message.content &&
+    (!calls || cleanCalls!.every((c, i) => c === calls[i])) &&
+    (message.role !== 'tool' || callId === message.tool_call_id)
+  )
+    return message;
+  return {
+    ...message,
+    content,
+    ...(cleanCalls ? { tool_calls: cleanCalls } : {}),
+    ...(callId ? { tool_call_id: callId } : {}),
+  } as ChatMessage;
 }
 
 /** Sessions known to the index, newest first; `cwd` limits them to one directory. */
@@ -391,7 +405,7 @@ export class Session {
     });
     this.model = { name: options.llm.model, contextWindow: resolved.turn.contextWindow };
     const builtIn = [
-      ...memoryTools(files.memory, { onWrite: (w) => this.writes.push(w) }),
+      ...memoryTools(files.memory, { onWrite: (w) => this.writes.push(w) }, { writeQuotaBytes: resolved.turn.writeQuotaBytes }),
       compactHistoryTool(compaction, { emit, onCompacted: () => (this.compacted = true) }),
     ];
     if (items)
@@ -464,6 +478,7 @@ export class Session {
           counter,
           emit,
           saveArguments: (call, turn) => files.memory.writeSystem(saved.name(turn, '.arguments.json'), call.function.arguments),
+          saveAnswer: (text, turn) => files.memory.writeSystem(saved.name(turn, '.answer.md'), text),
         }),
       runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
       compact: (input, signal) => runCompactor(input, compaction, signal),
@@ -543,6 +558,8 @@ export class Session {
   enqueue(text: string): { promptId: string; result: Promise<TurnResult> } {
     if (this.closed) throw new Error(`session ${this.id} is closed`);
     if (typeof text !== 'string' || text.trim() === '') throw new TypeError('prompt text must be a non-empty string');
+    const tooLarge = promptProblem(text);
+    if (tooLarge) throw new RangeError(tooLarge);
     const promptId = randomUUID();
     const result = new Promise<TurnResult>((resolve) => this.pending.set(promptId, resolve));
     queueMicrotask(() => this.actor.send({ type: 'PROMPT', prompt: { id: promptId, text } }));

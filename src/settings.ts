@@ -35,6 +35,8 @@ export interface TurnSettings {
   compaction: 'llm' | 'auto';
   /** Tool output above these limits is capped when captured; the full text goes to detail/. */
   toolOutput: OutputLimits;
+  /** Bytes the model's write and edit calls may write in one turn; more are refused with a tool error. */
+  writeQuotaBytes: number;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 4, baseDelayMs: 500, maxDelayMs: 30_000 };
@@ -52,6 +54,7 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
     maxRequestsPerTurn: 50,
     compaction: 'llm',
     toolOutput: DEFAULT_OUTPUT_LIMITS,
+    writeQuotaBytes: 8 * 1024 * 1024,
   };
 }
 

@@ -15,6 +15,7 @@ import type { Tool, ToolContext } from './tool.js';
 import type { WriteResult } from './workingMemory.js';
 import { neutraliseTags } from './structuralTags.js';
 import { argumentProblem, omittedArguments } from './toolArguments.js';
+import { invalidNameProblem } from './captureBounds.js';
 
 export interface ToolRunnerDeps {
   files: SessionFiles;
@@ -101,6 +102,8 @@ async function execute(
   input: ToolRunnerInput,
 ): Promise<{ content: string; isError: boolean }> {
   const name = call.function.name;
+  const badName = invalidNameProblem(call);
+  if (badName) return { content: `Error: ${badName}. Available tools: ${[...deps.tools.keys()].join(', ')}.`, isError: true };
   const tool = deps.tools.get(name);
   if (!tool) {
     return {

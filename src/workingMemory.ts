@@ -4,11 +4,11 @@
  * Reads are cached against the file's stat so a request costs a stat, not a read.
  * Every path the model gives is confined by sandboxPath.
  */
-import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, statSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DIR_MODE, writeFileAtomic } from './atomicWrite.js';
 import { memoryHealth, overviewTemplate, type MemoryHealth, type MemoryLanguage } from './memoryTemplate.js';
-import { PathRefusedError, requireRegularFile, resolveInside } from './sandboxPath.js';
+import { openInside, PathRefusedError, readOpened, requireRegularFile, resolveInside, type ResolvedPath } from './sandboxPath.js';
 
 export const OVERVIEW = 'overview.md';
 export const OVERVIEW_PATH = 'working-memory/overview.md';
@@ -17,6 +17,8 @@ export const OVERVIEW_SOFT_LIMIT = 5 * 1024;
 export const MAX_FILE_BYTES = 1024 * 1024;
 /** overview.md goes into every request: beyond this it would crowd out the conversation. */
 export const OVERVIEW_MAX_BYTES = 32 * 1024;
+/** An overview.md placed by hand may be larger than a write allows, but not beyond this. */
+export const OVERVIEW_READ_MAX_BYTES = MAX_FILE_BYTES;
 const HEADING_SCAN_BYTES = 4096;
 
 export interface DetailEntry {
@@ -90,14 +92,17 @@ export class WorkingMemory {
 
   snapshot(): MemorySnapshot {
     const overviewFile = join(this.root, OVERVIEW);
-    let stat: Stats;
-    try {
-      stat = statSync(overviewFile);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    // lstat, then a no-follow open: a planted symlink would send its target with every request.
+    let stat = lstatOrNull(overviewFile);
+    if (stat === null) {
       // Deleted from outside: start again from the template rather than from nothing.
       this.init();
-      stat = statSync(overviewFile);
+      stat = lstatSync(overviewFile);
+    }
+    if (stat.isSymbolicLink()) {
+      throw new PathRefusedError(
+        `${OVERVIEW_PATH} is a symlink; refused (its target would be sent to the model with every request): replace it with a regular file`,
+      );
     }
     const detailMtime = mtimeOrMinus1(join(this.root, 'detail'));
     const overviewChanged =
@@ -108,7 +113,7 @@ export class WorkingMemory {
     const detailChanged = this.detailStale || detailMtime !== this.detailMtime;
     if (this.cached && !overviewChanged && !detailChanged) return this.cached;
 
-    const content = overviewChanged || !this.cached ? readFileSync(overviewFile, 'utf8') : this.cached.content;
+    const content = overviewChanged || !this.cached ? this.readOverview(overviewFile) : this.cached.content;
     const detail = detailChanged || !this.cached ? this.indexDetail() : this.cached.detail;
     this.overviewStat = { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino };
     this.detailMtime = detailMtime;
@@ -125,15 +130,15 @@ export class WorkingMemory {
 
   read(path: unknown, options: { offset?: number; limit?: number } = {}): { text: string; totalLines: number; from: number; to: number } {
     const resolved = resolveInside(this.root, path, 'working-memory/');
-    const stat = requireRegularFile(resolved, String(path));
-    if (stat.size > 50 * MAX_FILE_BYTES) throw new PathRefusedError(`${resolved.rel} is ${stat.size} bytes; too large to read`);
-    const lines = readFileSync(resolved.abs, 'utf8').split('\n');
+    requireRegularFile(resolved, String(path));
+    const lines = this.readInside(resolved, String(path), 50 * MAX_FILE_BYTES).split('\n');
     const from = Math.max(0, options.offset ?? 0);
     const to = Math.min(lines.length, from + (options.limit ?? lines.length));
     return { text: lines.slice(from, to).join('\n'), totalLines: lines.length, from, to };
   }
 
-  write(path: unknown, content: string): WriteResult {
+  /** `charge` may refuse a write by its size (the per-turn quota) before anything is written. */
+  write(path: unknown, content: string, charge?: (bytes: number) => void): WriteResult {
     const resolved = resolveInside(this.root, path, 'working-memory/');
     refuseReserved(resolved.rel);
     const bytes = Buffer.byteLength(content);
@@ -142,17 +147,18 @@ export class WorkingMemory {
     }
     checkOverviewSize(resolved.rel, bytes);
     if (resolved.stat && !resolved.stat.isFile()) throw new PathRefusedError(`${resolved.rel} exists and is not a regular file`);
+    charge?.(bytes);
     mkdirInside(this.root, dirname(resolved.rel));
     writeFileAtomic(resolved.abs, this.redact(content), this.atomic);
     return this.written(resolved.rel, bytes, resolved.stat === null);
   }
 
-  edit(path: unknown, oldText: string, newText: string): WriteResult & { replacements: 1 } {
+  edit(path: unknown, oldText: string, newText: string, charge?: (bytes: number) => void): WriteResult & { replacements: 1 } {
     const resolved = resolveInside(this.root, path, 'working-memory/');
     refuseReserved(resolved.rel);
     requireRegularFile(resolved, String(path));
     if (oldText.length === 0) throw new PathRefusedError('old text is empty; use write to replace a whole file');
-    const current = readFileSync(resolved.abs, 'utf8');
+    const current = this.readInside(resolved, String(path), MAX_FILE_BYTES);
     const first = current.indexOf(oldText);
     if (first < 0) throw new PathRefusedError(`old text not found in ${resolved.rel}`);
     if (current.indexOf(oldText, first + 1) >= 0) {
@@ -162,6 +168,7 @@ export class WorkingMemory {
     const bytes = Buffer.byteLength(next);
     if (bytes > MAX_FILE_BYTES) throw new PathRefusedError(`result would be ${bytes} bytes; the limit is ${MAX_FILE_BYTES}`);
     checkOverviewSize(resolved.rel, bytes);
+    charge?.(bytes);
     writeFileAtomic(resolved.abs, this.redact(next), this.atomic);
     return { ...this.written(resolved.rel, bytes, false), replacements: 1 };
   }
@@ -177,7 +184,7 @@ export class WorkingMemory {
     let text = content;
     if (options.append && resolved.stat) {
       requireRegularFile(resolved, path);
-      text = `${readFileSync(resolved.abs, 'utf8').trimEnd()}\n\n---\n\n${content}`;
+      text = `${this.readInside(resolved, path, Number.MAX_SAFE_INTEGER).trimEnd()}\n\n---\n\n${content}`;
     }
     text = this.redact(text);
     writeFileAtomic(resolved.abs, text, this.atomic);
@@ -188,6 +195,31 @@ export class WorkingMemory {
   /** Whether a path inside working-memory/ exists. */
   exists(path: string): boolean {
     return resolveInside(this.root, path, 'working-memory/').stat !== null;
+  }
+
+  /** A file's text, read by a descriptor verified to be inside (see openInside), size checked first. */
+  private readInside(resolved: ResolvedPath, input: string, maxBytes: number): string {
+    const { fd, stat } = openInside(this.root, resolved, input);
+    try {
+      if (stat.size > maxBytes) throw new PathRefusedError(`${resolved.rel} is ${stat.size} bytes; too large to read`);
+      return readOpened(fd, stat.size);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private readOverview(file: string): string {
+    const { fd, stat } = openInside(this.root, { abs: file, rel: OVERVIEW, stat: null }, OVERVIEW_PATH);
+    try {
+      if (stat.size > OVERVIEW_READ_MAX_BYTES) {
+        throw new PathRefusedError(
+          `${OVERVIEW_PATH} is ${mb(stat.size)}; it is sent with every request, so it may hold at most ${mb(OVERVIEW_READ_MAX_BYTES)}: shorten it, or move its content to working-memory/detail/ files`,
+        );
+      }
+      return readOpened(fd, stat.size);
+    } finally {
+      closeSync(fd);
+    }
   }
 
   private written(rel: string, bytes: number, created: boolean): WriteResult {
@@ -249,7 +281,8 @@ function firstHeading(file: string): string | null {
   const buffer = Buffer.alloc(HEADING_SCAN_BYTES);
   let fd: number | undefined;
   try {
-    fd = openSync(file, 'r');
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    if (!fstatSync(fd).isFile()) return null;
     const n = readSync(fd, buffer, 0, HEADING_SCAN_BYTES, 0);
     const match = /^#{1,6}\s+(.+)$/m.exec(buffer.subarray(0, n).toString('utf8'));
     return match ? match[1]!.trim().slice(0, 120) : null;
@@ -272,6 +305,19 @@ function mkdirInside(root: string, relDir: string): void {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
   }
+}
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}
+
+function mb(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
 function exists(path: string): boolean {

@@ -9,6 +9,7 @@ import { cliCases } from './reliability/cli.js';
 import { crashTrials } from './reliability/crash.js';
 import { damageCases } from './reliability/damage.js';
 import { diskCases } from './reliability/disk.js';
+import { guardCases } from './reliability/guard.js';
 import { hostileCases } from './reliability/hostile.js';
 import { lockCases } from './reliability/lock.js';
 import type { FamilyResult } from './reliability/report.js';
@@ -76,6 +77,14 @@ describe('reliability (fast subset)', () => {
   it('the visualizer: foreign Host or Origin, no token, traversal, forged records, a squatter: nothing read, nothing injected', { timeout: 60_000 }, async () => {
     expectAllSurvived(await vizCases(), 140);
   });
+
+  it(
+    'guard: huge tool names, answers and prompts bounded, a write quota, masked ids, look-alike tags, no read outside',
+    { timeout: 120_000 },
+    async () => {
+      expectAllSurvived(await guardCases({ reads: 300, fast: true }), 300);
+    },
+  );
 
   it('a short soak: every turn completes, heap and descriptors stay flat', { timeout: 60_000 }, async () => {
     const result = await soak(400, { every: 100, maxHeapGrowthMB: 20 });

@@ -14,6 +14,7 @@ import { cliCases } from './cli.js';
 import { crashTrials } from './crash.js';
 import { damageCases } from './damage.js';
 import { diskCases } from './disk.js';
+import { guardCases } from './guard.js';
 import { hostileCases } from './hostile.js';
 import { lockCases } from './lock.js';
 import { table, type FamilyResult } from './report.js';
@@ -33,6 +34,7 @@ const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   soak: () => soak(10_000, { every: 1_000 }),
   cli: () => cliCases({ lineSizesMB: [17, 64, 120] }),
   viz: () => vizCases(),
+  guard: () => guardCases({ reads: 1500 }),
 };
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'no-write': { type: 'boolean' } } });

@@ -1,0 +1,285 @@
+/**
+ * Issue 19's guard cases at full size: a 10 MB tool name, a 10 MB answer and a 2 MB prompt
+ * (bounded at capture, nothing frozen, nothing lost); 300 writes of 230 KB in one turn (the
+ * per-turn quota); a secret as tool name and call id (masked in every event); look-alike
+ * framing tags through tool output, overview.md, a read-back detail file and a summary; an
+ * overview.md that is a planted symlink or a 1 GiB sparse file; and a child process swapping
+ * a folder for a symlink while the read tool reads (0 bytes from outside).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SessionEvent } from '../../src/events.js';
+import type { LLMRequest, LLMResponse } from '../../src/llm.js';
+import { memoryTools } from '../../src/memoryTools.js';
+import { scriptedModel, type ScriptedReply } from '../../src/scriptedModel.js';
+import { createSession, type Session, type SessionOptions } from '../../src/session.js';
+import type { ToolContext } from '../../src/tool.js';
+import { WorkingMemory } from '../../src/workingMemory.js';
+import { Tally, type FamilyResult } from './report.js';
+
+const FAMILY = 'guard';
+
+export const LOOK_ALIKES = [
+  '<context\u200B_meta>',
+  '<context\u200D_meta>',
+  '<wor\u00ADking_memory>',
+  '\uFF1Ccontext_meta\uFF1E',
+  '\uFE64memory_reminder\uFE65',
+  '<context\u2010meta>',
+  '<context-meta>',
+  '</working\u200B_memory>',
+  '<\uFF43\uFF4F\uFF4E\uFF54\uFF45\uFF58\uFF54_meta>',
+  '<detail\uFE63index>',
+];
+
+/** Each look-alike that still reaches `text` with a bracket of its own. */
+export function unneutralised(text: string): string[] {
+  return LOOK_ALIKES.filter((fake) => text.includes(fake) || !text.includes(`&lt;${fake.slice(1)}`));
+}
+
+const textOf = (request: LLMRequest) => request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
+
+interface Harness {
+  session: Session;
+  llm: ReturnType<typeof scriptedModel>;
+  events: SessionEvent[];
+  next(reply: ScriptedReply): void;
+}
+
+async function harness(home: string, options: Partial<SessionOptions> = {}, summary?: string): Promise<Harness> {
+  const replies: ScriptedReply[] = [];
+  const llm = scriptedModel((request) =>
+    request.messages.at(-1)?.role === 'user' ? (replies.shift() ?? { text: 'ok' }) : { text: 'Done.' },
+  );
+  if (summary)
+    Object.assign(llm, {
+      summarize: async (): Promise<LLMResponse> => ({
+        message: { role: 'assistant', content: summary },
+        usage: null,
+        finishReason: 'stop',
+      }),
+    });
+  const session = await createSession({ llm, home, cwd: '/guard', env: {}, trace: false, ...options });
+  const events: SessionEvent[] = [];
+  session.on('*', (e) => events.push(e));
+  return { session, llm, events, next: (r) => replies.push(r) };
+}
+
+/** Run `body` against a fresh session in its own home, always cleaned up. */
+async function withSession<T>(
+  options: Partial<SessionOptions>,
+  body: (h: Harness, home: string) => Promise<T>,
+  summary?: string,
+): Promise<T> {
+  const home = mkdtempSync(join(tmpdir(), 'workmem-guard-'));
+  const h = await harness(home, options, summary);
+  try {
+    return await body(h, home);
+  } finally {
+    await h.session.close();
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
+/** `mb` of tool name and of answer (10 in the full run). */
+async function captureBounds(tally: Tally, mb: number): Promise<void> {
+  await withSession({}, async (h) => {
+    h.next({ toolCalls: [{ name: 'a'.repeat(mb * 1024 * 1024), arguments: {} }] });
+    const t = performance.now();
+    const result = await h.session.prompt('call it');
+    const end = h.events.find((e): e is Extract<SessionEvent, { type: 'tool_end' }> => e.type === 'tool_end');
+    const log = statSync(join(h.session.dir, 'messages.jsonl')).size;
+    const ok = result.status === 'done' && end?.isError === true && end.content.includes(`tool name of ${mb}.0 MB`) && log < 64 * 1024;
+    tally.add(
+      `a ${mb} MB tool name`,
+      { survived: ok, detail: `${result.status}, ${end?.content.slice(0, 120)}, log ${log} B` },
+      `answered with an error in ${((performance.now() - t) / 1000).toFixed(1)} s; log ${(log / 1024).toFixed(1)} KB`,
+    );
+
+    h.events.length = 0;
+    const answer = `# Long\n${'word '.repeat((mb * 1024 * 1024) / 5)}END`;
+    h.next({ text: answer, chunks: 100 });
+    const turn = await h.session.prompt('say a lot');
+    const saved = readdirSync(join(h.session.dir, 'working-memory', 'detail', 'tool-outputs')).filter((n) => n.endsWith('.answer.md'));
+    const whole = saved.some((n) => statSync(join(h.session.dir, 'working-memory', 'detail', 'tool-outputs', n)).size === answer.length);
+    const stored = h.events.find((e) => e.type === 'message_end' && e.message.role === 'assistant' && e.message.content !== 'Done.');
+    const storedLength = stored?.type === 'message_end' ? String(stored.message.content).length : -1;
+    tally.add(
+      `a ${mb} MB answer`,
+      { survived: turn.status === 'done' && whole && storedLength > 0 && storedLength < 260 * 1024, lost: whole ? 0 : 1 },
+      'capped at 256 KB in the history; whole in detail/',
+    );
+
+    const before = statSync(join(h.session.dir, 'messages.jsonl')).size;
+    let refused = '';
+    await h.session.prompt('a'.repeat(2 * 1024 * 1024)).catch((e: Error) => (refused = e.message));
+    const unchanged = statSync(join(h.session.dir, 'messages.jsonl')).size === before;
+    tally.add(
+      'a 2 MB user prompt',
+      { survived: /at most 1 MB/.test(refused) && unchanged, detail: refused },
+      'refused before anything is written',
+    );
+  });
+}
+
+/** The issue's 300 writes of 230 KB against the default 8 MB quota; `fast`: 60 writes against 2 MB. */
+async function writeQuota(tally: Tally, fast: boolean): Promise<void> {
+  const [count, quotaMB] = fast ? [60, 2] : [300, 8];
+  await withSession(fast ? { settings: { writeQuotaBytes: quotaMB * 1024 * 1024 } } : {}, async (h) => {
+    const chunk = 'abcdefg '.repeat((230 * 1024) / 8); // 230 KB
+    h.next({
+      toolCalls: Array.from({ length: count }, (_, i) => ({ name: 'write', arguments: { path: `detail/w${i}.md`, content: chunk } })),
+    });
+    await h.session.prompt('fill the disk');
+    const ends = h.events.filter((e): e is Extract<SessionEvent, { type: 'tool_end' }> => e.type === 'tool_end');
+    const detail = join(h.session.dir, 'working-memory', 'detail');
+    const onDisk = readdirSync(detail)
+      .filter((n) => n.startsWith('w'))
+      .reduce((n, f) => n + statSync(join(detail, f)).size, 0);
+    const refused = ends.filter((e) => e.isError && e.content.includes(`quota of ${quotaMB}.0 MB per turn`)).length;
+    const fits = Math.floor((quotaMB * 1024 * 1024) / chunk.length);
+    tally.add(
+      `${count} writes of 230 KB in one turn`,
+      {
+        survived: onDisk <= quotaMB * 1024 * 1024 && refused === count - fits,
+        detail: `${(onDisk / 1048576).toFixed(1)} MB on disk, ${refused} refused`,
+      },
+      `${(onDisk / 1048576).toFixed(1)} MB written, ${refused} refused`,
+    );
+  });
+}
+
+async function masking(tally: Tally): Promise<void> {
+  const secret = 'sk-guard-0123456789abcdefghij';
+  await withSession({ secrets: [secret] }, async (h) => {
+    h.next({ toolCalls: [{ name: secret, id: secret, arguments: {} }] });
+    await h.session.prompt('go');
+    const shown = JSON.stringify(h.events.filter((e) => ['tool_start', 'tool_end', 'message_end'].includes(e.type)));
+    tally.add(
+      'a key as tool name and call id',
+      { survived: !shown.includes(secret), lost: shown.includes(secret) ? 1 : 0 },
+      'masked in every event',
+    );
+  });
+}
+
+async function lookAlikes(tally: Tally): Promise<void> {
+  const fake = `# Notes\n${LOOK_ALIKES.join('\n')}\n`;
+  const summary = `## Goal\n- g\n## Decisions\n- d\n## Progress\n${LOOK_ALIKES.join('\n')}\n## Open items\n- none\n## Key facts\n- none`;
+  await withSession(
+    { settings: { injectHistory: true } },
+    async (h) => {
+      const check = (path: string, text: string): void => {
+        const left = unneutralised(text);
+        for (const f of LOOK_ALIKES)
+          tally.add(`look-alike tags through ${path}`, { survived: !left.includes(f), detail: JSON.stringify(f) });
+      };
+      h.next({ toolCalls: [{ name: 'write', arguments: { path: 'detail/n.md', content: fake } }] });
+      await h.session.prompt(`note: ${'context '.repeat(100)}`);
+      h.next({ toolCalls: [{ name: 'read', arguments: { path: 'detail/n.md' } }] });
+      await h.session.prompt(`read back: ${'context '.repeat(100)}`);
+      const read = h.events.filter((e): e is Extract<SessionEvent, { type: 'tool_end' }> => e.type === 'tool_end').at(-1)!;
+      check('a read-back detail file (tool output)', read.content);
+      h.next({ toolCalls: [{ name: 'write', arguments: { path: 'overview.md', content: fake } }] });
+      await h.session.prompt(`remember: ${'context '.repeat(100)}`);
+      const system = h.llm.requests.at(-1)!.messages[0];
+      check('overview.md', typeof system?.content === 'string' ? system.content : '');
+      h.next({ toolCalls: [{ name: 'compact_history', arguments: { target: 'conversation', strategy: 'summarize', keep_recent: 0 } }] });
+      await h.session.prompt('compact now');
+      await h.session.prompt('next');
+      const last = textOf(h.llm.requests.at(-1)!);
+      check('a compaction summary', last.includes('## Progress') ? last : '');
+    },
+    summary,
+  );
+}
+
+async function overviewFile(tally: Tally): Promise<void> {
+  await withSession({}, async (h, home) => {
+    writeFileSync(join(home, 'outside.txt'), 'OUTSIDE-SECRET\n');
+    const overview = join(h.session.dir, 'working-memory', 'overview.md');
+    unlinkSync(overview);
+    symlinkSync(join(home, 'outside.txt'), overview);
+    const result = await h.session.prompt('hello');
+    const leaked = h.llm.requests.some((r) => JSON.stringify(r).includes('OUTSIDE-SECRET'));
+    tally.add(
+      'overview.md a planted symlink',
+      {
+        survived: !leaked && /symlink/.test(result.error?.message ?? ''),
+        lost: leaked ? 1 : 0,
+        detail: result.error?.message ?? result.status,
+      },
+      'refused, target never sent',
+    );
+    unlinkSync(overview);
+    writeFileSync(overview, '# Overview\n');
+    truncateSync(overview, 1024 ** 3);
+    const big = await h.session.prompt('hello again');
+    tally.add(
+      'overview.md of 1 GiB (sparse)',
+      { survived: /overview\.md is 1024\.0 MB.*at most 1\.0 MB/.test(big.error?.message ?? ''), detail: big.error?.message ?? big.status },
+      'refused by size before reading',
+    );
+  });
+}
+
+/** A child swapping `<detail>/sub` between the real folder and a symlink to `outside`, forever. */
+export function spawnFlipper(detail: string, outside: string): ChildProcess {
+  const script = `
+    const fs = require('node:fs');
+    const [sub, real, outside] = process.argv.slice(1);
+    for (;;) {
+      try { fs.renameSync(sub, real); fs.symlinkSync(outside, sub); fs.unlinkSync(sub); fs.renameSync(real, sub); } catch {}
+    }`;
+  return spawn(process.execPath, ['-e', script, join(detail, 'sub'), join(detail, '.sub-real'), outside], { stdio: 'ignore' });
+}
+
+/** `reads` reads of detail/sub/f.md while two children swap detail/sub for a symlink out. */
+export async function raceReads(reads: number): Promise<{ outside: number; inside: number; refused: number }> {
+  const home = mkdtempSync(join(tmpdir(), 'workmem-guard-race-'));
+  const wm = new WorkingMemory(join(home, 'wm'));
+  wm.init();
+  const [read] = memoryTools(wm);
+  mkdirSync(join(home, 'outside'));
+  writeFileSync(join(home, 'outside', 'f.md'), 'OUTSIDE');
+  mkdirSync(join(home, 'wm', 'detail', 'sub'));
+  writeFileSync(join(home, 'wm', 'detail', 'sub', 'f.md'), 'INSIDE');
+  const flippers = [1, 2].map(() => spawnFlipper(join(home, 'wm', 'detail'), join(home, 'outside')));
+  const counts = { outside: 0, inside: 0, refused: 0 };
+  try {
+    await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < reads; i++) {
+      const out = await read!.execute({ path: 'detail/sub/f.md' }, { turn: 1 } as ToolContext);
+      const text = typeof out === 'string' ? out : out.content;
+      if (text.includes('OUTSIDE')) counts.outside++;
+      else if (text === 'INSIDE') counts.inside++;
+      else counts.refused++;
+    }
+  } finally {
+    for (const f of flippers) f.kill('SIGKILL');
+    rmSync(home, { recursive: true, force: true });
+  }
+  return counts;
+}
+
+export async function guardCases(options: { reads?: number; fast?: boolean } = {}): Promise<FamilyResult> {
+  const tally = new Tally(FAMILY);
+  await captureBounds(tally, options.fast ? 1 : 10);
+  await writeQuota(tally, options.fast ?? false);
+  await masking(tally);
+  await lookAlikes(tally);
+  await overviewFile(tally);
+  const reads = options.reads ?? 1500;
+  const race = await raceReads(reads);
+  for (let i = 0; i < reads; i++)
+    tally.add(
+      'read while a folder is swapped for a symlink',
+      { survived: i >= race.outside, lost: i < race.outside ? 1 : 0, detail: `${race.outside} reads returned the outside file` },
+      `${race.inside} inside, ${race.refused} refused, ${race.outside} outside`,
+    );
+  return tally.result([
+    `race: ${reads} reads, ${race.inside} returned the inside file, ${race.refused} were refused, ${race.outside} the outside one`,
+  ]);
+}
