@@ -54,9 +54,15 @@ describe('reliability (fast subset)', () => {
     expectAllSurvived(await secretCases(), 7);
   });
 
-  it('a short soak: every turn completes, heap and descriptors stay flat', { timeout: 60_000 }, async () => {
-    const result = await soak(400, { every: 100, maxHeapGrowthMB: 20 });
-    expectAllSurvived(result, 3);
-    expect(result.points).toHaveLength(4);
-  });
+  it(
+    'a short soak: every turn completes, the heap after GC grows no faster than the session retains, descriptors stay flat',
+    { timeout: 180_000 },
+    async () => {
+      // The heap is measured after a forced GC (vitest.config.ts passes --expose-gc), so the verdict does not depend on load.
+      expect(typeof (globalThis as { gc?: unknown }).gc, 'gc() must be exposed: execArgv --expose-gc').toBe('function');
+      const result = await soak(600, { every: 20, warmupTurns: 200 });
+      expectAllSurvived(result, 3);
+      expect(result.points.filter((p) => p.turn > 200)).toHaveLength(20);
+    },
+  );
 });
