@@ -4,6 +4,7 @@
  * so `workmem --help` starts fast; each command is imported when it runs.
  * Exit codes: 0 done, 1 failed, 2 bad usage or configuration.
  */
+import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { terminalLine } from './cli/terminalText.js';
 
@@ -38,6 +39,10 @@ const SESSION_OPTIONS: Options = {
 const INSPECT_HELP = `  --inspect           stream the session live to your \`workmem viz\` on 127.0.0.1
                       (only after it proves it is the server you started)
   --inspect-port <n>  the visualizer's port (default 4900)`;
+/** The protocol's documentation, shipped in the package: its path from here, src/ or dist/src/. */
+const RPC_DOC = fileURLToPath(
+  new URL(import.meta.url.endsWith('/dist/src/cli.js') ? '../../docs/rpc.md' : '../docs/rpc.md', import.meta.url),
+);
 const ALWAYS: Options = { help: { type: 'boolean', short: 'h' }, debug: { type: 'boolean' } };
 
 const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
@@ -97,7 +102,7 @@ prompt is read from stdin. Exits 1 if the turn fails.
 
 One JSON object per line on stdin, framed on \\n only; responses and events on stdout,
 one per line. Commands: prompt, abort, get_state, get_messages, get_memory, compact,
-set_mode, new_session, switch_session, list_sessions. See docs/rpc.md.
+set_mode, new_session, switch_session, list_sessions. See ${RPC_DOC}.
 
 ${INSPECT_HELP}`,
     options: { ...SESSION_OPTIONS },

@@ -30,13 +30,13 @@ function expectAllSurvived(result: FamilyResult, atLeast: number): void {
 }
 
 describe('reliability (fast subset)', () => {
-  it('SIGKILL at random and chosen points: every session reopens whole', { timeout: 120_000 }, async () => {
+  it('SIGKILL at random and chosen points: every session reopens whole', { timeout: 240_000 }, async () => {
     expectAllSurvived(await crashTrials(10, 7), 10);
   });
 
   it(
     'one writer per session: refused by pid, taken over by heartbeat, 30 races for a stale lock with one holder each',
-    { timeout: 60_000 },
+    { timeout: 240_000 },
     async () => {
       expectAllSurvived(await lockCases(30, 1), 40);
     },
@@ -44,7 +44,7 @@ describe('reliability (fast subset)', () => {
 
   it(
     'saved outputs keep distinct names, reserved names, temp-like names, a damaged log line and meta.json',
-    { timeout: 60_000 },
+    { timeout: 240_000 },
     async () => {
       expectAllSurvived(await damageCases(), 12);
     },
@@ -52,43 +52,49 @@ describe('reliability (fast subset)', () => {
 
   it(
     'disk full, read-only and I/O errors on every kind of write: clear errors, nothing acknowledged lost',
-    { timeout: 60_000 },
+    { timeout: 240_000 },
     async () => {
       expectAllSurvived(await diskCases({ everyCode: false, realTmpfs: false }), 11);
     },
   );
 
-  it('hostile paths, 10 MB arguments, deep nesting and prompt injection are refused or contained', { timeout: 60_000 }, async () => {
+  it('hostile paths, 10 MB arguments, deep nesting and prompt injection are refused or contained', { timeout: 240_000 }, async () => {
     expectAllSurvived(await hostileCases(), 50 * 4);
   });
 
-  it('corrupted SSE streams: no crash, no unhandled rejection, a clear error, a consistent log', { timeout: 60_000 }, async () => {
+  it('corrupted SSE streams: no crash, no unhandled rejection, a clear error, a consistent log', { timeout: 240_000 }, async () => {
     expectAllSurvived(await streamCases(40, 101), 40);
   });
 
-  it('API keys appear in no file, event, result or CLI output; files 0600, folders 0700', { timeout: 60_000 }, async () => {
+  it('API keys appear in no file, event, result or CLI output; files 0600, folders 0700', { timeout: 240_000 }, async () => {
     expectAllSurvived(await secretCases(), 7);
   });
 
-  it('CLI and RPC: no escape sequence reaches the terminal, keys masked, a 17 MB RPC line refused', { timeout: 120_000 }, async () => {
+  it('CLI and RPC: no escape sequence reaches the terminal, keys masked, a 17 MB RPC line refused', { timeout: 240_000 }, async () => {
     expectAllSurvived(await cliCases({ lineSizesMB: [17] }), 11);
   });
 
-  it('the visualizer: foreign Host or Origin, no token, traversal, forged records, a squatter: nothing read, nothing injected', { timeout: 60_000 }, async () => {
+  it('the visualizer: foreign Host or Origin, no token, traversal, forged records, a squatter: nothing read, nothing injected', { timeout: 240_000 }, async () => {
     expectAllSurvived(await vizCases(), 140);
   });
 
   it(
     'guard: huge tool names, answers and prompts bounded, a write quota, masked ids, look-alike tags, no read outside',
-    { timeout: 120_000 },
+    { timeout: 240_000 },
     async () => {
       expectAllSurvived(await guardCases({ reads: 300, fast: true }), 300);
     },
   );
 
-  it('a short soak: every turn completes, heap and descriptors stay flat', { timeout: 60_000 }, async () => {
-    const result = await soak(400, { every: 100, maxHeapGrowthMB: 20 });
-    expectAllSurvived(result, 3);
-    expect(result.points).toHaveLength(4);
-  });
+  it(
+    'a short soak: every turn completes, the heap after GC grows no faster than the session retains, descriptors stay flat',
+    { timeout: 240_000 },
+    async () => {
+      // The heap is measured after a forced GC (vitest.config.ts passes --expose-gc), so the verdict does not depend on load.
+      expect(typeof (globalThis as { gc?: unknown }).gc, 'gc() must be exposed: execArgv --expose-gc').toBe('function');
+      const result = await soak(600, { every: 20, warmupTurns: 200 });
+      expectAllSurvived(result, 3);
+      expect(result.points.filter((p) => p.turn > 200)).toHaveLength(20);
+    },
+  );
 });

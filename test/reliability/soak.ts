@@ -1,10 +1,24 @@
 /**
  * Soak: one session, many turns in one process, with the protocol-following model
  * (facts stated throughout, memory written, phase 2, compactions), the trace on. After
- * every checkpoint — garbage collected first when node runs with --expose-gc — the heap
- * in use, the open file descriptors and the history kept in memory are recorded. It
- * survives when every turn completes, the heap grows less than `maxHeapGrowthMB` from the
- * first checkpoint to the last, and the descriptors do not grow.
+ * every checkpoint — after a forced GC, so what is measured is what is retained, not how
+ * far the collector happened to lag under load — the heap in use, the open file
+ * descriptors and the history kept in memory are recorded. It survives when every turn
+ * completes, the descriptors do not grow, and the heap's growth per turn after the
+ * warm-up (the slope of a least-squares line through the checkpoints, not first-vs-last)
+ * stays under `maxKBPerTurn`. Without --expose-gc the heap verdict fails: it would
+ * measure garbage.
+ *
+ * Where the bound comes from: past the warm-up the session legitimately grows only by an
+ * entry per compaction (the detail/ index line, the compaction record: well under 1 KB
+ * each, ~100 turns apart); what it holds that swings (the history in memory, capped by
+ * the fallback threshold; overview.md, capped at 32 KB) does not trend. A heap snapshot
+ * diff of turns 300 → 700 shows the rest: V8 compiling code for paths first taken late
+ * (~0.2 MB) and ~600 small objects. Measured with forced GC, 600 turns, checkpoints every
+ * 20, fitted after turn 200: 0.83–0.93 KB per turn in plain node and under vitest, the
+ * same to ±0.05 run to run. The bound, 2 KB per turn, is about twice that; a leak that
+ * keeps every event of every turn measures 2.7 KB per turn and fails it. A leak smaller
+ * than ~1 KB per turn (every TurnResult kept: ~0.2 KB) is below what 400 turns resolve.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +39,16 @@ export interface SoakPoint {
 
 const MB = 1024 * 1024;
 
+/** Least-squares slope of heap MB over turns, in KB per turn. */
+export function heapSlopeKBPerTurn(points: readonly SoakPoint[]): number {
+  const n = points.length;
+  const mt = points.reduce((s, p) => s + p.turn, 0) / n;
+  const mh = points.reduce((s, p) => s + p.heapMB, 0) / n;
+  const cov = points.reduce((s, p) => s + (p.turn - mt) * (p.heapMB - mh), 0);
+  const varT = points.reduce((s, p) => s + (p.turn - mt) ** 2, 0);
+  return (cov / varT) * 1024;
+}
+
 function openFds(): number {
   try {
     return readdirSync('/proc/self/fd').length;
@@ -35,10 +59,11 @@ function openFds(): number {
 
 export async function soak(
   turns: number,
-  options: { every?: number; maxHeapGrowthMB?: number } = {},
+  options: { every?: number; warmupTurns?: number; maxKBPerTurn?: number } = {},
 ): Promise<FamilyResult & { points: SoakPoint[] }> {
   const every = options.every ?? Math.max(1, Math.floor(turns / 10));
-  const maxGrowth = options.maxHeapGrowthMB ?? 10;
+  const warmup = options.warmupTurns ?? Math.floor(turns / 4);
+  const maxKBPerTurn = options.maxKBPerTurn ?? 2;
   const tally = new Tally('soak');
   const gc = (globalThis as { gc?: () => void }).gc;
   const counter = await loadTokenCounter('gpt-4o');
@@ -89,10 +114,17 @@ export async function soak(
   const last = points.at(-1)!;
   const growth = last.heapMB - first.heapMB;
   const fdGrowth = Math.max(...points.map((p) => p.fds)) - first.fds;
+  const fitted = points.filter((p) => p.turn > warmup);
+  const slope = fitted.length >= 3 ? heapSlopeKBPerTurn(fitted) : NaN;
   tally.add(
-    `heap after turn ${first.turn} → after turn ${last.turn}`,
-    { survived: growth < maxGrowth, detail: `heap grew ${growth.toFixed(1)} MB (limit ${maxGrowth})` },
-    `${first.heapMB.toFixed(1)} → ${last.heapMB.toFixed(1)} MB (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB)${gc ? '' : ', without --expose-gc'}`,
+    `heap after GC, growth per turn after turn ${warmup}`,
+    {
+      survived: gc !== undefined && slope < maxKBPerTurn,
+      detail: gc
+        ? `heap grew ${slope.toFixed(2)} KB per turn over ${fitted.length} checkpoints (limit ${maxKBPerTurn})`
+        : 'no forced GC: run node with --expose-gc',
+    },
+    `${slope.toFixed(2)} KB/turn (limit ${maxKBPerTurn}); ${first.heapMB.toFixed(1)} → ${last.heapMB.toFixed(1)} MB from turn ${first.turn} to ${last.turn}`,
   );
   tally.add(
     'open file descriptors',

@@ -1,0 +1,164 @@
+/**
+ * The package as a new user gets it: `npm pack`, install the tarball into an empty
+ * project (dependencies from the registry, sqlite3's install script and all), then use it
+ * from there — import `workmem` and `workmem/testing`, run a prompt against the local test
+ * server, `workmem --help`, `rpc --help`'s documentation path, `workmem demo`, and
+ * `workmem viz` with its page, script and stylesheet. The install compiles sqlite3 from
+ * source: allow minutes. Needs the npm registry (or a warm npm cache).
+ */
+import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+// Measured 2 min on an idle 2-core machine, 5.5 min while other builds ran.
+const INSTALL_TIMEOUT = 10 * 60_000;
+
+let work = '';
+let project = '';
+let tarball = '';
+let files: string[] = [];
+const env = (): NodeJS.ProcessEnv => {
+  const clean: NodeJS.ProcessEnv = { ...process.env, WORKMEM_HOME: join(work, 'home') };
+  for (const key of ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'WORKMEM_MODEL']) delete clean[key];
+  return clean;
+};
+
+function run(command: string, args: string[], cwd: string, timeout = 120_000): SpawnSyncReturns<string> {
+  const result = spawnSync(command, args, { cwd, env: env(), encoding: 'utf8', timeout });
+  if (result.error) throw result.error;
+  return result;
+}
+
+function ok(result: SpawnSyncReturns<string>, what: string): string {
+  if (result.status !== 0) throw new Error(`${what} exited ${result.status}:\n${result.stdout}\n${result.stderr}`);
+  return result.stdout;
+}
+
+beforeAll(() => {
+  if (!existsSync(join(ROOT, 'dist', 'src', 'cli.js'))) throw new Error('dist/ is missing: npm test builds it (pretest)');
+  work = mkdtempSync(join(tmpdir(), 'workmem-pack-'));
+  // The build is fresh (pretest): --ignore-scripts skips prepack's second build.
+  const packed = JSON.parse(ok(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], ROOT), 'npm pack')) as {
+    filename: string;
+    files: { path: string }[];
+  }[];
+  tarball = join(work, packed[0]!.filename);
+  files = packed[0]!.files.map((f) => f.path);
+  project = join(work, 'project');
+  ok(run('mkdir', ['-p', project], work), 'mkdir');
+  ok(run('npm', ['init', '-y'], project), 'npm init');
+  ok(run('npm', ['pkg', 'set', 'type=module'], project), 'npm pkg set');
+  const started = performance.now();
+  ok(run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], project, INSTALL_TIMEOUT), 'npm install');
+  process.stderr.write(`pack test: npm install of the tarball took ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
+}, INSTALL_TIMEOUT + 60_000);
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe('the packed package, installed in an empty project', () => {
+  it('ships the visualizer, LICENSE, docs/rpc.md and the links; no source maps, tests or examples', () => {
+    for (const f of ['LICENSE', 'README.md', 'docs/rpc.md', 'visualizer/index.html', 'visualizer/app.js', 'visualizer/style.css']) {
+      expect(files, f).toContain(f);
+    }
+    expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
+    const installed = join(project, 'node_modules', 'workmem');
+    const pointing = files.filter((f) => f.endsWith('.js') && readFileSync(join(installed, f), 'utf8').includes('sourceMappingURL'));
+    expect(pointing, 'shipped files that name a source map').toEqual([]);
+    expect(files.filter((f) => /^dist\/(test|examples)\//.test(f) || /\.test\./.test(f))).toEqual([]);
+    const manifest = JSON.parse(readFileSync(join(project, 'node_modules', 'workmem', 'package.json'), 'utf8')) as Record<string, unknown>;
+    expect(manifest.repository).toEqual({ type: 'git', url: 'git+https://github.com/workmem/workmem.git' });
+    expect(manifest.homepage).toBe('https://github.com/workmem/workmem#readme');
+    expect(manifest.bugs).toEqual({ url: 'https://github.com/workmem/workmem/issues' });
+    expect(readFileSync(join(project, 'node_modules', 'workmem', 'LICENSE'), 'utf8')).toMatch(
+      /^MIT License\n\nCopyright \(c\) 2026 the workmem authors\n/,
+    );
+  });
+
+  it('sqlite3 has its native binding (its install script ran in the consumer project)', () => {
+    const probe = run(process.execPath, ['-e', "require('sqlite3'); console.log('sqlite3 binding loaded')"], project);
+    expect(`${probe.stdout}${probe.stderr}`).toContain('sqlite3 binding loaded');
+  });
+
+  it('imports workmem and workmem/testing and runs a prompt against the local test server', () => {
+    writeFileSync(
+      join(project, 'smoke.mjs'),
+      [
+        "import { createSession, openaiChat } from 'workmem';",
+        "import { startTestServer, protocolFollower } from 'workmem/testing';",
+        'const server = await startTestServer({ policy: protocolFollower({ seed: 1 }) });',
+        "const llm = openaiChat({ baseURL: server.baseURL, apiKey: 'test', model: 'workmem-test' });",
+        "const session = await createSession({ llm, home: process.env.WORKMEM_HOME, cwd: '/pack-test' });",
+        "const result = await session.prompt('My name is Ada. Remember it.');",
+        'await session.close();',
+        'await server.close();',
+        'console.log(JSON.stringify({ status: result.status, text: result.text, requests: server.requests.length }));',
+      ].join('\n'),
+    );
+    const out = ok(run(process.execPath, ['smoke.mjs'], project), 'smoke.mjs');
+    const result = JSON.parse(out.trim().split('\n').pop()!) as { status: string; text: string; requests: number };
+    expect(result.status).toBe('done');
+    expect(result.text.length).toBeGreaterThan(0);
+    expect(result.requests).toBeGreaterThanOrEqual(1);
+  });
+
+  it('npx workmem --help, and rpc --help names a documentation file that exists', () => {
+    expect(ok(run('npx', ['workmem', '--help'], project), 'workmem --help')).toMatch(/Commands:[\s\S]*\bdemo\b[\s\S]*\bviz\b/);
+    const rpcHelp = ok(run('npx', ['workmem', 'rpc', '--help'], project), 'workmem rpc --help');
+    const doc = /See (\S+rpc\.md)\./.exec(rpcHelp)?.[1];
+    expect(doc, rpcHelp).toBeDefined();
+    expect(existsSync(doc!), `${doc} from ${project}`).toBe(true);
+    expect(readFileSync(doc!, 'utf8')).toContain('switch_session');
+  });
+
+  it('npx workmem demo completes and prints its table', () => {
+    const out = ok(run('npx', ['workmem', 'demo'], project, 180_000), 'workmem demo');
+    expect(out).toMatch(/prompt tokens sent/);
+    expect(out).toMatch(/facts asked at the end\s*\|\s*\d+ \/ \d+/);
+  }, 200_000);
+
+  it('npx workmem viz --port 0 serves its page, script and stylesheet at the URL it prints', async () => {
+    const child = spawn('npx', ['workmem', 'viz', '--port', '0'], { cwd: project, env: env(), detached: true });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        let err = '';
+        const timer = setTimeout(() => reject(new Error(`no URL printed in 60 s:\n${out}\n${err}`)), 60_000);
+        child.stderr.on('data', (chunk: Buffer) => void (err += chunk));
+        child.stdout.on('data', (chunk: Buffer) => {
+          out += chunk;
+          const found = /(http:\/\/\S+)/.exec(out);
+          if (found) {
+            clearTimeout(timer);
+            resolve(found[1]!);
+          }
+        });
+        child.on('exit', (code) => reject(new Error(`viz exited ${code}:\n${out}\n${err}`)));
+      });
+      const page = await fetch(url);
+      expect(page.status).toBe(200);
+      const html = await page.text();
+      expect(html).toMatch(/^<!doctype html>/i);
+      const script = /<script[^>]*\ssrc="([^"]+)"/.exec(html)?.[1];
+      const stylesheet = /<link[^>]*rel="stylesheet"[^>]*href="([^"]+)"/.exec(html)?.[1];
+      expect(script).toBeDefined();
+      expect(stylesheet).toBeDefined();
+      for (const [asset, type] of [
+        [script!, 'javascript'],
+        [stylesheet!, 'css'],
+      ] as const) {
+        const response = await fetch(new URL(asset, url));
+        expect(response.status, asset).toBe(200);
+        expect(response.headers.get('content-type'), asset).toContain(type);
+        expect((await response.text()).length, asset).toBeGreaterThan(100);
+      }
+    } finally {
+      if (child.pid && child.exitCode === null) process.kill(-child.pid, 'SIGTERM'); // npx and the node it started
+    }
+  }, 90_000);
+});
