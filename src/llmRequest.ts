@@ -6,7 +6,7 @@
  */
 import type { LlmInput, LlmOutput } from '../machines/turnMachine.js';
 import type { SessionEvent } from './events.js';
-import { LLMError, type LLM } from './llm.js';
+import { FailedRequest, LLMError, type LLM } from './llm.js';
 import { ChatMessageSchema, type AssistantMessage, type ToolCall } from './messages.js';
 import { boundToolArguments } from './toolArguments.js';
 import type { SessionFiles } from './sessionFiles.js';
@@ -19,6 +19,8 @@ export interface LlmRequestDeps {
   emit(event: SessionEvent): void;
   /** Stores a call's oversized arguments whole; returns where (see toolArguments.ts). */
   saveArguments(call: ToolCall, turn: number): string;
+  /** A draw in [0, 1) for a failure's retry jitter (default Math.random). */
+  random?: () => number;
 }
 
 export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: LlmRequestDeps): Promise<LlmOutput> {
@@ -57,6 +59,8 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
     const warning = finishWarning(response.finishReason);
     if (warning) deps.emit({ type: 'error', ...base, error: { kind: 'bad_response', message: warning, retryable: false }, fatal: false });
     return { history: files.history, message, usage: response.usage, finishReason: response.finishReason };
+  } catch (error) {
+    throw new FailedRequest(error, (deps.random ?? Math.random)());
   } finally {
     settled = true;
     signal.removeEventListener('abort', keepStreamed);

@@ -13,7 +13,7 @@ import type {
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
 import { ConfigError } from './config.js';
-import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse, type LLMUsage } from './llm.js';
+import { LLMError, type LLM, type LLMCallOptions, type LLMErrorKind, type LLMRequest, type LLMResponse, type LLMUsage } from './llm.js';
 import type { AssistantMessage } from './messages.js';
 import { modelLimits } from './models.js';
 import { redact } from './redact.js';
@@ -263,14 +263,24 @@ export function classify(error: unknown, watchdog: { userAborted: boolean; timed
   if (error instanceof APIError) {
     const status = error.status;
     const code = `${(error as { code?: unknown }).code ?? ''} ${(error as { type?: unknown }).type ?? ''}`;
-    const withStatus = status === undefined ? {} : { status };
-    if (OVERFLOW.test(`${code} ${message}`)) return new LLMError('overflow', message, { ...withStatus, cause: error });
+    if (OVERFLOW.test(`${code} ${message}`))
+      return new LLMError('overflow', message, { ...(status === undefined ? {} : { status }), cause: error });
     if (status === undefined) return new LLMError('server', `the server sent an error in the stream: ${message}`, { cause: error });
-    if (status === 408) return new LLMError('timeout', message, { status, cause: error });
-    if (status === 429) return new LLMError('rate_limit', message, { status, ...retryAfter(error.headers), cause: error });
-    if (status === 409 || status >= 500) return new LLMError('server', message, { status, ...retryAfter(error.headers), cause: error });
-    if (status === 401 || status === 403) return new LLMError('auth', message, { status, cause: error });
-    return new LLMError('bad_request', message, { status, cause: error });
+    const kind: LLMErrorKind =
+      status === 408
+        ? 'timeout'
+        : status === 429
+          ? 'rate_limit'
+          : status === 409 || status >= 500
+            ? 'server'
+            : status === 401 || status === 403
+              ? 'auth'
+              : 'bad_request';
+    // The server's verdict wins over ours, both ways (as OpenAI's own clients do).
+    const shouldRetry = shouldRetryHeader(error.headers);
+    const said = shouldRetry === false ? `${message} (the server asked not to retry: x-should-retry: false)` : message;
+    const hints = kind === 'rate_limit' || kind === 'server' || shouldRetry ? retryAfter(error.headers) : {};
+    return new LLMError(kind, said, { status, ...hints, ...(shouldRetry === undefined ? {} : { shouldRetry }), cause: error });
   }
   if (error instanceof SyntaxError)
     return new LLMError('bad_response', `the server sent an event that is not JSON: ${message}`, { cause: error });
@@ -279,6 +289,11 @@ export function classify(error: unknown, watchdog: { userAborted: boolean; timed
     return new LLMError('network', `the connection was cut mid-stream (${causeOf(error) ?? message})`, { cause: error });
   }
   return new LLMError('bad_response', message, { cause: error });
+}
+
+function shouldRetryHeader(headers: Headers | undefined): boolean | undefined {
+  const value = headers?.get('x-should-retry')?.trim().toLowerCase();
+  return value === 'true' ? true : value === 'false' ? false : undefined;
 }
 
 function retryAfter(headers: Headers | undefined): { retryAfterMs?: number } {

@@ -94,6 +94,8 @@ export interface SessionOptions {
    * own (`llm.secrets`) and $OPENAI_API_KEY: replaced by "[redacted]".
    */
   secrets?: readonly string[];
+  /** Draws in [0, 1) for the retry jitter (default Math.random); inject one for reproducible tests. */
+  random?: () => number;
 }
 
 export interface ItemMemoryConfig {
@@ -460,6 +462,7 @@ export class Session {
           emit,
           saveArguments: (call, turn) =>
             files.memory.writeSystem(`${TOOL_OUTPUTS_DIR}/${turn}-${safeCallId(call)}.arguments.json`, call.function.arguments),
+          ...(options.random ? { random: options.random } : {}),
         }),
       runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
       compact: (input, signal) => runCompactor(input, compaction, signal),

@@ -16,10 +16,10 @@ import { corruptStream, pieces as bytePieces } from './streamCorruption.js';
 export type Fault =
   /** Wait before answering. */
   | { type: 'latency'; ms: number }
-  /** 429 with a retry-after header (seconds). */
-  | { type: 'rate_limit'; retryAfterSeconds?: number }
-  /** An HTTP error status, 500 by default. */
-  | { type: 'server_error'; status?: number }
+  /** 429 with a retry-after header (seconds; null: none), and any other headers (`retry-after-ms`, `x-should-retry`). */
+  | { type: 'rate_limit'; retryAfterSeconds?: number | null; headers?: Record<string, string> }
+  /** An HTTP error status, 500 by default, with any headers. */
+  | { type: 'server_error'; status?: number; headers?: Record<string, string> }
   /** 400 context_length_exceeded, as OpenAI sends it. */
   | { type: 'context_length' }
   /** The connection is cut after this many SSE chunks. */
@@ -152,12 +152,14 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     const limited = fault('rate_limit');
     if (limited) {
       record.status = 429;
-      res.setHeader('retry-after', String(limited.retryAfterSeconds ?? 1));
+      if (limited.retryAfterSeconds !== null) res.setHeader('retry-after', String(limited.retryAfterSeconds ?? 1));
+      for (const [name, value] of Object.entries(limited.headers ?? {})) res.setHeader(name, value);
       return sendError(res, 429, 'Rate limit reached for requests. Please try again later.', 'requests', 'rate_limit_exceeded');
     }
     const failed = fault('server_error');
     if (failed) {
       record.status = failed.status ?? 500;
+      for (const [name, value] of Object.entries(failed.headers ?? {})) res.setHeader(name, value);
       return sendError(res, record.status, 'The server had an error while processing your request.', 'server_error');
     }
     const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
