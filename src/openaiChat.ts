@@ -116,9 +116,20 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
           { signal: watchdog.signal },
         );
         watchdog.arm();
+        const limit = outputLimitChars(request.maxOutputTokens);
         for await (const chunk of stream) {
-          watchdog.arm();
-          const text = assembled.add(chunk);
+          const { text, progress } = assembled.add(chunk);
+          // Only content holds off the stall watchdog: keep-alive chunks (`choices: []`) do not.
+          if (progress) watchdog.arm();
+          if (assembled.outputChars > limit) {
+            watchdog.cut();
+            throw new LLMError(
+              'bad_response',
+              `the server sent more output than requested (over ${limit.toLocaleString('en-US')} characters for at most ` +
+                `${request.maxOutputTokens.toLocaleString('en-US')} tokens): the answer was cut and not retried, since the server ignores the limit`,
+              { shouldRetry: false },
+            );
+          }
           if (text) call.onText(text);
         }
         watchdog.check();
@@ -155,6 +166,14 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
   };
 }
 
+/**
+ * Characters of output past which a stream is cut: twice the requested maximum, at 4
+ * characters a token (English runs ~4, code ~3, Chinese ~1: never short of a real answer).
+ */
+export function outputLimitChars(maxOutputTokens: number): number {
+  return Math.max(4_096, 2 * 4 * maxOutputTokens);
+}
+
 /** The server's token counts, when they are counts: a broken server's are ignored (we count ourselves). */
 function usageOf(usage: { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined): LLMUsage | null {
   const count = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
@@ -168,23 +187,29 @@ class Assembler {
   private calls: { id: string; name: string; arguments: string }[] = [];
   private finishReason: string | null = null;
   private usage: LLMUsage | null = null;
+  /** Text, tool names and arguments received so far. */
+  outputChars = 0;
 
-  add(chunk: ChatCompletionChunk): string {
+  /** The chunk's text, and whether it carried anything at all (content, a tool call, the end). */
+  add(chunk: ChatCompletionChunk): { text: string; progress: boolean } {
     if (chunk.usage) this.usage = usageOf(chunk.usage);
     const choice = chunk.choices?.[0];
-    if (!choice) return '';
+    if (!choice) return { text: '', progress: false };
     const delta = choice.delta ?? {};
+    const before = this.outputChars;
     for (const part of delta.tool_calls ?? []) {
       const index = typeof part.index === 'number' ? part.index : this.calls.length - (part.id ? 0 : 1);
       const call = (this.calls[index] ??= { id: '', name: '', arguments: '' });
       if (part.id) call.id = part.id;
       if (part.function?.name) call.name += part.function.name;
       if (part.function?.arguments) call.arguments += part.function.arguments;
+      this.outputChars += (part.function?.name?.length ?? 0) + (part.function?.arguments?.length ?? 0);
     }
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
     const text = typeof delta.content === 'string' ? delta.content : '';
     this.text += text;
-    return text;
+    this.outputChars += text.length;
+    return { text, progress: this.outputChars > before || !!choice.finish_reason };
   }
 
   finish(): LLMResponse {
@@ -226,6 +251,12 @@ class Watchdog {
     return this.outer.aborted;
   }
 
+  /** Stop the request ourselves (not a timeout, not the caller's abort). */
+  cut(): void {
+    clearTimeout(this.timer);
+    this.controller.abort();
+  }
+
   arm(): void {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
@@ -237,7 +268,7 @@ class Watchdog {
   /** The SDK ends a stream quietly when it is aborted: make that an error. */
   check(): void {
     if (this.userAborted) throw new LLMError('aborted', 'the request was aborted');
-    if (this.timedOut) throw new LLMError('timeout', `no data from the server for ${this.ms / 1000} s`);
+    if (this.timedOut) throw new LLMError('timeout', `no content from the server for ${this.ms / 1000} s`);
   }
 
   stop(): void {
@@ -253,10 +284,12 @@ const OVERFLOW =
 export function classify(error: unknown, watchdog: { userAborted: boolean; timedOut: boolean }, secret = ''): LLMError {
   if (error instanceof LLMError) return error;
   if (watchdog.userAborted || error instanceof APIUserAbortError) {
-    return watchdog.timedOut ? new LLMError('timeout', 'the server went silent') : new LLMError('aborted', 'the request was aborted');
+    return watchdog.timedOut
+      ? new LLMError('timeout', 'the server sent no content for too long')
+      : new LLMError('aborted', 'the request was aborted');
   }
-  if (watchdog.timedOut || error instanceof APIConnectionTimeoutError)
-    return new LLMError('timeout', 'the request timed out', { cause: error });
+  if (watchdog.timedOut) return new LLMError('timeout', 'the server sent no content for too long', { cause: error });
+  if (error instanceof APIConnectionTimeoutError) return new LLMError('timeout', 'the request timed out', { cause: error });
   const message = redact(error instanceof Error ? error.message : String(error), secret);
   if (error instanceof APIConnectionError)
     return new LLMError('network', `the connection to the server failed (${causeOf(error) ?? message})`, { cause: error });

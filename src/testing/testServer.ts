@@ -37,7 +37,11 @@ export type Fault =
   /** An unusual finish reason. */
   | { type: 'finish_reason'; value: string }
   /** The SSE bytes damaged at random, reproducibly by seed (see streamCorruption.ts). */
-  | { type: 'corrupt'; seed: number };
+  | { type: 'corrupt'; seed: number }
+  /** Text deltas (`text`, default "all work and no play ") forever, as fast as the client reads, until it hangs up. */
+  | { type: 'endless'; text?: string }
+  /** After the role chunk, keep-alive chunks (`choices: []`) every `everyMs` and nothing else, until the client hangs up. */
+  | { type: 'keepalive'; everyMs: number };
 
 /** Faults by request index (an entry may be null, one fault or several), or a function deciding them. */
 export type FaultPlan =
@@ -324,6 +328,8 @@ async function writeStream(res: ServerResponse, chunks: unknown[], faults: Fault
   if (corrupt) return writeCorrupted(res, chunks, corrupt.seed);
   let closed = false;
   res.on('close', () => (closed = true));
+  const endless = faults.find((f): f is Extract<Fault, { type: 'endless' | 'keepalive' }> => f.type === 'endless' || f.type === 'keepalive');
+  if (endless) return writeForever(res, chunks[0] as Record<string, unknown>, endless, () => closed);
   const at = (f: { afterChunks?: number }) => f.afterChunks ?? 1;
   for (let i = 0; i <= chunks.length; i++) {
     if (closed) return;
@@ -344,6 +350,34 @@ async function writeStream(res: ServerResponse, chunks: unknown[], faults: Fault
     res.write(`data: ${JSON.stringify(chunks[i])}\n\n`);
   }
   if (!closed) res.end('data: [DONE]\n\n');
+}
+
+/** The first chunk, then content (endless) or empty keep-alive chunks, until the client hangs up. */
+async function writeForever(
+  res: ServerResponse,
+  first: Record<string, unknown>,
+  fault: Extract<Fault, { type: 'endless' | 'keepalive' }>,
+  closed: () => boolean,
+): Promise<void> {
+  // Yield to the event loop after every chunk (the client runs in the same process in tests).
+  const send = (chunk: unknown): Promise<void> =>
+    new Promise((resolve) => {
+      if (res.write(`data: ${JSON.stringify(chunk)}\n\n`)) setImmediate(resolve);
+      else {
+        res.once('drain', resolve);
+        res.once('close', resolve);
+      }
+    });
+  await send(first);
+  const choice = first.choices as { delta: unknown }[];
+  const text = fault.type === 'endless' ? (fault.text ?? 'all work and no play ') : '';
+  while (!closed() && !res.destroyed) {
+    if (fault.type === 'endless') await send({ ...first, choices: [{ ...choice[0], delta: { content: text } }] });
+    else {
+      await send({ ...first, choices: [] });
+      await sleep(fault.everyMs);
+    }
+  }
 }
 
 async function writeCorrupted(res: ServerResponse, chunks: unknown[], seed: number): Promise<void> {
