@@ -7,6 +7,7 @@
 import type { LlmInput, LlmOutput } from '../machines/turnMachine.js';
 import type { SessionEvent } from './events.js';
 import { FailedRequest, LLMError, type LLM } from './llm.js';
+import { streamRedactor, type Redact } from './redact.js';
 import { ChatMessageSchema, type AssistantMessage, type ToolCall } from './messages.js';
 import { boundToolArguments } from './toolArguments.js';
 import type { SessionFiles } from './sessionFiles.js';
@@ -21,6 +22,8 @@ export interface LlmRequestDeps {
   saveArguments(call: ToolCall, turn: number): string;
   /** A draw in [0, 1) for a failure's retry jitter (default Math.random). */
   random?: () => number;
+  /** The session's redactor: deltas go out through a window, so a key split over deltas is masked too. */
+  redact?: Redact;
 }
 
 export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: LlmRequestDeps): Promise<LlmOutput> {
@@ -28,10 +31,16 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
   const base = { turn: input.turn, request: input.request };
   let streamed = '';
   let settled = false;
+  const window = deps.redact ? streamRedactor(deps.redact) : null;
+  const release = (shown: string): void => {
+    if (shown) deps.emit({ type: 'message_delta', ...base, delta: shown });
+  };
+  const flush = (): void => release(window?.flush() ?? '');
 
   const keepStreamed = (): void => {
     if (settled) return;
     settled = true;
+    flush();
     if (!streamed) return;
     const message: AssistantMessage = { role: 'assistant', content: streamed };
     const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true, stop: 'aborted' });
@@ -47,11 +56,12 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
         onText: (delta) => {
           if (settled || !delta) return;
           streamed += delta;
-          deps.emit({ type: 'message_delta', ...base, delta });
+          release(window ? window.push(delta) : delta);
         },
       },
     );
     if (settled) throw new LLMError('aborted', 'the request was aborted');
+    flush();
     const message = boundToolArguments(checkedMessage(response.message), (call) => deps.saveArguments(call, input.turn));
     settled = true;
     const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
@@ -60,6 +70,7 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
     if (warning) deps.emit({ type: 'error', ...base, error: { kind: 'bad_response', message: warning, retryable: false }, fatal: false });
     return { history: files.history, message, usage: response.usage, finishReason: response.finishReason };
   } catch (error) {
+    if (!settled) flush();
     throw new FailedRequest(error, (deps.random ?? Math.random)());
   } finally {
     settled = true;

@@ -16,7 +16,7 @@ import { ConfigError } from './config.js';
 import { LLMError, type LLM, type LLMCallOptions, type LLMErrorKind, type LLMRequest, type LLMResponse, type LLMUsage } from './llm.js';
 import type { AssistantMessage } from './messages.js';
 import { modelLimits } from './models.js';
-import { redact } from './redact.js';
+import { MASKED_USERINFO, redact, redactor, type Redact } from './redact.js';
 import type { RetryPolicy } from './settings.js';
 
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -70,7 +70,9 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
   const contextWindow = options.contextWindow ?? limits.contextWindow;
   const maxOutputTokens = options.maxOutputTokens ?? Math.min(limits.maxOutputTokens, Math.floor(contextWindow / 4));
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const secret = apiKey ?? '';
+  // A password in the URL (http://user:secret@host/v1) is a secret like the key.
+  const secrets = [...(apiKey ? [apiKey] : []), ...userinfoSecrets(baseURL)];
+  const hide = redactor(secrets);
   const client = new OpenAI({
     baseURL,
     apiKey: apiKey || 'no-key-needed',
@@ -102,10 +104,10 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
     model,
     contextWindow,
     maxOutputTokens,
-    baseURL,
+    baseURL: withoutUserinfo(baseURL),
     compactionModel: options.compactionModel ?? model,
     retry,
-    secrets: apiKey ? [apiKey] : [],
+    secrets,
 
     async complete(request: LLMRequest, call: LLMCallOptions): Promise<LLMResponse> {
       const watchdog = new Watchdog(timeoutMs, call.signal);
@@ -135,7 +137,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
         watchdog.check();
         return assembled.finish();
       } catch (error) {
-        throw classify(error, watchdog, secret);
+        throw classify(error, watchdog, hide);
       } finally {
         watchdog.stop();
       }
@@ -158,7 +160,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
           finishReason: choice?.finish_reason ?? 'stop',
         };
       } catch (error) {
-        throw classify(error, watchdog, secret);
+        throw classify(error, watchdog, hide);
       } finally {
         watchdog.stop();
       }
@@ -281,7 +283,33 @@ class Watchdog {
 const OVERFLOW =
   /context_length_exceeded|exceed_context_size|maximum context length|context length exceeded|exceeds? (?:the )?(?:available |maximum |model'?s? )?context (?:size|length|window)|context size has been exceeded|prompt is too long|input is too long|too many tokens|reduce the length of the messages/i;
 
-export function classify(error: unknown, watchdog: { userAborted: boolean; timedOut: boolean }, secret = ''): LLMError {
+/** The URL's password and user:password, as written and decoded: what must never be shown. */
+function userinfoSecrets(url: string): string[] {
+  const { username, password } = new URL(url);
+  if (!username && !password) return [];
+  const decode = (s: string): string => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s;
+    }
+  };
+  // A user with no password is a token (https://TOKEN@host): then the user is the secret.
+  const raw = password
+    ? [`${username}:${password}`, password, `${decode(username)}:${decode(password)}`, decode(password)]
+    : [username, decode(username)];
+  return [...new Set(raw.filter(Boolean))];
+}
+
+/** The URL with its userinfo, if any, masked. */
+function withoutUserinfo(url: string): string {
+  const parsed = new URL(url);
+  if (!parsed.username && !parsed.password) return url;
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, `$1${MASKED_USERINFO}@`);
+}
+
+export function classify(error: unknown, watchdog: { userAborted: boolean; timedOut: boolean }, secret: string | Redact = ''): LLMError {
+  const hide: Redact = typeof secret === 'string' ? (text) => redact(text, secret) : secret;
   if (error instanceof LLMError) return error;
   if (watchdog.userAborted || error instanceof APIUserAbortError) {
     return watchdog.timedOut
@@ -290,7 +318,11 @@ export function classify(error: unknown, watchdog: { userAborted: boolean; timed
   }
   if (watchdog.timedOut) return new LLMError('timeout', 'the server sent no content for too long', { cause: error });
   if (error instanceof APIConnectionTimeoutError) return new LLMError('timeout', 'the request timed out', { cause: error });
-  const message = redact(error instanceof Error ? error.message : String(error), secret);
+  const message = hide(error instanceof Error ? error.message : String(error));
+  const causeOf = (e: unknown): string | undefined => {
+    const said = innermostCause(e);
+    return said === undefined ? undefined : hide(said);
+  };
   if (error instanceof APIConnectionError)
     return new LLMError('network', `the connection to the server failed (${causeOf(error) ?? message})`, { cause: error });
   if (error instanceof APIError) {
@@ -340,7 +372,7 @@ function retryAfter(headers: Headers | undefined): { retryAfterMs?: number } {
   return Number.isNaN(date) ? {} : { retryAfterMs: Math.max(0, date - Date.now()) };
 }
 
-function causeOf(error: unknown): string | undefined {
+function innermostCause(error: unknown): string | undefined {
   let cause = (error as { cause?: unknown })?.cause;
   for (let depth = 0; cause && depth < 4; depth++) {
     const code = (cause as { code?: string }).code;

@@ -213,8 +213,8 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
 
 /**
  * The event with secrets masked in what servers, tools and the model said: error
- * messages, text, tool arguments and outputs. (A key split across two text deltas is
- * masked in the message_end and turn_end that follow, which carry the whole text.)
+ * messages, text, tool arguments and outputs. (A key split across text deltas is caught
+ * before this, by the llm actor's stream window: see streamRedactor.)
  */
 function redactEvent(event: SessionEvent, redact: Redact): SessionEvent {
   switch (event.type) {
@@ -463,6 +463,7 @@ export class Session {
           saveArguments: (call, turn) =>
             files.memory.writeSystem(`${TOOL_OUTPUTS_DIR}/${turn}-${safeCallId(call)}.arguments.json`, call.function.arguments),
           ...(options.random ? { random: options.random } : {}),
+          redact: this.redact,
         }),
       runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
       compact: (input, signal) => runCompactor(input, compaction, signal),
