@@ -23,39 +23,40 @@ export type CountText = (text: string) => number;
  * regex), so that chunk boundaries fall where the encoder would cut anyway.
  */
 export function boundedCounter(count: CountText, split: RegExp, maxPiece = MAX_PIECE_CHARS, chunkChars = CHUNK_CHARS): CountText {
-  // A piece longer than maxPiece is either all whitespace, or has no space after its first
-  // character: text with neither kind of run is counted whole, as it always was.
-  const mayHaveLongPiece = new RegExp(`[^ ]{${maxPiece},}|\\s{${maxPiece + 1},}`, 'u');
-  const pattern = new RegExp(split.source, split.flags.includes('g') ? split.flags : `${split.flags}g`);
+  // A piece longer than maxPiece holds a run of maxPiece − 4 letters (a word, with one
+  // character before and a contraction after), of punctuation and line breaks, or of
+  // whitespace: text with none of these runs is counted whole, as it always was. (Fixed
+  // counts: an open-ended repeat over megabytes overflows the regex engine's stack.)
+  const k = Math.max(1, maxPiece - 4);
+  const mayHaveLongPiece = new RegExp(`[\\p{L}\\p{M}]{${k}}|(?:[^\\p{L}\\p{N}\\s]|[\\r\\n]){${k}}|\\s{${k}}`, 'u');
+  const flags = split.flags.replace('g', '');
+  const piece = new RegExp(split.source, flags.includes('y') ? flags : `${flags}y`);
+  // Each piece is matched in a window of this many characters, so that a run of megabytes
+  // is never matched whole; a match that fills the window is a long piece, cut anyway.
+  const window = maxPiece * 4;
   return (text) => {
     if (!text) return 0;
     if (text.length <= maxPiece || !mayHaveLongPiece.test(text)) return count(text);
     let total = 0;
     let chunkStart = 0;
-    let at = 0;
     // A chunk never ends on whitespace: there the encoder would join runs it splits in the whole text.
     let cuttable = false;
-    pattern.lastIndex = 0;
-    for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
-      const piece = m[0];
-      if (piece.length === 0) {
-        pattern.lastIndex++;
-        continue;
+    for (let at = 0; at < text.length; ) {
+      const view = text.slice(at, at + window);
+      piece.lastIndex = 0;
+      const length = piece.exec(view)?.[0].length || 1;
+      if (length > maxPiece) {
+        if (at > chunkStart) total += count(text.slice(chunkStart, at));
+        total += countSlices(view.slice(0, length), count, maxPiece);
+        chunkStart = at + length;
+      } else if (cuttable && at + length - chunkStart > chunkChars) {
+        total += count(text.slice(chunkStart, at));
+        chunkStart = at;
       }
-      const start = m.index;
-      if (piece.length > maxPiece) {
-        if (start > chunkStart) total += count(text.slice(chunkStart, start));
-        total += countSlices(piece, count, maxPiece);
-        chunkStart = start + piece.length;
-      } else if (cuttable && start + piece.length - chunkStart > chunkChars) {
-        total += count(text.slice(chunkStart, start));
-        chunkStart = start;
-      }
-      at = start + piece.length;
-      cuttable = !/\s/u.test(piece.at(-1)!);
+      at += length;
+      cuttable = !/\s/u.test(text[at - 1]!);
     }
-    // The pattern covers every character; whatever it left (it never does) is counted too.
-    if (text.length > chunkStart) total += count(text.slice(chunkStart, Math.max(at, text.length)));
+    if (text.length > chunkStart) total += count(text.slice(chunkStart));
     return total;
   };
 }

@@ -105,6 +105,15 @@ describe('bounded token counting', () => {
     }
   });
 
+  it('counts a 10 MB run of one character in slices (the encoder alone does not finish)', async () => {
+    const counter = await loadTokenCounter('gpt-4o');
+    longest = 0;
+    // 128 a's are 16 tokens: 78,125 slices.
+    expect(counter.text('a'.repeat(10_000_000))).toBe(1_250_000);
+    expect(counter.text(' '.repeat(10_000_000))).toBeGreaterThan(0);
+    expect(longest).toBeLessThanOrEqual(MAX_PIECE_CHARS);
+  });
+
   it('every count a session makes goes through the bound: messages, tool names and arguments, system prompt, memory', async () => {
     const run = 'a'.repeat(5_000);
     const tool = defineTool({
