@@ -41,7 +41,7 @@ export function boundedCounter(count: CountText, split: RegExp, maxPiece = MAX_P
     let chunkStart = 0;
     // A chunk never ends on whitespace: there the encoder would join runs it splits in the whole text.
     let cuttable = false;
-    for (let at = 0; at < text.length; ) {
+    for (let at = 0; at < text.length;) {
       const view = text.slice(at, at + window);
       piece.lastIndex = 0;
       const length = piece.exec(view)?.[0].length || 1;
@@ -64,7 +64,7 @@ export function boundedCounter(count: CountText, split: RegExp, maxPiece = MAX_P
 /** A long piece in slices of at most `size` characters, never splitting a surrogate pair. */
 function countSlices(piece: string, count: CountText, size: number): number {
   let total = 0;
-  for (let i = 0; i < piece.length; ) {
+  for (let i = 0; i < piece.length;) {
     let end = Math.min(piece.length, i + size);
     const last = piece.charCodeAt(end - 1);
     if (end < piece.length && last >= 0xd800 && last <= 0xdbff && end - 1 > i) end--;

@@ -71,7 +71,7 @@ export function streamRedactor(redact: Redact): StreamRedactor {
       const growing = GROWING.exec(pending.slice(from, cut));
       if (growing) cut = from + growing.index;
       // A whole secret across the cut is held back whole, never shown in two parts.
-      for (let moved = true; moved && cut > 0; ) {
+      for (let moved = true; moved && cut > 0;) {
         moved = false;
         for (const secret of secrets) {
           const at = pending.indexOf(secret, Math.max(0, cut - secret.length + 1));

@@ -50,7 +50,9 @@ const samples: Record<string, string> = {
   'JSON, minified (no spaces, 40 KB)': json,
   'JSON, pretty-printed': JSON.stringify(JSON.parse(json), null, 2),
   Chinese: '工作记忆是一个让大模型自己维护状态的文件，每次请求都会注入。它会提醒模型及时更新，并在需要时压缩历史。\n'.repeat(600),
-  code: 'export function add(a: number, b: number): number {\n  return a + b; // sum\n}\n\nconst xs = [1, 2, 3].map((x) => x * 2);\n'.repeat(500),
+  code: 'export function add(a: number, b: number): number {\n  return a + b; // sum\n}\n\nconst xs = [1, 2, 3].map((x) => x * 2);\n'.repeat(
+    500,
+  ),
   'special tokens as text': 'before <|endoftext|> after <|im_start|>user\n'.repeat(300),
   'mixed scripts and emoji': 'Ünïcödé 🎉🎉 naïve café — ελληνικά русский 日本語のテキスト 😀\t\ttabs\r\nCRLF lines\r\n'.repeat(400),
   'blank lines and indentation': `${'    indented line\n\n\n'.repeat(300)}${' '.repeat(100)}x\n`,

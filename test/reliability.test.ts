@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { crashTrials } from './reliability/crash.js';
 import { diskCases } from './reliability/disk.js';
 import { hostileCases } from './reliability/hostile.js';
+import { llmCases } from './reliability/llm.js';
 import { lockCases } from './reliability/lock.js';
 import type { FamilyResult } from './reliability/report.js';
 import { secretCases } from './reliability/secrets.js';
@@ -53,6 +54,14 @@ describe('reliability (fast subset)', () => {
   it('API keys appear in no file, event, result or CLI output; files 0600, folders 0700', { timeout: 60_000 }, async () => {
     expectAllSurvived(await secretCases(), 7);
   });
+
+  it(
+    'one-class runs are counted in bounded time; endless and keep-alive streams end; streamed keys and URL passwords are masked',
+    { timeout: 90_000 },
+    async () => {
+      expectAllSurvived(await llmCases(), 10);
+    },
+  );
 
   it('a short soak: every turn completes, heap and descriptors stay flat', { timeout: 60_000 }, async () => {
     const result = await soak(400, { every: 100, maxHeapGrowthMB: 20 });

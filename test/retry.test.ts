@@ -27,7 +27,11 @@ const llmFor = (server: TestServer) =>
 const POLICY = { maxRetries: 3, baseDelayMs: 40, maxDelayMs: 10_000 };
 
 async function retryDelays(random?: () => number): Promise<number[]> {
-  const server = await serveFaults([{ type: 'server_error', status: 503 }, { type: 'server_error' }, { type: 'rate_limit', retryAfterSeconds: null }]);
+  const server = await serveFaults([
+    { type: 'server_error', status: 503 },
+    { type: 'server_error' },
+    { type: 'rate_limit', retryAfterSeconds: null },
+  ]);
   const session = await newSession({ llm: llmFor(server), settings: { retry: POLICY }, ...(random ? { random } : {}) });
   const events = collect(session);
   expect(await session.prompt('answer after three failures')).toMatchObject({ status: 'done', text: 'answered' });

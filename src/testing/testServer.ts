@@ -328,7 +328,9 @@ async function writeStream(res: ServerResponse, chunks: unknown[], faults: Fault
   if (corrupt) return writeCorrupted(res, chunks, corrupt.seed);
   let closed = false;
   res.on('close', () => (closed = true));
-  const endless = faults.find((f): f is Extract<Fault, { type: 'endless' | 'keepalive' }> => f.type === 'endless' || f.type === 'keepalive');
+  const endless = faults.find(
+    (f): f is Extract<Fault, { type: 'endless' | 'keepalive' }> => f.type === 'endless' || f.type === 'keepalive',
+  );
   if (endless) return writeForever(res, chunks[0] as Record<string, unknown>, endless, () => closed);
   const at = (f: { afterChunks?: number }) => f.afterChunks ?? 1;
   for (let i = 0; i <= chunks.length; i++) {

@@ -4,7 +4,7 @@
  * and written to docs/RELIABILITY.md with the figures and any failure, replayable by its
  * seed. Exits non-zero when a case did not survive or anything was lost.
  *
- *   --only <family,...>  run some families (crash, lock, disk, hostile, streams, secrets, soak)
+ *   --only <family,...>  run some families (crash, lock, disk, hostile, streams, secrets, soak, llm)
  *   --no-write           print, leave docs/RELIABILITY.md as it is
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { machine } from '../bench/harness.js';
 import { crashTrials } from './crash.js';
 import { diskCases } from './disk.js';
 import { hostileCases } from './hostile.js';
+import { llmCases } from './llm.js';
 import { lockCases } from './lock.js';
 import { table, type FamilyResult } from './report.js';
 import { secretCases } from './secrets.js';
@@ -27,6 +28,7 @@ const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   streams: () => streamCases(500),
   secrets: () => secretCases(),
   soak: () => soak(10_000, { every: 1_000 }),
+  llm: () => llmCases({ full: true }),
 };
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'no-write': { type: 'boolean' } } });
