@@ -211,6 +211,10 @@ class Assembler {
     const text = typeof delta.content === 'string' ? delta.content : '';
     this.text += text;
     this.outputChars += text.length;
+    // A reasoning model's thinking (vLLM, DeepSeek, llama.cpp name it so) is content too: it holds
+    // off the stall watchdog, and counts towards the output limit as it does towards max_tokens.
+    const extra = delta as { reasoning_content?: unknown; reasoning?: unknown };
+    for (const thought of [extra.reasoning_content, extra.reasoning]) if (typeof thought === 'string') this.outputChars += thought.length;
     return { text, progress: this.outputChars > before || !!choice.finish_reason };
   }
 

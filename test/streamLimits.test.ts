@@ -63,6 +63,14 @@ describe('streams that would never end a turn', () => {
     await session.close();
   });
 
+  it("a reasoning model's thinking is content: it holds off the stall watchdog", async () => {
+    const server = await serve([{ type: 'thinking', chunks: 8, everyMs: 100 }]);
+    const session = await newSession({ llm: llmFor(server), settings: { retry: { maxRetries: 0 } } });
+    // 800 ms of thinking, longer than the 300 ms stall timeout, but never 300 ms without a delta.
+    expect(await session.prompt('think first')).toMatchObject({ status: 'done', text: 'A normal answer.' });
+    await session.close();
+  });
+
   it('an answer within the limit is untouched', async () => {
     const server = await startTestServer({ policy: () => ({ content: 'x'.repeat(700) }), chunkChars: 3 });
     servers.push(server);

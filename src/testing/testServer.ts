@@ -41,7 +41,9 @@ export type Fault =
   /** Text deltas (`text`, default "all work and no play ") forever, as fast as the client reads, until it hangs up. */
   | { type: 'endless'; text?: string }
   /** After the role chunk, keep-alive chunks (`choices: []`) every `everyMs` and nothing else, until the client hangs up. */
-  | { type: 'keepalive'; everyMs: number };
+  | { type: 'keepalive'; everyMs: number }
+  /** After the role chunk, `chunks` reasoning deltas (`reasoning_content`) `everyMs` apart, then the answer. */
+  | { type: 'thinking'; chunks: number; everyMs: number };
 
 /** Faults by request index (an entry may be null, one fault or several), or a function deciding them. */
 export type FaultPlan =
@@ -346,6 +348,14 @@ async function writeStream(res: ServerResponse, chunks: unknown[], faults: Fault
       }
       if (f.type === 'garbage' && at(f) === i) res.write(`data: ${f.data ?? '{this is not json'}\n\n`);
       if (f.type === 'stall' && at(f) === i) await sleep(f.ms);
+      if (f.type === 'thinking' && i === 1)
+        for (let k = 0; k < f.chunks && !closed; k++) {
+          await sleep(f.everyMs);
+          const first = chunks[0] as { choices: Record<string, unknown>[] };
+          res.write(
+            `data: ${JSON.stringify({ ...first, choices: [{ ...first.choices[0], delta: { reasoning_content: 'thinking… ' } }] })}\n\n`,
+          );
+        }
     }
     if (i === chunks.length) break;
     if (delayMs) await sleep(delayMs);
