@@ -36,7 +36,7 @@ export function boundedCounter(count: CountText, split: RegExp, maxPiece = MAX_P
   const window = maxPiece * 4;
   return (text) => {
     if (!text) return 0;
-    if (text.length <= maxPiece || !mayHaveLongPiece.test(text)) return count(text);
+    if (text.length <= maxPiece || !hasLongRun(text, k) || !mayHaveLongPiece.test(text)) return count(text);
     let total = 0;
     let chunkStart = 0;
     // A chunk never ends on whitespace: there the encoder would join runs it splits in the whole text.
@@ -59,6 +59,40 @@ export function boundedCounter(count: CountText, split: RegExp, maxPiece = MAX_P
     if (text.length > chunkStart) total += count(text.slice(chunkStart));
     return total;
   };
+}
+
+/**
+ * Whether `text` has a run of `k` characters none of which is a space, or of `k` whitespace
+ * characters: what every run the precise check looks for has. A loop over char codes, as
+ * a regex costs several times the count itself on short texts.
+ */
+function hasLongRun(text: string, k: number): boolean {
+  let other = 0;
+  let blank = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    other = c === 32 ? 0 : other + 1;
+    blank = c === 32 || isWhitespace(c) ? blank + 1 : 0;
+    if (other >= k || blank >= k) return true;
+  }
+  return false;
+}
+
+/** JavaScript's \s, by char code. */
+function isWhitespace(c: number): boolean {
+  return (
+    (c >= 9 && c <= 13) ||
+    c === 32 ||
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
 }
 
 /** A long piece in slices of at most `size` characters, never splitting a surrogate pair. */
