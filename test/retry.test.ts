@@ -24,7 +24,7 @@ async function serveFaults(faults: Fault[]): Promise<TestServer> {
 const llmFor = (server: TestServer) =>
   openaiChat({ baseURL: server.baseURL, model: 'workmem-test', contextWindow: 32_000, maxOutputTokens: 1_000, env: {} });
 
-const POLICY = { maxRetries: 3, baseDelayMs: 40, maxDelayMs: 10_000 };
+const POLICY = { maxRetries: 3, baseDelayMs: 100, maxDelayMs: 10_000 };
 
 async function retryDelays(random?: () => number): Promise<number[]> {
   const server = await serveFaults([
@@ -45,8 +45,8 @@ describe('retry jitter', () => {
     let i = 0;
     const delays = await retryDelays(() => draws[i++ % draws.length]!);
     // equal jitter: half the exponential delay fixed, half drawn
-    expect(delays).toEqual([20, 60, 160]);
-    expect(retryDelay(POLICY, 3, undefined, 0.999)).toBe(160);
+    expect(delays).toEqual([50, 150, 400]);
+    expect(retryDelay(POLICY, 3, undefined, 0.999)).toBe(400);
   });
 
   it('two sessions retry the same failures at different instants', async () => {
@@ -58,7 +58,7 @@ describe('retry jitter', () => {
       expect(delay).toBeGreaterThanOrEqual(exponential / 2);
       expect(delay).toBeLessThanOrEqual(exponential);
     }
-    // Three draws of 20–160 ms each: the same three delays twice is a 1-in-64,000 chance.
+    // Three draws over 51, 101 and 201 possible delays: the same three twice is a one-in-a-million chance.
     expect(second).not.toEqual(first);
   });
 });
