@@ -34,7 +34,7 @@ export interface OpenAIChatOptions {
   maxOutputTokens?: number;
   /** Retries of a failed request (429, 5xx, 408/409, connection errors); default 4. */
   maxRetries?: number;
-  /** Per request: until the response starts, and the longest silence inside a stream. Default 120 s. */
+  /** Per request: until the response starts, and the longest time without content inside a stream (keep-alives do not count). Default 120 s. */
   timeoutMs?: number;
   /** A separate (often cheaper) model for compaction summaries. */
   compactionModel?: string;
