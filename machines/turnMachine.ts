@@ -8,7 +8,7 @@ import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
 import { autoTier, planConversation, planToolStubs, type CompactionTarget } from '../src/compaction.js';
 import type { CompactionReason, SessionEvent, TurnStatus } from '../src/events.js';
 import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from '../src/historyView.js';
-import { toTurnError, type LLMUsage, type TurnError } from '../src/llm.js';
+import { jitterOf, toTurnError, type LLMUsage, type TurnError } from '../src/llm.js';
 import type { AssistantMessage, ToolCall } from '../src/messages.js';
 import { buildPrompt, estimateWithoutTail, promptBase, percentOf, type BuiltPrompt, type PromptBase } from '../src/promptBuilder.js';
 import { checkRound, markUpdated, remindNextRequest, type ReminderDue, type TrackerState } from '../src/reminderTracker.js';
@@ -527,12 +527,7 @@ export const turnMachine = setup({
                 const attempt = context.retries + 1;
                 return {
                   retries: attempt,
-                  retryDelayMs: retryDelay(
-                    context.statics.settings.retry,
-                    attempt,
-                    error.retryAfterMs,
-                    context.turn * 1000 + context.request,
-                  ),
+                  retryDelayMs: retryDelay(context.statics.settings.retry, attempt, error.retryAfterMs, jitterOf(event.error)),
                   error,
                 };
               }),

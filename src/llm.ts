@@ -64,19 +64,46 @@ export class LLMError extends Error {
   override name = 'LLMError';
   readonly kind: LLMErrorKind;
   readonly status: number | undefined;
-  /** From the server's retry-after header, when it sent one. */
+  /** From the server's retry-after-ms or retry-after header, when it sent one. */
   readonly retryAfterMs: number | undefined;
+  /** The server's own verdict (`x-should-retry`), which overrides the kind's. */
+  readonly shouldRetry: boolean | undefined;
 
-  constructor(kind: LLMErrorKind, message: string, options: { status?: number; retryAfterMs?: number; cause?: unknown } = {}) {
+  constructor(
+    kind: LLMErrorKind,
+    message: string,
+    options: { status?: number; retryAfterMs?: number; shouldRetry?: boolean; cause?: unknown } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.kind = kind;
     this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;
+    this.shouldRetry = options.shouldRetry;
   }
 
   get retryable(): boolean {
-    return RETRYABLE.has(this.kind);
+    return this.shouldRetry ?? RETRYABLE.has(this.kind);
   }
+}
+
+/**
+ * A failed request as the llm actor reports it: the error, and a random draw in [0, 1)
+ * for the retry's jitter. The draw is made in the actor, per failure, so that a fleet of
+ * sessions does not retry in step while the turn machine stays pure.
+ */
+export class FailedRequest extends Error {
+  override name = 'FailedRequest';
+  constructor(
+    readonly error: unknown,
+    readonly jitter: number,
+  ) {
+    super(error instanceof Error ? error.message : String(error), { cause: error });
+  }
+}
+
+/** The jitter drawn for a failure; a failure reported without one gets the full delay. */
+export function jitterOf(error: unknown): number {
+  return error instanceof FailedRequest && error.jitter >= 0 && error.jitter < 1 ? error.jitter : 1;
 }
 
 /** A plain, serialisable description of a failure, as carried in machine context and events. */
@@ -89,6 +116,7 @@ export interface TurnError {
 }
 
 export function toTurnError(error: unknown, fallbackKind: TurnError['kind'] = 'internal'): TurnError {
+  if (error instanceof FailedRequest) return toTurnError(error.error, fallbackKind);
   if (error instanceof LLMError) {
     return {
       kind: error.kind,

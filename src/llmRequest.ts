@@ -6,7 +6,8 @@
  */
 import type { LlmInput, LlmOutput } from '../machines/turnMachine.js';
 import type { SessionEvent } from './events.js';
-import { LLMError, type LLM } from './llm.js';
+import { FailedRequest, LLMError, type LLM } from './llm.js';
+import { streamRedactor, type Redact } from './redact.js';
 import { ChatMessageSchema, type AssistantMessage, type ToolCall } from './messages.js';
 import { boundAnswer, boundResponse } from './captureBounds.js';
 import { boundToolArguments } from './toolArguments.js';
@@ -22,6 +23,10 @@ export interface LlmRequestDeps {
   saveArguments(call: ToolCall, turn: number): string;
   /** Stores an answer over the cap whole; returns where (see captureBounds.ts). */
   saveAnswer?(text: string, turn: number, request: number): string;
+  /** A draw in [0, 1) for a failure's retry jitter (default Math.random). */
+  random?: () => number;
+  /** The session's redactor: deltas go out through a window, so a key split over deltas is masked too. */
+  redact?: Redact;
 }
 
 export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: LlmRequestDeps): Promise<LlmOutput> {
@@ -31,10 +36,16 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
   let settled = false;
   const saveAnswer = (text: string): string =>
     deps.saveAnswer ? deps.saveAnswer(text, input.turn, input.request) : '(nowhere: no store given)';
+  const window = deps.redact ? streamRedactor(deps.redact) : null;
+  const release = (shown: string): void => {
+    if (shown) deps.emit({ type: 'message_delta', ...base, delta: shown });
+  };
+  const flush = (): void => release(window?.flush() ?? '');
 
   const keepStreamed = (): void => {
     if (settled) return;
     settled = true;
+    flush();
     if (!streamed) return;
     const message: AssistantMessage = { role: 'assistant', content: boundAnswer(streamed, saveAnswer) };
     const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true, stop: 'aborted' });
@@ -50,11 +61,12 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
         onText: (delta) => {
           if (settled || !delta) return;
           streamed += delta;
-          deps.emit({ type: 'message_delta', ...base, delta });
+          release(window ? window.push(delta) : delta);
         },
       },
     );
     if (settled) throw new LLMError('aborted', 'the request was aborted');
+    flush();
     // Names and text first: a refused call is saved whole with its arguments, then they are bounded.
     const bounded = boundResponse(checkedMessage(response.message), (call) => deps.saveArguments(call, input.turn), saveAnswer);
     const message = boundToolArguments(bounded, (call) => deps.saveArguments(call, input.turn));
@@ -64,6 +76,9 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
     const warning = finishWarning(response.finishReason);
     if (warning) deps.emit({ type: 'error', ...base, error: { kind: 'bad_response', message: warning, retryable: false }, fatal: false });
     return { history: files.history, message, usage: response.usage, finishReason: response.finishReason };
+  } catch (error) {
+    if (!settled) flush();
+    throw new FailedRequest(error, (deps.random ?? Math.random)());
   } finally {
     settled = true;
     signal.removeEventListener('abort', keepStreamed);

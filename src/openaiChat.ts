@@ -13,10 +13,10 @@ import type {
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
 import { ConfigError } from './config.js';
-import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse, type LLMUsage } from './llm.js';
+import { LLMError, type LLM, type LLMCallOptions, type LLMErrorKind, type LLMRequest, type LLMResponse, type LLMUsage } from './llm.js';
 import type { AssistantMessage } from './messages.js';
 import { modelLimits } from './models.js';
-import { redact } from './redact.js';
+import { MASKED_USERINFO, redact, redactor, type Redact } from './redact.js';
 import type { RetryPolicy } from './settings.js';
 
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -34,7 +34,7 @@ export interface OpenAIChatOptions {
   maxOutputTokens?: number;
   /** Retries of a failed request (429, 5xx, 408/409, connection errors); default 4. */
   maxRetries?: number;
-  /** Per request: until the response starts, and the longest silence inside a stream. Default 120 s. */
+  /** Per request: until the response starts, and the longest time without content inside a stream (keep-alives do not count). Default 120 s. */
   timeoutMs?: number;
   /** A separate (often cheaper) model for compaction summaries. */
   compactionModel?: string;
@@ -70,7 +70,9 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
   const contextWindow = options.contextWindow ?? limits.contextWindow;
   const maxOutputTokens = options.maxOutputTokens ?? Math.min(limits.maxOutputTokens, Math.floor(contextWindow / 4));
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const secret = apiKey ?? '';
+  // A password in the URL (http://user:secret@host/v1) is a secret like the key.
+  const secrets = [...(apiKey ? [apiKey] : []), ...userinfoSecrets(baseURL)];
+  const hide = redactor(secrets);
   const client = new OpenAI({
     baseURL,
     apiKey: apiKey || 'no-key-needed',
@@ -102,10 +104,10 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
     model,
     contextWindow,
     maxOutputTokens,
-    baseURL,
+    baseURL: withoutUserinfo(baseURL),
     compactionModel: options.compactionModel ?? model,
     retry,
-    secrets: apiKey ? [apiKey] : [],
+    secrets,
 
     async complete(request: LLMRequest, call: LLMCallOptions): Promise<LLMResponse> {
       const watchdog = new Watchdog(timeoutMs, call.signal);
@@ -116,15 +118,26 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
           { signal: watchdog.signal },
         );
         watchdog.arm();
+        const limit = outputLimitChars(request.maxOutputTokens);
         for await (const chunk of stream) {
-          watchdog.arm();
-          const text = assembled.add(chunk);
+          const { text, progress } = assembled.add(chunk);
+          // Only content holds off the stall watchdog: keep-alive chunks (`choices: []`) do not.
+          if (progress) watchdog.arm();
+          if (assembled.outputChars > limit) {
+            watchdog.cut();
+            throw new LLMError(
+              'bad_response',
+              `the server sent more output than requested (over ${limit.toLocaleString('en-US')} characters for at most ` +
+                `${request.maxOutputTokens.toLocaleString('en-US')} tokens): the answer was cut and not retried, since the server ignores the limit`,
+              { shouldRetry: false },
+            );
+          }
           if (text) call.onText(text);
         }
         watchdog.check();
         return assembled.finish();
       } catch (error) {
-        throw classify(error, watchdog, secret);
+        throw classify(error, watchdog, hide);
       } finally {
         watchdog.stop();
       }
@@ -147,12 +160,20 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
           finishReason: choice?.finish_reason ?? 'stop',
         };
       } catch (error) {
-        throw classify(error, watchdog, secret);
+        throw classify(error, watchdog, hide);
       } finally {
         watchdog.stop();
       }
     },
   };
+}
+
+/**
+ * Characters of output past which a stream is cut: twice the requested maximum, at 4
+ * characters a token (English runs ~4, code ~3, Chinese ~1: never short of a real answer).
+ */
+export function outputLimitChars(maxOutputTokens: number): number {
+  return Math.max(4_096, 2 * 4 * maxOutputTokens);
 }
 
 /** The server's token counts, when they are counts: a broken server's are ignored (we count ourselves). */
@@ -168,23 +189,33 @@ class Assembler {
   private calls: { id: string; name: string; arguments: string }[] = [];
   private finishReason: string | null = null;
   private usage: LLMUsage | null = null;
+  /** Text, tool names and arguments received so far. */
+  outputChars = 0;
 
-  add(chunk: ChatCompletionChunk): string {
+  /** The chunk's text, and whether it carried anything at all (content, a tool call, the end). */
+  add(chunk: ChatCompletionChunk): { text: string; progress: boolean } {
     if (chunk.usage) this.usage = usageOf(chunk.usage);
     const choice = chunk.choices?.[0];
-    if (!choice) return '';
+    if (!choice) return { text: '', progress: false };
     const delta = choice.delta ?? {};
+    const before = this.outputChars;
     for (const part of delta.tool_calls ?? []) {
       const index = typeof part.index === 'number' ? part.index : this.calls.length - (part.id ? 0 : 1);
       const call = (this.calls[index] ??= { id: '', name: '', arguments: '' });
       if (part.id) call.id = part.id;
       if (part.function?.name) call.name += part.function.name;
       if (part.function?.arguments) call.arguments += part.function.arguments;
+      this.outputChars += (part.function?.name?.length ?? 0) + (part.function?.arguments?.length ?? 0);
     }
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
     const text = typeof delta.content === 'string' ? delta.content : '';
     this.text += text;
-    return text;
+    this.outputChars += text.length;
+    // A reasoning model's thinking (vLLM, DeepSeek, llama.cpp name it so) is content too: it holds
+    // off the stall watchdog, and counts towards the output limit as it does towards max_tokens.
+    const extra = delta as { reasoning_content?: unknown; reasoning?: unknown };
+    for (const thought of [extra.reasoning_content, extra.reasoning]) if (typeof thought === 'string') this.outputChars += thought.length;
+    return { text, progress: this.outputChars > before || !!choice.finish_reason };
   }
 
   finish(): LLMResponse {
@@ -226,6 +257,12 @@ class Watchdog {
     return this.outer.aborted;
   }
 
+  /** Stop the request ourselves (not a timeout, not the caller's abort). */
+  cut(): void {
+    clearTimeout(this.timer);
+    this.controller.abort();
+  }
+
   arm(): void {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
@@ -237,7 +274,7 @@ class Watchdog {
   /** The SDK ends a stream quietly when it is aborted: make that an error. */
   check(): void {
     if (this.userAborted) throw new LLMError('aborted', 'the request was aborted');
-    if (this.timedOut) throw new LLMError('timeout', `no data from the server for ${this.ms / 1000} s`);
+    if (this.timedOut) throw new LLMError('timeout', `no content from the server for ${this.ms / 1000} s`);
   }
 
   stop(): void {
@@ -250,27 +287,69 @@ class Watchdog {
 const OVERFLOW =
   /context_length_exceeded|exceed_context_size|maximum context length|context length exceeded|exceeds? (?:the )?(?:available |maximum |model'?s? )?context (?:size|length|window)|context size has been exceeded|prompt is too long|input is too long|too many tokens|reduce the length of the messages/i;
 
-export function classify(error: unknown, watchdog: { userAborted: boolean; timedOut: boolean }, secret = ''): LLMError {
+/** The URL's password and user:password, as written and decoded: what must never be shown. */
+function userinfoSecrets(url: string): string[] {
+  const { username, password } = new URL(url);
+  if (!username && !password) return [];
+  const decode = (s: string): string => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s;
+    }
+  };
+  // A user with no password is a token (https://TOKEN@host): then the user is the secret.
+  const raw = password
+    ? [`${username}:${password}`, password, `${decode(username)}:${decode(password)}`, decode(password)]
+    : [username, decode(username)];
+  return [...new Set(raw.filter(Boolean))];
+}
+
+/** The URL with its userinfo, if any, masked. */
+function withoutUserinfo(url: string): string {
+  const parsed = new URL(url);
+  if (!parsed.username && !parsed.password) return url;
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, `$1${MASKED_USERINFO}@`);
+}
+
+export function classify(error: unknown, watchdog: { userAborted: boolean; timedOut: boolean }, secret: string | Redact = ''): LLMError {
+  const hide: Redact = typeof secret === 'string' ? (text) => redact(text, secret) : secret;
   if (error instanceof LLMError) return error;
   if (watchdog.userAborted || error instanceof APIUserAbortError) {
-    return watchdog.timedOut ? new LLMError('timeout', 'the server went silent') : new LLMError('aborted', 'the request was aborted');
+    return watchdog.timedOut
+      ? new LLMError('timeout', 'the server sent no content for too long')
+      : new LLMError('aborted', 'the request was aborted');
   }
-  if (watchdog.timedOut || error instanceof APIConnectionTimeoutError)
-    return new LLMError('timeout', 'the request timed out', { cause: error });
-  const message = redact(error instanceof Error ? error.message : String(error), secret);
+  if (watchdog.timedOut) return new LLMError('timeout', 'the server sent no content for too long', { cause: error });
+  if (error instanceof APIConnectionTimeoutError) return new LLMError('timeout', 'the request timed out', { cause: error });
+  const message = hide(error instanceof Error ? error.message : String(error));
+  const causeOf = (e: unknown): string | undefined => {
+    const said = innermostCause(e);
+    return said === undefined ? undefined : hide(said);
+  };
   if (error instanceof APIConnectionError)
     return new LLMError('network', `the connection to the server failed (${causeOf(error) ?? message})`, { cause: error });
   if (error instanceof APIError) {
     const status = error.status;
     const code = `${(error as { code?: unknown }).code ?? ''} ${(error as { type?: unknown }).type ?? ''}`;
-    const withStatus = status === undefined ? {} : { status };
-    if (OVERFLOW.test(`${code} ${message}`)) return new LLMError('overflow', message, { ...withStatus, cause: error });
+    if (OVERFLOW.test(`${code} ${message}`))
+      return new LLMError('overflow', message, { ...(status === undefined ? {} : { status }), cause: error });
     if (status === undefined) return new LLMError('server', `the server sent an error in the stream: ${message}`, { cause: error });
-    if (status === 408) return new LLMError('timeout', message, { status, cause: error });
-    if (status === 429) return new LLMError('rate_limit', message, { status, ...retryAfter(error.headers), cause: error });
-    if (status === 409 || status >= 500) return new LLMError('server', message, { status, ...retryAfter(error.headers), cause: error });
-    if (status === 401 || status === 403) return new LLMError('auth', message, { status, cause: error });
-    return new LLMError('bad_request', message, { status, cause: error });
+    const kind: LLMErrorKind =
+      status === 408
+        ? 'timeout'
+        : status === 429
+          ? 'rate_limit'
+          : status === 409 || status >= 500
+            ? 'server'
+            : status === 401 || status === 403
+              ? 'auth'
+              : 'bad_request';
+    // The server's verdict wins over ours, both ways (as OpenAI's own clients do).
+    const shouldRetry = shouldRetryHeader(error.headers);
+    const said = shouldRetry === false ? `${message} (the server asked not to retry: x-should-retry: false)` : message;
+    const hints = kind === 'rate_limit' || kind === 'server' || shouldRetry ? retryAfter(error.headers) : {};
+    return new LLMError(kind, said, { status, ...hints, ...(shouldRetry === undefined ? {} : { shouldRetry }), cause: error });
   }
   if (error instanceof SyntaxError)
     return new LLMError('bad_response', `the server sent an event that is not JSON: ${message}`, { cause: error });
@@ -279,6 +358,11 @@ export function classify(error: unknown, watchdog: { userAborted: boolean; timed
     return new LLMError('network', `the connection was cut mid-stream (${causeOf(error) ?? message})`, { cause: error });
   }
   return new LLMError('bad_response', message, { cause: error });
+}
+
+function shouldRetryHeader(headers: Headers | undefined): boolean | undefined {
+  const value = headers?.get('x-should-retry')?.trim().toLowerCase();
+  return value === 'true' ? true : value === 'false' ? false : undefined;
 }
 
 function retryAfter(headers: Headers | undefined): { retryAfterMs?: number } {
@@ -292,7 +376,7 @@ function retryAfter(headers: Headers | undefined): { retryAfterMs?: number } {
   return Number.isNaN(date) ? {} : { retryAfterMs: Math.max(0, date - Date.now()) };
 }
 
-function causeOf(error: unknown): string | undefined {
+function innermostCause(error: unknown): string | undefined {
   let cause = (error as { cause?: unknown })?.cause;
   for (let depth = 0; cause && depth < 4; depth++) {
     const code = (cause as { code?: string }).code;

@@ -96,6 +96,8 @@ export interface SessionOptions {
    * own (`llm.secrets`) and $OPENAI_API_KEY: replaced by "[redacted]".
    */
   secrets?: readonly string[];
+  /** Draws in [0, 1) for the retry jitter (default Math.random); inject one for reproducible tests. */
+  random?: () => number;
 }
 
 export interface ItemMemoryConfig {
@@ -217,8 +219,8 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
 
 /**
  * The event with secrets masked in what servers, tools and the model said: error
- * messages, text, tool arguments and outputs. (A key split across two text deltas is
- * masked in the message_end and turn_end that follow, which carry the whole text.)
+ * messages, text, tool arguments and outputs. (A key split across text deltas is caught
+ * before this, by the llm actor's stream window: see streamRedactor.)
  */
 function redactEvent(event: SessionEvent, redact: Redact): SessionEvent {
   switch (event.type) {
@@ -479,6 +481,8 @@ export class Session {
           emit,
           saveArguments: (call, turn) => files.memory.writeSystem(saved.name(turn, '.arguments.json'), call.function.arguments),
           saveAnswer: (text, turn) => files.memory.writeSystem(saved.name(turn, '.answer.md'), text),
+          ...(options.random ? { random: options.random } : {}),
+          redact: this.redact,
         }),
       runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
       compact: (input, signal) => runCompactor(input, compaction, signal),

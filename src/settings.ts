@@ -60,16 +60,12 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
 
 /**
  * Delay before retry `attempt` (1-based): the server's retry-after when given, else
- * exponential with jitter. The jitter is derived from `seed` so the machine stays pure.
+ * exponential with equal jitter: half of it fixed, half scaled by `jitter`, a draw in
+ * [0, 1) the llm actor made for this failure (the machine itself draws nothing).
  */
-export function retryDelay(policy: RetryPolicy, attempt: number, retryAfterMs: number | undefined, seed: number): number {
+export function retryDelay(policy: RetryPolicy, attempt: number, retryAfterMs: number | undefined, jitter: number): number {
   if (retryAfterMs !== undefined && retryAfterMs >= 0) return Math.min(retryAfterMs, policy.maxDelayMs);
   const exponential = policy.baseDelayMs * 2 ** (attempt - 1);
-  const jitter = 0.5 + 0.5 * fraction(seed * 31 + attempt);
-  return Math.min(policy.maxDelayMs, Math.round(exponential * jitter));
-}
-
-function fraction(n: number): number {
-  const x = Math.sin(n * 12.9898) * 43758.5453;
-  return x - Math.floor(x);
+  const share = 0.5 + 0.5 * Math.min(1, Math.max(0, jitter));
+  return Math.min(policy.maxDelayMs, Math.round(exponential * share));
 }

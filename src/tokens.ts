@@ -3,9 +3,12 @@
  * the per-message rule is OpenAI's published one (role + content + 3 framing tokens,
  * + name + arguments + 3 per tool call), so a whole request's count is the sum of its
  * parts plus a base that covers the system message, the tool definitions and priming.
+ * Every text reaches the encoder through boundedCounter (a long run of one character
+ * class costs linear time, not quadratic).
  */
 import type { ChatMessage } from './messages.js';
 import type { ToolSpec } from './tool.js';
+import { boundedCounter } from './boundedCount.js';
 
 /** Special tokens such as `<|endoftext|>` are plain text to us: tool output may contain them. */
 const PLAIN = { disallowedSpecial: new Set<string>() } as const;
@@ -24,8 +27,14 @@ export interface TokenCounter {
 
 interface EncodingModule {
   countTokens(text: string, options?: typeof PLAIN): number;
-  countChatCompletionTokens?: (request: { messages: { role: string; content: string }[]; functions?: unknown[] }) => number;
+  /** Present when the encoding's models take function definitions; its formula is used with our counter. */
+  countChatCompletionTokens?: unknown;
 }
+
+type ChatCount = (
+  request: { messages: { role: string; content: string }[]; functions?: unknown[] },
+  countText: (text: string) => number,
+) => number;
 
 const loaded = new Map<string, Promise<TokenCounter>>();
 
@@ -41,14 +50,23 @@ export function loadTokenCounter(model = 'gpt-4o'): Promise<TokenCounter> {
     // Loading an encoding costs ~150 ms: do it only when a session needs it.
     const mod: Promise<EncodingModule> =
       encoding === 'cl100k_base' ? import('gpt-tokenizer/model/gpt-4') : import('gpt-tokenizer/model/gpt-4o');
-    counter = mod.then((m) => makeCounter(encoding, m));
+    counter = Promise.all([mod, import('gpt-tokenizer/encodingParams/constants'), import('gpt-tokenizer/functionCalling')]).then(
+      ([m, patterns, calling]) =>
+        makeCounter(
+          encoding,
+          m,
+          encoding === 'cl100k_base' ? patterns.CL100K_TOKEN_SPLIT_REGEX : patterns.O200K_TOKEN_SPLIT_REGEX,
+          calling.computeChatCompletionTokenCount as unknown as ChatCount,
+        ),
+    );
     loaded.set(encoding, counter);
   }
   return counter;
 }
 
-function makeCounter(encoding: TokenCounter['encoding'], mod: EncodingModule): TokenCounter {
-  const text = (s: string): number => (s ? mod.countTokens(s, PLAIN) : 0);
+/** `split`: the encoding's pre-tokenizer pattern; `chatCount`: gpt-tokenizer's request formula, fed our counter. */
+function makeCounter(encoding: TokenCounter['encoding'], mod: EncodingModule, split: RegExp, chatCount: ChatCount): TokenCounter {
+  const text = boundedCounter((s) => mod.countTokens(s, PLAIN), split);
   const roleTokens = new Map<string, number>();
   const role = (r: string): number => {
     let n = roleTokens.get(r);
@@ -72,10 +90,7 @@ function makeCounter(encoding: TokenCounter['encoding'], mod: EncodingModule): T
       if (!mod.countChatCompletionTokens) {
         return role('system') + text(systemContent) + MESSAGE_FRAMING + 3 + text(JSON.stringify(functions));
       }
-      return mod.countChatCompletionTokens({
-        messages: [{ role: 'system', content: systemContent }],
-        ...(functions.length ? { functions } : {}),
-      });
+      return chatCount({ messages: [{ role: 'system', content: systemContent }], ...(functions.length ? { functions } : {}) }, text);
     },
     request(messages, tools) {
       const [first, ...rest] = messages;

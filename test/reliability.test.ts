@@ -11,6 +11,7 @@ import { damageCases } from './reliability/damage.js';
 import { diskCases } from './reliability/disk.js';
 import { guardCases } from './reliability/guard.js';
 import { hostileCases } from './reliability/hostile.js';
+import { llmCases } from './reliability/llm.js';
 import { lockCases } from './reliability/lock.js';
 import type { FamilyResult } from './reliability/report.js';
 import { secretCases } from './reliability/secrets.js';
@@ -73,6 +74,14 @@ describe('reliability (fast subset)', () => {
   it('CLI and RPC: no escape sequence reaches the terminal, keys masked, a 17 MB RPC line refused', { timeout: 240_000 }, async () => {
     expectAllSurvived(await cliCases({ lineSizesMB: [17] }), 11);
   });
+
+  it(
+    'one-class runs are counted in bounded time; endless and keep-alive streams end; streamed keys and URL passwords are masked',
+    { timeout: 240_000 },
+    async () => {
+      expectAllSurvived(await llmCases(), 10);
+    },
+  );
 
   it('the visualizer: foreign Host or Origin, no token, traversal, forged records, a squatter: nothing read, nothing injected', { timeout: 240_000 }, async () => {
     expectAllSurvived(await vizCases(), 140);

@@ -16,10 +16,10 @@ import { corruptStream, pieces as bytePieces } from './streamCorruption.js';
 export type Fault =
   /** Wait before answering. */
   | { type: 'latency'; ms: number }
-  /** 429 with a retry-after header (seconds). */
-  | { type: 'rate_limit'; retryAfterSeconds?: number }
-  /** An HTTP error status, 500 by default. */
-  | { type: 'server_error'; status?: number }
+  /** 429 with a retry-after header (seconds; null: none), and any other headers (`retry-after-ms`, `x-should-retry`). */
+  | { type: 'rate_limit'; retryAfterSeconds?: number | null; headers?: Record<string, string> }
+  /** An HTTP error status, 500 by default, with any headers. */
+  | { type: 'server_error'; status?: number; headers?: Record<string, string> }
   /** 400 context_length_exceeded, as OpenAI sends it. */
   | { type: 'context_length' }
   /** The connection is cut after this many SSE chunks. */
@@ -37,7 +37,13 @@ export type Fault =
   /** An unusual finish reason. */
   | { type: 'finish_reason'; value: string }
   /** The SSE bytes damaged at random, reproducibly by seed (see streamCorruption.ts). */
-  | { type: 'corrupt'; seed: number };
+  | { type: 'corrupt'; seed: number }
+  /** Text deltas (`text`, default "all work and no play ") forever, as fast as the client reads, until it hangs up. */
+  | { type: 'endless'; text?: string }
+  /** After the role chunk, keep-alive chunks (`choices: []`) every `everyMs` and nothing else, until the client hangs up. */
+  | { type: 'keepalive'; everyMs: number }
+  /** After the role chunk, `chunks` reasoning deltas (`reasoning_content`) `everyMs` apart, then the answer. */
+  | { type: 'thinking'; chunks: number; everyMs: number };
 
 /** Faults by request index (an entry may be null, one fault or several), or a function deciding them. */
 export type FaultPlan =
@@ -157,12 +163,14 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     const limited = fault('rate_limit');
     if (limited) {
       record.status = 429;
-      res.setHeader('retry-after', String(limited.retryAfterSeconds ?? 1));
+      if (limited.retryAfterSeconds !== null) res.setHeader('retry-after', String(limited.retryAfterSeconds ?? 1));
+      for (const [name, value] of Object.entries(limited.headers ?? {})) res.setHeader(name, value);
       return sendError(res, 429, 'Rate limit reached for requests. Please try again later.', 'requests', 'rate_limit_exceeded');
     }
     const failed = fault('server_error');
     if (failed) {
       record.status = failed.status ?? 500;
+      for (const [name, value] of Object.entries(failed.headers ?? {})) res.setHeader(name, value);
       return sendError(res, record.status, 'The server had an error while processing your request.', 'server_error');
     }
     const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
@@ -327,6 +335,10 @@ async function writeStream(res: ServerResponse, chunks: unknown[], faults: Fault
   if (corrupt) return writeCorrupted(res, chunks, corrupt.seed);
   let closed = false;
   res.on('close', () => (closed = true));
+  const endless = faults.find(
+    (f): f is Extract<Fault, { type: 'endless' | 'keepalive' }> => f.type === 'endless' || f.type === 'keepalive',
+  );
+  if (endless) return writeForever(res, chunks[0] as Record<string, unknown>, endless, () => closed);
   const at = (f: { afterChunks?: number }) => f.afterChunks ?? 1;
   for (let i = 0; i <= chunks.length; i++) {
     if (closed) return;
@@ -341,12 +353,48 @@ async function writeStream(res: ServerResponse, chunks: unknown[], faults: Fault
       }
       if (f.type === 'garbage' && at(f) === i) res.write(`data: ${f.data ?? '{this is not json'}\n\n`);
       if (f.type === 'stall' && at(f) === i) await sleep(f.ms);
+      if (f.type === 'thinking' && i === 1)
+        for (let k = 0; k < f.chunks && !closed; k++) {
+          await sleep(f.everyMs);
+          const first = chunks[0] as { choices: Record<string, unknown>[] };
+          res.write(
+            `data: ${JSON.stringify({ ...first, choices: [{ ...first.choices[0], delta: { reasoning_content: 'thinking… ' } }] })}\n\n`,
+          );
+        }
     }
     if (i === chunks.length) break;
     if (delayMs) await sleep(delayMs);
     res.write(`data: ${JSON.stringify(chunks[i])}\n\n`);
   }
   if (!closed) res.end('data: [DONE]\n\n');
+}
+
+/** The first chunk, then content (endless) or empty keep-alive chunks, until the client hangs up. */
+async function writeForever(
+  res: ServerResponse,
+  first: Record<string, unknown>,
+  fault: Extract<Fault, { type: 'endless' | 'keepalive' }>,
+  closed: () => boolean,
+): Promise<void> {
+  // Yield to the event loop after every chunk (the client runs in the same process in tests).
+  const send = (chunk: unknown): Promise<void> =>
+    new Promise((resolve) => {
+      if (res.write(`data: ${JSON.stringify(chunk)}\n\n`)) setImmediate(resolve);
+      else {
+        res.once('drain', resolve);
+        res.once('close', resolve);
+      }
+    });
+  await send(first);
+  const choice = first.choices as { delta: unknown }[];
+  const text = fault.type === 'endless' ? (fault.text ?? 'all work and no play ') : '';
+  while (!closed() && !res.destroyed) {
+    if (fault.type === 'endless') await send({ ...first, choices: [{ ...choice[0], delta: { content: text } }] });
+    else {
+      await send({ ...first, choices: [] });
+      await sleep(fault.everyMs);
+    }
+  }
 }
 
 async function writeCorrupted(res: ServerResponse, chunks: unknown[], seed: number): Promise<void> {

@@ -16,6 +16,7 @@ import { damageCases } from './damage.js';
 import { diskCases } from './disk.js';
 import { guardCases } from './guard.js';
 import { hostileCases } from './hostile.js';
+import { llmCases } from './llm.js';
 import { lockCases } from './lock.js';
 import { table, type FamilyResult } from './report.js';
 import { secretCases } from './secrets.js';
@@ -35,6 +36,7 @@ const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   cli: () => cliCases({ lineSizesMB: [17, 64, 120] }),
   viz: () => vizCases(),
   guard: () => guardCases({ reads: 1500 }),
+  llm: () => llmCases({ full: true }),
 };
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'no-write': { type: 'boolean' } } });

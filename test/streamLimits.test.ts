@@ -1,0 +1,81 @@
+/**
+ * Streams that never end a turn by themselves, through the real openai client against
+ * the local test server: keep-alive chunks with no content (the stall watchdog is re-armed
+ * only by content), and an endless answer (cut past twice the requested maximum output).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { openaiChat, outputLimitChars } from '../src/openaiChat.js';
+import { startTestServer, type Fault, type TestServer } from '../src/testing/index.js';
+import { collect, logEntries, newSession, ofType } from './helpers.js';
+
+let servers: TestServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.map((s) => s.close()));
+  servers = [];
+});
+
+async function serve(faults: Fault[]): Promise<TestServer> {
+  const server = await startTestServer({ policy: () => ({ content: 'A normal answer.' }), faults });
+  servers.push(server);
+  return server;
+}
+
+const llmFor = (server: TestServer, maxOutputTokens = 100) =>
+  openaiChat({ baseURL: server.baseURL, model: 'workmem-test', contextWindow: 32_000, maxOutputTokens, timeoutMs: 300, env: {} });
+
+const messages = (dir: string) => logEntries(dir).flatMap((e) => (e.type === 'message' ? [e.message] : []));
+
+describe('streams that would never end a turn', () => {
+  it('keep-alive chunks alone do not hold off the stall watchdog: the request times out, the session goes on', async () => {
+    const server = await serve([{ type: 'keepalive', everyMs: 50 }]);
+    const session = await newSession({ llm: llmFor(server), settings: { retry: { maxRetries: 0 } } });
+    const first = await session.prompt('hello?');
+    expect(first.status).toBe('failed');
+    expect(first.error).toMatchObject({ kind: 'timeout', retryable: true });
+    expect(first.error!.message).toMatch(/no content/);
+    const next = await session.prompt('again');
+    expect(next).toMatchObject({ status: 'done', text: 'A normal answer.' });
+    expect(messages(session.dir).map((m) => m.role)).toEqual(['user', 'user', 'assistant']);
+    await session.close();
+  });
+
+  it('an endless answer is cut past twice the requested maximum, not retried, and the session stays usable', async () => {
+    const server = await serve([{ type: 'endless' }]);
+    const session = await newSession({ llm: llmFor(server, 100), settings: { retry: { maxRetries: 3, baseDelayMs: 1, maxDelayMs: 1 } } });
+    const events = collect(session);
+    const first = await session.prompt('tell me everything');
+    expect(first.status).toBe('failed');
+    expect(first.error).toMatchObject({ kind: 'bad_response', retryable: false });
+    expect(first.error!.message).toMatch(/more output than requested/);
+    expect(ofType(events, 'retry')).toHaveLength(0);
+    expect(server.requests).toHaveLength(1);
+    // Streamed before the cut: delivered as deltas, bounded, and — like any failed request — not stored.
+    const streamed = ofType(events, 'message_delta')
+      .map((e) => e.delta)
+      .join('');
+    expect(streamed.length).toBeGreaterThan(0);
+    expect(streamed.length).toBeLessThanOrEqual(outputLimitChars(100));
+    expect(messages(session.dir)).toEqual([{ role: 'user', content: 'tell me everything' }]);
+
+    const next = await session.prompt('just a short answer');
+    expect(next).toMatchObject({ status: 'done', text: 'A normal answer.' });
+    expect(messages(session.dir).map((m) => m.role)).toEqual(['user', 'user', 'assistant']);
+    await session.close();
+  });
+
+  it("a reasoning model's thinking is content: it holds off the stall watchdog", async () => {
+    const server = await serve([{ type: 'thinking', chunks: 8, everyMs: 100 }]);
+    const session = await newSession({ llm: llmFor(server), settings: { retry: { maxRetries: 0 } } });
+    // 800 ms of thinking, longer than the 300 ms stall timeout, but never 300 ms without a delta.
+    expect(await session.prompt('think first')).toMatchObject({ status: 'done', text: 'A normal answer.' });
+    await session.close();
+  });
+
+  it('an answer within the limit is untouched', async () => {
+    const server = await startTestServer({ policy: () => ({ content: 'x'.repeat(700) }), chunkChars: 3 });
+    servers.push(server);
+    const session = await newSession({ llm: llmFor(server, 100) });
+    expect(await session.prompt('q')).toMatchObject({ status: 'done', text: 'x'.repeat(700) });
+    await session.close();
+  });
+});
