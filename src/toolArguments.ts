@@ -2,35 +2,74 @@
  * Bounds on what a model may pass to a tool. Arguments over MAX_TOOL_ARGUMENT_BYTES are
  * kept out of the history — carried on, they would overflow every later request — and
  * saved whole under working-memory/detail/tool-outputs/, so nothing is lost; the call
- * is then answered with an error that says why. JSON nested deeper than MAX_NESTING is
- * refused before parsing (serialising such a value overflows the stack).
+ * is then answered with an error that says why. One response is bounded as a whole too:
+ * past MAX_RESPONSE_ARGUMENT_BYTES of arguments in the log, or MAX_RESPONSE_SAVED_BYTES
+ * saved, further calls are dropped (not run, not kept) with a note saying so — without
+ * that, hundreds of calls each under the limit put tens of MB in messages.jsonl. JSON
+ * nested deeper than MAX_NESTING is refused before parsing (serialising such a value
+ * overflows the stack).
  */
 import type { AssistantMessage, ToolCall } from './messages.js';
 
 export const MAX_TOOL_ARGUMENT_BYTES = 256 * 1024;
+export const MAX_RESPONSE_ARGUMENT_BYTES = 2 * 1024 * 1024;
+export const MAX_RESPONSE_SAVED_BYTES = 16 * 1024 * 1024;
 export const MAX_NESTING = 64;
 const OMITTED = '_workmem_omitted';
 
-/** The message as it is stored: oversized arguments replaced by a note naming where they went. */
+export interface ArgumentLimits {
+  /** One call's arguments kept in the history. */
+  perCall: number;
+  /** All calls' arguments of one response kept in the history. */
+  perResponse: number;
+  /** All oversized arguments of one response saved to detail/. */
+  savedPerResponse: number;
+}
+
+const LIMITS: ArgumentLimits = {
+  perCall: MAX_TOOL_ARGUMENT_BYTES,
+  perResponse: MAX_RESPONSE_ARGUMENT_BYTES,
+  savedPerResponse: MAX_RESPONSE_SAVED_BYTES,
+};
+
+/** The message as it is stored: oversized arguments replaced by a note naming where they went, or that they were dropped. */
 export function boundToolArguments(
   message: AssistantMessage,
   save: (call: ToolCall) => string,
-  maxBytes = MAX_TOOL_ARGUMENT_BYTES,
+  limits: Partial<ArgumentLimits> = {},
 ): AssistantMessage {
-  if (!message.tool_calls?.some((c) => c.function.arguments.length > maxBytes / 3)) return message;
-  const calls = message.tool_calls.map((call) => {
+  const { perCall, perResponse, savedPerResponse } = { ...LIMITS, ...limits };
+  const calls = message.tool_calls;
+  if (!calls) return message;
+  let length = 0;
+  for (const call of calls) length += call.function.arguments.length;
+  // Fast path: UTF-8 takes at most 3 bytes per UTF-16 unit.
+  if (length * 3 <= perResponse && !calls.some((c) => c.function.arguments.length * 3 > perCall)) return message;
+  let kept = 0;
+  let saved = 0;
+  const bounded = calls.map((call) => {
     const bytes = Buffer.byteLength(call.function.arguments);
-    if (bytes <= maxBytes) return call;
-    let kept: string;
-    try {
-      kept = `kept in ${save(call)}`;
-    } catch (error) {
-      kept = `they could not be saved (${(error instanceof Error ? error.message : String(error)).slice(0, 200)})`;
+    let note: string;
+    if (bytes <= perCall && kept + bytes <= perResponse) {
+      kept += bytes;
+      return call;
+    } else if (bytes <= perCall) {
+      note = `${size(bytes)} of arguments dropped: this response's tool calls passed ${size(perResponse)} of arguments in total; the call was not run and its arguments were not kept. Send fewer or smaller calls per response`;
+    } else if (saved + bytes > savedPerResponse) {
+      note = `${size(bytes)} of arguments, over the ${size(perCall)} limit for one tool call, dropped: this response already saved ${size(saved)} of oversized arguments (at most ${size(savedPerResponse)}); the call was not run and its arguments were not kept`;
+    } else {
+      let where: string;
+      try {
+        where = `kept in ${save(call)}`;
+        saved += bytes;
+      } catch (error) {
+        where = `they could not be saved (${(error instanceof Error ? error.message : String(error)).slice(0, 200)})`;
+      }
+      note = `${size(bytes)} of arguments, over the ${size(perCall)} limit for one tool call; ${where}`;
     }
-    const note = `${size(bytes)} of arguments, over the ${size(maxBytes)} limit for one tool call; ${kept}`;
     return { ...call, function: { ...call.function, arguments: JSON.stringify({ [OMITTED]: note }) } };
   });
-  return { ...message, tool_calls: calls };
+  return { ...message, tool_calls: bounded };
 }
 
 /** Why a call's arguments cannot be used as they are, or null. */

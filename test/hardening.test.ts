@@ -80,12 +80,42 @@ describe('tool argument bounds', () => {
         { id: 'b', type: 'function' as const, function: { name: 'write', arguments: '{"content":"small"}' } },
       ],
     };
-    const bounded = boundToolArguments(message, (call) => (saved.push(call.id), `detail/tool-outputs/${call.id}.arguments.json`), 1024);
+    const bounded = boundToolArguments(message, (call) => (saved.push(call.id), `detail/tool-outputs/${call.id}.arguments.json`), {
+      perCall: 1024,
+    });
     expect(saved).toEqual(['a']);
     expect(omittedArguments(JSON.parse(bounded.tool_calls![0]!.function.arguments))).toMatch(
       /2 KB of arguments, over the 1 KB limit.*detail\/tool-outputs\/a/,
     );
     expect(bounded.tool_calls![1]).toBe(message.tool_calls[1]);
+  });
+});
+
+describe('one response as a whole', () => {
+  it('keeps at most the per-response budget of arguments in the history; later calls are dropped with a note, oversized saves are bounded too', () => {
+    const call = (id: string, bytes: number) => ({
+      id,
+      type: 'function' as const,
+      function: { name: 'write', arguments: JSON.stringify({ path: `detail/${id}.md`, content: 'y'.repeat(bytes) }) },
+    });
+    const message = { role: 'assistant' as const, content: null, tool_calls: ['a', 'b', 'c', 'd'].map((id) => call(id, 400)) };
+    const saved: string[] = [];
+    const bounded = boundToolArguments(message, (c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), {
+      perCall: 1024,
+      perResponse: 1000,
+    });
+    const notes = bounded.tool_calls!.map((c) => omittedArguments(JSON.parse(c.function.arguments)));
+    expect(notes.slice(0, 2)).toEqual([null, null]);
+    expect(notes[2]).toMatch(/dropped: this response's tool calls passed 1 KB of arguments in total/);
+    expect(notes[3]).toMatch(/not run/);
+    expect(saved).toEqual([]);
+    const big = { role: 'assistant' as const, content: null, tool_calls: ['e', 'f', 'g'].map((id) => call(id, 2000)) };
+    const bigNotes = boundToolArguments(big, (c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), {
+      perCall: 1024,
+      savedPerResponse: 4500,
+    }).tool_calls!.map((c) => omittedArguments(JSON.parse(c.function.arguments)));
+    expect(saved).toEqual(['e', 'f']);
+    expect(bigNotes[2]).toMatch(/already saved .* oversized arguments.*not kept/);
   });
 });
 
