@@ -16,6 +16,8 @@ export const DEFAULT_VIZ_PORT = 4900;
 const QUEUE_LIMIT = 2_000;
 const RETRY_MS = 2_000;
 const CHALLENGE_TIMEOUT_MS = 5_000;
+/** How long close() lets a link that is proving itself deliver what is queued: a short run still shows live. */
+const CLOSE_GRACE_MS = 3_000;
 
 /** true → the default local address; a number → that port; a string → that URL. */
 export function liveUrl(target: true | number | string): string {
@@ -30,6 +32,9 @@ export class LiveLink {
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
   private readonly warned = new Set<string>();
+  /** True while a verified server was found and the socket is being opened (the queue will be sent). */
+  private connecting = false;
+  private drained: (() => void) | null = null;
   private readonly target: URL;
   private readonly port: number;
 
@@ -51,8 +56,17 @@ export class LiveLink {
     else if (this.queue.length < QUEUE_LIMIT) this.queue.push(message);
   }
 
-  close(): void {
+  /** Stop. Records still queued for a server that is proving itself get up to `graceMs` to go out first. */
+  async close(graceMs = CLOSE_GRACE_MS): Promise<void> {
+    if (this.closed) return;
+    if (this.connecting && this.queue.length && graceMs > 0) {
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+        setTimeout(resolve, graceMs).unref();
+      });
+    }
     this.closed = true;
+    this.drained = null;
     if (this.timer) clearTimeout(this.timer);
     this.socket?.close();
   }
@@ -65,6 +79,8 @@ export class LiveLink {
   }
 
   private retry(): void {
+    this.connecting = false;
+    this.drained?.();
     if (this.closed) return;
     this.timer = setTimeout(() => void this.connect(), RETRY_MS);
     this.timer.unref();
@@ -94,6 +110,7 @@ export class LiveLink {
       );
       return this.retry();
     }
+    this.connecting = true;
     let serverNonce: string | null;
     try {
       serverNonce = await this.verify(file.token);
@@ -101,7 +118,7 @@ export class LiveLink {
       this.warnOnce('unreachable', `the visualizer at ${this.target.origin} is not reachable (${(error as Error).message}); still trying`);
       return this.retry();
     }
-    if (this.closed) return;
+    if (this.closed) return void this.drained?.();
     if (!serverNonce) {
       this.warnOnce('no-proof', `the listener on port ${this.port} is not the workmem viz you started (no valid proof); nothing sent`);
       return this.retry();
@@ -121,6 +138,8 @@ export class LiveLink {
       }
       socket.send(JSON.stringify({ type: 'hello', sessionId: this.sessionId }));
       for (const message of this.queue.splice(0)) socket.send(message);
+      this.connecting = false;
+      this.drained?.();
     });
     socket.on('error', (error) => {
       this.warnOnce('unreachable', `the visualizer at ${this.target.origin} is not reachable (${error.message}); still trying`);

@@ -675,7 +675,7 @@ export class Session {
       await this.items?.flush();
     } finally {
       this.trace?.close();
-      this.live?.close();
+      await this.live?.close();
       this.items?.detach();
       this.files.close();
       await this.store.close();

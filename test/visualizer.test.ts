@@ -243,6 +243,21 @@ describe("the viz server's doors", () => {
     );
   });
 
+  it('a link closed before its handshake finishes still delivers what it queued (a short run shows live)', async () => {
+    const id = '1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
+    const page = new WebSocket(`ws://127.0.0.1:${server.port}/live`, ['workmem', `token.${server.token}`]);
+    const seen: { type: string; sessionId?: string; record?: TraceRecord }[] = [];
+    page.on('message', (d) => seen.push(JSON.parse(String(d))));
+    await new Promise((r) => page.once('open', r));
+    const link = new LiveLink(`ws://127.0.0.1:${server.port}/ingest`, id, () => {}, home);
+    const records: TraceRecord[] = [1, 2, 3].map((version) => ({ k: 'memory', ts: version, version, content: `# v${version}`, turn: 1 }));
+    for (const record of records) link.send(record);
+    await link.close(); // at once: the challenge has not been answered yet
+    await until(() => seen.filter((m) => m.type === 'record').length === records.length);
+    expect(seen.filter((m) => m.type === 'record').map((m) => m.record)).toEqual(records);
+    page.close();
+  });
+
   it('ingest: the page gets records only from a proven session, and every message is checked against the schema', async () => {
     const id = '0b0e6c3a-1d2f-4a5b-8c9d-0e1f2a3b4c5d';
     const page = new WebSocket(`ws://127.0.0.1:${server.port}/live`, ['workmem', `token.${server.token}`]);
