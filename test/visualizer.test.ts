@@ -245,6 +245,7 @@ describe("the viz server's doors", () => {
 
   it('a link closed before its handshake finishes still delivers what it queued (a short run shows live)', async () => {
     const id = '1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
+    const server = await startVizServer({ home }); // its own: the other cases count what their server ingested
     const page = new WebSocket(`ws://127.0.0.1:${server.port}/live`, ['workmem', `token.${server.token}`]);
     const seen: { type: string; sessionId?: string; record?: TraceRecord }[] = [];
     page.on('message', (d) => seen.push(JSON.parse(String(d))));
@@ -256,6 +257,7 @@ describe("the viz server's doors", () => {
     await until(() => seen.filter((m) => m.type === 'record').length === records.length);
     expect(seen.filter((m) => m.type === 'record').map((m) => m.record)).toEqual(records);
     page.close();
+    await server.close();
   });
 
   it('ingest: the page gets records only from a proven session, and every message is checked against the schema', async () => {
