@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fileStateStore } from '../src/fileStateStore.js';
@@ -74,6 +74,21 @@ describe('the file state store', () => {
     expect(modes(dir).filter((m) => m !== 'd 700' && m !== 'f 600')).toEqual([]);
     expect(modes(dir)).toContain('d 700'); // .tmp/ exists and is private
     await store.close();
+  });
+
+  it('temp files a killed writer left behind are swept once they are old; a fresh one (another process writing) stays', async () => {
+    const dir = join(tempHome(), 'state');
+    mkdirSync(join(dir, '.tmp'), { recursive: true, mode: 0o700 });
+    const old = join(dir, '.tmp', '.items%3Aa.json.1.dead.tmp');
+    const fresh = join(dir, '.tmp', '.items%3Ab.json.2.beef.tmp');
+    writeFileSync(old, '{', { mode: 0o600 });
+    writeFileSync(fresh, '{', { mode: 0o600 });
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    utimesSync(old, hourAgo, hourAgo);
+    const store = fileStateStore(dir);
+    await store.set('items:c', 1);
+    expect(existsSync(old)).toBe(false);
+    expect(existsSync(fresh)).toBe(true);
   });
 
   it('a damaged file is skipped and reported, never a crash', async () => {
