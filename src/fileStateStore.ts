@@ -5,7 +5,8 @@
  * Several processes may share a home (different sessions at once): each key is its own
  * file replaced by an atomic rename, so a writer never tears another's key and a reader
  * sees the old value or the new, never a mix; the last writer of one key wins. Temp files
- * go in `state/.tmp/`, never listed as entries.
+ * go in `state/.tmp/`, never listed as entries; those a killed writer left are swept
+ * when old (never a fresh one: it may be another process's write in progress).
  *
  * Durability by key kind: `session:` (the index, rebuilt from the session folders) and
  * `tracker:` (reconciled from the log on open, written at every request) are replaced
@@ -18,7 +19,7 @@
  * only in case can meet on a case-insensitive disk). A name that would be too long is
  * cut and ends in `~<hash>`; the key inside the file is the truth either way.
  */
-import { mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { DIR_MODE, TEMP_DIR, writeFileAtomic } from './atomicWrite.js';
@@ -31,6 +32,8 @@ const SUFFIX = '.json';
 /** Bytes of a name before the suffix; well under the 255 of common filesystems. */
 const MAX_NAME = 200;
 const HASHED = /~[0-9a-f]{16}$/;
+/** A temp file older than this was left by a killed writer (a write takes milliseconds). */
+const STALE_TMP_MS = 10 * 60_000;
 
 export interface FileStateStoreOptions {
   /** Where a damaged file is reported (it is skipped); default a process warning. */
@@ -40,6 +43,7 @@ export interface FileStateStoreOptions {
 export function fileStateStore(dir: string, options: FileStateStoreOptions = {}): StateStore {
   const report = options.report ?? ((message: string) => process.emitWarning(`workmem: ${message}`));
   const tmpDir = join(dir, TEMP_DIR);
+  let swept = false;
 
   /** The stored value, or undefined when missing; a damaged file is reported and treated as missing. */
   const read = (name: string, key?: string): { key: string; value: unknown } | undefined => {
@@ -77,6 +81,10 @@ export function fileStateStore(dir: string, options: FileStateStoreOptions = {})
       } catch (error) {
         throw storageError(error, 'state/');
       }
+      if (!swept) {
+        swept = true;
+        sweepStale(tmpDir);
+      }
       const durable = !REBUILDABLE.some((p) => key.startsWith(p));
       writeFileAtomic(join(dir, fileName(key)), JSON.stringify({ key, value }), { durable, tmpDir });
     },
@@ -105,6 +113,25 @@ export function fileStateStore(dir: string, options: FileStateStoreOptions = {})
     },
     close: async () => {},
   };
+}
+
+/** Remove old temp files only: another process sharing the home may be writing a fresh one. */
+function sweepStale(tmpDir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(tmpDir);
+  } catch {
+    return; // no .tmp/ yet
+  }
+  const before = Date.now() - STALE_TMP_MS;
+  for (const name of names) {
+    try {
+      const path = join(tmpDir, name);
+      if (name.endsWith('.tmp') && statSync(path).mtimeMs < before) unlinkSync(path);
+    } catch {
+      // gone already, or not ours to remove: harmless either way
+    }
+  }
 }
 
 /** The file name of a key (see the doc block). */
