@@ -14,6 +14,7 @@ import { lockCases } from './reliability/lock.js';
 import type { FamilyResult } from './reliability/report.js';
 import { secretCases } from './reliability/secrets.js';
 import { soak } from './reliability/soak.js';
+import { storeCases } from './reliability/store.js';
 import { streamCases } from './reliability/streams.js';
 import { vizCases } from './reliability/viz.js';
 
@@ -81,5 +82,9 @@ describe('reliability (fast subset)', () => {
     const result = await soak(400, { every: 100, maxHeapGrowthMB: 20 });
     expectAllSurvived(result, 3);
     expect(result.points).toHaveLength(4);
+  });
+
+  it('state store: writers SIGKILLed while sharing state/, torn index and tracker files', { timeout: 60_000 }, async () => {
+    expectAllSurvived(await storeCases(4), 5);
   });
 });

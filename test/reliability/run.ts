@@ -19,6 +19,7 @@ import { lockCases } from './lock.js';
 import { table, type FamilyResult } from './report.js';
 import { secretCases } from './secrets.js';
 import { soak } from './soak.js';
+import { storeCases } from './store.js';
 import { streamCases } from './streams.js';
 import { vizCases } from './viz.js';
 
@@ -33,6 +34,7 @@ const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   soak: () => soak(10_000, { every: 1_000 }),
   cli: () => cliCases({ lineSizesMB: [17, 64, 120] }),
   viz: () => vizCases(),
+  store: () => storeCases(40),
 };
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'no-write': { type: 'boolean' } } });
