@@ -110,6 +110,14 @@ describe('any keyv instance instead', () => {
     await expect(store.entries('session:')).rejects.toThrow(/keyv\.iterator/);
   });
 
+  it('something else given as stateStore is named, before anything is written', async () => {
+    const home = tempHome();
+    await expect(newSession({ llm: scriptedModel([]), home, stateStore: 'sqlite://x' as never })).rejects.toThrow(
+      /options\.stateStore must be a keyv instance/,
+    );
+    expect(readdirSync(home)).toEqual([]);
+  });
+
   it('a write the adapter refuses is an error, not a silent false', async () => {
     const keyv = new Keyv();
     keyv.set = async () => false;
