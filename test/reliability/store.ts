@@ -151,5 +151,5 @@ export async function storeCases(trials: number, seed = 1): Promise<FamilyResult
   let acknowledged = 0;
   for (let t = 0; t < trials; t++) acknowledged += await killCase(tally, seed + t);
   await damageCase(tally);
-  return tally.result([`state store: ${acknowledged} acknowledged item writes over ${trials * WRITERS} killed writers, all found`]);
+  return tally.result([`state store: ${acknowledged} acknowledged item writes checked after ${trials * WRITERS} killed writers`]);
 }
