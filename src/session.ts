@@ -4,9 +4,10 @@
  * reminder tracker in the state store.
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createActor, fromPromise, type Actor, type InspectionEvent } from 'xstate';
+import type Keyv from 'keyv';
 import {
   childTurn,
   sessionMachine,
@@ -45,7 +46,7 @@ import { runLlmRequest } from './llmRequest.js';
 import { memoryTools } from './memoryTools.js';
 import { INITIAL_TRACKER, parseTrackerState, reconcileTracker, type TrackerState } from './reminderTracker.js';
 import { SessionFiles } from './sessionFiles.js';
-import { defaultHome, SESSION_ID, sessionsRoot, stateStorePath } from './sessionPaths.js';
+import { defaultHome, SESSION_FILES, SESSION_ID, sessionsRoot, stateStorePath } from './sessionPaths.js';
 import { openStateStore, type StateStore } from './stateStore.js';
 import { systemPrompt } from './systemPrompt.js';
 import { loadTokenCounter, type TokenCounter } from './tokens.js';
@@ -98,6 +99,11 @@ export interface SessionOptions {
   secrets?: readonly string[];
   /** Draws in [0, 1) for the retry jitter (default Math.random); inject one for reproducible tests. */
   random?: () => number;
+  /**
+   * Where the session index, tracker state and item memory go: any keyv instance (its
+   * adapter must support `keyv.iterator`); default files under `<home>/state/`.
+   */
+  stateStore?: Keyv;
 }
 
 export interface ItemMemoryConfig {
@@ -154,7 +160,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
   const home = options.home ?? defaultHome(env);
   const resolved = resolveSettings(options.llm, options.settings, env);
   const counter = await loadTokenCounter(options.llm.model);
-  const store = await openStateStore(stateStorePath(home));
+  const store = await openStateStore(stateStorePath(home), options.stateStore);
   let files: SessionFiles | undefined;
   try {
     files = SessionFiles.create({
@@ -190,7 +196,7 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
   const home = options.home ?? defaultHome(env);
   const resolved = resolveSettings(options.llm, options.settings, env);
   const counter = await loadTokenCounter(options.llm.model);
-  const store = await openStateStore(stateStorePath(home));
+  const store = await openStateStore(stateStorePath(home), options.stateStore);
   let files: SessionFiles | undefined;
   try {
     const dir = await findSessionDir(store, home, id);
@@ -274,20 +280,23 @@ function redactMessage(message: ChatMessage, redact: Redact): ChatMessage {
   } as ChatMessage;
 }
 
-/** Sessions known to the index, newest first; `cwd` limits them to one directory. */
-export function listSessions(options: { home?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<SessionIndexEntry[]> {
-  return withStore(options, async (store) => {
+/** Sessions in the index and any on disk it misses, newest first; `cwd` limits them to one directory. */
+export function listSessions(options: StoreOptions & { cwd?: string } = {}): Promise<SessionIndexEntry[]> {
+  return withStore(options, async (store, home) => {
     const entries = (await store.entries<SessionIndexEntry>('session:')).map(([, e]) => e);
+    entries.push(...sessionsOnDisk(home, new Set(entries.map((e) => e.id)))); // not in the index: an index from an earlier version, or a lost one
     return entries.filter((e) => !options.cwd || e.cwd === options.cwd).sort((a, b) => b.createdAt - a.createdAt);
   });
 }
 
+type StoreOptions = { home?: string; env?: NodeJS.ProcessEnv; stateStore?: Keyv };
+
 async function withStore<T>(
-  options: { home?: string; env?: NodeJS.ProcessEnv },
+  options: StoreOptions,
   run: (store: StateStore, home: string) => Promise<T>,
 ): Promise<T> {
   const home = options.home ?? defaultHome(options.env ?? process.env);
-  const store = await openStateStore(stateStorePath(home));
+  const store = await openStateStore(stateStorePath(home), options.stateStore);
   try {
     return await run(store, home);
   } finally {
@@ -296,12 +305,12 @@ async function withStore<T>(
 }
 
 /** Where a session lives (an id or a unique prefix), without opening it. */
-export function findSession(id: string, options: { home?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+export function findSession(id: string, options: StoreOptions = {}): Promise<string> {
   return withStore(options, (store, home) => findSessionDir(store, home, id));
 }
 
 /** Delete a session: its directory and everything the store holds for it. */
-export function removeSession(id: string, options: { home?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+export function removeSession(id: string, options: StoreOptions = {}): Promise<string> {
   return withStore(options, async (store, home) => {
     const dir = await findSessionDir(store, home, id);
     const fullId = dir.split(/[/\\]/).pop()!;
@@ -327,6 +336,26 @@ async function openItems(
   const scope = config.scope === 'user' ? `user:${config.userId}` : `session:${sessionId}`;
   const { inject: _inject, scope: _scope, userId: _user, ...limits } = config;
   return openItemMemory(store, scope, { ...limits, countTokens: (t) => counter.text(t), ...(options.now ? { now: options.now } : {}) });
+}
+
+/** Sessions in the folders under `home` whose ids are not in `known`, as their meta.json describes them. */
+function sessionsOnDisk(home: string, known: ReadonlySet<string>): SessionIndexEntry[] {
+  const root = sessionsRoot(home);
+  const found: SessionIndexEntry[] = [];
+  for (const cwdDir of safeReaddir(root)) {
+    for (const id of safeReaddir(join(root, cwdDir))) {
+      if (!SESSION_ID.test(id) || known.has(id)) continue;
+      const dir = join(root, cwdDir, id);
+      try {
+        const meta = JSON.parse(readFileSync(join(dir, SESSION_FILES.meta), 'utf8')) as Partial<SessionIndexEntry>;
+        if (meta.id !== id || typeof meta.cwd !== 'string' || typeof meta.createdAt !== 'number') continue;
+        found.push({ id, dir, cwd: meta.cwd, createdAt: meta.createdAt, name: typeof meta.name === 'string' ? meta.name : null });
+      } catch {
+        // no readable meta.json: not listed (openSession can still rebuild it)
+      }
+    }
+  }
+  return found;
 }
 
 async function findSessionDir(store: StateStore, home: string, id: string): Promise<string> {
@@ -720,7 +749,7 @@ export class Session {
 
 /**
  * Write-behind for the tracker: every request persists its state without waiting for
- * SQLite; at most one write is in flight and only the newest state is written next.
+ * the store; at most one write is in flight and only the newest state is written next.
  * `flush` (at the end of each turn) waits and reports a failed write.
  */
 class TrackerWriter {

@@ -23,7 +23,7 @@ export function sessionDir(home: string, cwd: string, id: string): string {
 }
 
 export function stateStorePath(home: string): string {
-  return join(home, 'workmem.sqlite');
+  return join(home, 'state');
 }
 
 export const SESSION_FILES = {

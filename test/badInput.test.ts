@@ -99,7 +99,7 @@ describe('paths outside working-memory/', () => {
     expect(readFileSync(secret, 'utf8')).toBe('TOP SECRET');
     expect(existsSync('/tmp/escape.txt')).toBe(false);
     expect(readdirSync(home).sort()).toEqual(
-      ['secret.txt', 'sessions', 'workmem.sqlite', 'workmem.sqlite-shm', 'workmem.sqlite-wal'].filter((f) => existsSync(join(home, f))),
+      ['secret.txt', 'sessions', 'state'].filter((f) => existsSync(join(home, f))),
     );
     await session.close();
   });
@@ -186,7 +186,7 @@ describe('damaged session files', () => {
     const home = tempHome();
     const { id } = await sessionWithTurns(home);
     const { openStateStore } = await import('../src/stateStore.js');
-    const store = await openStateStore(join(home, 'workmem.sqlite'));
+    const store = await openStateStore(join(home, 'state'));
     await store.set(`tracker:${id}`, { rounds: 'many' });
     await store.close();
     const session = await openSession(id, { llm: scriptedModel([]), home, env: {} });

@@ -193,7 +193,7 @@ describe('persistence', () => {
   it('survives a restart: the same items, the same retrieval', async () => {
     const home = tempHome();
     const c = clock();
-    const path = join(home, 'workmem.sqlite');
+    const path = join(home, 'state');
     const options = { now: c.now, countTokens: (t: string) => counter.text(t), maxCapacity: 5 };
     const store = await openStateStore(path);
     const first = await openItemMemory(store, 'user:ada', options);

@@ -16,6 +16,7 @@ import { lockCases } from './reliability/lock.js';
 import type { FamilyResult } from './reliability/report.js';
 import { secretCases } from './reliability/secrets.js';
 import { soak } from './reliability/soak.js';
+import { storeCases } from './reliability/store.js';
 import { streamCases } from './reliability/streams.js';
 import { vizCases } from './reliability/viz.js';
 
@@ -106,4 +107,8 @@ describe('reliability (fast subset)', () => {
       expect(result.points.filter((p) => p.turn > 200)).toHaveLength(20);
     },
   );
+
+  it('state store: writers SIGKILLed while sharing state/, torn index and tracker files', { timeout: 240_000 }, async () => {
+    expectAllSurvived(await storeCases(4), 5);
+  });
 });

@@ -21,6 +21,7 @@ import { lockCases } from './lock.js';
 import { table, type FamilyResult } from './report.js';
 import { secretCases } from './secrets.js';
 import { soak } from './soak.js';
+import { storeCases } from './store.js';
 import { streamCases } from './streams.js';
 import { vizCases } from './viz.js';
 
@@ -37,6 +38,7 @@ const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   viz: () => vizCases(),
   guard: () => guardCases({ reads: 1500 }),
   llm: () => llmCases({ full: true }),
+  store: () => storeCases(40),
 };
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'no-write': { type: 'boolean' } } });

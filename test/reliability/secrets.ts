@@ -56,7 +56,7 @@ export async function secretCases(): Promise<FamilyResult> {
     ['a host tool prints the environment', 'print the environment'],
     ['the user pastes the keys', `here are my keys: ${CLIENT_KEY} ${ENV_KEY} ${STRAY_KEY} and ${HOST_SECRET}`],
     ['the model writes the keys into overview.md and detail/', 'remember the keys'],
-    ['the model stores the keys as items (item memory, SQLite)', 'keep the keys as items'],
+    ['the model stores the keys as items (item memory, the state store)', 'keep the keys as items'],
   ];
   const server = await startTestServer({
     policy: (request): PolicyReply => {
