@@ -11,7 +11,7 @@ export default defineConfig({
         extends: true,
         test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: ['test/pack.test.ts'], sequence: { groupOrder: 0 } },
       },
-      // The pack test compiles sqlite3 for minutes: it runs after every other file, not beside timed ones.
+      // The pack test installs from the registry and spawns CLIs: it runs after every other file, alone.
       { extends: true, test: { name: 'pack', include: ['test/pack.test.ts'], sequence: { groupOrder: 1 } } },
     ],
   },
