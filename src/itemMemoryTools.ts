@@ -40,7 +40,7 @@ export function itemMemoryTools(
       parameters: RememberParameters,
       execute: ({ content, importance }) =>
         guarded(() => {
-          // Stored in SQLite and injected later: keys the model repeats are masked like everywhere else.
+          // Stored in the state store and injected later: keys the model repeats are masked like everywhere else.
           const item = memory.add({
             content: options.redact ? options.redact(content) : content,
             importance,

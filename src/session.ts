@@ -533,7 +533,7 @@ export class Session {
           calibration: input.output.calibration,
         });
         files.sync();
-        // Written behind (the end of a turn does not wait for SQLite); a failed earlier write is reported here.
+        // Written behind (the end of a turn does not wait for the state store); a failed earlier write is reported here.
         this.trackerWriter.persist(input.output.tracker);
         this.trackerWriter.throwIfFailed();
         return { history: files.history };
