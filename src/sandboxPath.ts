@@ -144,7 +144,8 @@ function isInside(realRoot: string, fd: number, abs: string, stat: Stats): boole
   return real.startsWith(realRoot + sep);
 }
 
-function lstatOrNull(path: string): Stats | null {
+/** lstat, or null when nothing is there. */
+export function lstatOrNull(path: string): Stats | null {
   try {
     return lstatSync(path);
   } catch (error) {

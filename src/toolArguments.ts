@@ -13,7 +13,7 @@ import type { AssistantMessage, ToolCall } from './messages.js';
 
 export const MAX_TOOL_ARGUMENT_BYTES = 256 * 1024;
 export const MAX_RESPONSE_ARGUMENT_BYTES = 2 * 1024 * 1024;
-export const MAX_RESPONSE_SAVED_BYTES = 16 * 1024 * 1024;
+export const MAX_RESPONSE_SAVED_BYTES = 32 * 1024 * 1024;
 export const MAX_NESTING = 64;
 const OMITTED = '_workmem_omitted';
 

@@ -8,7 +8,7 @@ import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdi
 import { dirname, join } from 'node:path';
 import { DIR_MODE, writeFileAtomic } from './atomicWrite.js';
 import { memoryHealth, overviewTemplate, type MemoryHealth, type MemoryLanguage } from './memoryTemplate.js';
-import { openInside, PathRefusedError, readOpened, requireRegularFile, resolveInside, type ResolvedPath } from './sandboxPath.js';
+import { lstatOrNull, openInside, PathRefusedError, readOpened, requireRegularFile, resolveInside, type ResolvedPath } from './sandboxPath.js';
 
 export const OVERVIEW = 'overview.md';
 export const OVERVIEW_PATH = 'working-memory/overview.md';
@@ -307,14 +307,6 @@ function mkdirInside(root: string, relDir: string): void {
   }
 }
 
-function lstatOrNull(path: string): Stats | null {
-  try {
-    return lstatSync(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
-}
 
 function mb(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MB`;

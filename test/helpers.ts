@@ -7,16 +7,30 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { countChatCompletionTokens } from 'gpt-tokenizer/model/gpt-4o';
-import { afterAll } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
 import type { WorkmemEvent } from '../src/events.js';
 import type { LLMRequest } from '../src/llm.js';
 import type { LogEntry } from '../src/messageLog.js';
 import { createSession, type Session, type SessionOptions } from '../src/session.js';
+import { startTestServer, type Policy, type TestServer, type TestServerOptions } from '../src/testing/index.js';
 
 const homes: string[] = [];
 afterAll(() => {
   for (const home of homes) rmSync(home, { recursive: true, force: true });
 });
+
+/** `const serve = testServers();` in a file: local test servers, each closed after its test. */
+export function testServers(): (policy: Policy, options?: Omit<TestServerOptions, 'policy'>) => Promise<TestServer> {
+  const servers: TestServer[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+  return async (policy, options = {}) => {
+    const server = await startTestServer({ policy, ...options });
+    servers.push(server);
+    return server;
+  };
+}
 
 export function tempHome(): string {
   const home = mkdtempSync(join(tmpdir(), 'workmem-test-'));

@@ -3,26 +3,16 @@
  * calls in pieces, usage, every fault of the test server, abort, and bad streams.
  */
 import { z } from 'zod';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/config.js';
 import { openaiChat, redact } from '../src/openaiChat.js';
 import { openSession, type Session } from '../src/session.js';
 import { defineTool } from '../src/tool.js';
-import { scripted, startTestServer, type Fault, type Policy, type TestServer, type TestServerOptions } from '../src/testing/index.js';
-import { collect, logEntries, newSession, ofType, splitTail, tempHome } from './helpers.js';
+import { scripted, type Fault, type TestServer } from '../src/testing/index.js';
+import { collect, logEntries, newSession, ofType, splitTail, tempHome, testServers } from './helpers.js';
 
 const FAST_RETRY = { retry: { maxRetries: 3, baseDelayMs: 5, maxDelayMs: 40 } };
-let servers: TestServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.map((s) => s.close()));
-  servers = [];
-});
-
-async function serve(policy: Policy, options: Omit<TestServerOptions, 'policy'> = {}): Promise<TestServer> {
-  const server = await startTestServer({ policy, ...options });
-  servers.push(server);
-  return server;
-}
+const serve = testServers();
 
 function llmFor(server: TestServer, options: Parameters<typeof openaiChat>[0] = {}) {
   return openaiChat({ baseURL: server.baseURL, model: 'workmem-test', contextWindow: 32_000, maxOutputTokens: 1_000, env: {}, ...options });

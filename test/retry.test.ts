@@ -3,23 +3,14 @@
  * drawn afresh by each session's llm actor (injectable), and the server's retry hints
  * (`x-should-retry`, `retry-after-ms`, `retry-after`) are obeyed.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openaiChat } from '../src/openaiChat.js';
 import { retryDelay } from '../src/settings.js';
-import { startTestServer, type Fault, type TestServer } from '../src/testing/index.js';
-import { collect, logEntries, newSession, ofType } from './helpers.js';
+import type { Fault, TestServer } from '../src/testing/index.js';
+import { collect, logEntries, newSession, ofType, testServers } from './helpers.js';
 
-let servers: TestServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.map((s) => s.close()));
-  servers = [];
-});
-
-async function serveFaults(faults: Fault[]): Promise<TestServer> {
-  const server = await startTestServer({ policy: () => ({ content: 'answered' }), faults });
-  servers.push(server);
-  return server;
-}
+const served = testServers();
+const serveFaults = (faults: Fault[]): Promise<TestServer> => served(() => ({ content: 'answered' }), { faults });
 
 const llmFor = (server: TestServer) =>
   openaiChat({ baseURL: server.baseURL, model: 'workmem-test', contextWindow: 32_000, maxOutputTokens: 1_000, env: {} });

@@ -3,22 +3,13 @@
  * the local test server: keep-alive chunks with no content (the stall watchdog is re-armed
  * only by content), and an endless answer (cut past twice the requested maximum output).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openaiChat, outputLimitChars } from '../src/openaiChat.js';
-import { startTestServer, type Fault, type TestServer } from '../src/testing/index.js';
-import { collect, logEntries, newSession, ofType } from './helpers.js';
+import type { Fault, TestServer } from '../src/testing/index.js';
+import { collect, logEntries, newSession, ofType, testServers } from './helpers.js';
 
-let servers: TestServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.map((s) => s.close()));
-  servers = [];
-});
-
-async function serve(faults: Fault[]): Promise<TestServer> {
-  const server = await startTestServer({ policy: () => ({ content: 'A normal answer.' }), faults });
-  servers.push(server);
-  return server;
-}
+const served = testServers();
+const serve = (faults: Fault[]): Promise<TestServer> => served(() => ({ content: 'A normal answer.' }), { faults });
 
 const llmFor = (server: TestServer, maxOutputTokens = 100) =>
   openaiChat({ baseURL: server.baseURL, model: 'workmem-test', contextWindow: 32_000, maxOutputTokens, timeoutMs: 300, env: {} });
@@ -72,8 +63,7 @@ describe('streams that would never end a turn', () => {
   });
 
   it('an answer within the limit is untouched', async () => {
-    const server = await startTestServer({ policy: () => ({ content: 'x'.repeat(700) }), chunkChars: 3 });
-    servers.push(server);
+    const server = await served(() => ({ content: 'x'.repeat(700) }), { chunkChars: 3 });
     const session = await newSession({ llm: llmFor(server, 100) });
     expect(await session.prompt('q')).toMatchObject({ status: 'done', text: 'x'.repeat(700) });
     await session.close();

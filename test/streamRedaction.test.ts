@@ -6,29 +6,18 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openaiChat } from '../src/openaiChat.js';
 import { REDACTED, redactor, streamRedactor } from '../src/redact.js';
-import { startTestServer, type TestServer, type TestServerOptions } from '../src/testing/index.js';
 import type { Policy } from '../src/testing/wire.js';
 import { runCli } from './cliProcess.js';
-import { collect, newSession, ofType, tempHome } from './helpers.js';
+import { collect, newSession, ofType, tempHome, testServers } from './helpers.js';
 
 const KEY = 'sk-proj-Zq8WmT3vXr5LpN2cYb7K';
 /** A secret the host configured that has no key shape at all. */
 const HOST_SECRET = 'correct horse battery staple';
 
-let servers: TestServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.map((s) => s.close()));
-  servers = [];
-});
-
-async function serve(policy: Policy, options: Omit<TestServerOptions, 'policy'> = {}): Promise<TestServer> {
-  const server = await startTestServer({ policy, ...options });
-  servers.push(server);
-  return server;
-}
+const serve = testServers();
 
 /** A model that repeats the secrets it was given, a few characters per delta. */
 const leaky = (): Policy => () => ({ content: `The key is ${KEY} and the phrase is "${HOST_SECRET}". Twice: ${KEY}${KEY}.` });
