@@ -5,7 +5,8 @@
  * symlinks anywhere on the way, and hard-linked files (which could alias a file outside).
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
-import { join, sep } from 'node:path';
+import { basename, dirname, join, sep } from 'node:path';
+import { writeFileAtomic } from './atomicWrite.js';
 
 export class PathRefusedError extends Error {
   override name = 'PathRefusedError';
@@ -112,6 +113,38 @@ export function openInside(root: string, resolved: ResolvedPath, input: string):
   } catch (error) {
     closeSync(fd);
     throw error;
+  }
+}
+
+/**
+ * Write a resolved file atomically with its folder pinned: the folder is opened without
+ * following a last-step symlink, the descriptor's real path must be inside `root`, and the
+ * rename goes through /proc/self/fd/<fd>, which names that very folder whatever is swapped
+ * into its path meanwhile. Without /proc (not Linux) the write takes the plain path.
+ */
+export function writeInside(root: string, resolved: ResolvedPath, input: string, data: string, options: { tmpDir?: string }): void {
+  let fd: number;
+  try {
+    fd = openSync(dirname(resolved.abs), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'ENOTDIR') throw new PathRefusedError(`the folder of ${show(input)} is not a plain folder; refused`);
+    throw error;
+  }
+  try {
+    let real: string;
+    try {
+      real = readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      return writeFileAtomic(resolved.abs, data, options);
+    }
+    const realRoot = realpathSync(root);
+    if (real !== realRoot && !real.startsWith(realRoot + sep)) {
+      throw new PathRefusedError(`path ${show(input)} led outside working-memory/ while it was written; refused`);
+    }
+    writeFileAtomic(join(`/proc/self/fd/${fd}`, basename(resolved.abs)), data, options);
+  } finally {
+    closeSync(fd);
   }
 }
 

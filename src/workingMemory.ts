@@ -8,7 +8,16 @@ import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdi
 import { dirname, join } from 'node:path';
 import { DIR_MODE, writeFileAtomic } from './atomicWrite.js';
 import { memoryHealth, overviewTemplate, type MemoryHealth, type MemoryLanguage } from './memoryTemplate.js';
-import { lstatOrNull, openInside, PathRefusedError, readOpened, requireRegularFile, resolveInside, type ResolvedPath } from './sandboxPath.js';
+import {
+  lstatOrNull,
+  openInside,
+  PathRefusedError,
+  readOpened,
+  requireRegularFile,
+  resolveInside,
+  writeInside,
+  type ResolvedPath,
+} from './sandboxPath.js';
 
 export const OVERVIEW = 'overview.md';
 export const OVERVIEW_PATH = 'working-memory/overview.md';
@@ -149,7 +158,7 @@ export class WorkingMemory {
     if (resolved.stat && !resolved.stat.isFile()) throw new PathRefusedError(`${resolved.rel} exists and is not a regular file`);
     charge?.(bytes);
     mkdirInside(this.root, dirname(resolved.rel));
-    writeFileAtomic(resolved.abs, this.redact(content), this.atomic);
+    writeInside(this.root, resolved, String(path), this.redact(content), this.atomic);
     return this.written(resolved.rel, bytes, resolved.stat === null);
   }
 
@@ -169,7 +178,7 @@ export class WorkingMemory {
     if (bytes > MAX_FILE_BYTES) throw new PathRefusedError(`result would be ${bytes} bytes; the limit is ${MAX_FILE_BYTES}`);
     checkOverviewSize(resolved.rel, bytes);
     charge?.(bytes);
-    writeFileAtomic(resolved.abs, this.redact(next), this.atomic);
+    writeInside(this.root, resolved, String(path), this.redact(next), this.atomic);
     return { ...this.written(resolved.rel, bytes, false), replacements: 1 };
   }
 
@@ -187,7 +196,7 @@ export class WorkingMemory {
       text = `${this.readInside(resolved, path, Number.MAX_SAFE_INTEGER).trimEnd()}\n\n---\n\n${content}`;
     }
     text = this.redact(text);
-    writeFileAtomic(resolved.abs, text, this.atomic);
+    writeInside(this.root, resolved, path, text, this.atomic);
     this.written(resolved.rel, Buffer.byteLength(text), resolved.stat === null);
     return `working-memory/${resolved.rel}`;
   }

@@ -14,7 +14,7 @@ import { countTags, neutraliseTags } from '../src/structuralTags.js';
 import type { ToolContext } from '../src/tool.js';
 import { WorkingMemory } from '../src/workingMemory.js';
 import { collect, logEntries, newSession, ofType, tempHome } from './helpers.js';
-import { LOOK_ALIKES, raceReads } from './reliability/guard.js';
+import { LOOK_ALIKES, raceReads, raceWrites } from './reliability/guard.js';
 
 const textOf = (request: LLMRequest) => request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
 
@@ -235,6 +235,14 @@ describe('overview.md read by descriptor', () => {
 describe('reads while a folder is swapped for a symlink', () => {
   it('return the inside file or an error, never a byte from outside', async () => {
     const race = await raceReads(1500);
+    expect(race.outside).toBe(0);
+    expect(race.inside).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe('writes while a folder is swapped for a symlink', () => {
+  it('land inside or are refused, never outside', async () => {
+    const race = await raceWrites(1500);
     expect(race.outside).toBe(0);
     expect(race.inside).toBeGreaterThan(0);
   }, 60_000);

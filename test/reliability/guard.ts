@@ -270,6 +270,31 @@ export async function raceReads(reads: number): Promise<{ outside: number; insid
   return counts;
 }
 
+/** `writes` writes of detail/sub/w<i>.md while two children swap detail/sub for a symlink out: how many landed outside. */
+export async function raceWrites(writes: number): Promise<{ outside: number; inside: number; refused: number }> {
+  const home = mkdtempSync(join(tmpdir(), 'workmem-guard-race-'));
+  const wm = new WorkingMemory(join(home, 'wm'), 'en', (t: string) => t, join(home, 'tmp'));
+  wm.init();
+  const [, write] = memoryTools(wm);
+  mkdirSync(join(home, 'outside'));
+  mkdirSync(join(home, 'wm', 'detail', 'sub'));
+  const flippers = [1, 2].map(() => spawnFlipper(join(home, 'wm', 'detail'), join(home, 'outside')));
+  const counts = { outside: 0, inside: 0, refused: 0 };
+  try {
+    await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < writes; i++) {
+      const out = await write!.execute({ path: `detail/sub/w${i}.md`, content: `W${i}` }, { turn: 1 } as ToolContext);
+      if (typeof out !== 'string' && out.isError) counts.refused++;
+    }
+  } finally {
+    for (const f of flippers) f.kill('SIGKILL');
+  }
+  counts.outside = readdirSync(join(home, 'outside')).length;
+  counts.inside = writes - counts.refused - counts.outside;
+  rmSync(home, { recursive: true, force: true });
+  return counts;
+}
+
 export async function guardCases(options: { reads?: number; fast?: boolean } = {}): Promise<FamilyResult> {
   const tally = new Tally(FAMILY);
   await captureBounds(tally, options.fast ? 1 : 10);
@@ -285,7 +310,15 @@ export async function guardCases(options: { reads?: number; fast?: boolean } = {
       { survived: i >= race.outside, lost: i < race.outside ? 1 : 0, detail: `${race.outside} reads returned the outside file` },
       `${race.inside} inside, ${race.refused} refused, ${race.outside} outside`,
     );
+  const written = await raceWrites(reads);
+  for (let i = 0; i < reads; i++)
+    tally.add(
+      'write while a folder is swapped for a symlink',
+      { survived: i >= written.outside, lost: i < written.outside ? 1 : 0, detail: `${written.outside} writes landed outside` },
+      `${written.inside} inside, ${written.refused} refused, ${written.outside} outside`,
+    );
   return tally.result([
     `race: ${reads} reads, ${race.inside} returned the inside file, ${race.refused} were refused, ${race.outside} the outside one`,
+    `race: ${reads} writes, ${written.inside} landed inside, ${written.refused} were refused, ${written.outside} outside`,
   ]);
 }
