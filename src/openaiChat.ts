@@ -64,7 +64,8 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
   try {
     new URL(baseURL);
   } catch {
-    throw new ConfigError(`OPENAI_BASE_URL ${JSON.stringify(baseURL)} is not a URL`);
+    // Unparsed, it may still carry user:password@: never shown.
+    throw new ConfigError(`OPENAI_BASE_URL ${JSON.stringify(baseURL.replace(/[^\s/@"]+@/g, '***@'))} is not a URL`);
   }
   const limits = modelLimits(model);
   const contextWindow = options.contextWindow ?? limits.contextWindow;

@@ -7,6 +7,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openaiChat } from '../src/openaiChat.js';
 import { protocolFollower, scripted, startTestServer, type TestServer } from '../src/testing/index.js';
 import { runCli as cli } from './cliProcess.js';
 import { tempHome } from './helpers.js';
@@ -106,6 +107,15 @@ describe('configuration errors', () => {
     expect(fromFile.code).toBe(2);
     expect(fromFile.stderr).toMatch(/config\.json: baseURL = .* is invalid/);
     expect(fromFile.stderr).not.toContain(other);
+
+    // A base URL too broken to parse, with a password in it: the environment and the library both.
+    const broken = await cli(['run', 'hi'], { env: { ...env, OPENAI_BASE_URL: 'http//user:hunter2secret@host' } });
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toMatch(/OPENAI_BASE_URL = .*\*\*\*@host.* is invalid/);
+    expect(broken.stderr).not.toContain('hunter2secret');
+    expect(() => openaiChat({ env: { OPENAI_BASE_URL: 'http//user:hunter2secret@host', OPENAI_API_KEY: 'k' } })).toThrow(
+      /"http\/\/\*\*\*@host" is not a URL/,
+    );
 
     const long = await cli(['run', 'hi', '--model', 'm', '--language', 'x'.repeat(5000)], { env });
     expect(long.code).toBe(2);

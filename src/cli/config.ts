@@ -111,7 +111,9 @@ function readConfigFile(path: string, secrets: (string | undefined)[], mask: Red
 /** A value as an error shows it: masked, and at most about 60 characters. */
 function shown(key: string, value: unknown, mask: Redact): string {
   if (key === 'apiKey') return '[redacted]';
-  return shortened(mask(JSON.stringify(value) ?? String(value)));
+  const text = mask(JSON.stringify(value) ?? String(value));
+  // A base URL too broken to parse may still carry user:password@ (the redactor needs "://").
+  return shortened(key === 'baseURL' ? text.replace(/[^\s/@"]+@/g, '***@') : text);
 }
 
 function shortened(text: string): string {
