@@ -8,16 +8,15 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openaiChat } from '../src/openaiChat.js';
-import { protocolFollower, scripted, startTestServer, type TestServer } from '../src/testing/index.js';
+import { scripted, startTestServer, type TestServer } from '../src/testing/index.js';
 import { runCli as cli } from './cliProcess.js';
-import { tempHome } from './helpers.js';
+import { cliServerEnv, tempHome } from './helpers.js';
 
 let server: TestServer;
 let env: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
-  server = await startTestServer({ policy: protocolFollower({ seed: 3 }) });
-  env = { WORKMEM_HOME: tempHome(), OPENAI_BASE_URL: server.baseURL, WORKMEM_MODEL: 'workmem-test' };
+  ({ server, env } = await cliServerEnv());
 });
 afterAll(async () => server.close());
 

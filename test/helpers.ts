@@ -12,7 +12,7 @@ import type { WorkmemEvent } from '../src/events.js';
 import type { LLMRequest } from '../src/llm.js';
 import type { LogEntry } from '../src/messageLog.js';
 import { createSession, type Session, type SessionOptions } from '../src/session.js';
-import { startTestServer, type Policy, type TestServer, type TestServerOptions } from '../src/testing/index.js';
+import { protocolFollower, startTestServer, type Policy, type TestServer, type TestServerOptions } from '../src/testing/index.js';
 
 const homes: string[] = [];
 afterAll(() => {
@@ -30,6 +30,12 @@ export function testServers(): (policy: Policy, options?: Omit<TestServerOptions
     servers.push(server);
     return server;
   };
+}
+
+/** A protocol-following test server and the environment that points the CLI at it, in a fresh home. */
+export async function cliServerEnv(): Promise<{ server: TestServer; env: NodeJS.ProcessEnv }> {
+  const server = await startTestServer({ policy: protocolFollower({ seed: 3 }) });
+  return { server, env: { WORKMEM_HOME: tempHome(), OPENAI_BASE_URL: server.baseURL, WORKMEM_MODEL: 'workmem-test' } };
 }
 
 export function tempHome(): string {

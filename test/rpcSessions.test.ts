@@ -7,16 +7,15 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
+import { startTestServer, type TestServer } from '../src/testing/index.js';
 import { cliPath, runCli as cli } from './cliProcess.js';
-import { tempHome } from './helpers.js';
+import { cliServerEnv, tempHome } from './helpers.js';
 
 let server: TestServer;
 let env: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
-  server = await startTestServer({ policy: protocolFollower({ seed: 3 }) });
-  env = { WORKMEM_HOME: tempHome(), OPENAI_BASE_URL: server.baseURL, WORKMEM_MODEL: 'workmem-test' };
+  ({ server, env } = await cliServerEnv());
 });
 afterAll(async () => server.close());
 
