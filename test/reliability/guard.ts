@@ -231,13 +231,21 @@ async function overviewFile(tally: Tally): Promise<void> {
   });
 }
 
-/** A child swapping `<detail>/sub` between the real folder and a symlink to `outside`, forever. */
+/**
+ * A child swapping `<detail>/sub` between the real folder and a symlink to `outside`, forever.
+ * It sleeps a random fraction of a millisecond in each state: the swaps still land at random
+ * points of a read, and a busy machine cannot starve the reader of every window (two children
+ * spinning without a pause left a CI reader refused 1,500 times out of 1,500).
+ */
 export function spawnFlipper(detail: string, outside: string): ChildProcess {
   const script = `
     const fs = require('node:fs');
     const [sub, real, outside] = process.argv.slice(1);
+    const cell = new Int32Array(new SharedArrayBuffer(4));
+    const nap = (ms) => Atomics.wait(cell, 0, 0, Math.random() * ms);
     for (;;) {
-      try { fs.renameSync(sub, real); fs.symlinkSync(outside, sub); fs.unlinkSync(sub); fs.renameSync(real, sub); } catch {}
+      try { fs.renameSync(sub, real); fs.symlinkSync(outside, sub); nap(0.5); fs.unlinkSync(sub); fs.renameSync(real, sub); } catch {}
+      nap(1);
     }`;
   return spawn(process.execPath, ['-e', script, join(detail, 'sub'), join(detail, '.sub-real'), outside], { stdio: 'ignore' });
 }
