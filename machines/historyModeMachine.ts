@@ -6,8 +6,8 @@
  * A mode can be pinned (`injectHistory: true` pins phase1); unpinning decides afresh.
  */
 import { assign, emit, setup } from 'xstate';
-import type { HistoryMode } from '../src/historyView.js';
-import type { MemoryHealth } from '../src/memoryTemplate.js';
+import type { HistoryMode } from '../src/history/historyView.js';
+import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 
 /** Characters of real content (outside comments and headings) that count as maintained. */
 export const MAINTAINED_MIN_CHARS = 20;

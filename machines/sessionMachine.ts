@@ -6,10 +6,10 @@
  */
 import { assign, emit, enqueueActions, fromPromise, sendParent, sendTo, setup } from 'xstate';
 import type { SessionEvent } from '../src/events.js';
-import type { HistoryMode, HistoryView } from '../src/historyView.js';
-import type { MemoryHealth } from '../src/memoryTemplate.js';
-import type { PromptBase } from '../src/promptBuilder.js';
-import { remindNextRequest, type TrackerState } from '../src/reminderTracker.js';
+import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
+import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
+import type { PromptBase } from '../src/prompt/promptBuilder.js';
+import { remindNextRequest, type TrackerState } from '../src/memory/reminderTracker.js';
 import { historyModeMachine, type ModeAnnouncement } from './historyModeMachine.js';
 import { turnMachine, type HostInput, type TurnOutput, type TurnStatics } from './turnMachine.js';
 

@@ -5,18 +5,18 @@
  * long tool loops. Pure: memoryStore, compactor, llm and toolRunner are provided by src/.
  */
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
-import { autoTier, planConversation, planToolStubs, type CompactionTarget } from '../src/compaction.js';
+import { autoTier, planConversation, planToolStubs, type CompactionTarget } from '../src/compaction/compaction.js';
 import type { CompactionReason, SessionEvent, TurnStatus } from '../src/events.js';
-import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from '../src/historyView.js';
-import { jitterOf, toTurnError, type LLMUsage, type TurnError } from '../src/llm.js';
-import type { AssistantMessage, ToolCall } from '../src/messages.js';
-import { buildPrompt, estimateWithoutTail, promptBase, percentOf, type BuiltPrompt, type PromptBase } from '../src/promptBuilder.js';
-import { checkRound, markUpdated, remindNextRequest, type ReminderDue, type TrackerState } from '../src/reminderTracker.js';
-import { retryDelay, type TurnSettings } from '../src/settings.js';
-import type { TokenCounter } from '../src/tokens.js';
-import type { ToolSpec } from '../src/tool.js';
-import type { MemorySnapshot } from '../src/workingMemory.js';
-import type { MemoryHealth } from '../src/memoryTemplate.js';
+import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from '../src/history/historyView.js';
+import { jitterOf, toTurnError, type LLMUsage, type TurnError } from '../src/llm/llm.js';
+import type { AssistantMessage, ToolCall } from '../src/history/messages.js';
+import { buildPrompt, estimateWithoutTail, promptBase, percentOf, type BuiltPrompt, type PromptBase } from '../src/prompt/promptBuilder.js';
+import { checkRound, markUpdated, remindNextRequest, type ReminderDue, type TrackerState } from '../src/memory/reminderTracker.js';
+import { retryDelay, type TurnSettings } from '../src/settings/settings.js';
+import type { TokenCounter } from '../src/tokens/tokens.js';
+import type { ToolSpec } from '../src/tools/tool.js';
+import type { MemorySnapshot } from '../src/memory/workingMemory.js';
+import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 
 /** Tool outputs the auto policy leaves as they are. */
 export const AUTO_KEEP_TOOL_OUTPUTS = 5;

@@ -2,12 +2,12 @@
  * The one vocabulary of everything observable in a session. The machines, the actors,
  * the CLI, RPC, the trace, the visualizer and the tests all speak it.
  */
-import type { HistoryMode } from './historyView.js';
-import type { TurnError } from './llm.js';
-import type { ChatMessage } from './messages.js';
-import type { MemoryHealth } from './memoryTemplate.js';
-import type { PromptTokens } from './promptBuilder.js';
-import type { ReminderLevel, ReminderReason } from './reminderTracker.js';
+import type { HistoryMode } from './history/historyView.js';
+import type { TurnError } from './llm/llm.js';
+import type { ChatMessage } from './history/messages.js';
+import type { MemoryHealth } from './memory/memoryTemplate.js';
+import type { PromptTokens } from './prompt/promptBuilder.js';
+import type { ReminderLevel, ReminderReason } from './memory/reminderTracker.js';
 
 export type TurnStatus = 'done' | 'failed' | 'aborted';
 export type CompactionReason = 'llm' | 'fallback' | 'overflow' | 'auto' | 'manual' | 'horizon';

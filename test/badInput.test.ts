@@ -2,10 +2,10 @@ import { appendFileSync, existsSync, linkSync, mkdirSync, readFileSync, readdirS
 import { join } from 'node:path';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../src/config.js';
-import { scriptedModel, type ScriptedReply } from '../src/scriptedModel.js';
-import { createSession, openSession } from '../src/session.js';
-import { defineTool } from '../src/tool.js';
+import { ConfigError } from '../src/settings/config.js';
+import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
+import { createSession, openSession } from '../src/session/session.js';
+import { defineTool } from '../src/tools/tool.js';
 import { collect, logEntries, newSession, ofType, tempHome } from './helpers.js';
 
 const call = (name: string, args: string | Record<string, unknown>): ScriptedReply => ({ toolCalls: [{ name, arguments: args }] });
@@ -185,7 +185,7 @@ describe('damaged session files', () => {
   it('a malformed reminder state starts afresh, with a note', async () => {
     const home = tempHome();
     const { id } = await sessionWithTurns(home);
-    const { openStateStore } = await import('../src/stateStore.js');
+    const { openStateStore } = await import('../src/storage/stateStore.js');
     const store = await openStateStore(join(home, 'state'));
     await store.set(`tracker:${id}`, { rounds: 'many' });
     await store.close();

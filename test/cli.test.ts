@@ -9,13 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { protocolFollower, scripted, startTestServer, type TestServer } from '../src/testing/index.js';
 import { runRpcClient } from '../examples/rpcClient.js';
 import { startService } from '../examples/httpService.js';
-import { openaiChat } from '../src/openaiChat.js';
+import { openaiChat } from '../src/llm/openaiChat.js';
 import { runCli as cli } from './cliProcess.js';
 import { tempHome } from './helpers.js';
 import WebSocket from 'ws';
-import { startVizServer } from '../src/vizServer.js';
+import { startVizServer } from '../src/viz/vizServer.js';
 
-const CLI = join(import.meta.dirname, '..', 'dist', 'src', 'cli.js');
+const CLI = join(import.meta.dirname, '..', 'dist', 'src', 'cli', 'main.js');
 
 let server: TestServer;
 let home: string;

@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openaiChat } from '../src/openaiChat.js';
+import { openaiChat } from '../src/llm/openaiChat.js';
 import { scripted, startTestServer, type TestServer } from '../src/testing/index.js';
 import { runCli as cli } from './cliProcess.js';
 import { cliServerEnv, tempHome } from './helpers.js';

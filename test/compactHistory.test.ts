@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import type { LLM, LLMRequest, LLMResponse } from '../src/llm.js';
-import { scriptedModel, type ScriptedReply } from '../src/scriptedModel.js';
-import { modelSummarizer, SUMMARIZER_MARK } from '../src/summarizer.js';
-import { loadTokenCounter } from '../src/tokens.js';
-import { defineTool } from '../src/tool.js';
-import { fromItems } from '../src/historyView.js';
+import type { LLM, LLMRequest, LLMResponse } from '../src/llm/llm.js';
+import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
+import { modelSummarizer, SUMMARIZER_MARK } from '../src/compaction/summarizer.js';
+import { loadTokenCounter } from '../src/tokens/tokens.js';
+import { defineTool } from '../src/tools/tool.js';
+import { fromItems } from '../src/history/historyView.js';
 import { collect, logEntries, newSession, ofType, splitTail } from './helpers.js';
 
 const compact = (args: Record<string, unknown>): ScriptedReply => ({ toolCalls: [{ name: 'compact_history', arguments: args }] });

@@ -10,13 +10,13 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import type { HistoryView } from '../src/historyView.js';
-import type { LLM, LLMRequest } from '../src/llm.js';
-import type { LogEntry } from '../src/messageLog.js';
-import { ChatMessageSchema, type ChatMessage } from '../src/messages.js';
-import { scriptedModel, type ScriptedReply } from '../src/scriptedModel.js';
-import { openSession } from '../src/session.js';
-import { defineTool } from '../src/tool.js';
+import type { HistoryView } from '../src/history/historyView.js';
+import type { LLM, LLMRequest } from '../src/llm/llm.js';
+import type { LogEntry } from '../src/storage/messageLog.js';
+import { ChatMessageSchema, type ChatMessage } from '../src/history/messages.js';
+import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
+import { openSession } from '../src/session/session.js';
+import { defineTool } from '../src/tools/tool.js';
 import { independentCount, logEntries, newSession, tempHome } from './helpers.js';
 
 type Step =

@@ -1,8 +1,8 @@
 import { createActor, fromPromise, toPromise } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { fromItems } from '../src/historyView.js';
-import { INITIAL_TRACKER } from '../src/reminderTracker.js';
-import { defaultTurnSettings } from '../src/settings.js';
+import { fromItems } from '../src/history/historyView.js';
+import { INITIAL_TRACKER } from '../src/memory/reminderTracker.js';
+import { defaultTurnSettings } from '../src/settings/settings.js';
 import {
   loadTokenCounter,
   turnMachine,
@@ -16,8 +16,8 @@ import {
   type ToolRunnerInput,
   type ToolRunnerOutput,
 } from '../src/index.js';
-import { memoryHealth } from '../src/memoryTemplate.js';
-import { scriptedModel } from '../src/scriptedModel.js';
+import { memoryHealth } from '../src/memory/memoryTemplate.js';
+import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { collect, newSession, ofType } from './helpers.js';
 
 describe('embedding', () => {

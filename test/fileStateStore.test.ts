@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fileStateStore } from '../src/fileStateStore.js';
+import { fileStateStore } from '../src/storage/fileStateStore.js';
 import { tempHome } from './helpers.js';
 
 const KEYS = [

@@ -7,12 +7,12 @@
 import { readdirSync, readFileSync, statSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { LLMRequest, LLMResponse } from '../src/llm.js';
-import { memoryTools } from '../src/memoryTools.js';
-import { scriptedModel, type ScriptedReply } from '../src/scriptedModel.js';
-import { countTags, neutraliseTags } from '../src/structuralTags.js';
-import type { ToolContext } from '../src/tool.js';
-import { WorkingMemory } from '../src/workingMemory.js';
+import type { LLMRequest, LLMResponse } from '../src/llm/llm.js';
+import { memoryTools } from '../src/tools/memoryTools.js';
+import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
+import { countTags, neutraliseTags } from '../src/prompt/structuralTags.js';
+import type { ToolContext } from '../src/tools/tool.js';
+import { WorkingMemory } from '../src/memory/workingMemory.js';
 import { collect, logEntries, newSession, ofType, tempHome } from './helpers.js';
 import { LOOK_ALIKES, raceReads, raceWrites } from './reliability/guard.js';
 

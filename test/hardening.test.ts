@@ -7,14 +7,14 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REDACTED, redactor } from '../src/redact.js';
-import { LOCK_FILE, pidNamespace, SessionInUseError, SessionLock } from '../src/sessionLock.js';
-import { neutraliseTags } from '../src/structuralTags.js';
-import { argumentProblem, boundToolArguments, MAX_NESTING, omittedArguments } from '../src/toolArguments.js';
-import { OVERVIEW_MAX_BYTES, WorkingMemory } from '../src/workingMemory.js';
-import { writeFileAtomic } from '../src/atomicWrite.js';
+import { REDACTED, redactor } from '../src/secrets/redact.js';
+import { LOCK_FILE, pidNamespace, SessionInUseError, SessionLock } from '../src/storage/sessionLock.js';
+import { neutraliseTags } from '../src/prompt/structuralTags.js';
+import { argumentProblem, boundToolArguments, MAX_NESTING, omittedArguments } from '../src/tools/toolArguments.js';
+import { OVERVIEW_MAX_BYTES, WorkingMemory } from '../src/memory/workingMemory.js';
+import { writeFileAtomic } from '../src/storage/atomicWrite.js';
 import { unpairedTools } from '../src/testing/testServer.js';
-import { capOutput, SavedOutputNames } from '../src/toolOutputCap.js';
+import { capOutput, SavedOutputNames } from '../src/tools/toolOutputCap.js';
 
 const temp = (name: string) => mkdtempSync(join(tmpdir(), `workmem-${name}-`));
 

@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { countChatCompletionTokens } from 'gpt-tokenizer/model/gpt-4o';
 import { afterAll, afterEach } from 'vitest';
 import type { WorkmemEvent } from '../src/events.js';
-import type { LLMRequest } from '../src/llm.js';
-import type { LogEntry } from '../src/messageLog.js';
-import { createSession, type Session, type SessionOptions } from '../src/session.js';
+import type { LLMRequest } from '../src/llm/llm.js';
+import type { LogEntry } from '../src/storage/messageLog.js';
+import { createSession, type Session, type SessionOptions } from '../src/session/session.js';
 import { protocolFollower, startTestServer, type Policy, type TestServer, type TestServerOptions } from '../src/testing/index.js';
 
 const homes: string[] = [];

@@ -7,9 +7,9 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { totalTokens } from '../src/historyView.js';
-import { loadTokenCounter } from '../src/tokens.js';
-import { defineTool } from '../src/tool.js';
+import { totalTokens } from '../src/history/historyView.js';
+import { loadTokenCounter } from '../src/tokens/tokens.js';
+import { defineTool } from '../src/tools/tool.js';
 import { policyModel, protocolFollower } from '../src/testing/index.js';
 import { collect, newSession, ofType } from './helpers.js';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { overviewTemplate } from '../src/memoryTemplate.js';
-import { scriptedModel, type ScriptedReply } from '../src/scriptedModel.js';
-import { openSession } from '../src/session.js';
-import type { LLMRequest } from '../src/llm.js';
+import { overviewTemplate } from '../src/memory/memoryTemplate.js';
+import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
+import { openSession } from '../src/session/session.js';
+import type { LLMRequest } from '../src/llm/llm.js';
 import { collect, newSession, ofType, tempHome } from './helpers.js';
 
 const write = (content: string): ScriptedReply => ({

@@ -2,8 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { scriptedModel } from '../src/scriptedModel.js';
-import { defineTool } from '../src/tool.js';
+import { scriptedModel } from '../src/llm/scriptedModel.js';
+import { defineTool } from '../src/tools/tool.js';
 import { collect, independentCount, logEntries, newSession, ofType, splitTail } from './helpers.js';
 
 const MEMORY = `# Working Memory

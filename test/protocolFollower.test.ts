@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openaiChat } from '../src/openaiChat.js';
+import { openaiChat } from '../src/llm/openaiChat.js';
 import { protocolFollower, startTestServer, statedFacts, type ChatRequest, type TestServer } from '../src/testing/index.js';
 import { collect, newSession, ofType } from './helpers.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, resolveSettings } from '../src/config.js';
+import { ConfigError, resolveSettings } from '../src/settings/config.js';
 import {
   checkRound,
   DEFAULT_REMINDER_CONFIG,
@@ -7,9 +7,9 @@ import {
   markUpdated,
   remindNextRequest,
   type TrackerState,
-} from '../src/reminderTracker.js';
-import { openSession } from '../src/session.js';
-import { scriptedModel } from '../src/scriptedModel.js';
+} from '../src/memory/reminderTracker.js';
+import { openSession } from '../src/session/session.js';
+import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { collect, logEntries, newSession, ofType, splitTail, tempHome } from './helpers.js';
 
 const config = DEFAULT_REMINDER_CONFIG;

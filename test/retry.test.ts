@@ -4,8 +4,8 @@
  * (`x-should-retry`, `retry-after-ms`, `retry-after`) are obeyed.
  */
 import { describe, expect, it } from 'vitest';
-import { openaiChat } from '../src/openaiChat.js';
-import { retryDelay } from '../src/settings.js';
+import { openaiChat } from '../src/llm/openaiChat.js';
+import { retryDelay } from '../src/settings/settings.js';
 import type { Fault, TestServer } from '../src/testing/index.js';
 import { collect, logEntries, newSession, ofType, testServers } from './helpers.js';
 

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import Keyv from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
 import { describe, expect, it } from 'vitest';
-import { scriptedModel } from '../src/scriptedModel.js';
-import { findSession, listSessions, openSession, removeSession } from '../src/session.js';
-import { keyvStateStore } from '../src/keyvStateStore.js';
+import { scriptedModel } from '../src/llm/scriptedModel.js';
+import { findSession, listSessions, openSession, removeSession } from '../src/session/session.js';
+import { keyvStateStore } from '../src/storage/keyvStateStore.js';
 import { collect, newSession, ofType, tempHome } from './helpers.js';
 
 const REMEMBER = { toolCalls: [{ name: 'remember', arguments: { content: 'The user keeps bees in Lyon.', importance: 0.7 } }] };

@@ -7,8 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openaiChat } from '../src/openaiChat.js';
-import { REDACTED, redactor, streamRedactor } from '../src/redact.js';
+import { openaiChat } from '../src/llm/openaiChat.js';
+import { REDACTED, redactor, streamRedactor } from '../src/secrets/redact.js';
 import type { Policy } from '../src/testing/wire.js';
 import { runCli } from './cliProcess.js';
 import { collect, newSession, ofType, tempHome, testServers } from './helpers.js';

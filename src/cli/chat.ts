@@ -4,10 +4,10 @@
  * running turn, a second Ctrl-C exits. ChatController is also what `workmem demo` drives.
  */
 import { createInterface } from 'node:readline';
-import type { CliIO, Flags } from '../cli.js';
-import type { CompactionTarget } from '../compaction.js';
-import type { LLM } from '../llm.js';
-import { listSessions, type Session } from '../session.js';
+import type { CliIO, Flags } from './cliIO.js';
+import type { CompactionTarget } from '../compaction/compaction.js';
+import type { LLM } from '../llm/llm.js';
+import { listSessions, type Session } from '../session/session.js';
 import { loadConfig, type CliConfig } from './config.js';
 import { paint, renderEvents, statusLine, terminalOutput, type Output } from './render.js';
 import { inspectOption, makeLLM, startSession } from './runtime.js';

@@ -6,9 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { ConfigError, definedOnly, type SettingsOverrides } from '../config.js';
-import { redactor, type Redact } from '../redact.js';
-import { defaultHome } from '../sessionPaths.js';
+import { ConfigError, definedOnly, type SettingsOverrides } from '../settings/config.js';
+import { redactor, type Redact } from '../secrets/redact.js';
+import { defaultHome } from '../storage/sessionPaths.js';
 
 const int = z.number().int().positive();
 const Shape = {

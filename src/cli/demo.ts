@@ -6,12 +6,12 @@
  * memory written, the switch to phase 2, a compaction. It ends with a table.
  */
 import { z } from 'zod';
-import type { CliIO, Flags } from '../cli.js';
+import type { CliIO, Flags } from './cliIO.js';
 import type { WorkmemEvent } from '../events.js';
-import { defineTool } from '../tool.js';
+import { defineTool } from '../tools/tool.js';
 import { protocolFollower, startTestServer } from '../testing/index.js';
 import { ChatController } from './chat.js';
-import { defaultHome } from '../sessionPaths.js';
+import { defaultHome } from '../storage/sessionPaths.js';
 import type { CliConfig } from './config.js';
 import { paint, terminalOutput, type Output } from './render.js';
 import { makeLLM, selfCommand, startSession } from './runtime.js';

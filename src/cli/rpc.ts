@@ -8,10 +8,10 @@
  * The protocol is documented in docs/rpc.md.
  */
 import { z } from 'zod';
-import type { CliIO, Flags } from '../cli.js';
-import type { LLM } from '../llm.js';
-import { redactor, type Redact } from '../redact.js';
-import { findSession, listSessions, type Session } from '../session.js';
+import type { CliIO, Flags } from './cliIO.js';
+import type { LLM } from '../llm/llm.js';
+import { redactor, type Redact } from '../secrets/redact.js';
+import { findSession, listSessions, type Session } from '../session/session.js';
 import { loadConfig, type CliConfig } from './config.js';
 import { LineSplitter } from './lineSplitter.js';
 import { inspectOption, makeLLM, startSession, type SessionChoice } from './runtime.js';

@@ -3,7 +3,7 @@
  * answer as it streams (or, with --json, every event as a JSON line); tool calls, memory
  * writes and the status line go to stderr. The exit code says whether the turn succeeded.
  */
-import type { CliIO, Flags } from '../cli.js';
+import type { CliIO, Flags } from './cliIO.js';
 import { loadConfig } from './config.js';
 import { renderEvents, statusLine, terminalOutput } from './render.js';
 import { makeLLM, startSession } from './runtime.js';

@@ -4,12 +4,12 @@
  */
 import { relative } from 'node:path';
 import type { InspectionEvent } from 'xstate';
-import { ConfigError } from '../config.js';
-import type { LLM } from '../llm.js';
-import { openaiChat } from '../openaiChat.js';
-import { createSession, listSessions, openSession, type Session } from '../session.js';
-import type { Tool } from '../tool.js';
-import { DEFAULT_VIZ_PORT } from '../liveLink.js';
+import { ConfigError } from '../settings/config.js';
+import type { LLM } from '../llm/llm.js';
+import { openaiChat } from '../llm/openaiChat.js';
+import { createSession, listSessions, openSession, type Session } from '../session/session.js';
+import type { Tool } from '../tools/tool.js';
+import { DEFAULT_VIZ_PORT } from '../viz/liveLink.js';
 import { UsageError } from './usageError.js';
 import { settingsOf, type CliConfig } from './config.js';
 
@@ -27,7 +27,7 @@ export function makeLLM(config: CliConfig): LLM {
   });
 }
 
-/** How this CLI was started, to print commands the user can paste: `workmem`, or `node dist/src/cli.js`. */
+/** How this CLI was started, to print commands the user can paste: `workmem`, or `node dist/src/cli/main.js`. */
 export function selfCommand(): string {
   const script = process.argv[1] ?? '';
   if (/(^|[\\/])workmem$/.test(script)) return 'workmem';

@@ -4,13 +4,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CliIO, Flags } from '../cli.js';
-import { readLog } from '../messageLog.js';
-import { findSession, listSessions, removeSession } from '../session.js';
-import { SessionMetaSchema, type SessionMeta } from '../sessionFiles.js';
-import { defaultHome } from '../sessionPaths.js';
-import { WorkingMemory } from '../workingMemory.js';
-import { redactor } from '../redact.js';
+import type { CliIO, Flags } from './cliIO.js';
+import { readLog } from '../storage/messageLog.js';
+import { findSession, listSessions, removeSession } from '../session/session.js';
+import { SessionMetaSchema, type SessionMeta } from '../storage/sessionFiles.js';
+import { defaultHome } from '../storage/sessionPaths.js';
+import { WorkingMemory } from '../memory/workingMemory.js';
+import { redactor } from '../secrets/redact.js';
 import { terminalLine, terminalText } from './terminalText.js';
 import { UsageError } from './usageError.js';
 

@@ -1,11 +1,11 @@
 /**
  * workmem viz: serves the visualizer until Ctrl-C.
  */
-import type { CliIO, Flags } from '../cli.js';
-import { DEFAULT_VIZ_PORT } from '../liveLink.js';
-import { findSession } from '../session.js';
-import { defaultHome } from '../sessionPaths.js';
-import { startVizServer } from '../vizServer.js';
+import type { CliIO, Flags } from './cliIO.js';
+import { DEFAULT_VIZ_PORT } from '../viz/liveLink.js';
+import { findSession } from '../session/session.js';
+import { defaultHome } from '../storage/sessionPaths.js';
+import { startVizServer } from '../viz/vizServer.js';
 import { UsageError } from './usageError.js';
 
 export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {

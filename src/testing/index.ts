@@ -11,4 +11,4 @@ export type { ProtocolFollowerOptions } from './protocolFollower.js';
 export { policyModel } from './policyModel.js';
 export type { PolicyModelOptions } from './policyModel.js';
 export type { ChatRequest, Policy, PolicyReply, PolicyContext, WireTool } from './wire.js';
-export { scriptedModel } from '../scriptedModel.js';
+export { scriptedModel } from '../llm/scriptedModel.js';

@@ -2,9 +2,9 @@
  * A policy as an in-process LLM: the same decisions as over HTTP, without the network.
  * For fast tests and benchmarks; usage is counted from the request like the test server.
  */
-import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse } from '../llm.js';
-import type { AssistantMessage } from '../messages.js';
-import type { TokenCounter } from '../tokens.js';
+import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse } from '../llm/llm.js';
+import type { AssistantMessage } from '../history/messages.js';
+import type { TokenCounter } from '../tokens/tokens.js';
 import type { ChatRequest, Policy } from './wire.js';
 
 export interface PolicyModelOptions {

@@ -14,8 +14,8 @@
  * Its randomness is seeded by `seed` and the user's message, so a request always gets
  * the same reply.
  */
-import type { ChatMessage } from '../messages.js';
-import { SUMMARIZER_MARK } from '../summarizer.js';
+import type { ChatMessage } from '../history/messages.js';
+import { SUMMARIZER_MARK } from '../compaction/summarizer.js';
 import type { ChatRequest, Policy, PolicyReply } from './wire.js';
 
 export interface ProtocolFollowerOptions {

@@ -8,8 +8,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import type { ChatMessage } from '../messages.js';
-import { loadTokenCounter, type TokenCounter } from '../tokens.js';
+import type { ChatMessage } from '../history/messages.js';
+import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
 import type { ChatRequest, Policy, PolicyReply } from './wire.js';
 import { corruptStream, pieces as bytePieces } from './streamCorruption.js';
 

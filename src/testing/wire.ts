@@ -2,7 +2,7 @@
  * The Chat Completions request body as the test server receives it, and what a policy
  * answers. Policies see exactly what a real model would: the JSON the client sent.
  */
-import type { ChatMessage } from '../messages.js';
+import type { ChatMessage } from '../history/messages.js';
 
 export interface WireTool {
   type: 'function';

@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encode } from 'gpt-tokenizer/model/gpt-4o';
-import { ItemMemory } from '../../src/itemMemory.js';
-import type { LLM, LLMRequest } from '../../src/llm.js';
-import { createSession, openSession, type Session, type SessionOptions } from '../../src/session.js';
-import { loadTokenCounter, type TokenCounter } from '../../src/tokens.js';
+import { ItemMemory } from '../../src/itemMemory/itemMemory.js';
+import type { LLM, LLMRequest } from '../../src/llm/llm.js';
+import { createSession, openSession, type Session, type SessionOptions } from '../../src/session/session.js';
+import { loadTokenCounter, type TokenCounter } from '../../src/tokens/tokens.js';
 import { policyModel, protocolFollower } from '../../src/testing/index.js';
 import { median, now, p99, quantile, type Row } from './harness.js';
 
@@ -540,7 +540,7 @@ const signed = (x: number): string => `${x >= 0 ? '+' : '−'}${Math.abs(x).toFi
 
 /** 7. `workmem --help` wall time. */
 export function cliStart(scale: Scale): Row[] {
-  const cli = built('src/cli.js');
+  const cli = built('src/cli/main.js');
   const times: number[] = [];
   for (let i = 0; i < scale.cliRuns + 1; i++) {
     const start = now();

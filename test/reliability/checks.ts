@@ -4,9 +4,9 @@
  */
 import { readdirSync, type Dirent } from 'node:fs';
 import { join, relative } from 'node:path';
-import { checkEntry, readLog, type LogEntry } from '../../src/messageLog.js';
-import type { HistoryView } from '../../src/historyView.js';
-import type { TrackerState } from '../../src/reminderTracker.js';
+import { checkEntry, readLog, type LogEntry } from '../../src/storage/messageLog.js';
+import type { HistoryView } from '../../src/history/historyView.js';
+import type { TrackerState } from '../../src/memory/reminderTracker.js';
 
 /** Why `view` is not a valid Chat Completions message list (empty when it is). */
 export function historyProblems(view: HistoryView): string[] {

@@ -16,10 +16,10 @@ import fs from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { basename } from 'node:path';
 import { z } from 'zod';
-import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse } from '../../src/llm.js';
-import type { AssistantMessage } from '../../src/messages.js';
-import { createSession, openSession, type Session } from '../../src/session.js';
-import { defineTool } from '../../src/tool.js';
+import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse } from '../../src/llm/llm.js';
+import type { AssistantMessage } from '../../src/history/messages.js';
+import { createSession, openSession, type Session } from '../../src/session/session.js';
+import { defineTool } from '../../src/tools/tool.js';
 import { sha } from './hash.js';
 
 const [home, idArg, seedArg, killArg] = process.argv.slice(2);

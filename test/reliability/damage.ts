@@ -12,12 +12,12 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { openaiChat } from '../../src/openaiChat.js';
-import { scriptedModel, type ScriptedReply } from '../../src/scriptedModel.js';
-import { createSession, openSession, type Session } from '../../src/session.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
+import { createSession, openSession, type Session } from '../../src/session/session.js';
 import { startTestServer, type PolicyReply } from '../../src/testing/index.js';
-import { defineTool } from '../../src/tool.js';
-import type { ToolMessage } from '../../src/messages.js';
+import { defineTool } from '../../src/tools/tool.js';
+import type { ToolMessage } from '../../src/history/messages.js';
 import { historyProblems } from './checks.js';
 import { Tally, type FamilyResult } from './report.js';
 

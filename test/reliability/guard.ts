@@ -11,13 +11,13 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, tru
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionEvent } from '../../src/events.js';
-import type { LLMRequest, LLMResponse } from '../../src/llm.js';
-import { memoryTools } from '../../src/memoryTools.js';
-import { scriptedModel, type ScriptedReply } from '../../src/scriptedModel.js';
-import { createSession, type Session, type SessionOptions } from '../../src/session.js';
-import { MAX_RESPONSE_ARGUMENT_BYTES } from '../../src/toolArguments.js';
-import type { ToolContext } from '../../src/tool.js';
-import { WorkingMemory } from '../../src/workingMemory.js';
+import type { LLMRequest, LLMResponse } from '../../src/llm/llm.js';
+import { memoryTools } from '../../src/tools/memoryTools.js';
+import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
+import { createSession, type Session, type SessionOptions } from '../../src/session/session.js';
+import { MAX_RESPONSE_ARGUMENT_BYTES } from '../../src/tools/toolArguments.js';
+import type { ToolContext } from '../../src/tools/tool.js';
+import { WorkingMemory } from '../../src/memory/workingMemory.js';
 import { Tally, type FamilyResult } from './report.js';
 
 const FAMILY = 'guard';

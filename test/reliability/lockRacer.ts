@@ -9,7 +9,7 @@
  * stdout: `got`, `refused <message>` or `error <message>` after go; `released` after release.
  */
 import { createInterface } from 'node:readline';
-import { SessionLock } from '../../src/sessionLock.js';
+import { SessionLock } from '../../src/storage/sessionLock.js';
 
 let lock: SessionLock | null = null;
 const say = (line: string): void => void process.stdout.write(`${line}\n`);

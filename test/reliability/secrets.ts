@@ -10,10 +10,10 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { openaiChat } from '../../src/openaiChat.js';
-import { createSession } from '../../src/session.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { createSession } from '../../src/session/session.js';
 import { startTestServer, type PolicyReply } from '../../src/testing/index.js';
-import { defineTool } from '../../src/tool.js';
+import { defineTool } from '../../src/tools/tool.js';
 import { runCli } from '../cliProcess.js';
 import { entriesUnder } from './checks.js';
 import { Tally, type FamilyResult } from './report.js';

@@ -23,9 +23,9 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSession } from '../../src/session.js';
+import { createSession } from '../../src/session/session.js';
 import { policyModel, protocolFollower } from '../../src/testing/index.js';
-import { loadTokenCounter } from '../../src/tokens.js';
+import { loadTokenCounter } from '../../src/tokens/tokens.js';
 import { historyProblems } from './checks.js';
 import { Tally, type FamilyResult } from './report.js';
 

@@ -11,9 +11,9 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileStateStore } from '../../src/fileStateStore.js';
-import { scriptedModel } from '../../src/scriptedModel.js';
-import { createSession, listSessions, openSession } from '../../src/session.js';
+import { fileStateStore } from '../../src/storage/fileStateStore.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { createSession, listSessions, openSession } from '../../src/session/session.js';
 import { builtFile } from './built.js';
 import { Tally, type FamilyResult } from './report.js';
 
@@ -22,7 +22,7 @@ const WRITERS = 3;
 /** A writer: stores `items:w<n>:<i>` and `session:shared` in a loop, saying `ack <i>` after each. */
 function writerScript(dir: string, writer: number): string {
   return `
-    const { fileStateStore } = await import(${JSON.stringify(builtFile('src/fileStateStore.js'))});
+    const { fileStateStore } = await import(${JSON.stringify(builtFile('src/storage/fileStateStore.js'))});
     const store = fileStateStore(${JSON.stringify(dir)});
     for (let i = 0; ; i++) {
       await store.set('items:w${writer}:' + i, { writer: ${writer}, i, text: 'x'.repeat(200 + (i % 7) * 300) });

@@ -12,10 +12,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket, { WebSocketServer } from 'ws';
-import { LiveLink } from '../../src/liveLink.js';
-import { scriptedModel } from '../../src/scriptedModel.js';
-import { createSession } from '../../src/session.js';
-import { startVizServer, type VizServer } from '../../src/vizServer.js';
+import { LiveLink } from '../../src/viz/liveLink.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { createSession } from '../../src/session/session.js';
+import { startVizServer, type VizServer } from '../../src/viz/vizServer.js';
 import { auth, rawGet, until, upgradeHeaders, wsAttempt } from '../vizProbes.js';
 import { Tally, type FamilyResult } from './report.js';
 

@@ -1,0 +1,129 @@
+/**
+ * The llm actor: one streaming request to the model. Deltas go out as message_delta
+ * events; the finished message is appended (and synced) before message_end. On abort
+ * the text streamed so far is kept as an assistant message marked `stop: "aborted"`;
+ * a half-streamed tool call is dropped, never written.
+ */
+import type { LlmInput, LlmOutput } from '../../machines/turnMachine.js';
+import type { SessionEvent } from '../events.js';
+import { FailedRequest, LLMError, type LLM } from '../llm/llm.js';
+import { streamRedactor, type Redact } from '../secrets/redact.js';
+import { ChatMessageSchema, type AssistantMessage, type ToolCall } from '../history/messages.js';
+import { boundAnswer, boundResponse } from '../llm/captureBounds.js';
+import { boundToolArguments } from '../tools/toolArguments.js';
+import type { SessionFiles } from '../storage/sessionFiles.js';
+import type { TokenCounter } from '../tokens/tokens.js';
+
+export interface LlmRequestDeps {
+  llm: LLM;
+  files: SessionFiles;
+  counter: TokenCounter;
+  emit(event: SessionEvent): void;
+  /** Stores a call's oversized arguments whole; returns where (see toolArguments.ts). */
+  saveArguments(call: ToolCall, turn: number): string;
+  /** Stores an answer over the cap whole; returns where (see captureBounds.ts). */
+  saveAnswer?(text: string, turn: number, request: number): string;
+  /** A draw in [0, 1) for a failure's retry jitter (default Math.random). */
+  random?: () => number;
+  /** The session's redactor: deltas go out through a window, so a key split over deltas is masked too. */
+  redact?: Redact;
+}
+
+export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: LlmRequestDeps): Promise<LlmOutput> {
+  const { files, counter } = deps;
+  const base = { turn: input.turn, request: input.request };
+  let streamed = '';
+  let settled = false;
+  const saveAnswer = (text: string): string =>
+    deps.saveAnswer ? deps.saveAnswer(text, input.turn, input.request) : '(nowhere: no store given)';
+  const window = deps.redact ? streamRedactor(deps.redact) : null;
+  const release = (shown: string): void => {
+    if (shown) deps.emit({ type: 'message_delta', ...base, delta: shown });
+  };
+  const flush = (): void => release(window?.flush() ?? '');
+
+  const keepStreamed = (): void => {
+    if (settled) return;
+    settled = true;
+    flush();
+    if (!streamed) return;
+    const message: AssistantMessage = { role: 'assistant', content: boundAnswer(streamed, saveAnswer) };
+    const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true, stop: 'aborted' });
+    deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message, stop: 'aborted' });
+  };
+  signal.addEventListener('abort', keepStreamed, { once: true });
+
+  try {
+    const response = await deps.llm.complete(
+      { messages: input.prompt.messages, tools: input.prompt.tools, maxOutputTokens: input.maxOutputTokens },
+      {
+        signal,
+        onText: (delta) => {
+          if (settled || !delta) return;
+          streamed += delta;
+          release(window ? window.push(delta) : delta);
+        },
+      },
+    );
+    if (settled) throw new LLMError('aborted', 'the request was aborted');
+    flush();
+    // Names and text first: a refused call is saved whole with its arguments, then they are bounded.
+    const bounded = boundResponse(checkedMessage(response.message), (call) => deps.saveArguments(call, input.turn), saveAnswer);
+    const message = boundToolArguments(bounded, (call) => deps.saveArguments(call, input.turn));
+    settled = true;
+    const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
+    deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message });
+    const warning = finishWarning(response.finishReason);
+    if (warning) deps.emit({ type: 'error', ...base, error: { kind: 'bad_response', message: warning, retryable: false }, fatal: false });
+    return { history: files.history, message, usage: response.usage, finishReason: response.finishReason };
+  } catch (error) {
+    if (!settled) flush();
+    throw new FailedRequest(error, (deps.random ?? Math.random)());
+  } finally {
+    settled = true;
+    signal.removeEventListener('abort', keepStreamed);
+  }
+}
+
+/** What we store must be a valid assistant message; tool calls get unique ids. */
+function checkedMessage(message: AssistantMessage): AssistantMessage {
+  const seen = new Set<string>();
+  const withIds = Array.isArray(message?.tool_calls)
+    ? {
+        ...message,
+        tool_calls: message.tool_calls.map((call, i) => {
+          let id = typeof call?.id === 'string' && call.id ? call.id : `call_${i}`;
+          while (seen.has(id)) id = `${id}_${i}`;
+          seen.add(id);
+          return { ...call, id };
+        }),
+      }
+    : message;
+  const parsed = ChatMessageSchema.safeParse(withIds);
+  if (!parsed.success || parsed.data.role !== 'assistant') {
+    throw new LLMError('bad_response', `the model's response is not a valid assistant message`);
+  }
+  const content = parsed.data.content ?? null;
+  const calls = parsed.data.tool_calls;
+  if (!calls?.length) {
+    if (!content) throw new LLMError('bad_response', 'the model returned an empty response (no text and no tool calls)');
+    return { role: 'assistant', content };
+  }
+  return { role: 'assistant', content, tool_calls: calls };
+}
+
+/** The answer is kept whatever the finish reason; an unusual one is reported. */
+function finishWarning(reason: string): string | null {
+  switch (reason) {
+    case 'stop':
+    case 'tool_calls':
+    case 'function_call':
+      return null;
+    case 'length':
+      return 'the answer was cut at the output token limit (finish_reason "length"); it was kept as it is';
+    case 'content_filter':
+      return "the answer was cut by the provider's content filter; it was kept as it is";
+    default:
+      return `unknown finish reason ${JSON.stringify(reason).slice(0, 60)}; the answer was kept as it is`;
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * The toolRunner actor: runs the tool calls of one model response in order. Each call's
+ * arguments are parsed and validated with the tool's zod schema; an unknown tool, bad
+ * JSON, invalid arguments or a throwing tool give an error result the model can read,
+ * never a crash. Each result is appended (and synced) before its message_end. On abort,
+ * every call without a result gets one, so the history stays a valid message list.
+ */
+import { z } from 'zod';
+import type { OverviewWrite, ToolRunnerInput, ToolRunnerOutput } from '../../machines/turnMachine.js';
+import type { SessionEvent } from '../events.js';
+import type { ToolCall } from '../history/messages.js';
+import type { SessionFiles } from '../storage/sessionFiles.js';
+import type { TokenCounter } from '../tokens/tokens.js';
+import type { Tool, ToolContext } from '../tools/tool.js';
+import type { WriteResult } from '../memory/workingMemory.js';
+import { neutraliseTags } from '../prompt/structuralTags.js';
+import { argumentProblem, omittedArguments } from '../tools/toolArguments.js';
+import { invalidNameProblem } from '../llm/captureBounds.js';
+
+export interface ToolRunnerDeps {
+  files: SessionFiles;
+  tools: ReadonlyMap<string, Tool>;
+  counter: TokenCounter;
+  emit(event: SessionEvent): void;
+  now(): number;
+  /** Memory writes made by tools since the last call (filled by the memory tools' hook). */
+  drainWrites(): WriteResult[];
+  /** Whether compact_history ran since the last call. */
+  drainCompacted(): boolean;
+  /** Shapes what the model sees of a tool's output (caps large output); identity by default. */
+  capture?(call: ToolCall, content: string, turn: number): string;
+}
+
+export const ABORTED_RESULT = 'Aborted: the user stopped the turn before this tool call finished.';
+
+export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, deps: ToolRunnerDeps): Promise<ToolRunnerOutput> {
+  const { files, counter } = deps;
+  const answered = new Set<string>();
+  let overviewWrite: OverviewWrite | null = null;
+  let finished = false;
+
+  const append = (call: ToolCall, content: string, isError: boolean, ms: number): void => {
+    const message = { role: 'tool' as const, tool_call_id: call.id, content };
+    const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
+    answered.add(call.id);
+    const base = { turn: input.turn, request: input.request };
+    deps.emit({ type: 'tool_end', ...base, callId: call.id, name: call.function.name, isError, content, ms });
+    deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message });
+  };
+
+  const onAbort = (): void => {
+    if (finished) return;
+    finished = true;
+    for (const call of input.calls) if (!answered.has(call.id)) append(call, ABORTED_RESULT, true, 0);
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
+
+  try {
+    for (const call of input.calls) {
+      if (finished) break;
+      deps.emit({
+        type: 'tool_start',
+        turn: input.turn,
+        request: input.request,
+        callId: call.id,
+        name: call.function.name,
+        arguments: call.function.arguments,
+      });
+      const started = deps.now();
+      const { content, isError } = await execute(call, deps, signal, files, input);
+      if (finished) break; // aborted while the tool ran: its result was already recorded as aborted
+      // What the model reads cannot close or forge the tags that frame the request.
+      const shown = neutraliseTags(deps.capture ? deps.capture(call, content, input.turn) : content);
+      append(call, shown, isError, deps.now() - started);
+      const overview = deps
+        .drainWrites()
+        .filter((w) => w.isOverview)
+        .pop();
+      if (overview && !isError) {
+        files.appendEvent(input.turn, 'memory_updated', { path: overview.path, bytes: overview.bytes });
+        overviewWrite = {
+          at: deps.now(),
+          path: overview.path,
+          bytes: overview.bytes,
+          ...(overview.warning ? { warning: overview.warning } : {}),
+          memory: files.memory.snapshot(),
+        };
+      }
+    }
+  } finally {
+    finished = true;
+    signal.removeEventListener('abort', onAbort);
+  }
+  return { history: files.history, overviewWrite, compacted: deps.drainCompacted() };
+}
+
+async function execute(
+  call: ToolCall,
+  deps: ToolRunnerDeps,
+  signal: AbortSignal,
+  files: SessionFiles,
+  input: ToolRunnerInput,
+): Promise<{ content: string; isError: boolean }> {
+  const name = call.function.name;
+  const badName = invalidNameProblem(call);
+  if (badName) return { content: `Error: ${badName}. Available tools: ${[...deps.tools.keys()].join(', ')}.`, isError: true };
+  const tool = deps.tools.get(name);
+  if (!tool) {
+    return {
+      content: `Error: unknown tool ${JSON.stringify(name)}. Available tools: ${[...deps.tools.keys()].join(', ')}.`,
+      isError: true,
+    };
+  }
+  const problem = argumentProblem(call.function.arguments);
+  if (problem)
+    return { content: `Error: ${name} was not run: ${problem}. Send one flat JSON object matching the tool's parameters.`, isError: true };
+  let args: unknown;
+  try {
+    args = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
+  } catch (error) {
+    return {
+      content: `Error: the arguments of ${name} are not valid JSON (${(error as Error).message.slice(0, 200)}). Send one JSON object matching the tool's parameters.`,
+      isError: true,
+    };
+  }
+  const omitted = omittedArguments(args);
+  if (omitted) {
+    return {
+      content: `Error: ${name} was not run: ${omitted}. Send large content in parts: several smaller files, or edits of a few lines at a time.`,
+      isError: true,
+    };
+  }
+  const parsed = tool.parameters.safeParse(args);
+  if (!parsed.success) {
+    return { content: `Error: invalid arguments for ${name}:\n${z.prettifyError(parsed.error)}`, isError: true };
+  }
+  const context: ToolContext = {
+    signal,
+    session: { id: files.id, dir: files.dir, workingMemoryDir: files.memory.root },
+    turn: input.turn,
+    request: input.request,
+  };
+  try {
+    const output = await tool.execute(parsed.data, context);
+    if (typeof output === 'string') return { content: output, isError: false };
+    if (output && typeof output.content === 'string') return { content: output.content, isError: output.isError === true };
+    return { content: `Error: tool ${name} returned ${describe(output)} instead of a string or { content }`, isError: true };
+  } catch (error) {
+    return { content: `Error: ${name} failed: ${error instanceof Error ? error.message : String(error)}`, isError: true };
+  }
+}
+
+function describe(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+}

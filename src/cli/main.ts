@@ -1,0 +1,255 @@
+#!/usr/bin/env node
+/**
+ * The workmem command. Only node:util and the help texts load before a command is chosen,
+ * so `workmem --help` starts fast; each command is imported when it runs.
+ * Exit codes: 0 done, 1 failed, 2 bad usage or configuration.
+ */
+import { fileURLToPath } from 'node:url';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { terminalLine } from './terminalText.js';
+
+import type { CliIO, Flags } from './cliIO.js';
+
+export type { CliIO, Flags };
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+const MODEL_OPTIONS: Options = {
+  home: { type: 'string' },
+  model: { type: 'string' },
+  'base-url': { type: 'string' },
+  'context-window': { type: 'string' },
+  'max-output-tokens': { type: 'string' },
+  'compaction-model': { type: 'string' },
+  mode: { type: 'string' },
+  language: { type: 'string' },
+  compaction: { type: 'string' },
+};
+const SESSION_OPTIONS: Options = {
+  session: { type: 'string' },
+  continue: { type: 'boolean', short: 'c' },
+  inspect: { type: 'boolean' },
+  'inspect-port': { type: 'string' },
+};
+const INSPECT_HELP = `  --inspect           stream the session live to your \`workmem viz\` on 127.0.0.1
+                      (only after it proves it is the server you started)
+  --inspect-port <n>  the visualizer's port (default 4900)`;
+/** The protocol's documentation, shipped in the package: its path from here, src/ or dist/src/. */
+const RPC_DOC = fileURLToPath(
+  new URL(import.meta.url.endsWith('/dist/src/cli/main.js') ? '../../../docs/rpc.md' : '../../docs/rpc.md', import.meta.url),
+);
+const ALWAYS: Options = { help: { type: 'boolean', short: 'h' }, debug: { type: 'boolean' } };
+
+const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
+  --model <name>              model name (env WORKMEM_MODEL; default gpt-4o-mini)
+  --base-url <url>            any OpenAI-compatible endpoint (env OPENAI_BASE_URL)
+                              the API key comes from OPENAI_API_KEY
+  --context-window <tokens>   override the model's window
+  --max-output-tokens <n>     tokens reserved for each answer
+  --compaction-model <name>   a separate model for compaction summaries
+  --mode <auto|phase1|phase2|hybrid>   pin the history mode (default auto)
+  --language <en|zh>          language of the memory template and reminders
+  --compaction <llm|auto>     who compacts: the model (default) or the system
+  --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
+  --debug                     show stack traces`;
+
+interface Command {
+  summary: string;
+  usage: string;
+  options: Options;
+  load: () => Promise<{ main(args: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> }>;
+}
+
+const COMMANDS: Record<string, Command> = {
+  chat: {
+    summary: 'an interactive session, streamed',
+    usage: `workmem chat [--continue | --session <id>] [--name <name>]
+
+Talk to the model in a session with working memory. Slash commands: /memory /detail
+/compact [conversation|tools|all] /mode [auto|phase1|phase2|hybrid] /sessions /new
+/resume <id> /help /exit. Ctrl-C stops the running turn; a second Ctrl-C exits.
+
+  -c, --continue      resume the newest session of this directory
+  --session <id>      resume a session (an id or its first characters)
+  --name <name>       name a new session
+${INSPECT_HELP}`,
+    options: { ...SESSION_OPTIONS, name: { type: 'string' } },
+    load: () => import('./chat.js'),
+  },
+  run: {
+    summary: 'one turn: print the answer, or the events as JSON lines',
+    usage: `workmem run "<prompt>" [--json] [--continue | --session <id>]
+echo "<prompt>" | workmem run [...]
+
+Runs one turn and prints the answer as it streams: stdout carries only the answer; tool
+calls, memory writes and the status line go to stderr. Without a prompt argument the
+prompt is read from stdin. Exits 1 if the turn fails.
+
+  --json              print every event as one JSON line instead
+  -c, --continue      continue the newest session of this directory
+  --session <id>      continue a given session`,
+    options: { ...SESSION_OPTIONS, json: { type: 'boolean' } },
+    load: () => import('./run.js'),
+  },
+  rpc: {
+    summary: 'JSON commands on stdin, responses and events on stdout',
+    usage: `workmem rpc [--continue | --session <id>]
+
+One JSON object per line on stdin, framed on \\n only; responses and events on stdout,
+one per line. Commands: prompt, abort, get_state, get_messages, get_memory, compact,
+set_mode, new_session, switch_session, list_sessions. See ${RPC_DOC}.
+
+${INSPECT_HELP}`,
+    options: { ...SESSION_OPTIONS },
+    load: () => import('./rpc.js'),
+  },
+  sessions: {
+    summary: 'list, show or remove sessions',
+    usage: `workmem sessions list [--all] | show <id> | rm <id>
+
+  list                the sessions of this directory, newest first (--all: every directory)
+  show <id>           a session's details, memory and latest messages
+  rm <id>             delete a session and its files`,
+    options: { all: { type: 'boolean' }, home: { type: 'string' } },
+    load: () => import('./sessions.js'),
+  },
+  memory: {
+    summary: "show a session's working memory",
+    usage: `workmem memory show [<id>]
+
+Prints overview.md and the detail/ index of a session (default: the newest of this directory).`,
+    options: { home: { type: 'string' } },
+    load: () => import('./sessions.js').then((m) => ({ main: m.memoryMain })),
+  },
+  demo: {
+    summary: 'a 30+-turn conversation with a scripted model, no API key needed',
+    usage: `workmem demo [--turns <n>] [--home <dir>] [--quiet]
+
+Starts the local OpenAI-compatible test server with protocolFollower — a deterministic,
+scripted stand-in for a language model — and runs a conversation through the same code
+path as chat: facts stated early and asked late, a reminder, memory written, the switch
+to phase 2, a compaction. Ends with a table of what happened.`,
+    options: { turns: { type: 'string' }, home: { type: 'string' }, quiet: { type: 'boolean' } },
+    load: () => import('./demo.js'),
+  },
+  viz: {
+    summary: 'the visualizer: statecharts, replay, live sessions, in the browser',
+    usage: `workmem viz [--port <n>] [--session <id>] [--home <dir>]
+
+Serves the visualizer on 127.0.0.1 (default port 4900): the statecharts drawn from the
+machines, replay of recorded sessions step by step, the requests' token use, the working
+memory as it was, and sessions running with --inspect, live. Ctrl-C stops it.
+
+Open the URL it prints: it carries a per-run token (#token=…) that every API and live
+route requires; the page reads it from the fragment. Only this host's own page gets in
+(foreign Origin and Host headers are refused). The token is also kept in
+<home>/viz/<port>.json (readable by you only), where your --inspect sessions find it and
+check that the listener is the server you started before they send anything.
+
+  --port <n>          the port (default 4900)
+  --session <id>      open this session`,
+    options: { port: { type: 'string' }, session: { type: 'string' }, home: { type: 'string' } },
+    load: () => import('./viz.js'),
+  },
+};
+
+function mainHelp(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
+  return `workmem — working memory for LLM agents
+
+Usage: workmem <command> [options]
+
+Commands:
+${Object.entries(COMMANDS)
+  .map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`)
+  .join('\n')}
+
+Run 'workmem <command> --help' for a command's options.
+
+${MODEL_HELP}`;
+}
+
+export async function runCli(argv: string[], io: CliIO): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    io.stdout.write(`${mainHelp()}\n`);
+    return name ? 0 : 2;
+  }
+  if (name === '--version' || name === '-v') {
+    io.stdout.write('workmem 0.1.0\n');
+    return 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    io.stderr.write(
+      `workmem: unknown command ${JSON.stringify(name)}; the commands are ${Object.keys(COMMANDS).join(', ')} (see workmem --help)\n`,
+    );
+    return 2;
+  }
+  let parsed: { values: Flags; positionals: string[] };
+  try {
+    const withModel = ['chat', 'run', 'rpc'].includes(name) ? MODEL_OPTIONS : {};
+    parsed = parseArgs({
+      args: rest,
+      options: { ...ALWAYS, ...withModel, ...command.options },
+      allowPositionals: true,
+      strict: true,
+    }) as never;
+  } catch (error) {
+    io.stderr.write(`workmem ${name}: ${usageError(error)} (see workmem ${name} --help)\n`);
+    return 2;
+  }
+  if (parsed.values.session === '') {
+    // An empty id would otherwise mean "no id": a new session, silently.
+    io.stderr.write(`workmem ${name}: --session needs a session id, got an empty string\n`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    io.stdout.write(`${command.usage}${['chat', 'run', 'rpc'].includes(name) ? `\n\n${MODEL_HELP}` : ''}\n`);
+    return 0;
+  }
+  try {
+    const module = await command.load();
+    return await module.main({ flags: parsed.values, positionals: parsed.positionals }, io);
+  } catch (error) {
+    io.stderr.write(`workmem ${name}: ${describeError(error)}\n`);
+    if (parsed.values.debug && error instanceof Error && error.stack) io.stderr.write(`${error.stack}\n`);
+    return isUsageError(error) ? 2 : 1;
+  }
+}
+
+function usageError(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const unknown = /Unknown option '([^']+)'/.exec(message);
+  if (unknown) return `unknown option ${unknown[1]}`;
+  const missing = /Option '([^']+)' argument missing/.exec(message);
+  if (missing) return `option ${missing[1]!.split(',').pop()!.trim().split(' ')[0]} needs a value`;
+  return message.split('.')[0]!;
+}
+
+export function describeError(error: unknown): string {
+  return terminalLine((error instanceof Error ? error.message : String(error)).split('\n')[0]!);
+}
+
+function isUsageError(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'ConfigError' || error.name === 'UsageError');
+}
+
+// Run when executed directly (not when imported by tests).
+const invokedAs = process.argv[1] ?? '';
+if (/(^|[\\/])(cli\.js|workmem)$/.test(invokedAs)) {
+  runCli(process.argv.slice(2), {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    cwd: process.cwd(),
+  }).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error) => {
+      process.stderr.write(`workmem: ${describeError(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

@@ -1,0 +1,122 @@
+/**
+ * compact_history: the model compacts its own history (DESIGN §6, seeds 002/004).
+ * target conversation | tools | all, strategy archive | summarize, keep_recent (turns for
+ * the conversation, tool outputs for tools), archive_to inside detail/ or archive/.
+ * The result says what went where, the tokens before and after, and asks the model to
+ * update overview.md now (the next request carries a reminder).
+ */
+import { z } from 'zod';
+import { applyCompaction, planForTarget, type CompactionDeps } from './compaction.js';
+import type { SessionEvent } from '../events.js';
+import { totalTokens } from '../history/historyView.js';
+import { PathRefusedError, resolveInside } from '../storage/sandboxPath.js';
+import { reservedPath } from '../memory/workingMemory.js';
+import { defineTool, type Tool } from '../tools/tool.js';
+
+export interface CompactHistoryHooks {
+  emit(event: SessionEvent): void;
+  /** A compaction happened: the next request reminds the model to update its memory. */
+  onCompacted(): void;
+}
+
+const Parameters = z.object({
+  target: z
+    .enum(['conversation', 'tools', 'all'])
+    .describe('conversation: old user/assistant turns; tools: old tool outputs (large, losing value); all: both'),
+  strategy: z
+    .enum(['archive', 'summarize'])
+    .default('archive')
+    .describe('archive: move verbatim to a detail/ file; summarize: replace by a structured summary (the verbatim text is archived too)'),
+  keep_recent: z
+    .number()
+    .int()
+    .min(0)
+    .max(10_000)
+    .default(5)
+    .describe('Recent turns (conversation) or tool outputs (tools) to keep as they are'),
+  archive_to: z
+    .string()
+    .optional()
+    .describe('Where to archive, inside working-memory/detail/ or working-memory/archive/; default detail/compact-<time>.md'),
+});
+
+export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHooks): Tool {
+  return defineTool({
+    name: 'compact_history',
+    description:
+      'Compact your conversation history and tool outputs to free context. Nothing is lost: what is compacted is archived verbatim ' +
+      'in working-memory/ and replaced by a short note, a summary, or one-line stubs. Use it at the thresholds of the compression guide, ' +
+      'then update working-memory/overview.md with anything you still need.',
+    parameters: Parameters,
+    execute: async (args, context) => {
+      const { files } = deps;
+      let archiveTo: string | undefined;
+      if (args.archive_to !== undefined) {
+        try {
+          const resolved = resolveInside(files.memory.root, args.archive_to, 'working-memory/');
+          if (!/^(detail|archive)\//.test(resolved.rel)) {
+            return {
+              content: `Error: archive_to must be inside working-memory/detail/ or working-memory/archive/, got ${JSON.stringify(args.archive_to)}`,
+              isError: true,
+            };
+          }
+          const reserved = reservedPath(resolved.rel);
+          if (reserved) return { content: `Error: archive_to refused: ${reserved}`, isError: true };
+          archiveTo = resolved.rel;
+        } catch (error) {
+          if (error instanceof PathRefusedError) return { content: `Error: archive_to refused: ${error.message}`, isError: true };
+          throw error;
+        }
+      }
+      const view = files.history;
+      const turn = context.turn;
+      const plan = planForTarget(view, turn, args.target, args.keep_recent);
+      if (!plan.archive && plan.stubs.length === 0) {
+        const what =
+          args.target === 'tools'
+            ? `tool outputs beyond the last ${args.keep_recent} worth moving`
+            : `turns before the last ${args.keep_recent}`;
+        return `Nothing to compact: there are no ${what}. The history holds ${totalTokens(view)} tokens.`;
+      }
+      const before = totalTokens(view);
+      const base = { turn, request: context.request, reason: 'llm' as const };
+      hooks.emit({ type: 'compaction_start', ...base, tokensBefore: before });
+      const strategy = args.strategy === 'summarize' && deps.summarizer ? 'summarize' : 'archive';
+      const result = await applyCompaction(
+        plan,
+        { target: args.target, strategy, reason: 'llm', turn, ...(archiveTo ? { archiveTo } : {}) },
+        deps,
+        context.signal,
+      );
+      const after = totalTokens(files.history);
+      hooks.emit({
+        type: 'compaction_end',
+        ...base,
+        tokensBefore: before,
+        tokensAfter: after,
+        replaced: result.changed,
+        files: result.files,
+      });
+      hooks.onCompacted();
+
+      const lines: string[] = [];
+      if (result.archivedMessages) {
+        const how = result.summary === 'written' ? 'replaced by a structured summary' : 'replaced by a short note';
+        lines.push(
+          `Compacted turns ${result.turns}: ${result.archivedMessages} messages archived verbatim to ${result.files[0]} and ${how}.`,
+        );
+      }
+      if (result.stubbed) lines.push(`Moved ${result.stubbed} tool outputs to ${result.files[0]}; each is now a one-line stub.`);
+      if (args.strategy === 'summarize' && result.summary !== 'written' && result.archivedMessages) {
+        lines.push(
+          deps.summarizer
+            ? 'The summarizer failed, so the turns were archived verbatim instead.'
+            : 'No summarizer is configured, so the turns were archived verbatim instead.',
+        );
+      }
+      lines.push(`History: ${before} → ${after} tokens.`);
+      lines.push('Now update working-memory/overview.md with anything from the compacted part that you still need.');
+      return lines.join('\n');
+    },
+  });
+}

@@ -1,0 +1,118 @@
+/**
+ * Structured summaries of history for compaction: goal, decisions, progress, open items,
+ * key facts. The summarizer's own input is bounded: the transcript is cut into chunks
+ * that fit, each chunk is summarised, and the summaries are combined the same way, so a
+ * summary request can never overflow the window. Any failure returns null, and the
+ * caller keeps the verbatim archive alone.
+ */
+import type { HistoryItem } from '../history/historyView.js';
+import type { LLM } from '../llm/llm.js';
+import type { TokenCounter } from '../tokens/tokens.js';
+import { renderTranscript } from '../history/transcript.js';
+
+export type Summarizer = (items: readonly HistoryItem[], signal: AbortSignal) => Promise<string | null>;
+
+/** The first line of every summarizer request (test policies recognise it by this). */
+export const SUMMARIZER_MARK = "You compress part of an AI agent's conversation history into a structured summary.";
+
+const SYSTEM = `${SUMMARIZER_MARK}
+The summary replaces the original messages in the agent's context, so keep everything the agent will need:
+names, numbers, paths, decisions and their reasons, what is done and what is not.
+Answer with exactly these five sections, in markdown, as short bullet points:
+## Goal
+## Decisions
+## Progress
+## Open items
+## Key facts
+Do not add anything before or after them.`;
+
+const SECTIONS = ['## Goal', '## Decisions', '## Progress', '## Open items', '## Key facts'];
+const OUTPUT_TOKENS = 1024;
+const MAX_CHUNK_TOKENS = 24_000;
+
+export interface SummarizerOptions {
+  llm: LLM;
+  counter: TokenCounter;
+  /** The summarizer model's window (the session's, unless a compactionModel says otherwise). */
+  contextWindow: number;
+}
+
+/** A summarizer on the model's `summarize` (non-streaming, maybe a cheaper model), or null if it has none. */
+export function modelSummarizer(options: SummarizerOptions): Summarizer | null {
+  const { llm, counter } = options;
+  const summarize = llm.summarize?.bind(llm);
+  if (!summarize) return null;
+  const overhead = counter.requestBase(SYSTEM, []) + 50;
+  const chunkBudget = Math.max(500, Math.min(MAX_CHUNK_TOKENS, Math.floor((options.contextWindow - OUTPUT_TOKENS - overhead) * 0.8)));
+
+  const ask = async (text: string, signal: AbortSignal): Promise<string | null> => {
+    const response = await summarize(
+      {
+        messages: [
+          { role: 'system', content: SYSTEM },
+          { role: 'user', content: text },
+        ],
+        tools: [],
+        maxOutputTokens: OUTPUT_TOKENS,
+      },
+      { signal },
+    );
+    const content = response.message.content?.trim() ?? '';
+    return SECTIONS.filter((s) => content.includes(s)).length >= 3 ? content : null;
+  };
+
+  return async (items, signal) => {
+    try {
+      let parts = chunk(
+        items.map((item) => bounded(renderTranscript('', '', [item]).trim(), counter, Math.floor(chunkBudget / 2))),
+        counter,
+        chunkBudget,
+      );
+      for (let round = 0; round < 6; round++) {
+        const summaries: string[] = [];
+        for (const part of parts) {
+          const summary = await ask(`Summarise this part of the conversation:\n\n${part}`, signal);
+          if (!summary) return null;
+          summaries.push(summary);
+        }
+        if (summaries.length === 1) return summaries[0]!;
+        parts = chunk(
+          summaries.map((s, i) => `# Part ${i + 1}\n\n${s}`),
+          counter,
+          chunkBudget,
+        );
+        if (parts.length === 1) return ask(`Combine these summaries of consecutive parts into one:\n\n${parts[0]}`, signal);
+      }
+      return null;
+    } catch {
+      return null;
+    }
+  };
+}
+
+/** Group texts into chunks of at most `budget` tokens (each text already fits). */
+function chunk(texts: string[], counter: TokenCounter, budget: number): string[] {
+  const chunks: string[] = [];
+  let current: string[] = [];
+  let size = 0;
+  for (const text of texts) {
+    const tokens = counter.text(text) + 2;
+    if (current.length && size + tokens > budget) {
+      chunks.push(current.join('\n\n'));
+      current = [];
+      size = 0;
+    }
+    current.push(text);
+    size += tokens;
+  }
+  if (current.length) chunks.push(current.join('\n\n'));
+  return chunks;
+}
+
+/** A text cut to about `budget` tokens, keeping its head and tail (the archive has it whole). */
+function bounded(text: string, counter: TokenCounter, budget: number): string {
+  const tokens = counter.text(text);
+  if (tokens <= budget) return text;
+  const keep = Math.floor((text.length * budget) / tokens / 2);
+  return `${text.slice(0, keep)}\n\n[… ${tokens - budget} tokens left out here; the archive keeps them …]\n\n${text.slice(-keep)}`;
+}

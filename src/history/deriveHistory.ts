@@ -1,0 +1,86 @@
+/**
+ * The injected history is derived from messages.jsonl: messages in order, with each
+ * compaction entry replacing the items it names. The live session applies compactions
+ * through the same function, so resume derives exactly what the live session had.
+ */
+import { fromItems, type HistoryItem, type HistoryView } from './historyView.js';
+import type { CompactionEntry, LogEntry, RepairEntry } from '../storage/messageLog.js';
+
+export interface DerivedHistory {
+  view: HistoryView;
+  lastTurn: number;
+  lastSeq: number;
+  messageCount: number;
+  /** Compaction and repair entries that could not be applied (their anchors were damaged). */
+  problems: string[];
+}
+
+export function deriveHistory(entries: readonly LogEntry[]): DerivedHistory {
+  let items: HistoryItem[] = [];
+  const problems: string[] = [];
+  let lastTurn = 0;
+  let lastSeq = 0;
+  let messageCount = 0;
+  for (const entry of entries) {
+    lastSeq = Math.max(lastSeq, entry.seq);
+    lastTurn = Math.max(lastTurn, entry.turn);
+    if (entry.type === 'message') {
+      messageCount++;
+      items.push({ seq: entry.seq, turn: entry.turn, message: entry.message, tokens: entry.tokens });
+    } else if (entry.type === 'compaction') {
+      const result = applyCompaction(items, entry);
+      if (typeof result === 'string') problems.push(`compaction ${entry.seq}: ${result}`);
+      else items = result;
+    } else if (entry.type === 'repair') {
+      const result = applyRepair(items, entry);
+      if (typeof result === 'string') problems.push(`repair ${entry.seq}: ${result}`);
+      else items = result;
+    }
+  }
+  return { view: fromItems(items), lastTurn, lastSeq, messageCount, problems };
+}
+
+/** The items after `entry`, or why it cannot apply. Never mutates `items`. */
+export function applyCompaction(items: readonly HistoryItem[], entry: CompactionEntry): HistoryItem[] | string {
+  let next = items.slice();
+  if (entry.stubs?.length) {
+    const stubs = new Map(entry.stubs.map((s) => [s.seq, s]));
+    next = next.map((item) => {
+      const stub = stubs.get(item.seq);
+      return stub ? { ...item, message: { ...item.message, content: stub.content } as HistoryItem['message'], tokens: stub.tokens } : item;
+    });
+  }
+  if (entry.replaces) {
+    const { from, to, count } = entry.replaces;
+    const start = next.findIndex((item) => item.seq === from);
+    if (start < 0) return `replaced range starts at seq ${from}, which is not in the history`;
+    let end = start;
+    while (end < next.length && next[end]!.seq !== to) end++;
+    if (end >= next.length) return `replaced range ends at seq ${to}, which does not follow seq ${from}`;
+    if (end - start + 1 !== count) return `replaced range holds ${end - start + 1} items, the entry says ${count}`;
+    // The note stands where the oldest replaced item stood, and takes its turn, so turn
+    // numbers along the history never go down.
+    const note = entry.note ? [{ seq: entry.seq, turn: next[start]!.turn, message: entry.note.message, tokens: entry.note.tokens }] : [];
+    next.splice(start, end - start + 1, ...note);
+  }
+  return next;
+}
+
+/** The items after a repair entry, or why it cannot apply. Never mutates `items`. */
+export function applyRepair(items: readonly HistoryItem[], entry: RepairEntry): HistoryItem[] | string {
+  if (entry.setAside !== undefined) {
+    const at = items.findIndex((item) => item.seq === entry.setAside);
+    return at < 0 ? `seq ${entry.setAside} is not in the history` : [...items.slice(0, at), ...items.slice(at + 1)];
+  }
+  const answer = entry.answer!;
+  const at = items.findIndex((item) => item.seq === answer.after);
+  if (at < 0) return `seq ${answer.after} is not in the history`;
+  const item = { seq: entry.seq, turn: items[at]!.turn, message: answer.message, tokens: answer.tokens };
+  return [...items.slice(0, at + 1), item, ...items.slice(at + 1)];
+}
+
+export function viewAfterCompaction(view: HistoryView, entry: CompactionEntry): HistoryView {
+  const result = applyCompaction(view.items.slice(0, view.length), entry);
+  if (typeof result === 'string') throw new Error(`compaction ${entry.seq} cannot apply: ${result}`);
+  return fromItems(result);
+}

@@ -1,0 +1,172 @@
+/**
+ * Assembles a request in the prefix-cache-friendly order of DESIGN §4:
+ * system prompt + working memory (one system message) → history per mode → the tail,
+ * appended to the last message only. Pure: counts come from stored per-message counts,
+ * and only the system message (when the memory changes) and the tailed last message are
+ * counted here.
+ */
+import type { ChatMessage } from '../history/messages.js';
+import { withSuffix } from '../history/messages.js';
+import { itemAt, messagesBetween, tokensBetween, type HistoryView } from '../history/historyView.js';
+import type { MemoryLanguage } from '../memory/memoryTemplate.js';
+import type { ReminderDue } from '../memory/reminderTracker.js';
+import { renderTail, type ContextMeta } from './requestTail.js';
+import { neutraliseTags } from './structuralTags.js';
+import type { TokenCounter } from '../tokens/tokens.js';
+import type { ToolSpec } from '../tools/tool.js';
+import { OVERVIEW_PATH, type MemorySnapshot } from '../memory/workingMemory.js';
+
+/** Everything in a request besides the history; recomputed only when the memory changes. */
+export interface PromptBase {
+  memoryVersion: number;
+  relevant: string;
+  systemContent: string;
+  /** System message + tool definitions + reply priming. */
+  tokens: number;
+  /** The memory block's share of `tokens`, for the breakdown. */
+  memoryTokens: number;
+  memoryBytes: number;
+}
+
+/** More detail files than this are summarised in one line, so the index stays small. */
+const INDEX_ENTRIES = 40;
+
+export function memoryBlock(memory: MemorySnapshot): string {
+  const line = (d: MemorySnapshot['detail'][number]): string =>
+    d.path.endsWith('/')
+      ? `- working-memory/${d.path}: full outputs of large tool results, each named where it was cut`
+      : `- working-memory/${d.path} (${formatBytes(d.bytes)})${d.heading ? `: ${d.heading}` : ''}`;
+  const shown = memory.detail.slice(0, INDEX_ENTRIES).map(line);
+  const rest = memory.detail.slice(INDEX_ENTRIES);
+  if (rest.length) shown.push(`- … and ${rest.length} more files (${formatBytes(rest.reduce((n, d) => n + d.bytes, 0))})`);
+  // The memory may quote tool output: it cannot close or forge the tags around it.
+  const index = shown.length ? neutraliseTags(shown.join('\n')) : '(no files yet)';
+  const relevant = memory.relevant ? `\n\n<relevant_memories>\n${neutraliseTags(memory.relevant)}\n</relevant_memories>` : '';
+  return `<working_memory file="${OVERVIEW_PATH}">\n${neutraliseTags(memory.content.trimEnd())}\n</working_memory>${relevant}\n\n<detail_index>\n${index}\n</detail_index>`;
+}
+
+export function promptBase(
+  systemPromptText: string,
+  memory: MemorySnapshot,
+  tools: readonly ToolSpec[],
+  counter: TokenCounter,
+): PromptBase {
+  const block = memoryBlock(memory);
+  const systemContent = `${systemPromptText}\n\n${block}`;
+  return {
+    memoryVersion: memory.version,
+    relevant: memory.relevant ?? '',
+    systemContent,
+    tokens: counter.requestBase(systemContent, tools),
+    memoryTokens: counter.text(block),
+    memoryBytes: memory.bytes,
+  };
+}
+
+export interface PromptTokens {
+  /** System prompt, tool definitions and priming. */
+  system: number;
+  memory: number;
+  history: number;
+  tail: number;
+  /** Our count of the request as sent. */
+  counted: number;
+  /** The server's count minus ours, from the last reported usage. */
+  calibration: number;
+  /** counted + calibration: what the request costs. */
+  total: number;
+  window: number;
+  percent: number;
+}
+
+export interface BuiltPrompt {
+  messages: ChatMessage[];
+  tools: readonly ToolSpec[];
+  tokens: PromptTokens;
+  meta: ContextMeta;
+  reminder: ReminderDue | null;
+  /** The injected history range [from, to) of the view. */
+  range: [number, number];
+}
+
+export interface PromptPlan {
+  base: PromptBase;
+  tools: readonly ToolSpec[];
+  history: HistoryView;
+  range: [number, number];
+  calibration: number;
+  /** A guess of the tail's tokens (the last request's): right, it saves a recount. */
+  tailHint?: number;
+  window: number;
+  reminder: ReminderDue | null;
+  language: MemoryLanguage;
+  counter: TokenCounter;
+}
+
+/** The cost of a request before its tail, for the compaction check. */
+export function estimateWithoutTail(base: PromptBase, history: HistoryView, range: [number, number], calibration: number): number {
+  return base.tokens + tokensBetween(history, range[0], range[1]) + calibration;
+}
+
+const MAX_FIXPOINT_STEPS = 4;
+
+export function buildPrompt(plan: PromptPlan): BuiltPrompt {
+  const { base, history, range, counter } = plan;
+  const [from, to] = range;
+  if (to <= from) throw new Error('buildPrompt: a request needs at least one history message (the user message)');
+  const historyTokens = tokensBetween(history, from, to);
+  const last = itemAt(history, to - 1);
+  const withoutLast = base.tokens + historyTokens - last.tokens + plan.calibration;
+
+  // tokens_used is printed inside the tail, which itself costs tokens: iterate to the fixed point.
+  let used = withoutLast + last.tokens + (plan.tailHint ?? 0);
+  let meta = contextMeta(plan, used);
+  let lastMessage = withSuffix(last.message, renderTail(meta, plan.reminder, plan.language));
+  let lastTokens = counter.message(lastMessage);
+  for (let step = 0; step < MAX_FIXPOINT_STEPS && withoutLast + lastTokens !== used; step++) {
+    used = withoutLast + lastTokens;
+    meta = contextMeta(plan, used);
+    lastMessage = withSuffix(last.message, renderTail(meta, plan.reminder, plan.language));
+    lastTokens = counter.message(lastMessage);
+  }
+  const total = withoutLast + lastTokens;
+
+  const messages: ChatMessage[] = [{ role: 'system', content: base.systemContent }, ...messagesBetween(history, from, to - 1), lastMessage];
+  const tail = lastTokens - last.tokens;
+  return {
+    messages,
+    tools: plan.tools,
+    tokens: {
+      system: base.tokens - base.memoryTokens,
+      memory: base.memoryTokens,
+      history: historyTokens,
+      tail,
+      counted: total - plan.calibration,
+      calibration: plan.calibration,
+      total,
+      window: plan.window,
+      percent: percentOf(total, plan.window),
+    },
+    meta,
+    reminder: plan.reminder,
+    range: [from, to],
+  };
+}
+
+function contextMeta(plan: PromptPlan, used: number): ContextMeta {
+  return {
+    tokens_used: used,
+    tokens_max: plan.window,
+    tokens_percent: percentOf(used, plan.window),
+    messages_in_history: plan.history.length,
+    working_memory_size: plan.base.memoryBytes,
+  };
+}
+
+export function percentOf(tokens: number, window: number): number {
+  return Math.round((tokens / window) * 100);
+}
+
+function formatBytes(bytes: number): string {
+  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KB`;
+}

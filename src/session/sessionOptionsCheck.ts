@@ -1,0 +1,36 @@
+/**
+ * The options of createSession / openSession checked before use, so that a host's
+ * mistake is named (`options.llm is missing`) instead of surfacing as a TypeError from
+ * deep inside. Only the shape is checked here; values are checked where they are used.
+ */
+import { ConfigError } from '../settings/config.js';
+
+const AN_LLM = 'openaiChat({ model }) or scriptedModel([...])';
+
+export function checkSessionOptions(options: unknown, caller: 'createSession' | 'openSession'): void {
+  const fail = (message: string): never => {
+    throw new ConfigError(`${caller}: ${message}`);
+  };
+  if (typeof options !== 'object' || options === null) fail(`options must be an object, got ${options === null ? 'null' : typeof options}`);
+  const o = options as Record<string, unknown>;
+  const llm = o.llm as Record<string, unknown> | undefined | null;
+  if (llm === undefined || llm === null) fail(`options.llm is missing: pass a model, e.g. ${AN_LLM}`);
+  if (typeof llm !== 'object') fail(`options.llm must be an LLM (${AN_LLM}), got ${typeof llm}`);
+  if (typeof llm!.model !== 'string' || !llm!.model) fail(`options.llm.model must be a model name (an LLM: ${AN_LLM})`);
+  if (typeof llm!.complete !== 'function') fail(`options.llm.complete must be a function (an LLM: ${AN_LLM})`);
+  for (const key of ['home', 'cwd', 'name', 'instructions'] as const)
+    if (o[key] !== undefined && typeof o[key] !== 'string') fail(`options.${key} must be a string, got ${typeOf(o[key])}`);
+  if (o.tools !== undefined && !Array.isArray(o.tools)) fail('options.tools must be an array of tools (defineTool(...))');
+  for (const key of ['settings', 'env', 'itemMemory'] as const)
+    if (o[key] !== undefined && (typeof o[key] !== 'object' || o[key] === null))
+      fail(`options.${key} must be an object, got ${typeOf(o[key])}`);
+  const store = o.stateStore as Record<string, unknown> | undefined;
+  if (store !== undefined && (typeof store !== 'object' || store === null || typeof store.get !== 'function' || typeof store.set !== 'function'))
+    fail(`options.stateStore must be a keyv instance (new Keyv({ store: ... })), got ${typeOf(store)}`);
+  for (const key of ['now', 'inspect', 'warn'] as const)
+    if (o[key] !== undefined && typeof o[key] !== 'function') fail(`options.${key} must be a function, got ${typeOf(o[key])}`);
+}
+
+function typeOf(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+}

@@ -1,0 +1,151 @@
+/**
+ * Settings from the WM_* environment variables (seed 000) and the embedder's options,
+ * validated with zod. A bad value is an error that names the variable and the value.
+ */
+import { z } from 'zod';
+import type { HistoryMode } from '../history/historyView.js';
+import type { MemoryLanguage } from '../memory/memoryTemplate.js';
+import type { ReminderConfig } from '../memory/reminderTracker.js';
+import { defaultTurnSettings, type RetryPolicy, type TurnSettings } from './settings.js';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** What an embedder may set; everything is optional. */
+export interface SettingsOverrides {
+  contextWindow?: number;
+  reserveOutputTokens?: number;
+  fallbackThreshold?: number;
+  reminder?: Partial<ReminderConfig>;
+  hybridRecent?: number;
+  keepRecentTurns?: number;
+  language?: MemoryLanguage;
+  retry?: Partial<RetryPolicy>;
+  maxRequestsPerTurn?: number;
+  compaction?: 'llm' | 'auto';
+  toolOutput?: { maxLines?: number; maxBytes?: number };
+  /** Bytes the model may write to working memory in one turn (default 8 MB). */
+  writeQuotaBytes?: number;
+  /** `true` pins phase 1 (DESIGN §3). */
+  injectHistory?: boolean;
+  historyMode?: 'auto' | HistoryMode;
+}
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
+
+const OverridesSchema = z
+  .object({
+    contextWindow: int(256).optional(),
+    reserveOutputTokens: int(1).optional(),
+    fallbackThreshold: z.number().gt(0.05).lt(1).optional(),
+    reminder: z
+      .object({
+        enabled: z.boolean().optional(),
+        maxRounds: int(1).optional(),
+        minRounds: int(0).optional(),
+        tokenThreshold: z.number().min(0).max(100).optional(),
+      })
+      .strict()
+      .optional(),
+    hybridRecent: int(1).optional(),
+    keepRecentTurns: int(0).optional(),
+    language: z.enum(['en', 'zh']).optional(),
+    retry: z
+      .object({ maxRetries: int(0, 20).optional(), baseDelayMs: int(0).optional(), maxDelayMs: int(0).optional() })
+      .strict()
+      .optional(),
+    maxRequestsPerTurn: int(1).optional(),
+    compaction: z.enum(['llm', 'auto']).optional(),
+    toolOutput: z
+      .object({ maxLines: int(10).optional(), maxBytes: int(1024).optional() })
+      .strict()
+      .optional(),
+    writeQuotaBytes: int(1024).optional(),
+    injectHistory: z.boolean().optional(),
+    historyMode: z.enum(['auto', 'phase1', 'phase2', 'hybrid']).optional(),
+  })
+  .strict();
+
+/** WM_* variables → overrides. Unset or empty variables are ignored. */
+export function reminderFromEnv(env: NodeJS.ProcessEnv): Partial<ReminderConfig> {
+  const out: Partial<ReminderConfig> = {};
+  const integer = (name: string, min: number, max: number): number | undefined => {
+    const raw = env[name]?.trim();
+    if (!raw) return undefined;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw new ConfigError(`${name}=${JSON.stringify(env[name])} is invalid: expected a whole number from ${min} to ${max}`);
+    }
+    return value;
+  };
+  const maxRounds = integer('WM_MAX_ROUNDS', 1, 1000);
+  const minRounds = integer('WM_MIN_ROUNDS', 0, 1000);
+  const tokenThreshold = integer('WM_TOKEN_THRESHOLD', 0, 100);
+  if (maxRounds !== undefined) out.maxRounds = maxRounds;
+  if (minRounds !== undefined) out.minRounds = minRounds;
+  if (tokenThreshold !== undefined) out.tokenThreshold = tokenThreshold;
+  const enabled = env.WM_ENABLE_REMINDER?.trim().toLowerCase();
+  if (enabled) {
+    if (['true', '1', 'yes', 'on'].includes(enabled)) out.enabled = true;
+    else if (['false', '0', 'no', 'off'].includes(enabled)) out.enabled = false;
+    else throw new ConfigError(`WM_ENABLE_REMINDER=${JSON.stringify(env.WM_ENABLE_REMINDER)} is invalid: expected true or false`);
+  }
+  return out;
+}
+
+export interface ResolvedSettings {
+  turn: TurnSettings;
+  /** The mode the session is pinned to, or null for automatic switching. */
+  pinned: HistoryMode | null;
+}
+
+/**
+ * Defaults < env < overrides. The model supplies the window and the output reserve
+ * unless overridden.
+ */
+export function resolveSettings(
+  model: { contextWindow: number; maxOutputTokens: number; retry?: Partial<RetryPolicy> },
+  overrides: SettingsOverrides = {},
+  env: NodeJS.ProcessEnv = process.env,
+): ResolvedSettings {
+  const parsed = OverridesSchema.safeParse(overrides);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const key = issue.path.join('.') || '(settings)';
+    const value = issue.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey], overrides);
+    throw new ConfigError(`setting ${key}=${JSON.stringify(value)} is invalid: ${issue.message}`);
+  }
+  const o = parsed.data;
+  const base = defaultTurnSettings(o.contextWindow ?? model.contextWindow, o.reserveOutputTokens ?? model.maxOutputTokens);
+  const turn: TurnSettings = {
+    ...base,
+    ...definedOnly({
+      fallbackThreshold: o.fallbackThreshold,
+      hybridRecent: o.hybridRecent,
+      keepRecentTurns: o.keepRecentTurns,
+      language: o.language,
+      maxRequestsPerTurn: o.maxRequestsPerTurn,
+      compaction: o.compaction,
+      writeQuotaBytes: o.writeQuotaBytes,
+    }),
+    toolOutput: { ...base.toolOutput, ...definedOnly(o.toolOutput ?? {}) },
+    reminder: { ...base.reminder, ...reminderFromEnv(env), ...definedOnly(o.reminder ?? {}) },
+    retry: { ...base.retry, ...definedOnly(model.retry ?? {}), ...definedOnly(o.retry ?? {}) },
+  };
+  if (turn.reminder.minRounds > turn.reminder.maxRounds) {
+    throw new ConfigError(`reminder minRounds (${turn.reminder.minRounds}) is larger than maxRounds (${turn.reminder.maxRounds})`);
+  }
+  if (turn.reserveOutputTokens >= turn.contextWindow) {
+    throw new ConfigError(
+      `reserveOutputTokens (${turn.reserveOutputTokens}) must be smaller than the context window (${turn.contextWindow})`,
+    );
+  }
+  const pinned = o.injectHistory ? 'phase1' : o.historyMode && o.historyMode !== 'auto' ? o.historyMode : null;
+  return { turn, pinned };
+}
+
+/** The same object without its undefined properties (so that it can be spread over defaults). */
+export function definedOnly<T extends object>(value: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+}

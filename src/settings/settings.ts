@@ -1,0 +1,71 @@
+/**
+ * The resolved numbers a turn runs with. Built by config.ts from flags, env, the config
+ * file and the model; the machines only read them.
+ */
+import type { MemoryLanguage } from '../memory/memoryTemplate.js';
+import { DEFAULT_OUTPUT_LIMITS, type OutputLimits } from '../tools/toolOutputCap.js';
+import { DEFAULT_REMINDER_CONFIG, type ReminderConfig } from '../memory/reminderTracker.js';
+
+export interface RetryPolicy {
+  maxRetries: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export interface TurnSettings {
+  contextWindow: number;
+  /** Output tokens reserved: prompt + this never exceeds the window. */
+  reserveOutputTokens: number;
+  /** Share of the window at which the system compacts before a request. */
+  fallbackThreshold: number;
+  reminder: ReminderConfig;
+  /** Messages carried in hybrid mode. */
+  hybridRecent: number;
+  /** Whole turns the fallback compaction always keeps. */
+  keepRecentTurns: number;
+  language: MemoryLanguage;
+  retry: RetryPolicy;
+  /** Tool calls per turn before the turn stops (a runaway loop guard). */
+  maxRequestsPerTurn: number;
+  /**
+   * "llm" (default): the model compacts with compact_history; the system only runs the
+   * fallback. "auto": the system also compacts at the compression guide's tiers, for
+   * models that do not manage their memory (the seeds' rollback plan).
+   */
+  compaction: 'llm' | 'auto';
+  /** Tool output above these limits is capped when captured; the full text goes to detail/. */
+  toolOutput: OutputLimits;
+  /** Bytes the model's write and edit calls may write in one turn; more are refused with a tool error. */
+  writeQuotaBytes: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 4, baseDelayMs: 500, maxDelayMs: 30_000 };
+
+export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: number): TurnSettings {
+  return {
+    contextWindow,
+    reserveOutputTokens,
+    fallbackThreshold: 0.75,
+    reminder: DEFAULT_REMINDER_CONFIG,
+    hybridRecent: 10,
+    keepRecentTurns: 3,
+    language: 'en',
+    retry: DEFAULT_RETRY,
+    maxRequestsPerTurn: 50,
+    compaction: 'llm',
+    toolOutput: DEFAULT_OUTPUT_LIMITS,
+    writeQuotaBytes: 8 * 1024 * 1024,
+  };
+}
+
+/**
+ * Delay before retry `attempt` (1-based): the server's retry-after when given, else
+ * exponential with equal jitter: half of it fixed, half scaled by `jitter`, a draw in
+ * [0, 1) the llm actor made for this failure (the machine itself draws nothing).
+ */
+export function retryDelay(policy: RetryPolicy, attempt: number, retryAfterMs: number | undefined, jitter: number): number {
+  if (retryAfterMs !== undefined && retryAfterMs >= 0) return Math.min(retryAfterMs, policy.maxDelayMs);
+  const exponential = policy.baseDelayMs * 2 ** (attempt - 1);
+  const share = 0.5 + 0.5 * Math.min(1, Math.max(0, jitter));
+  return Math.min(policy.maxDelayMs, Math.round(exponential * share));
+}

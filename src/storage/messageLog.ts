@@ -1,0 +1,253 @@
+/**
+ * messages.jsonl: the append-only log of a session. Every message carries its token
+ * count; compaction entries say which earlier items they replace; events record mode
+ * changes and memory updates. Lines are never rewritten. A damaged line (corrupt JSON,
+ * a torn last line after a crash) is reported and skipped; the rest loads.
+ */
+import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import type { CompactionReason } from '../events.js';
+import type { ChatMessage, ToolMessage } from '../history/messages.js';
+import { FILE_MODE } from './atomicWrite.js';
+import { storageError } from './storageError.js';
+
+export interface MessageEntry {
+  type: 'message';
+  seq: number;
+  ts: number;
+  turn: number;
+  tokens: number;
+  message: ChatMessage;
+  /** The message was cut short by an abort. */
+  stop?: 'aborted';
+}
+
+export interface CompactionEntry {
+  type: 'compaction';
+  seq: number;
+  ts: number;
+  turn: number;
+  reason: CompactionReason;
+  target: 'conversation' | 'tools' | 'all';
+  strategy: 'archive' | 'summarize';
+  /** Items from `from` to `to` (seqs, in derived order, inclusive) are replaced by `note`. */
+  replaces?: { from: number; to: number; count: number };
+  note?: { message: ChatMessage; tokens: number };
+  /** Single items whose content is replaced (tool outputs stubbed). */
+  stubs?: { seq: number; content: string; tokens: number }[];
+  files: string[];
+  tokensBefore: number;
+  tokensAfter: number;
+}
+
+export interface EventEntry {
+  type: 'event';
+  seq: number;
+  ts: number;
+  turn: number;
+  name: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * A repair of the derived history, appended when opening finds calls and results that do
+ * not pair (a damaged or reordered line): `answer` places a result right after the item
+ * `after`; `setAside` takes an orphan result out. The lines they mend stay as they are.
+ */
+export interface RepairEntry {
+  type: 'repair';
+  seq: number;
+  ts: number;
+  turn: number;
+  answer?: { after: number; message: ToolMessage; tokens: number };
+  setAside?: number;
+}
+
+export type LogEntry = MessageEntry | CompactionEntry | EventEntry | RepairEntry;
+export type NewEntry = DistributiveOmit<LogEntry, 'seq' | 'ts'>;
+type DistributiveOmit<T, K extends keyof any> = T extends unknown ? Omit<T, K> : never;
+
+export interface Damage {
+  line: number;
+  offset: number;
+  reason: string;
+  /** The damaged line as it is in the file, kept in damage.json. */
+  raw: string;
+}
+
+export interface LoadedLog {
+  entries: LogEntry[];
+  damage: Damage[];
+  /** The file did not end with a newline (a torn last write). */
+  tornTail: boolean;
+}
+
+export function readLog(path: string): LoadedLog {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], damage: [], tornTail: false };
+    throw error;
+  }
+  const entries: LogEntry[] = [];
+  const damage: Damage[] = [];
+  let offset = 0;
+  let line = 0;
+  const tornTail = text.length > 0 && !text.endsWith('\n');
+  while (offset < text.length) {
+    line++;
+    let end = text.indexOf('\n', offset);
+    if (end < 0) end = text.length;
+    const raw = text.slice(offset, end);
+    if (raw.trim().length > 0) {
+      const isLast = end === text.length;
+      const reason = parseLine(raw, entries);
+      if (reason) {
+        damage.push({ line, offset, reason: isLast && tornTail ? `truncated last line (${reason})` : reason, raw });
+      }
+    }
+    offset = end + 1;
+  }
+  return { entries, damage, tornTail };
+}
+
+function parseLine(raw: string, into: LogEntry[]): string | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (error) {
+    return `not JSON: ${(error as Error).message}`;
+  }
+  const problem = checkEntry(value);
+  if (problem) return problem;
+  into.push(value as LogEntry);
+  return null;
+}
+
+const isInt = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0;
+
+/** A quick structural check: fast enough for 100k lines on resume (zod is ~10x slower here). */
+export function checkEntry(value: unknown): string | null {
+  if (!value || typeof value !== 'object') return 'not an object';
+  const e = value as Record<string, unknown>;
+  if (!isInt(e.seq) || typeof e.ts !== 'number' || !isInt(e.turn)) return 'missing seq, ts or turn';
+  switch (e.type) {
+    case 'message':
+      if (!isInt(e.tokens)) return 'message without a token count';
+      return checkMessage(e.message);
+    case 'compaction': {
+      const r = e.replaces as Record<string, unknown> | undefined;
+      if (r !== undefined && (!isInt(r.from) || !isInt(r.to) || !isInt(r.count))) return 'compaction with a malformed range';
+      if (e.note !== undefined) {
+        const note = e.note as Record<string, unknown>;
+        if (!isInt(note.tokens)) return 'compaction note without a token count';
+        const problem = checkMessage(note.message);
+        if (problem) return problem;
+      }
+      if (
+        e.stubs !== undefined &&
+        !(Array.isArray(e.stubs) && e.stubs.every((s) => isInt(s?.seq) && typeof s?.content === 'string' && isInt(s?.tokens)))
+      ) {
+        return 'compaction with malformed stubs';
+      }
+      return Array.isArray(e.files) ? null : 'compaction without files';
+    }
+    case 'event':
+      return typeof e.name === 'string' && !!e.data && typeof e.data === 'object' ? null : 'malformed event';
+    case 'repair': {
+      if (e.setAside !== undefined) return isInt(e.setAside) ? null : 'repair with a malformed seq';
+      const answer = e.answer as Record<string, unknown> | undefined;
+      if (!answer || !isInt(answer.after) || !isInt(answer.tokens)) return 'repair without an answer or a seq';
+      return (answer.message as { role?: unknown } | undefined)?.role === 'tool'
+        ? checkMessage(answer.message)
+        : 'repair answer is not a tool result';
+    }
+    default:
+      return `unknown entry type ${JSON.stringify(e.type)}`;
+  }
+}
+
+function checkMessage(value: unknown): string | null {
+  if (!value || typeof value !== 'object') return 'message is not an object';
+  const m = value as Record<string, unknown>;
+  switch (m.role) {
+    case 'system':
+    case 'user':
+      return typeof m.content === 'string' ? null : `${m.role} message without text`;
+    case 'assistant':
+      if (m.content !== null && typeof m.content !== 'string') return 'assistant content is neither text nor null';
+      if (m.tool_calls === undefined) return null;
+      return Array.isArray(m.tool_calls) &&
+        m.tool_calls.every(
+          (c) =>
+            typeof c?.id === 'string' &&
+            c.type === 'function' &&
+            typeof c.function?.name === 'string' &&
+            typeof c.function?.arguments === 'string',
+        )
+        ? null
+        : 'malformed tool_calls';
+    case 'tool':
+      return typeof m.content === 'string' && typeof m.tool_call_id === 'string' ? null : 'malformed tool result';
+    default:
+      return `unknown role ${JSON.stringify(m.role)}`;
+  }
+}
+
+/** An open log for appending, one line per entry, written with one write call. */
+export class MessageLog {
+  private fd: number;
+  private size: number;
+  private nextSeq: number;
+  private needsNewline: boolean;
+
+  constructor(
+    readonly path: string,
+    lastSeq: number,
+    tornTail: boolean,
+    private readonly now: () => number = Date.now,
+    private readonly redact: (line: string) => string = (line) => line,
+  ) {
+    this.fd = openSync(path, 'a', FILE_MODE);
+    this.size = fstatSync(this.fd).size;
+    this.nextSeq = lastSeq + 1;
+    // A torn last line stays where it is (we never rewrite); the next entry starts on a fresh line.
+    this.needsNewline = tornTail;
+  }
+
+  append<E extends NewEntry>(entry: E, options: { sync: boolean }): E & { seq: number; ts: number } {
+    const full = { seq: this.nextSeq, ts: this.now(), ...entry } as E & { seq: number; ts: number };
+    const line = this.redact(`${this.needsNewline ? '\n' : ''}${JSON.stringify(full)}\n`);
+    const bytes = Buffer.from(line);
+    try {
+      let written = 0;
+      while (written < bytes.length) written += writeSync(this.fd, bytes, written);
+      if (options.sync) fdatasyncSync(this.fd);
+    } catch (error) {
+      this.undoPartialWrite();
+      throw storageError(error, 'messages.jsonl');
+    }
+    this.size += bytes.length;
+    this.needsNewline = false;
+    this.nextSeq++;
+    return full;
+  }
+
+  /** Make everything appended so far durable. */
+  sync(): void {
+    fdatasyncSync(this.fd);
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+
+  /** A failed append (disk full) must not leave half a line that the next append would extend. */
+  private undoPartialWrite(): void {
+    try {
+      ftruncateSync(this.fd, this.size);
+    } catch {
+      this.needsNewline = true;
+    }
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * read / write / edit for the model, confined to the session's working-memory/.
+ * Refusals are tool errors the model can read and correct, never exceptions.
+ */
+import { z } from 'zod';
+import { PathRefusedError } from '../storage/sandboxPath.js';
+import { defineTool, type Tool, type ToolOutput } from './tool.js';
+import type { WorkingMemory, WriteResult } from '../memory/workingMemory.js';
+
+const DEFAULT_READ_LINES = 2000;
+
+const ReadParameters = z.object({
+  path: z.string().describe('Path inside working-memory/, e.g. working-memory/detail/design.md'),
+  offset: z.number().int().min(1).optional().describe('First line to read, 1-based (default 1)'),
+  limit: z.number().int().min(1).max(10_000).optional().describe(`Number of lines (default ${DEFAULT_READ_LINES})`),
+});
+const WriteParameters = z.object({
+  path: z.string().describe('Path inside working-memory/, e.g. working-memory/overview.md'),
+  content: z.string().describe('The complete new content of the file'),
+});
+const EditParameters = z.object({
+  path: z.string().describe('Path inside working-memory/'),
+  old: z.string().min(1).describe('The exact text to replace (must be unique in the file)'),
+  new: z.string().describe('The replacement text'),
+});
+
+export interface MemoryToolHooks {
+  /** Called after every successful write or edit (the tool runner watches overview.md). */
+  onWrite?(result: WriteResult): void;
+}
+
+export interface MemoryToolOptions {
+  /** Bytes the write and edit tools may write in one turn (300 writes of 230 KB once put 71 MB on disk). */
+  writeQuotaBytes?: number;
+}
+
+export const DEFAULT_WRITE_QUOTA_BYTES = 8 * 1024 * 1024;
+
+export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}, options: MemoryToolOptions = {}): Tool[] {
+  const quota = options.writeQuotaBytes ?? DEFAULT_WRITE_QUOTA_BYTES;
+  const used = { turn: -1, bytes: 0, writes: 0 };
+  /** Throws before a write that would pass the turn's quota; counts it otherwise. */
+  const charge = (turn: number) => (bytes: number) => {
+    if (used.turn !== turn) Object.assign(used, { turn, bytes: 0, writes: 0 });
+    if (used.bytes + bytes > quota) {
+      throw new PathRefusedError(
+        `not written: this turn has already written ${size(used.bytes)} in ${used.writes} writes, and ${size(bytes)} more would pass the quota of ${size(quota)} per turn. Write less (the memory is for notes, not dumps), or continue in the next turn`,
+      );
+    }
+    used.bytes += bytes;
+    used.writes++;
+  };
+  const guarded = (run: () => string): ToolOutput => {
+    try {
+      return run();
+    } catch (error) {
+      if (error instanceof PathRefusedError) return { content: `Error: ${error.message}`, isError: true };
+      const code = (error as NodeJS.ErrnoException).code;
+      return { content: `Error${code ? ` (${code})` : ''}: ${(error as Error).message}`, isError: true };
+    }
+  };
+  const written = (result: WriteResult, verb: string): string => {
+    hooks.onWrite?.(result);
+    const lines = [`${verb} ${result.path} (${result.bytes} bytes).`];
+    if (result.warning) lines.push(`Warning: ${result.warning}`);
+    return lines.join('\n');
+  };
+
+  return [
+    defineTool({
+      name: 'read',
+      description:
+        'Read a file from your working memory (working-memory/...), e.g. a detail/ file listed in <detail_index>. ' +
+        'offset is the first line to return (1-based), limit the number of lines.',
+      parameters: ReadParameters,
+      execute: ({ path, offset, limit }) =>
+        guarded(() => {
+          const { text, totalLines, from, to } = memory.read(path, { offset: (offset ?? 1) - 1, limit: limit ?? DEFAULT_READ_LINES });
+          if (from === 0 && to === totalLines) return text;
+          const more = to < totalLines ? `; call read with offset=${to + 1} for more` : '';
+          return `${text}\n\n[lines ${from + 1}-${to} of ${totalLines}${more}]`;
+        }),
+    }),
+    defineTool({
+      name: 'write',
+      description:
+        'Write a whole file in your working memory, replacing it. Use it for working-memory/overview.md (your memory, ' +
+        'shown on every request; keep it under 5 KB) and for notes in working-memory/detail/ or working-memory/archive/.',
+      parameters: WriteParameters,
+      execute: ({ path, content }, context) => guarded(() => written(memory.write(path, content, charge(context.turn)), 'Wrote')),
+    }),
+    defineTool({
+      name: 'edit',
+      description: 'Replace one passage of a working-memory file: old must occur exactly once in the file; it is replaced by new.',
+      parameters: EditParameters,
+      execute: ({ path, old, new: replacement }, context) =>
+        guarded(() => written(memory.edit(path, old, replacement, charge(context.turn)), 'Edited')),
+    }),
+  ];
+}
+
+function size(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MB` : `${(bytes / 1024).toFixed(1)} KB`;
+}

@@ -1,0 +1,208 @@
+/**
+ * trace.jsonl: what the visualizer replays. From the actors' inspection events it keeps
+ * every microstep (snapshots alone miss pass-through states) with the transitions taken;
+ * beside them the session's events and each new version of overview.md. Lines are
+ * buffered and written within FLUSH_DELAY_MS of a turn's end, in one write for however
+ * many turns ended meanwhile (no fsync: a trace is diagnostic; the log is the record).
+ * Listeners (the live visualizer link) see every record at once.
+ */
+import { closeSync, openSync, writeSync } from 'node:fs';
+import type { InspectionEvent } from 'xstate';
+import { FILE_MODE } from '../storage/atomicWrite.js';
+import type { WorkmemEvent } from '../events.js';
+import { transitionId } from './statechart.js';
+
+export const TRACE_FORMAT = 1;
+
+export type TraceRecord =
+  | { k: 'header'; format: number; sessionId: string; ts: number; resumed: boolean }
+  | {
+      k: 'step';
+      ts: number;
+      machine: string;
+      event: string;
+      transitions: string[];
+      from: string[];
+      to: string[];
+      value: unknown;
+      turn: number | null;
+      request: number | null;
+    }
+  | { k: 'event'; ts: number; event: TracedEvent }
+  | { k: 'memory'; ts: number; version: number; content: string; turn: number | null };
+
+type Transition = Parameters<typeof transitionId>[0];
+/** A session event as traced: without its session id (the header has it). */
+export type TracedEvent = WorkmemEvent extends infer E ? (E extends WorkmemEvent ? Omit<E, 'sessionId'> : never) : never;
+const FLUSH_LINES = 512;
+const FLUSH_DELAY_MS = 100;
+
+/** A transition's id, source and targets, as JSON fragments: computed once per transition. */
+interface TransitionJson {
+  id: string;
+  from: string;
+  to: string;
+}
+const transitionJson = new WeakMap<Transition, TransitionJson>();
+
+function jsonOf(t: Transition): TransitionJson {
+  let json = transitionJson.get(t);
+  if (!json) {
+    const to = (t.target ?? []).map((n: { id: string }) => JSON.stringify(n.id)).join(',');
+    json = { id: JSON.stringify(transitionId(t)), from: JSON.stringify(t.source.id), to };
+    transitionJson.set(t, json);
+  }
+  return json;
+}
+
+/** Tool arguments and outputs can be large; the log has them whole, the trace a glimpse. */
+const CLIP_CHARS = 4_000;
+function clip(text: string): string {
+  return text.length <= CLIP_CHARS
+    ? text
+    : `${text.slice(0, CLIP_CHARS)}… [${(text.length - CLIP_CHARS).toLocaleString('en-US')} more characters]`;
+}
+
+const strings = new Map<string, string>();
+/** Machine ids and event types repeat on every line: quote each once. */
+function quoted(s: string): string {
+  let q = strings.get(s);
+  if (q === undefined) {
+    q = JSON.stringify(s);
+    if (strings.size < 1_000) strings.set(s, q);
+  }
+  return q;
+}
+
+export class TraceRecorder {
+  private fd: number | null;
+  private buffer: string[] = [];
+  private readonly listeners = new Set<(record: TraceRecord) => void>();
+  private lastMemory = -1;
+  private turn: number | null = null;
+  private flushTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    path: string,
+    sessionId: string,
+    resumed: boolean,
+    private readonly now: () => number = Date.now,
+    private readonly redact: (line: string) => string = (line) => line,
+  ) {
+    this.fd = openSync(path, 'a', FILE_MODE);
+    this.record({ k: 'header', format: TRACE_FORMAT, sessionId, ts: now(), resumed });
+  }
+
+  /**
+   * For createActor({ inspect }): every machine of the session system. Microsteps come
+   * twenty to a turn, so their line is assembled from cached fragments; the record
+   * object is built only for live listeners.
+   */
+  readonly inspect = (event: InspectionEvent): void => {
+    if (event.type !== '@xstate.microstep' || this.fd === null) return;
+    const transitions = (event as unknown as { _transitions: Transition[] })._transitions;
+    const machine = (event.actorRef as unknown as { logic?: { id?: string } }).logic?.id ?? 'unknown';
+    const context = (event.snapshot as { context?: { turn?: unknown; request?: unknown } }).context;
+    const value = (event.snapshot as { value?: unknown }).value;
+    const turn = typeof context?.turn === 'number' ? context.turn : null;
+    const request = typeof context?.request === 'number' ? context.request : null;
+    const ts = this.now();
+    let ids = '';
+    let from = '';
+    let to = '';
+    for (const t of transitions) {
+      const json = jsonOf(t);
+      ids += ids ? `,${json.id}` : json.id;
+      from += from ? `,${json.from}` : json.from;
+      if (json.to) to += to ? `,${json.to}` : json.to;
+    }
+    const valueJson = typeof value === 'string' ? quoted(value) : JSON.stringify(value ?? null);
+    this.push(
+      `{"k":"step","ts":${ts},"machine":${quoted(machine)},"event":${quoted(event.event.type)},"transitions":[${ids}],"from":[${from}],"to":[${to}],"value":${valueJson},"turn":${turn},"request":${request}}\n`,
+    );
+    if (this.listeners.size === 0) return;
+    const record: TraceRecord = {
+      k: 'step',
+      ts,
+      machine,
+      event: event.event.type,
+      transitions: transitions.map(transitionId),
+      from: transitions.map((t) => t.source.id),
+      to: transitions.flatMap((t) => (t.target ?? []).map((n: { id: string }) => n.id)),
+      value,
+      turn,
+      request,
+    };
+    for (const listener of this.listeners) listener(record);
+  };
+
+  event(event: WorkmemEvent): void {
+    if (event.type === 'message_delta') return; // the message itself comes with message_end
+    if ('turn' in event && typeof event.turn === 'number') this.turn = event.turn;
+    // Message bodies are in messages.jsonl; the trace keeps which message ended, and its size.
+    // The session id is the header's, once.
+    const { sessionId: _, ...rest } = event;
+    const slim = (
+      event.type === 'message_end'
+        ? { ...rest, message: { role: event.message.role } }
+        : event.type === 'tool_start'
+          ? { ...rest, arguments: clip(event.arguments) }
+          : event.type === 'tool_end'
+            ? { ...rest, content: clip(event.content) }
+            : event.type === 'turn_start' || event.type === 'turn_end'
+              ? { ...rest, text: clip(event.text) }
+              : rest
+    ) as TracedEvent;
+    this.record({ k: 'event', ts: event.ts, event: slim });
+    if (event.type === 'turn_end' && !this.flushTimer) {
+      this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
+      this.flushTimer.unref();
+    }
+  }
+
+  memory(version: number, content: string): void {
+    if (version === this.lastMemory) return;
+    this.lastMemory = version;
+    this.record({ k: 'memory', ts: this.now(), version, content, turn: this.turn });
+  }
+
+  onRecord(listener: (record: TraceRecord) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  flush(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    if (this.fd === null || this.buffer.length === 0) return;
+    const text = this.buffer.join('');
+    this.buffer = [];
+    try {
+      writeSync(this.fd, text);
+    } catch {
+      // A full disk must not stop the session: the trace loses these lines, the log keeps everything.
+    }
+  }
+
+  close(): void {
+    this.flush();
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+  }
+
+  private record(record: TraceRecord): void {
+    if (this.fd === null) return;
+    const json = `${JSON.stringify(record)}\n`;
+    const line = this.redact(json);
+    this.push(line);
+    if (this.listeners.size === 0) return;
+    const shown = line === json ? record : (JSON.parse(line) as TraceRecord);
+    for (const listener of this.listeners) listener(shown);
+  }
+
+  /** `line` is redacted already (or, for microsteps, holds only state and event names). */
+  private push(line: string): void {
+    this.buffer.push(line);
+    if (this.buffer.length >= FLUSH_LINES) this.flush();
+  }
+}
