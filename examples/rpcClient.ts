@@ -14,7 +14,7 @@ export interface RpcRun {
 }
 
 export async function runRpcClient(options: { prompts: string[]; env: NodeJS.ProcessEnv; cwd?: string; cli?: string }): Promise<RpcRun> {
-  const cli = options.cli ?? fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+  const cli = options.cli ?? fileURLToPath(new URL('../src/cli/bin.js', import.meta.url));
   const child = spawn(process.execPath, [cli, 'rpc'], {
     env: options.env,
     cwd: options.cwd ?? process.cwd(),

@@ -12,7 +12,7 @@ export interface CliResult {
 }
 
 /** dist/src/cli.js (throws, saying to build, when it is missing). */
-export const cliPath = (): string => builtFile('src/cli/main.js');
+export const cliPath = (): string => builtFile('src/cli/bin.js');
 
 export function runCli(
   args: string[],

@@ -39,7 +39,7 @@ function ok(result: SpawnSyncReturns<string>, what: string): string {
 }
 
 beforeAll(() => {
-  if (!existsSync(join(ROOT, 'dist', 'src', 'cli', 'main.js'))) throw new Error('dist/ is missing: npm test builds it (pretest)');
+  if (!existsSync(join(ROOT, 'dist', 'src', 'cli', 'bin.js'))) throw new Error('dist/ is missing: npm test builds it (pretest)');
   work = mkdtempSync(join(tmpdir(), 'workmem-pack-'));
   // The build is fresh (pretest): --ignore-scripts skips prepack's second build.
   const packed = JSON.parse(ok(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], ROOT), 'npm pack')) as {

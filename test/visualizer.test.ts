@@ -16,7 +16,7 @@ import { createMachine } from 'xstate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { turnMachine } from '../machines/turnMachine.js';
 import { runDemo } from '../src/cli/demo.js';
-import type { CliIO } from '../src/cli/main.js';
+import type { CliIO } from '../src/cli/cliIO.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { LiveLink } from '../src/viz/liveLink.js';
 import { openSession } from '../src/session/session.js';

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 /**
  * The workmem command. Only node:util and the help texts load before a command is chosen,
  * so `workmem --help` starts fast; each command is imported when it runs.
@@ -232,24 +231,4 @@ export function describeError(error: unknown): string {
 
 function isUsageError(error: unknown): boolean {
   return error instanceof Error && (error.name === 'ConfigError' || error.name === 'UsageError');
-}
-
-// Run when executed directly (not when imported by tests).
-const invokedAs = process.argv[1] ?? '';
-if (/(^|[\\/])(cli\.js|workmem)$/.test(invokedAs)) {
-  runCli(process.argv.slice(2), {
-    stdin: process.stdin,
-    stdout: process.stdout,
-    stderr: process.stderr,
-    env: process.env,
-    cwd: process.cwd(),
-  }).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (error) => {
-      process.stderr.write(`workmem: ${describeError(error)}\n`);
-      process.exitCode = 1;
-    },
-  );
 }

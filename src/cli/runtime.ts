@@ -27,7 +27,7 @@ export function makeLLM(config: CliConfig): LLM {
   });
 }
 
-/** How this CLI was started, to print commands the user can paste: `workmem`, or `node dist/src/cli/main.js`. */
+/** How this CLI was started, to print commands the user can paste: `workmem`, or `node dist/src/cli/bin.js`. */
 export function selfCommand(): string {
   const script = process.argv[1] ?? '';
   if (/(^|[\\/])workmem$/.test(script)) return 'workmem';

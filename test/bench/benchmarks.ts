@@ -540,7 +540,7 @@ const signed = (x: number): string => `${x >= 0 ? '+' : '−'}${Math.abs(x).toFi
 
 /** 7. `workmem --help` wall time. */
 export function cliStart(scale: Scale): Row[] {
-  const cli = built('src/cli/main.js');
+  const cli = built('src/cli/bin.js');
   const times: number[] = [];
   for (let i = 0; i < scale.cliRuns + 1; i++) {
     const start = now();

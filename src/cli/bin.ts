@@ -1,0 +1,19 @@
+#!/usr/bin/env node
+/** The `workmem` executable: runs the command line with the process's streams (main.ts has no side effects, for tests). */
+import { describeError, runCli } from './main.js';
+
+runCli(process.argv.slice(2), {
+  stdin: process.stdin,
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  cwd: process.cwd(),
+}).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error) => {
+    process.stderr.write(`workmem: ${describeError(error)}\n`);
+    process.exitCode = 1;
+  },
+);
