@@ -190,7 +190,7 @@ describe('workmem demo', () => {
     expect(row('prompt tokens per request')).toMatch(/^min [\d,]+ · median [\d,]+ · max [\d,]+$/);
     expect(row('with the full history')).toMatch(/\d+ % saved/);
     expect(row('facts asked at the end')).toBe('5 / 5 answered from memory');
-    expect(result.stdout).toMatch(/Replay:\s+node \S*cli/bin\.js viz --session [0-9a-f-]{36}/);
+    expect(result.stdout).toMatch(/Replay:\s+node \S*cli\/bin\.js viz --session [0-9a-f-]{36}/);
   });
 });
 
