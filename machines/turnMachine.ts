@@ -34,10 +34,11 @@ const OVERFLOW_TARGET_SHARE = 0.5;
 export interface TurnStatics {
   sessionId: string;
   /**
-   * Opaque to the machines: handed to every actor in its input (`host`), so that one
-   * provided machine can serve many sessions, each actor finding its own.
+   * The port to the world outside the machine (files, the model, tools): handed to every
+   * actor in its input, so that one provided machine serves many sessions, each actor
+   * reaching its own session. Optional for embedders who provide their own actors.
    */
-  host?: unknown;
+  host?: TurnHost;
   systemPrompt: string;
   tools: readonly ToolSpec[];
   counter: TokenCounter;
@@ -68,9 +69,17 @@ export interface TurnOutput {
   tailHint: number;
 }
 
+/** What the turn's actors do, for one session; src/actors/ implements it over storage, the model and the tools. */
+export interface TurnHost {
+  loadMemory(input: MemoryStoreInput): Promise<MemorySnapshot>;
+  request(input: LlmInput, signal: AbortSignal): Promise<LlmOutput>;
+  runTools(input: ToolRunnerInput, signal: AbortSignal): Promise<ToolRunnerOutput>;
+  compact(input: CompactorInput, signal: AbortSignal): Promise<CompactorOutput>;
+}
+
 /** Every actor's input carries the host (see TurnStatics.host). */
 export interface HostInput {
-  host?: unknown;
+  host?: TurnHost;
 }
 
 export interface CompactorInput extends HostInput {
@@ -153,7 +162,7 @@ export interface TurnContext extends Omit<TurnInput, 'statics'> {
   error: TurnError | null;
 }
 
-export type TurnEvent = { type: 'ABORT' } | { type: 'MODE_CHANGED'; mode: HistoryMode };
+export type TurnEvent = { type: 'abort' } | { type: 'mode.changed'; mode: HistoryMode };
 
 function notProvided(name: string): never {
   throw new Error(`turn machine: actor '${name}' was not provided (use turnMachine.provide({ actors: { ${name} } }))`);
@@ -281,8 +290,8 @@ export const turnMachine = setup({
   }),
   initial: 'loadMemory',
   on: {
-    ABORT: { target: '.aborted' },
-    MODE_CHANGED: { actions: assign({ mode: ({ event }) => event.mode }) },
+    abort: { target: '.aborted' },
+    'mode.changed': { actions: assign({ mode: ({ event }) => event.mode }) },
   },
   states: {
     loadMemory: {

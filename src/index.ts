@@ -3,13 +3,14 @@
  * The public API: sessions, tools, the LLM interface, the event vocabulary, and the
  * machines themselves for embedding with `.provide()`.
  */
-export { createSession, openSession, listSessions, findSession, removeSession, Session } from './session/session.js';
+export { createSession, openSession, listSessions, findSession, removeSession } from './session/registry.js';
+export { Session } from './session/session.js';
 export { SessionInUseError } from './storage/sessionLock.js';
 export type { CompactionResult, CompactionTarget } from './compaction/compaction.js';
 export type { MemoryHealth } from './memory/memoryTemplate.js';
 export type { ReminderLevel } from './memory/reminderTracker.js';
-export type { SessionOptions, OpenOptions, TurnResult, SessionState, SessionIndexEntry } from './session/session.js';
-export { defineTool, ToolError } from './tools/tool.js';
+export type { SessionOptions, OpenOptions, TurnResult, SessionState, SessionIndexEntry } from './session/options.js';
+export { defineTool } from './tools/tool.js';
 export type { Tool, ToolContext, ToolOutput, ToolSpec } from './tools/tool.js';
 export { LLMError, toTurnError } from './llm/llm.js';
 export type { LLM, LLMRequest, LLMResponse, LLMUsage, LLMCallOptions, LLMErrorKind, TurnError } from './llm/llm.js';
@@ -51,4 +52,4 @@ export { ItemMemory, ItemMemoryError } from './itemMemory/itemMemory.js';
 export type { ItemMemoryOptions, MemoryItem, Retrieved, ForgetStrategy } from './itemMemory/itemMemory.js';
 export { openItemMemory } from './itemMemory/itemMemoryStore.js';
 export type { PersistentItemMemory } from './itemMemory/itemMemoryStore.js';
-export type { ItemMemoryConfig } from './session/session.js';
+export type { ItemMemoryConfig } from './session/options.js';

@@ -118,12 +118,16 @@ describe('per-turn write quota', () => {
   it('edits count too', async () => {
     const wm = new WorkingMemory(join(tempHome(), 'wm'));
     wm.init();
-    const [, write, edit] = memoryTools(wm, {}, { writeQuotaBytes: 1000 });
+    const [, write, edit] = memoryTools(wm, { writeQuotaBytes: 1000 });
     const context = { turn: 1 } as ToolContext;
-    expect(await write!.execute({ path: 'detail/a.md', content: `${'x'.repeat(600)}MARK` }, context)).toMatch(/^Wrote/);
+    expect(await write!.execute({ path: 'detail/a.md', content: `${'x'.repeat(600)}MARK` }, context)).toMatchObject({
+      content: expect.stringMatching(/^Wrote/),
+    });
     const refused = await edit!.execute({ path: 'detail/a.md', old: 'MARK', new: 'MORK' }, context);
     expect(refused).toMatchObject({ isError: true });
-    expect(await edit!.execute({ path: 'detail/a.md', old: 'MARK', new: 'MORK' }, { turn: 2 } as ToolContext)).toMatch(/^Edited/);
+    expect(await edit!.execute({ path: 'detail/a.md', old: 'MARK', new: 'MORK' }, { turn: 2 } as ToolContext)).toMatchObject({
+      content: expect.stringMatching(/^Edited/),
+    });
   });
 });
 

@@ -8,7 +8,7 @@ import {
   remindNextRequest,
   type TrackerState,
 } from '../src/memory/reminderTracker.js';
-import { openSession } from '../src/session/session.js';
+import { openSession } from '../src/session/index.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { collect, logEntries, newSession, ofType, splitTail, tempHome } from './helpers.js';
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { memoryHealth, overviewTemplate } from '../src/memory/memoryTemplate.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { listSessions } from '../src/session/session.js';
+import { listSessions } from '../src/session/index.js';
 import { encodeCwd } from '../src/storage/sessionPaths.js';
 import { loadTokenCounter } from '../src/tokens/tokens.js';
 import { logEntries, newSession, tempHome } from './helpers.js';

@@ -11,8 +11,7 @@ import type { SessionEvent } from '../events.js';
 import type { ToolCall } from '../history/messages.js';
 import type { SessionFiles } from '../storage/sessionFiles.js';
 import type { TokenCounter } from '../tokens/tokens.js';
-import type { Tool, ToolContext } from '../tools/tool.js';
-import type { WriteResult } from '../memory/workingMemory.js';
+import type { Tool, ToolContext, ToolEffects } from '../tools/tool.js';
 import { neutraliseTags } from '../prompt/structuralTags.js';
 import { argumentProblem, omittedArguments } from '../tools/toolArguments.js';
 import { invalidNameProblem } from '../llm/captureBounds.js';
@@ -23,10 +22,8 @@ export interface ToolRunnerDeps {
   counter: TokenCounter;
   emit(event: SessionEvent): void;
   now(): number;
-  /** Memory writes made by tools since the last call (filled by the memory tools' hook). */
-  drainWrites(): WriteResult[];
-  /** Whether compact_history ran since the last call. */
-  drainCompacted(): boolean;
+  /** The tools whose effects (a memory write, a compaction) the turn acts on: workmem's own. */
+  builtIn: ReadonlySet<string>;
   /** Shapes what the model sees of a tool's output (caps large output); identity by default. */
   capture?(call: ToolCall, content: string, turn: number): string;
 }
@@ -37,6 +34,7 @@ export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, 
   const { files, counter } = deps;
   const answered = new Set<string>();
   let overviewWrite: OverviewWrite | null = null;
+  let compacted = false;
   let finished = false;
 
   const append = (call: ToolCall, content: string, isError: boolean, ms: number): void => {
@@ -67,15 +65,13 @@ export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, 
         arguments: call.function.arguments,
       });
       const started = deps.now();
-      const { content, isError } = await execute(call, deps, signal, files, input);
+      const { content, isError, effects } = await execute(call, deps, signal, files, input);
       if (finished) break; // aborted while the tool ran: its result was already recorded as aborted
       // What the model reads cannot close or forge the tags that frame the request.
       const shown = neutraliseTags(deps.capture ? deps.capture(call, content, input.turn) : content);
       append(call, shown, isError, deps.now() - started);
-      const overview = deps
-        .drainWrites()
-        .filter((w) => w.isOverview)
-        .pop();
+      if (effects?.compacted) compacted = true;
+      const overview = effects?.memoryWrite?.isOverview ? effects.memoryWrite : null;
       if (overview && !isError) {
         files.appendEvent(input.turn, 'memory_updated', { path: overview.path, bytes: overview.bytes });
         overviewWrite = {
@@ -91,7 +87,7 @@ export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, 
     finished = true;
     signal.removeEventListener('abort', onAbort);
   }
-  return { history: files.history, overviewWrite, compacted: deps.drainCompacted() };
+  return { history: files.history, overviewWrite, compacted };
 }
 
 async function execute(
@@ -100,7 +96,7 @@ async function execute(
   signal: AbortSignal,
   files: SessionFiles,
   input: ToolRunnerInput,
-): Promise<{ content: string; isError: boolean }> {
+): Promise<{ content: string; isError: boolean; effects?: ToolEffects }> {
   const name = call.function.name;
   const badName = invalidNameProblem(call);
   if (badName) return { content: `Error: ${badName}. Available tools: ${[...deps.tools.keys()].join(', ')}.`, isError: true };
@@ -143,7 +139,10 @@ async function execute(
   try {
     const output = await tool.execute(parsed.data, context);
     if (typeof output === 'string') return { content: output, isError: false };
-    if (output && typeof output.content === 'string') return { content: output.content, isError: output.isError === true };
+    if (output && typeof output.content === 'string') {
+      const effects = deps.builtIn.has(name) && 'effects' in output ? (output.effects as ToolEffects) : undefined;
+      return { content: output.content, isError: output.isError === true, ...(effects ? { effects } : {}) };
+    }
     return { content: `Error: tool ${name} returned ${describe(output)} instead of a string or { content }`, isError: true };
   } catch (error) {
     return { content: `Error: ${name} failed: ${error instanceof Error ? error.message : String(error)}`, isError: true };

@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import type { CliIO, Flags } from './cliIO.js';
 import type { CompactionTarget } from '../compaction/compaction.js';
 import type { LLM } from '../llm/llm.js';
-import { listSessions, type Session } from '../session/session.js';
+import { listSessions, type Session } from '../session/index.js';
 import { loadConfig, type CliConfig } from './config.js';
 import { paint, renderEvents, statusLine, terminalOutput, type Output } from './render.js';
 import { inspectOption, makeLLM, startSession } from './runtime.js';

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import type { CliIO, Flags } from './cliIO.js';
 import type { LLM } from '../llm/llm.js';
 import { redactor, type Redact } from '../secrets/redact.js';
-import { findSession, listSessions, type Session } from '../session/session.js';
+import { findSession, listSessions, type Session } from '../session/index.js';
 import { loadConfig, type CliConfig } from './config.js';
 import { LineSplitter } from './lineSplitter.js';
 import { inspectOption, makeLLM, startSession, type SessionChoice } from './runtime.js';

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CliIO, Flags } from './cliIO.js';
 import { readLog } from '../storage/messageLog.js';
-import { findSession, listSessions, removeSession } from '../session/session.js';
+import { findSession, listSessions, removeSession } from '../session/index.js';
 import { SessionMetaSchema, type SessionMeta } from '../storage/sessionFiles.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import { WorkingMemory } from '../memory/workingMemory.js';

@@ -15,8 +15,6 @@ import { defineTool, type Tool } from '../tools/tool.js';
 
 export interface CompactHistoryHooks {
   emit(event: SessionEvent): void;
-  /** A compaction happened: the next request reminds the model to update its memory. */
-  onCompacted(): void;
 }
 
 const Parameters = z.object({
@@ -97,7 +95,6 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
         replaced: result.changed,
         files: result.files,
       });
-      hooks.onCompacted();
 
       const lines: string[] = [];
       if (result.archivedMessages) {
@@ -116,7 +113,8 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
       }
       lines.push(`History: ${before} → ${after} tokens.`);
       lines.push('Now update working-memory/overview.md with anything from the compacted part that you still need.');
-      return lines.join('\n');
+      // The effect: the next request reminds the model to update its memory.
+      return { content: lines.join('\n'), effects: { compacted: true } };
     },
   });
 }

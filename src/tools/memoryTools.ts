@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { PathRefusedError } from '../storage/sandboxPath.js';
-import { defineTool, type Tool, type ToolOutput } from './tool.js';
+import { defineTool, type BuiltInToolOutput, type Tool, type ToolOutput } from './tool.js';
 import type { WorkingMemory, WriteResult } from '../memory/workingMemory.js';
 
 const DEFAULT_READ_LINES = 2000;
@@ -24,11 +24,6 @@ const EditParameters = z.object({
   new: z.string().describe('The replacement text'),
 });
 
-export interface MemoryToolHooks {
-  /** Called after every successful write or edit (the tool runner watches overview.md). */
-  onWrite?(result: WriteResult): void;
-}
-
 export interface MemoryToolOptions {
   /** Bytes the write and edit tools may write in one turn (300 writes of 230 KB once put 71 MB on disk). */
   writeQuotaBytes?: number;
@@ -36,7 +31,7 @@ export interface MemoryToolOptions {
 
 export const DEFAULT_WRITE_QUOTA_BYTES = 8 * 1024 * 1024;
 
-export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}, options: MemoryToolOptions = {}): Tool[] {
+export function memoryTools(memory: WorkingMemory, options: MemoryToolOptions = {}): Tool[] {
   const quota = options.writeQuotaBytes ?? DEFAULT_WRITE_QUOTA_BYTES;
   const used = { turn: -1, bytes: 0, writes: 0 };
   /** Throws before a write that would pass the turn's quota; counts it otherwise. */
@@ -50,7 +45,7 @@ export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}, 
     used.bytes += bytes;
     used.writes++;
   };
-  const guarded = (run: () => string): ToolOutput => {
+  const guarded = (run: () => ToolOutput): ToolOutput => {
     try {
       return run();
     } catch (error) {
@@ -59,11 +54,12 @@ export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}, 
       return { content: `Error${code ? ` (${code})` : ''}: ${(error as Error).message}`, isError: true };
     }
   };
-  const written = (result: WriteResult, verb: string): string => {
-    hooks.onWrite?.(result);
+  /** The result, with the write as its effect (a write of overview.md resets the reminder). */
+  const written = (result: WriteResult, verb: string): BuiltInToolOutput => {
     const lines = [`${verb} ${result.path} (${result.bytes} bytes).`];
     if (result.warning) lines.push(`Warning: ${result.warning}`);
-    return lines.join('\n');
+    const { path, bytes, isOverview, warning } = result;
+    return { content: lines.join('\n'), effects: { memoryWrite: { path, bytes, isOverview, ...(warning ? { warning } : {}) } } };
   };
 
   return [

@@ -16,7 +16,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
-import { createSession, openSession } from '../../src/session/session.js';
+import { createSession, openSession } from '../../src/session/index.js';
 import { historyProblems, logEntriesOf, trackerProblems } from './checks.js';
 import { sha } from './hash.js';
 import { builtFile } from './built.js';

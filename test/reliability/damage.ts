@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { openaiChat } from '../../src/llm/openaiChat.js';
 import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
-import { createSession, openSession, type Session } from '../../src/session/session.js';
+import { createSession, openSession, type Session } from '../../src/session/index.js';
 import { startTestServer, type PolicyReply } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/tool.js';
 import type { ToolMessage } from '../../src/history/messages.js';

@@ -14,7 +14,7 @@ import type { SessionEvent } from '../../src/events.js';
 import type { LLMRequest, LLMResponse } from '../../src/llm/llm.js';
 import { memoryTools } from '../../src/tools/memoryTools.js';
 import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
-import { createSession, type Session, type SessionOptions } from '../../src/session/session.js';
+import { createSession, type Session, type SessionOptions } from '../../src/session/index.js';
 import { MAX_RESPONSE_ARGUMENT_BYTES } from '../../src/tools/toolArguments.js';
 import type { ToolContext } from '../../src/tools/tool.js';
 import { WorkingMemory } from '../../src/memory/workingMemory.js';

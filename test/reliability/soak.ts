@@ -23,7 +23,7 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSession } from '../../src/session/session.js';
+import { createSession } from '../../src/session/index.js';
 import { policyModel, protocolFollower } from '../../src/testing/index.js';
 import { loadTokenCounter } from '../../src/tokens/tokens.js';
 import { historyProblems } from './checks.js';
