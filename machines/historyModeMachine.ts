@@ -52,7 +52,9 @@ export const historyModeMachine = setup({
   actions: {
     /** Tells the owner the current mode; the session machine overrides it with sendParent. */
     announce: emit((_, params: ModeAnnouncement) => params),
-    takeEvaluation: assign(({ event }) => (event.type === 'memory.evaluate' ? { health: event.health, modelWrites: event.modelWrites } : {})),
+    takeEvaluation: assign(({ event }) =>
+      event.type === 'memory.evaluate' ? { health: event.health, modelWrites: event.modelWrites } : {},
+    ),
     takePin: assign(({ event }) => (event.type === 'mode.pin' ? { pinned: event.mode } : {})),
     clearPin: assign({ pinned: null }),
   },
@@ -126,9 +128,3 @@ export const historyModeMachine = setup({
     },
   },
 });
-
-/** The mode a snapshot of the machine stands for. */
-export function modeOf(value: unknown): HistoryMode {
-  const leaf = typeof value === 'object' && value !== null ? Object.values(value)[0] : value;
-  return leaf === 'phase2' || leaf === 'hybrid' ? leaf : 'phase1';
-}

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { LLMRequest, LLMResponse } from '../src/llm/llm.js';
 import { memoryTools } from '../src/tools/memoryTools.js';
 import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { countTags, neutraliseTags } from '../src/prompt/structuralTags.js';
+import { neutraliseTags } from '../src/prompt/structuralTags.js';
 import type { ToolContext } from '../src/tools/tool.js';
 import { WorkingMemory } from '../src/memory/workingMemory.js';
 import { collect, logEntries, newSession, ofType, tempHome } from './helpers.js';
@@ -157,7 +157,6 @@ describe('look-alike tags', () => {
   it('are neutralised after stripping format characters, NFKC and folding hyphens', () => {
     for (const fake of LOOK_ALIKES) {
       expect(neutraliseTags(`x ${fake} y`), JSON.stringify(fake)).toBe(`x &lt;${fake.slice(1)} y`);
-      expect(countTags(fake)).toBe(1);
     }
     expect(neutraliseTags('a < b, <div>, <context_metadata>, \uFF1Cb\uFF1E')).toBe('a < b, <div>, <context_metadata>, \uFF1Cb\uFF1E');
   });

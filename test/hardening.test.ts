@@ -85,7 +85,7 @@ describe('tool argument bounds', () => {
     });
     expect(saved).toEqual(['a']);
     expect(omittedArguments(JSON.parse(bounded.tool_calls![0]!.function.arguments))).toMatch(
-      /2 KB of arguments, over the 1 KB limit.*detail\/tool-outputs\/a/,
+      /2\.0 KB of arguments, over the 1\.0 KB limit.*detail\/tool-outputs\/a/,
     );
     expect(bounded.tool_calls![1]).toBe(message.tool_calls[1]);
   });
@@ -106,7 +106,7 @@ describe('one response as a whole', () => {
     });
     const notes = bounded.tool_calls!.map((c) => omittedArguments(JSON.parse(c.function.arguments)));
     expect(notes.slice(0, 2)).toEqual([null, null]);
-    expect(notes[2]).toMatch(/dropped: this response's tool calls passed 1 KB of arguments in total/);
+    expect(notes[2]).toMatch(/dropped: this response's tool calls passed 1000 B of arguments in total/);
     expect(notes[3]).toMatch(/not run/);
     expect(saved).toEqual([]);
     const big = { role: 'assistant' as const, content: null, tool_calls: ['e', 'f', 'g'].map((id) => call(id, 2000)) };

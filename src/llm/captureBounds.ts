@@ -8,6 +8,7 @@
  * (the user is there to split it, and a cut question would be answered as if whole).
  */
 import type { AssistantMessage, ToolCall } from '../history/messages.js';
+import { byteSize as size } from '../format/byteSize.js';
 
 export const MAX_TOOL_NAME_CHARS = 256;
 /** The Chat Completions rule, as defineTool checks it. */
@@ -79,8 +80,4 @@ function boundName(call: ToolCall, saveCall: (call: ToolCall) => string): ToolCa
   });
   const note = `${problem}; the call was not run (kept in ${where})`;
   return { ...call, function: { name: INVALID_TOOL_NAME, arguments: JSON.stringify({ [PROBLEM]: note }) } };
-}
-
-function size(bytes: number, digits = 1): string {
-  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(digits)} MB` : `${(bytes / 1024).toFixed(1)} KB`;
 }

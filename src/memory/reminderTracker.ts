@@ -3,6 +3,7 @@
  * overview.md and decides when to remind it. Pure functions over a small serialisable
  * state, so the turn machine can run them in `assign` and the session can persist them.
  */
+import type { ReminderLevel, ReminderReason } from '../events.js';
 export interface ReminderConfig {
   enabled: boolean;
   /** Remind when more rounds than this have passed without an update. */
@@ -38,8 +39,7 @@ export const INITIAL_TRACKER: TrackerState = {
   lastUpdateAt: null,
 };
 
-export type ReminderLevel = 'gentle' | 'firm' | 'urgent';
-export type ReminderReason = 'rounds' | 'tokens' | 'compaction';
+export type { ReminderLevel, ReminderReason };
 
 export interface ReminderDue {
   level: ReminderLevel;

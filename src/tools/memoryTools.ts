@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { PathRefusedError } from '../storage/sandboxPath.js';
 import { defineTool, type BuiltInToolOutput, type Tool, type ToolOutput } from './tool.js';
 import type { WorkingMemory, WriteResult } from '../memory/workingMemory.js';
+import { byteSize as size } from '../format/byteSize.js';
 
 const DEFAULT_READ_LINES = 2000;
 
@@ -93,8 +94,4 @@ export function memoryTools(memory: WorkingMemory, options: MemoryToolOptions = 
         guarded(() => written(memory.edit(path, old, replacement, charge(context.turn)), 'Edited')),
     }),
   ];
-}
-
-function size(bytes: number): string {
-  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MB` : `${(bytes / 1024).toFixed(1)} KB`;
 }

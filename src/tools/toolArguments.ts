@@ -10,6 +10,7 @@
  * overflows the stack).
  */
 import type { AssistantMessage, ToolCall } from '../history/messages.js';
+import { byteSize as size } from '../format/byteSize.js';
 
 export const MAX_TOOL_ARGUMENT_BYTES = 256 * 1024;
 export const MAX_RESPONSE_ARGUMENT_BYTES = 2 * 1024 * 1024;
@@ -95,8 +96,4 @@ export function omittedArguments(args: unknown): string | null {
   if (!args || typeof args !== 'object' || Array.isArray(args)) return null;
   const note = (args as Record<string, unknown>)[OMITTED];
   return typeof note === 'string' ? note : null;
-}
-
-function size(bytes: number): string {
-  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MB` : `${Math.round(bytes / 1024)} KB`;
 }

@@ -5,6 +5,7 @@
  * If the full text cannot be saved the head still goes to the model, with the reason.
  */
 import { readdirSync } from 'node:fs';
+import { byteSize as kb } from '../format/byteSize.js';
 export interface OutputLimits {
   maxLines: number;
   maxBytes: number;
@@ -89,8 +90,4 @@ function highestNumber(folder: string): number {
     if (n) highest = Math.max(highest, Number(n[1]));
   }
   return highest;
-}
-
-function kb(bytes: number): string {
-  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KB`;
 }
