@@ -5,7 +5,7 @@
  * walked with scripted outcomes. Every transition that fires is recorded (from the
  * inspection microsteps), so a test can check that all of them were exercised.
  */
-import { createActor, type AnyStateMachine, type AnyStateNode, type EventObject, type Snapshot } from 'xstate';
+import { createActor, type AnyActor, type AnyStateMachine, type AnyStateNode, type EventObject, type Snapshot } from 'xstate';
 import type { StatePath } from 'xstate/graph';
 
 type Transition = AnyStateNode['transitions'] extends Map<string, (infer T)[]> ? T : never;
@@ -47,7 +47,12 @@ export interface PathRun {
 export function runPaths<TSnapshot extends Snapshot<unknown>, TEvent extends EventObject>(
   machine: AnyStateMachine,
   paths: StatePath<TSnapshot, TEvent>[],
-  options: { input?: unknown; serialize: (snapshot: TSnapshot) => string },
+  options: {
+    input?: unknown;
+    serialize: (snapshot: TSnapshot) => string;
+    /** Called with each path's actor before it starts; what it returns is called after the last step. */
+    watch?: (actor: AnyActor, path: StatePath<TSnapshot, TEvent>) => () => void;
+  },
   run: PathRun = { visited: new Set(), fired: new Set() },
 ): PathRun {
   for (const path of paths) {
@@ -66,6 +71,7 @@ export function runPaths<TSnapshot extends Snapshot<unknown>, TEvent extends Eve
       },
     });
     root = actor;
+    const done = options.watch?.(actor, path);
     actor.start();
     const record = (): void => {
       for (const node of (actor.getSnapshot() as unknown as { _nodes: AnyStateNode[] })._nodes) run.visited.add(node.id);
@@ -83,6 +89,7 @@ export function runPaths<TSnapshot extends Snapshot<unknown>, TEvent extends Eve
       }
       record();
     }
+    done?.();
     actor.stop();
   }
   return run;
