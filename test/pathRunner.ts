@@ -7,6 +7,7 @@
  */
 import { createActor, type AnyActor, type AnyStateMachine, type AnyStateNode, type EventObject, type Snapshot } from 'xstate';
 import type { StatePath } from 'xstate/graph';
+import { TakenTransitions } from '../src/viz/takenTransitions.js';
 
 type Transition = AnyStateNode['transitions'] extends Map<string, (infer T)[]> ? T : never;
 
@@ -57,9 +58,19 @@ export function runPaths<TSnapshot extends Snapshot<unknown>, TEvent extends Eve
 ): PathRun {
   for (const path of paths) {
     let root: unknown;
+    const taken = new TakenTransitions();
+    const misread: string[] = [];
     const actor = createActor(machine, {
       input: options.input,
       inspect: (event) => {
+        // xstate's own (private) record of each microstep's transitions is the oracle for the
+        // trace recorder's public-API answer: every model-based path checks the two agree.
+        const mine = taken.see(event);
+        if (event.type === '@xstate.microstep') {
+          const theirs = (event as unknown as { _transitions: Transition[] })._transitions;
+          if (mine?.length !== theirs.length || mine.some((t, i) => t !== theirs[i]))
+            misread.push(`takenTransitions: ${event.event.type} took [${theirs.map(describe)}], read as [${(mine ?? []).map(describe)}]`);
+        }
         if (event.type === '@xstate.microstep' && (root === undefined || event.actorRef === root)) {
           for (const t of (event as unknown as { _transitions: Transition[] })._transitions) {
             run.fired.add(t);
@@ -79,6 +90,7 @@ export function runPaths<TSnapshot extends Snapshot<unknown>, TEvent extends Eve
     record();
     for (const [i, step] of path.steps.entries()) {
       if (i > 0 || step.event.type !== 'xstate.init') actor.send(step.event as never);
+      if (misread.length > 0) throw new Error(`path step ${i} (${step.event.type}): ${misread.join('; ')}`);
       const snapshot = actor.getSnapshot() as unknown as TSnapshot & { status: string; error?: unknown };
       if (snapshot.status === 'error')
         throw new Error(`path step ${i} (${step.event.type}) put the actor in error: ${String(snapshot.error)}`);
