@@ -25,7 +25,7 @@ function clock(start = 1_800_000_000_000) {
 const make = (options: Partial<ItemMemoryOptions> & { now: () => number }) =>
   new ItemMemory({ countTokens: (t) => counter.text(t), ...options });
 
-describe('item memory rules (seed 001), with an injected clock', () => {
+describe('item memory rules (docs/design.md §8), with an injected clock', () => {
   it('expires items after 120 minutes, on add, retrieve and forget', () => {
     const c = clock();
     const memory = make({ now: c.now });

@@ -252,7 +252,7 @@ describe('historyMode machine, model-based', () => {
     expect(missed).toEqual([]);
   });
 
-  it('switches exactly as DESIGN §3 says', () => {
+  it('switches exactly as docs/design.md §2.6 says', () => {
     const input = inputs[0]!;
     const paths = getShortestPaths(historyModeMachine, { input, events, serializeState: serialize as never });
     const reach = (value: unknown) => paths.find((p) => JSON.stringify(p.state.value) === JSON.stringify(value))?.steps.map((s) => s.event);

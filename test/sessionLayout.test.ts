@@ -8,7 +8,7 @@ import { encodeCwd } from '../src/storage/sessionPaths.js';
 import { loadTokenCounter } from '../src/tokens/tokens.js';
 import { logEntries, newSession, tempHome } from './helpers.js';
 
-describe('session layout (DESIGN §2)', () => {
+describe('session layout (docs/design.md §3)', () => {
   it('encodes the working directory as --<cwd>--', () => {
     expect(encodeCwd('/Users/a/proj')).toBe('--Users-a-proj--');
     expect(encodeCwd('/work/my project/x')).toBe('--work-my project-x--');
@@ -68,7 +68,7 @@ describe('session layout (DESIGN §2)', () => {
     await session.close();
   });
 
-  it("new sessions get the five-section template with guidance, in English or the seed's Chinese", async () => {
+  it("new sessions get the five-section template with guidance, in English or in Chinese", async () => {
     const en = overviewTemplate('en');
     for (const section of ['## Current task', '## Key decisions', '## Known facts', '## Open questions', '## Recent actions'])
       expect(en).toContain(section);

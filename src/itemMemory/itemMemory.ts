@@ -1,5 +1,5 @@
 /**
- * Item memory (seed 001): capacity-limited short-term memories, like human working memory.
+ * Item memory (docs/design.md §8): capacity-limited short-term memories, like human working memory.
  * - priority = importance × decay, decay = max(0.1, decayFactor^(hours/6)); the lowest
  *   priority is evicted first, from a min-heap. Every item decays by the same factor, so
  *   ln(importance) + (added/6h)·(−ln decayFactor) orders items exactly as their priorities

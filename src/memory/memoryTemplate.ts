@@ -1,6 +1,6 @@
 /**
- * The overview.md a new session starts with: the seed's five sections with guidance
- * comments (seed 003, "overview.md 模板"), in English or in the seed's Chinese.
+ * The overview.md a new session starts with: five sections with guidance comments
+ * (docs/design.md §2.1), in English or in Chinese.
  */
 import type { MemoryHealth } from '../events.js';
 

@@ -1,5 +1,5 @@
 /**
- * The reminder tracker of seed 000: counts LLM requests since the model last wrote
+ * The reminder tracker (docs/design.md §5): counts LLM requests since the model last wrote
  * overview.md and decides when to remind it. Pure functions over a small serialisable
  * state, so the turn machine can run them in `assign` and the session can persist them.
  */
@@ -49,7 +49,7 @@ export interface ReminderDue {
 }
 
 const LEVELS: readonly ReminderLevel[] = ['gentle', 'firm', 'urgent'];
-/** Above this share of the window a reminder is one step stronger (seed 003, US-8). */
+/** Above this share of the window a reminder is one step stronger (docs/design.md §5). */
 const ESCALATE_ABOVE_PERCENT = 50;
 
 /** One LLM request is about to be made: count it and decide whether to remind. */

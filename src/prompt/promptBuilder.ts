@@ -1,5 +1,5 @@
 /**
- * Assembles a request in the prefix-cache-friendly order of DESIGN §4:
+ * Assembles a request in the prefix-cache-friendly order of docs/design.md §4:
  * system prompt + working memory (one system message) → history per mode → the tail,
  * appended to the last message only. Pure: counts come from stored per-message counts,
  * and only the system message (when the memory changes) and the tailed last message are
