@@ -10,7 +10,7 @@
 import { createActor, fromPromise, setup, type AnyActor, type SnapshotFrom } from 'xstate';
 import { getShortestPaths, type StatePath } from 'xstate/graph';
 import { describe, expect, it } from 'vitest';
-import { sessionMachine, type QueuedPrompt, type SessionInput } from '../machines/sessionMachine.js';
+import { sessionMachine, type PersistModeInput, type QueuedPrompt, type SessionInput } from '../machines/sessionMachine.js';
 import type { TurnOutput } from '../machines/turnMachine.js';
 import type { SessionEvent } from '../src/events.js';
 import { fromItems, type HistoryMode, type HistoryView } from '../src/history/historyView.js';
@@ -20,18 +20,20 @@ import { allStateIds, allTransitions, runPaths, type PathRun } from './pathRunne
 
 /** The machine's event names in one place: a rename of them is one edit here. */
 const EV = {
-  prompt: 'PROMPT',
-  abort: 'ABORT',
-  setMode: 'SET_MODE',
-  mode: 'MODE',
-  compacted: 'COMPACTED',
-  memoryWritten: 'MEMORY_WRITTEN',
+  prompt: 'prompt',
+  abort: 'abort',
+  setMode: 'mode.set',
+  mode: 'mode.announced',
+  compacted: 'history.compacted',
+  memoryWritten: 'memory.written',
   // What the session tells its children.
-  turnAbort: 'ABORT',
-  turnMode: 'MODE_CHANGED',
-  pin: 'PIN',
-  unpin: 'UNPIN',
-  evaluate: 'EVALUATE',
+  turnAbort: 'abort',
+  turnMode: 'mode.changed',
+  pin: 'mode.pin',
+  unpin: 'mode.unpin',
+  evaluate: 'memory.evaluate',
+  // What the running turn sends up.
+  report: 'turn.report',
 } as const;
 
 const ACCEPT_DONE = 'xstate.done.actor.accept';
@@ -59,9 +61,16 @@ const listener = (child: string) =>
   });
 
 const pending = () => fromPromise(() => new Promise<never>(() => {}));
-const machine = sessionMachine.provide({
-  actors: { accept: pending(), save: pending(), turn: listener('turn'), historyMode: listener('historyMode') } as never,
+/** The mode changes the session asked to persist, in order: `phase1→phase2 pinned phase2`. */
+let persisted: string[] = [];
+const persistMode = fromPromise<void, PersistModeInput>(async ({ input }) => {
+  persisted.push(`${input.from}→${input.to} pinned ${input.pinned}`);
 });
+const machine = sessionMachine.provide({
+  actors: { accept: pending(), save: pending(), turn: listener('turn'), historyMode: listener('historyMode'), persistMode } as never,
+});
+/** Something the running turn reports: the session passes it on as its own event. */
+const REPORT: SessionEvent = { type: 'memory_loaded', turn: 1, request: 1, version: 1, bytes: 10, detailFiles: 0 };
 
 const saved = (n: number): HistoryView =>
   fromItems(
@@ -118,6 +127,9 @@ function eventsIn(s: Snap): Step[] {
     events.push({ type: ACCEPT_DONE, output: { history: saved(c.turn * 2 - 1) } });
     events.push({ type: ACCEPT_ERROR, error: new Error('ENOSPC: no space left on device') });
   }
+  if (s.children.turn) {
+    events.push({ type: EV.report, event: REPORT });
+  }
   if (s.children.turn)
     for (const status of ['done', 'aborted', 'failed'] as const) events.push({ type: TURN_DONE, output: turnOutput(s, status) });
   if (s.children.save) {
@@ -159,6 +171,7 @@ interface Expected {
   last: TurnOutput | null;
   emitted: SessionEvent[];
   told: string[];
+  persisted: string[];
 }
 
 function expectedAfter(steps: Step[]): Expected {
@@ -176,6 +189,7 @@ function expectedAfter(steps: Step[]): Expected {
     last: null,
     emitted: [],
     told: [],
+    persisted: [],
   };
   const startNext = (): void => {
     if (m.phase !== 'idle' || m.queue.length === 0) return;
@@ -213,14 +227,19 @@ function expectedAfter(steps: Step[]): Expected {
         break;
       case EV.mode: {
         const mode = e.mode as HistoryMode;
+        const pinned = e.pinned ? mode : null;
         if (mode !== m.mode) m.emitted.push({ type: 'mode_changed', from: m.mode, to: mode, pinned: e.pinned as boolean });
+        if (mode !== m.mode || pinned !== m.pinned) m.persisted.push(`${m.mode}→${mode} pinned ${pinned}`);
         m.mode = mode;
-        m.pinned = e.pinned ? mode : null;
+        m.pinned = pinned;
         if (m.phase === 'running') m.told.push(`turn:${EV.turnMode} ${mode}`);
         break;
       }
       case EV.compacted:
         m.forceNext = true;
+        break;
+      case EV.report:
+        m.emitted.push(e.event as SessionEvent);
         break;
       case EV.memoryWritten:
         if (m.phase !== 'running') break; // only a running turn writes memory
@@ -305,6 +324,7 @@ function runChecked(paths: StatePath<Snap, Step>[], run?: PathRun): PathRun {
       watch: (actor: AnyActor, path) => {
         const emitted: SessionEvent[] = [];
         told = [];
+        persisted = [];
         actor.on('*', (e) => emitted.push(e as SessionEvent));
         return () => {
           const steps = path.steps.map((s) => s.event as Step).filter((e) => e.type !== 'xstate.init');
@@ -313,6 +333,7 @@ function runChecked(paths: StatePath<Snap, Step>[], run?: PathRun): PathRun {
           const what = `after ${steps.map((e) => e.type).join(', ') || 'nothing'}`;
           expect(emitted, what).toEqual(want.emitted);
           expect(told, what).toEqual(want.told);
+          expect(persisted, what).toEqual(want.persisted);
           expect(
             {
               phase: s.value,
