@@ -118,6 +118,8 @@ function eventsIn(s: Snap): Step[] {
     { type: EV.setMode, mode: 'auto' },
     // historyMode announcing a switch: pinned one time, automatic the next.
     { type: EV.mode, mode: c.mode === 'phase1' ? 'phase2' : 'phase1', pinned: c.pinned === null },
+    // … and pinning (or unpinning) the mode it is in: no switch, but the pin is kept.
+    { type: EV.mode, mode: c.mode, pinned: c.pinned === null },
     { type: EV.compacted },
   ];
   const given = c.turn + c.queue.length;
