@@ -5,7 +5,7 @@
  * long tool loops. Pure: memoryStore, compactor, llm and toolRunner are provided by src/.
  */
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
-import { autoTier, planConversation, planToolStubs, type CompactionTarget } from '../src/compaction/compaction.js';
+import { autoTier, planConversation, planToolStubs, type CompactionTarget } from '../src/compaction/plan.js';
 import type { CompactionReason, SessionEvent, TurnStatus } from '../src/events.js';
 import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from '../src/history/historyView.js';
 import { jitterOf, toTurnError, type LLMUsage, type TurnError } from '../src/llm/llm.js';

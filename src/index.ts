@@ -5,7 +5,8 @@
  */
 export { createSession, openSession, listSessions, findSession, removeSession, Session } from './session/session.js';
 export { SessionInUseError } from './storage/sessionLock.js';
-export type { CompactionResult, CompactionTarget } from './compaction/compaction.js';
+export type { CompactionResult } from './compaction/compaction.js';
+export type { CompactionTarget } from './compaction/plan.js';
 export type { MemoryHealth } from './memory/memoryTemplate.js';
 export type { ReminderLevel } from './memory/reminderTracker.js';
 export type { SessionOptions, OpenOptions, TurnResult, SessionState, SessionIndexEntry } from './session/session.js';

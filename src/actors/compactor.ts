@@ -8,15 +8,8 @@
  *   system for models that do not manage their memory.
  */
 import type { CompactorInput, CompactorOutput } from '../../machines/turnMachine.js';
-import {
-  applyCompaction,
-  planConversation,
-  planForBudget,
-  planToolStubs,
-  type CompactionDeps,
-  type CompactionPlan,
-  type CompactionTarget,
-} from '../compaction/compaction.js';
+import { applyCompaction, type CompactionDeps } from '../compaction/compaction.js';
+import { planConversation, planForBudget, planToolStubs, type CompactionPlan, type CompactionTarget } from '../compaction/plan.js';
 import { tokensBetween } from '../history/historyView.js';
 import { AUTO_KEEP_TOOL_OUTPUTS } from '../../machines/turnMachine.js';
 

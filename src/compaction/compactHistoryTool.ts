@@ -6,7 +6,8 @@
  * update overview.md now (the next request carries a reminder).
  */
 import { z } from 'zod';
-import { applyCompaction, planForTarget, type CompactionDeps } from './compaction.js';
+import { applyCompaction, type CompactionDeps } from './compaction.js';
+import { planForTarget } from './plan.js';
 import type { SessionEvent } from '../events.js';
 import { totalTokens } from '../history/historyView.js';
 import { PathRefusedError, resolveInside } from '../storage/sandboxPath.js';

@@ -8,7 +8,8 @@
  * The files are written before the log entry: a crash in between loses nothing.
  */
 import type { CompactionReason } from '../events.js';
-import { tokensBetween, turnStartIndex, type HistoryItem, type HistoryView } from '../history/historyView.js';
+import type { HistoryItem } from '../history/historyView.js';
+import { NOTE_PREFIX, STUB_PREFIX, type CompactionPlan, type CompactionStrategy, type CompactionTarget } from './plan.js';
 import type { CompactionEntry } from '../storage/messageLog.js';
 import type { ChatMessage } from '../history/messages.js';
 import type { SessionFiles } from '../storage/sessionFiles.js';
@@ -17,28 +18,11 @@ import { neutraliseTags } from '../prompt/structuralTags.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import { renderTranscript } from '../history/transcript.js';
 
-export type CompactionTarget = 'conversation' | 'tools' | 'all';
-export type CompactionStrategy = 'archive' | 'summarize';
-
-export const NOTE_PREFIX = '[Earlier conversation compacted';
-export const STUB_PREFIX = '[Tool output moved';
-/** Outputs smaller than this are not worth a stub. */
-const MIN_STUB_TOKENS = 60;
-/** Turns holding fewer tokens than this are not worth a note (it would be longer). */
-const MIN_ARCHIVE_TOKENS = 150;
-
 export interface CompactionDeps {
   files: SessionFiles;
   counter: TokenCounter;
   now(): number;
   summarizer: Summarizer | null;
-}
-
-export interface CompactionPlan {
-  /** Positions [from, to) of whole turns to archive. */
-  archive: [number, number] | null;
-  /** Positions of tool results to stub. */
-  stubs: number[];
 }
 
 export interface CompactionResult {
@@ -52,103 +36,6 @@ export interface CompactionResult {
   tokensBefore: number;
   tokensAfter: number;
   summary: 'written' | 'failed' | 'not asked';
-}
-
-/** A run of consecutive items of one turn, or one earlier compaction note. */
-export interface Block {
-  start: number;
-  end: number;
-  tokens: number;
-  isNote: boolean;
-}
-
-export function turnBlocks(view: HistoryView, from: number, to: number): Block[] {
-  const blocks: Block[] = [];
-  let start = from;
-  for (let i = from + 1; i <= to; i++) {
-    if (i === to || view.items[i]!.turn !== view.items[start]!.turn || view.items[i]!.message.role === 'user') {
-      const first = view.items[start]!.message;
-      blocks.push({
-        start,
-        end: i,
-        tokens: tokensBetween(view, start, i),
-        isNote: first.role === 'user' && first.content.startsWith(NOTE_PREFIX),
-      });
-      start = i;
-    }
-  }
-  return blocks;
-}
-
-/** Whole turns in [from, the active turn) except the last `keepTurns` turns; null if none. */
-export function planConversation(view: HistoryView, from: number, turn: number, keepTurns: number): [number, number] | null {
-  const activeStart = Math.max(from, turnStartIndex(view, turn));
-  const blocks = turnBlocks(view, from, activeStart);
-  let kept = 0;
-  let cut = blocks.length;
-  while (cut > 0 && kept < keepTurns) {
-    cut--;
-    if (!blocks[cut]!.isNote) kept++;
-  }
-  if (cut === 0) return null;
-  const last = blocks[cut - 1]!;
-  // Archiving a lone earlier note would only replace it by another; a few short turns would grow.
-  if (cut === 1 && last.isNote) return null;
-  if (tokensBetween(view, blocks[0]!.start, last.end) < MIN_ARCHIVE_TOKENS) return null;
-  return [blocks[0]!.start, last.end];
-}
-
-/** Tool results in [from, to) worth stubbing, except the last `keep` of them. */
-export function planToolStubs(view: HistoryView, from: number, to: number, keep: number): number[] {
-  const tools: number[] = [];
-  for (let i = from; i < to; i++) {
-    const m = view.items[i]!.message;
-    if (m.role === 'tool' && !m.content.startsWith(STUB_PREFIX)) tools.push(i);
-  }
-  return tools.slice(0, Math.max(0, tools.length - keep)).filter((i) => view.items[i]!.tokens >= MIN_STUB_TOKENS);
-}
-
-/**
- * For the fallback: the fewest oldest whole turns that bring the carried history under
- * `budget` while keeping the last `keepTurns` (fewer if that is not enough); then, if the
- * active turn alone is still too large, its oldest tool outputs (never the newest one).
- */
-export function planForBudget(view: HistoryView, range: [number, number], turn: number, budget: number, keepTurns: number): CompactionPlan {
-  const before = tokensBetween(view, range[0], range[1]);
-  if (before <= budget) return { archive: null, stubs: [] };
-  const activeStart = Math.max(range[0], turnStartIndex(view, turn));
-  const blocks = turnBlocks(view, range[0], activeStart);
-  const note = 80;
-  let chosen = 0;
-  let removed = 0;
-  search: for (let keep = Math.min(keepTurns, blocks.length); keep >= 0; keep--) {
-    removed = 0;
-    for (let n = 1; n <= blocks.length - keep; n++) {
-      removed += blocks[n - 1]!.tokens;
-      chosen = n;
-      if (before - removed + note <= budget) break search;
-    }
-  }
-  if (chosen === 1 && blocks[0]!.isNote) ((chosen = 0), (removed = 0));
-  if (removed <= note) ((chosen = 0), (removed = 0));
-  const archive: [number, number] | null = chosen > 0 ? [blocks[0]!.start, blocks[chosen - 1]!.end] : null;
-  let remaining = before - removed + (archive ? note : 0);
-  const stubs: number[] = [];
-  if (remaining > budget) {
-    for (const i of planToolStubs(view, activeStart, range[1], 1)) {
-      if (remaining <= budget) break;
-      stubs.push(i);
-      remaining -= view.items[i]!.tokens - 40;
-    }
-  }
-  return { archive, stubs };
-}
-
-/** What compact_history (or a manual compaction) would compact for a target. */
-export function planForTarget(view: HistoryView, turn: number, target: CompactionTarget, keepRecent: number): CompactionPlan {
-  const archive = target === 'tools' ? null : planConversation(view, 0, turn, keepRecent);
-  const stubs = target === 'conversation' ? [] : planToolStubs(view, archive ? archive[1] : 0, view.length, keepRecent);
-  return { archive, stubs };
 }
 
 /** Carry out a plan: write the archive file, then append the compaction entry. */
@@ -294,10 +181,3 @@ function uniqueDetailPath(files: SessionFiles, stem: string): string {
   return path;
 }
 
-/** The compression guide's tier for a fill level (DESIGN §4), as the "auto" policy applies it. */
-export function autoTier(percent: number): CompactionTarget | null {
-  if (percent >= 60) return 'all';
-  if (percent >= 40) return 'conversation';
-  if (percent >= 20) return 'tools';
-  return null;
-}

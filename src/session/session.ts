@@ -29,14 +29,8 @@ import type {
 import type { ChatMessage, ToolCall } from '../history/messages.js';
 import type { MemorySnapshot } from '../memory/workingMemory.js';
 import { compactHistoryTool } from '../compaction/compactHistoryTool.js';
-import {
-  applyCompaction,
-  planForTarget,
-  type CompactionDeps,
-  type CompactionResult,
-  type CompactionStrategy,
-  type CompactionTarget,
-} from '../compaction/compaction.js';
+import { applyCompaction, type CompactionDeps, type CompactionResult } from '../compaction/compaction.js';
+import { planForTarget, type CompactionStrategy, type CompactionTarget } from '../compaction/plan.js';
 import { runCompactor } from '../actors/compactor.js';
 import { ConfigError, resolveSettings, type SettingsOverrides } from '../settings/config.js';
 import type { SessionEvent, TurnStatus, WorkmemEvent } from '../events.js';
@@ -54,7 +48,7 @@ import type { Tool } from '../tools/tool.js';
 import { runToolCalls } from '../actors/toolRunner.js';
 import { TraceRecorder } from '../viz/traceRecorder.js';
 import { LiveLink, liveUrl } from '../viz/liveLink.js';
-import { NOTE_PREFIX } from '../compaction/compaction.js';
+import { NOTE_PREFIX } from '../compaction/plan.js';
 import type { ItemMemory } from '../itemMemory/itemMemory.js';
 import { openItemMemory, type PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
 import { itemMemoryTools } from '../itemMemory/itemMemoryTools.js';
