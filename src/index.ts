@@ -5,7 +5,7 @@
  */
 export { createSession, openSession, listSessions, findSession, removeSession, Session } from './session/session.js';
 export { SessionInUseError } from './storage/sessionLock.js';
-export type { CompactionResult } from './compaction/compaction.js';
+export type { CompactionResult } from './compaction/apply.js';
 export type { CompactionTarget } from './compaction/plan.js';
 export type { MemoryHealth } from './memory/memoryTemplate.js';
 export type { ReminderLevel } from './memory/reminderTracker.js';

@@ -8,13 +8,13 @@
  *   system for models that do not manage their memory.
  */
 import type { CompactorInput, CompactorOutput } from '../../machines/turnMachine.js';
-import { applyCompaction, type CompactionDeps } from '../compaction/compaction.js';
+import { applyCompaction, type CompactionDeps } from '../compaction/apply.js';
 import { planConversation, planForBudget, planToolStubs, type CompactionPlan, type CompactionTarget } from '../compaction/plan.js';
 import { tokensBetween } from '../history/historyView.js';
 import { AUTO_KEEP_TOOL_OUTPUTS } from '../../machines/turnMachine.js';
 
 export async function runCompactor(input: CompactorInput, deps: CompactionDeps, signal: AbortSignal): Promise<CompactorOutput> {
-  const view = deps.files.history;
+  const view = deps.store.history();
   const [from, to] = input.range;
   const before = input.fixedTokens + tokensBetween(view, from, to);
   const plan =
@@ -27,9 +27,9 @@ export async function runCompactor(input: CompactorInput, deps: CompactionDeps, 
   const strategy = plan.archive && deps.summarizer && input.reason !== 'horizon' ? 'summarize' : 'archive';
   const result = await applyCompaction(plan, { target, strategy, reason: input.reason, turn: input.turn }, deps, signal);
   const removed = plan.archive ? plan.archive[1] - plan.archive[0] - 1 : 0;
-  const after = input.fixedTokens + tokensBetween(deps.files.history, from, Math.max(from, to - removed));
+  const after = input.fixedTokens + tokensBetween(deps.store.history(), from, Math.max(from, to - removed));
   return {
-    history: deps.files.history,
+    history: deps.store.history(),
     replaced: result.changed,
     files: result.files,
     tokensBefore: before,

@@ -6,11 +6,11 @@
  * update overview.md now (the next request carries a reminder).
  */
 import { z } from 'zod';
-import { applyCompaction, type CompactionDeps } from './compaction.js';
+import { applyCompaction, type CompactionDeps } from './apply.js';
 import { planForTarget } from './plan.js';
 import type { SessionEvent } from '../events.js';
 import { totalTokens } from '../history/historyView.js';
-import { PathRefusedError, resolveInside } from '../storage/sandboxPath.js';
+import { PathRefusedError } from '../storage/sandboxPath.js';
 import { reservedPath } from '../memory/workingMemory.js';
 import { defineTool, type Tool } from '../tools/tool.js';
 
@@ -50,26 +50,26 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
       'then update working-memory/overview.md with anything you still need.',
     parameters: Parameters,
     execute: async (args, context) => {
-      const { files } = deps;
+      const { store } = deps;
       let archiveTo: string | undefined;
       if (args.archive_to !== undefined) {
         try {
-          const resolved = resolveInside(files.memory.root, args.archive_to, 'working-memory/');
-          if (!/^(detail|archive)\//.test(resolved.rel)) {
+          const rel = await store.resolvePath(args.archive_to);
+          if (!/^(detail|archive)\//.test(rel)) {
             return {
               content: `Error: archive_to must be inside working-memory/detail/ or working-memory/archive/, got ${JSON.stringify(args.archive_to)}`,
               isError: true,
             };
           }
-          const reserved = reservedPath(resolved.rel);
+          const reserved = reservedPath(rel);
           if (reserved) return { content: `Error: archive_to refused: ${reserved}`, isError: true };
-          archiveTo = resolved.rel;
+          archiveTo = rel;
         } catch (error) {
           if (error instanceof PathRefusedError) return { content: `Error: archive_to refused: ${error.message}`, isError: true };
           throw error;
         }
       }
-      const view = files.history;
+      const view = store.history();
       const turn = context.turn;
       const plan = planForTarget(view, turn, args.target, args.keep_recent);
       if (!plan.archive && plan.stubs.length === 0) {
@@ -89,7 +89,7 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
         deps,
         context.signal,
       );
-      const after = totalTokens(files.history);
+      const after = totalTokens(store.history());
       hooks.emit({
         type: 'compaction_end',
         ...base,

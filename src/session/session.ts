@@ -29,7 +29,8 @@ import type {
 import type { ChatMessage, ToolCall } from '../history/messages.js';
 import type { MemorySnapshot } from '../memory/workingMemory.js';
 import { compactHistoryTool } from '../compaction/compactHistoryTool.js';
-import { applyCompaction, type CompactionDeps, type CompactionResult } from '../compaction/compaction.js';
+import { applyCompaction, type CompactionDeps, type CompactionResult } from '../compaction/apply.js';
+import { compactionStoreOf } from '../compaction/store.js';
 import { planForTarget, type CompactionStrategy, type CompactionTarget } from '../compaction/plan.js';
 import { runCompactor } from '../actors/compactor.js';
 import { ConfigError, resolveSettings, type SettingsOverrides } from '../settings/config.js';
@@ -423,7 +424,7 @@ export class Session {
     }
     const emit = (event: SessionEvent): void => this.dispatch(event);
     const compaction: CompactionDeps = (this.compaction = {
-      files,
+      store: compactionStoreOf(files),
       counter,
       now: this.now,
       summarizer: modelSummarizer({ llm: options.llm, counter, contextWindow: resolved.turn.contextWindow }),

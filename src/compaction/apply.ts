@@ -1,25 +1,23 @@
 /**
- * Compaction of the derived history, shared by the compact_history tool, the fallback at
- * the threshold, the overflow path and the "auto" policy. Two operations:
- * - archive whole turns (never the active one): their messages go verbatim to a detail/
- *   transcript and are replaced by one note, a structured summary when asked and possible;
- * - stub tool outputs: each is replaced by a one-line stub naming where it went.
- * Whole turns and whole outputs only, so a tool call is never separated from its result.
- * The files are written before the log entry: a crash in between loses nothing.
+ * Carries out a compaction plan (plan.ts), the one place that does: the archived turns
+ * and moved tool outputs go verbatim to a transcript inside working-memory/ (detail/ by
+ * default), then one log entry replaces the turns by a note (a structured summary when
+ * asked and possible) and each output by a one-line stub naming where it went.
+ * The file is written before the log entry: a crash in between loses nothing.
  */
 import type { CompactionReason } from '../events.js';
 import type { HistoryItem } from '../history/historyView.js';
 import { NOTE_PREFIX, STUB_PREFIX, type CompactionPlan, type CompactionStrategy, type CompactionTarget } from './plan.js';
 import type { CompactionEntry } from '../storage/messageLog.js';
 import type { ChatMessage } from '../history/messages.js';
-import type { SessionFiles } from '../storage/sessionFiles.js';
+import type { CompactionStore } from './store.js';
 import type { Summarizer } from './summarizer.js';
 import { neutraliseTags } from '../prompt/structuralTags.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import { renderTranscript } from '../history/transcript.js';
 
 export interface CompactionDeps {
-  files: SessionFiles;
+  store: CompactionStore;
   counter: TokenCounter;
   now(): number;
   summarizer: Summarizer | null;
@@ -45,8 +43,8 @@ export async function applyCompaction(
   deps: CompactionDeps,
   signal: AbortSignal,
 ): Promise<CompactionResult> {
-  const { files, counter } = deps;
-  const view = files.history;
+  const { store, counter } = deps;
+  const view = store.history();
   const archived = plan.archive ? view.items.slice(plan.archive[0], plan.archive[1]) : [];
   const stubbed = plan.stubs.map((i) => view.items[i]!);
   const tokensBefore = sum(archived) + sum(stubbed);
@@ -64,7 +62,7 @@ export async function applyCompaction(
   if (archived.length === 0 && stubbed.length === 0) return none;
 
   const stamp = new Date(deps.now()).toISOString();
-  const path = options.archiveTo ?? uniqueDetailPath(files, `compact-${stamp.replace(/[:.]/g, '-')}`);
+  const path = options.archiveTo ?? (await uniqueDetailPath(store, `compact-${stamp.replace(/[:.]/g, '-')}`));
   const turns = span([...archived, ...stubbed]);
   const sections: string[] = [];
   if (archived.length) {
@@ -85,7 +83,7 @@ export async function applyCompaction(
       ),
     );
   }
-  const where = files.memory.writeSystem(path, sections.join('\n\n'), { append: options.archiveTo !== undefined });
+  const where = await store.writeFile(path, sections.join('\n\n'), { append: options.archiveTo !== undefined });
 
   let summary: CompactionResult['summary'] = 'not asked';
   let note: ChatMessage | null = null;
@@ -111,7 +109,7 @@ export async function applyCompaction(
   });
   const noteTokens = note ? counter.message(note) : 0;
   const tokensAfter = noteTokens + stubs.reduce((n, s) => n + s.tokens, 0);
-  const entry = files.appendCompaction({
+  const entry = await store.appendCompaction({
     type: 'compaction',
     turn: options.turn,
     reason: options.reason,
@@ -175,9 +173,9 @@ function reasonText(reason: CompactionReason): string {
   }
 }
 
-function uniqueDetailPath(files: SessionFiles, stem: string): string {
+async function uniqueDetailPath(store: CompactionStore, stem: string): Promise<string> {
   let path = `detail/${stem}.md`;
-  for (let i = 2; files.memory.exists(path); i++) path = `detail/${stem}-${i}.md`;
+  for (let i = 2; await store.exists(path); i++) path = `detail/${stem}-${i}.md`;
   return path;
 }
 
