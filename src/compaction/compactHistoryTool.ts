@@ -6,10 +6,8 @@
  * update overview.md now (the next request carries a reminder).
  */
 import { z } from 'zod';
-import { applyCompaction, type CompactionDeps } from './apply.js';
-import { planForTarget } from './plan.js';
+import { compact, type CompactionDeps } from './compact.js';
 import type { SessionEvent } from '../events.js';
-import { totalTokens } from '../history/historyView.js';
 import { PathRefusedError } from '../storage/sandboxPath.js';
 import { reservedPath } from '../memory/workingMemory.js';
 import { defineTool, type Tool } from '../tools/tool.js';
@@ -69,27 +67,30 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
           throw error;
         }
       }
-      const view = store.history();
       const turn = context.turn;
-      const plan = planForTarget(view, turn, args.target, args.keep_recent);
-      if (!plan.archive && plan.stubs.length === 0) {
+      const base = { turn, request: context.request, reason: 'llm' as const };
+      const { applied: result, tokensBefore: before, tokensAfter: after } = await compact(
+        {
+          kind: 'target',
+          reason: 'llm',
+          turn,
+          activeTurn: turn,
+          target: args.target,
+          strategy: args.strategy,
+          keepRecent: args.keep_recent,
+          ...(archiveTo ? { archiveTo } : {}),
+        },
+        deps,
+        context.signal,
+        (tokensBefore) => hooks.emit({ type: 'compaction_start', ...base, tokensBefore }),
+      );
+      if (result.changed === 0) {
         const what =
           args.target === 'tools'
             ? `tool outputs beyond the last ${args.keep_recent} worth moving`
             : `turns before the last ${args.keep_recent}`;
-        return `Nothing to compact: there are no ${what}. The history holds ${totalTokens(view)} tokens.`;
+        return `Nothing to compact: there are no ${what}. The history holds ${before} tokens.`;
       }
-      const before = totalTokens(view);
-      const base = { turn, request: context.request, reason: 'llm' as const };
-      hooks.emit({ type: 'compaction_start', ...base, tokensBefore: before });
-      const strategy = args.strategy === 'summarize' && deps.summarizer ? 'summarize' : 'archive';
-      const result = await applyCompaction(
-        plan,
-        { target: args.target, strategy, reason: 'llm', turn, ...(archiveTo ? { archiveTo } : {}) },
-        deps,
-        context.signal,
-      );
-      const after = totalTokens(store.history());
       hooks.emit({
         type: 'compaction_end',
         ...base,

@@ -29,9 +29,9 @@ import type {
 import type { ChatMessage, ToolCall } from '../history/messages.js';
 import type { MemorySnapshot } from '../memory/workingMemory.js';
 import { compactHistoryTool } from '../compaction/compactHistoryTool.js';
-import { applyCompaction, type CompactionDeps, type CompactionResult } from '../compaction/apply.js';
+import { compact, type CompactionDeps, type CompactionResult } from '../compaction/compact.js';
 import { compactionStoreOf } from '../compaction/store.js';
-import { planForTarget, type CompactionStrategy, type CompactionTarget } from '../compaction/plan.js';
+import type { CompactionStrategy, CompactionTarget } from '../compaction/plan.js';
 import { runCompactor } from '../actors/compactor.js';
 import { ConfigError, resolveSettings, type SettingsOverrides } from '../settings/config.js';
 import type { SessionEvent, TurnStatus, WorkmemEvent } from '../events.js';
@@ -610,11 +610,12 @@ export class Session {
       throw new ConfigError(`keepRecent must be a whole number of at least 0, got ${keepRecent}`);
     const turn = this.files.lastTurn;
     const before = totalTokens(this.files.history);
-    const plan = planForTarget(this.files.history, turn + 1, target, keepRecent);
-    const strategy = options.strategy === 'summarize' && this.compaction.summarizer ? 'summarize' : 'archive';
+    const strategy = options.strategy === 'summarize' ? 'summarize' : 'archive';
     const base = { turn, request: 0, reason: 'manual' as const };
     this.dispatch({ type: 'compaction_start', ...base, tokensBefore: before });
-    const result = await applyCompaction(plan, { target, strategy, reason: 'manual', turn }, this.compaction, new AbortController().signal);
+    // Between turns none is active: every turn up to the last may be archived.
+    const request = { kind: 'target', reason: 'manual', turn, activeTurn: turn + 1, target, strategy, keepRecent } as const;
+    const { applied: result } = await compact(request, this.compaction, new AbortController().signal);
     this.dispatch({
       type: 'compaction_end',
       ...base,
