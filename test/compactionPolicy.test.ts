@@ -24,7 +24,13 @@ import {
 import * as turnMachineModule from '../machines/turnMachine.js';
 
 const BASE: PromptBase = { memoryVersion: 1, relevant: '', systemContent: 'system', tokens: 1000, memoryTokens: 200, memoryBytes: 800 };
-const SETTINGS: PolicySettings = { contextWindow: 10_000, fallbackThreshold: 0.75, hybridRecent: 10, compaction: 'llm', keepRecentTurns: 3 };
+const SETTINGS: PolicySettings = {
+  contextWindow: 10_000,
+  fallbackThreshold: 0.75,
+  hybridRecent: 10,
+  compaction: 'llm',
+  keepRecentTurns: 3,
+};
 
 /** Turns of [user, assistant calling a tool, tool output, assistant answer], each message `tokens` tokens. */
 function history(turns: number, tokens: number, toolTokens = tokens): HistoryView {

@@ -178,4 +178,3 @@ async function uniqueDetailPath(store: CompactionStore, stem: string): Promise<s
   for (let i = 2; await store.exists(path); i++) path = `detail/${stem}-${i}.md`;
   return path;
 }
-

@@ -8,7 +8,15 @@ import type { CompactionReason } from '../events.js';
 import type { HistoryView } from '../history/historyView.js';
 import { tokensBetween } from '../history/historyView.js';
 import { applyCompaction, type CompactionDeps, type CompactionResult } from './apply.js';
-import { isEmptyPlan, planForBudget, planForTarget, planForTier, type CompactionPlan, type CompactionStrategy, type CompactionTarget } from './plan.js';
+import {
+  isEmptyPlan,
+  planForBudget,
+  planForTarget,
+  planForTier,
+  type CompactionPlan,
+  type CompactionStrategy,
+  type CompactionTarget,
+} from './plan.js';
 import { AUTO_KEEP_TOOL_OUTPUTS } from './policy.js';
 
 export type { CompactionDeps, CompactionResult } from './apply.js';

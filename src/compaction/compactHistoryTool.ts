@@ -69,7 +69,7 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
       }
       const turn = context.turn;
       const base = { turn, request: context.request, reason: 'llm' as const };
-      const { applied: result, tokensBefore: before, tokensAfter: after } = await compact(
+      const compacted = await compact(
         {
           kind: 'target',
           reason: 'llm',
@@ -84,6 +84,8 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
         context.signal,
         (tokensBefore) => hooks.emit({ type: 'compaction_start', ...base, tokensBefore }),
       );
+      // Measured on the whole history, as the result text says.
+      const { applied: result, tokensBefore: before, tokensAfter: after } = compacted;
       if (result.changed === 0) {
         const what =
           args.target === 'tools'
