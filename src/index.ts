@@ -6,7 +6,8 @@
 export { createSession, openSession, listSessions, findSession, removeSession } from './session/registry.js';
 export { Session } from './session/session.js';
 export { SessionInUseError } from './storage/sessionLock.js';
-export type { CompactionResult, CompactionTarget } from './compaction/compaction.js';
+export type { CompactionResult } from './compaction/apply.js';
+export type { CompactionTarget } from './compaction/plan.js';
 export type { MemoryHealth } from './memory/memoryTemplate.js';
 export type { ReminderLevel } from './memory/reminderTracker.js';
 export type { SessionOptions, OpenOptions, TurnResult, SessionState, SessionIndexEntry } from './session/options.js';

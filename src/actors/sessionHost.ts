@@ -7,7 +7,7 @@ import type { SessionHost } from '../../machines/sessionMachine.js';
 import { runCompactor } from './compactor.js';
 import { runLlmRequest } from './llmRequest.js';
 import { runToolCalls } from './toolRunner.js';
-import type { CompactionDeps } from '../compaction/compaction.js';
+import type { CompactionDeps } from '../compaction/compact.js';
 import type { SessionEvent } from '../events.js';
 import { answerInterruptedCalls } from '../history/crashRecovery.js';
 import type { HistoryView } from '../history/historyView.js';

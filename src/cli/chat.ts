@@ -5,7 +5,7 @@
  */
 import { createInterface } from 'node:readline';
 import type { CliIO, Flags } from './cliIO.js';
-import type { CompactionTarget } from '../compaction/compaction.js';
+import type { CompactionTarget } from '../compaction/plan.js';
 import type { LLM } from '../llm/llm.js';
 import { listSessions, type Session } from '../session/index.js';
 import { loadConfig, type CliConfig } from './config.js';

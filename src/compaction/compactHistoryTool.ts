@@ -6,10 +6,9 @@
  * update overview.md now (the next request carries a reminder).
  */
 import { z } from 'zod';
-import { applyCompaction, planForTarget, type CompactionDeps } from './compaction.js';
+import { compact, type CompactionDeps } from './compact.js';
 import type { SessionEvent } from '../events.js';
-import { totalTokens } from '../history/historyView.js';
-import { PathRefusedError, resolveInside } from '../storage/sandboxPath.js';
+import { PathRefusedError } from '../storage/sandboxPath.js';
 import { reservedPath } from '../memory/workingMemory.js';
 import { defineTool, type Tool } from '../tools/tool.js';
 
@@ -47,46 +46,51 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
       'then update working-memory/overview.md with anything you still need.',
     parameters: Parameters,
     execute: async (args, context) => {
-      const { files } = deps;
+      const { store } = deps;
       let archiveTo: string | undefined;
       if (args.archive_to !== undefined) {
         try {
-          const resolved = resolveInside(files.memory.root, args.archive_to, 'working-memory/');
-          if (!/^(detail|archive)\//.test(resolved.rel)) {
+          const rel = await store.resolvePath(args.archive_to);
+          if (!/^(detail|archive)\//.test(rel)) {
             return {
               content: `Error: archive_to must be inside working-memory/detail/ or working-memory/archive/, got ${JSON.stringify(args.archive_to)}`,
               isError: true,
             };
           }
-          const reserved = reservedPath(resolved.rel);
+          const reserved = reservedPath(rel);
           if (reserved) return { content: `Error: archive_to refused: ${reserved}`, isError: true };
-          archiveTo = resolved.rel;
+          archiveTo = rel;
         } catch (error) {
           if (error instanceof PathRefusedError) return { content: `Error: archive_to refused: ${error.message}`, isError: true };
           throw error;
         }
       }
-      const view = files.history;
       const turn = context.turn;
-      const plan = planForTarget(view, turn, args.target, args.keep_recent);
-      if (!plan.archive && plan.stubs.length === 0) {
+      const base = { turn, request: context.request, reason: 'llm' as const };
+      const compacted = await compact(
+        {
+          kind: 'target',
+          reason: 'llm',
+          turn,
+          activeTurn: turn,
+          target: args.target,
+          strategy: args.strategy,
+          keepRecent: args.keep_recent,
+          ...(archiveTo ? { archiveTo } : {}),
+        },
+        deps,
+        context.signal,
+        (tokensBefore) => hooks.emit({ type: 'compaction_start', ...base, tokensBefore }),
+      );
+      // Measured on the whole history, as the result text says.
+      const { applied: result, tokensBefore: before, tokensAfter: after } = compacted;
+      if (result.changed === 0) {
         const what =
           args.target === 'tools'
             ? `tool outputs beyond the last ${args.keep_recent} worth moving`
             : `turns before the last ${args.keep_recent}`;
-        return `Nothing to compact: there are no ${what}. The history holds ${totalTokens(view)} tokens.`;
+        return `Nothing to compact: there are no ${what}. The history holds ${before} tokens.`;
       }
-      const before = totalTokens(view);
-      const base = { turn, request: context.request, reason: 'llm' as const };
-      hooks.emit({ type: 'compaction_start', ...base, tokensBefore: before });
-      const strategy = args.strategy === 'summarize' && deps.summarizer ? 'summarize' : 'archive';
-      const result = await applyCompaction(
-        plan,
-        { target: args.target, strategy, reason: 'llm', turn, ...(archiveTo ? { archiveTo } : {}) },
-        deps,
-        context.signal,
-      );
-      const after = totalTokens(files.history);
       hooks.emit({
         type: 'compaction_end',
         ...base,

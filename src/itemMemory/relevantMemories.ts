@@ -1,5 +1,5 @@
 /** Item memory injected after overview.md: the items most relevant to the latest user message. */
-import { NOTE_PREFIX } from '../compaction/compaction.js';
+import { NOTE_PREFIX } from '../compaction/plan.js';
 import type { HistoryView } from '../history/historyView.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { ItemMemory } from './itemMemory.js';

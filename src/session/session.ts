@@ -10,14 +10,9 @@ import type { sessionMachine } from '../../machines/sessionMachine.js';
 import type { SessionStatics } from '../../machines/sessionMachine.js';
 import { hostedSessionMachine } from '../actors/hostedMachine.js';
 import { sessionHost } from '../actors/sessionHost.js';
-import {
-  applyCompaction,
-  planForTarget,
-  type CompactionDeps,
-  type CompactionResult,
-  type CompactionStrategy,
-  type CompactionTarget,
-} from '../compaction/compaction.js';
+import { compact, type CompactionDeps, type CompactionResult } from '../compaction/compact.js';
+import type { CompactionStrategy, CompactionTarget } from '../compaction/plan.js';
+import { compactionStoreOf } from '../compaction/store.js';
 import { modelSummarizer } from '../compaction/summarizer.js';
 import type { SessionEvent, WorkmemEvent } from '../events.js';
 import { totalTokens, type HistoryMode, type HistoryView } from '../history/historyView.js';
@@ -96,13 +91,14 @@ export class Session {
     this.bus = new EventBus(files.id, files.redact, now, trace ? (event) => trace.event(event) : undefined);
     const emit = (event: SessionEvent): void => this.dispatch(event);
     this.compaction = {
-      files,
+      store: compactionStoreOf(files),
       counter,
       now,
       summarizer: modelSummarizer({ llm: options.llm, counter, contextWindow: resolved.turn.contextWindow }),
     };
     this.model = { name: options.llm.model, contextWindow: resolved.turn.contextWindow };
     const tools = sessionTools({
+      memory: files.memory,
       compaction: this.compaction,
       items,
       options,
@@ -213,11 +209,12 @@ export class Session {
       throw new ConfigError(`keepRecent must be a whole number of at least 0, got ${keepRecent}`);
     const turn = this.files.lastTurn;
     const before = totalTokens(this.files.history);
-    const plan = planForTarget(this.files.history, turn + 1, target, keepRecent);
-    const strategy = options.strategy === 'summarize' && this.compaction.summarizer ? 'summarize' : 'archive';
+    const strategy = options.strategy === 'summarize' ? 'summarize' : 'archive';
     const base = { turn, request: 0, reason: 'manual' as const };
     this.dispatch({ type: 'compaction_start', ...base, tokensBefore: before });
-    const result = await applyCompaction(plan, { target, strategy, reason: 'manual', turn }, this.compaction, new AbortController().signal);
+    // Between turns none is active: every turn up to the last may be archived.
+    const request = { kind: 'target', reason: 'manual', turn, activeTurn: turn + 1, target, strategy, keepRecent } as const;
+    const { applied: result } = await compact(request, this.compaction, new AbortController().signal);
     this.dispatch({
       type: 'compaction_end',
       ...base,

@@ -1,6 +1,6 @@
 /** The tools of one session: workmem's own (memory, compaction, item memory) and the host's, with unique names. */
 import { compactHistoryTool } from '../compaction/compactHistoryTool.js';
-import type { CompactionDeps } from '../compaction/compaction.js';
+import type { CompactionDeps } from '../compaction/compact.js';
 import type { SessionEvent } from '../events.js';
 import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
 import { itemMemoryTools } from '../itemMemory/itemMemoryTools.js';
@@ -8,6 +8,7 @@ import type { Redact } from '../secrets/redact.js';
 import { ConfigError } from '../settings/config.js';
 import { memoryTools } from '../tools/memoryTools.js';
 import type { Tool } from '../tools/tool.js';
+import type { WorkingMemory } from '../memory/workingMemory.js';
 import type { SessionOptions } from './options.js';
 
 export interface SessionTools {
@@ -17,6 +18,7 @@ export interface SessionTools {
 }
 
 export function sessionTools(parts: {
+  memory: WorkingMemory;
   compaction: CompactionDeps;
   items: PersistentItemMemory | null;
   options: Pick<SessionOptions, 'tools' | 'itemMemory'>;
@@ -26,7 +28,7 @@ export function sessionTools(parts: {
 }): SessionTools {
   const { compaction, items, options } = parts;
   const builtIn = [
-    ...memoryTools(compaction.files.memory, { writeQuotaBytes: parts.writeQuotaBytes }),
+    ...memoryTools(parts.memory, { writeQuotaBytes: parts.writeQuotaBytes }),
     compactHistoryTool(compaction, { emit: parts.emit }),
   ];
   if (items)
