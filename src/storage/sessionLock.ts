@@ -67,12 +67,17 @@ interface Seen {
 
 export class SessionInUseError extends Error {
   override name = 'SessionInUseError';
+  /** Who holds the session, as the message names it (`pid 123`), or null when unknown. */
+  readonly holder: string | null;
   constructor(
     message: string,
     readonly pid: number | null,
     readonly host: string | null,
+    /** Until when the holder's lease runs, where a store knows (epoch ms). */
+    readonly until: number | null = null,
   ) {
     super(message);
+    this.holder = pid === null ? null : `pid ${pid}`;
   }
 }
 
