@@ -120,7 +120,7 @@ function entryOf(path: string, stat: Stats): MemoryEntry {
 }
 
 /** Create directories under root one level at a time, so no symlink can redirect them. */
-function mkdirInside(root: string, relDir: string): void {
+export function mkdirInside(root: string, relDir: string): void {
   if (relDir === '.' || relDir === '') return;
   let current = root;
   for (const part of relDir.split('/')) {

@@ -29,7 +29,7 @@ import type { ChatMessage } from '../history/messages.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import { SESSION_FILES, sessionDir } from './sessionPaths.js';
 import { SessionLock } from './sessionLock.js';
-import { WorkingMemory } from '../memory/workingMemory.js';
+import { SyncWorkingMemory as WorkingMemory } from '../memory/syncWorkingMemory.js';
 
 const MODES = ['phase1', 'phase2', 'hybrid'] as const;
 
