@@ -12,7 +12,7 @@ import { memoryTools } from '../src/tools/memoryTools.js';
 import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
 import { neutraliseTags } from '../src/prompt/structuralTags.js';
 import type { ToolContext } from '../src/tools/tool.js';
-import { WorkingMemory } from '../src/memory/workingMemory.js';
+import { memoryOnDisk } from './storage/memoryOnDisk.js';
 import { collect, logEntries, newSession, ofType, tempHome } from './helpers.js';
 import { LOOK_ALIKES, raceReads, raceWrites } from './reliability/guard.js';
 
@@ -116,8 +116,7 @@ describe('per-turn write quota', () => {
   });
 
   it('edits count too', async () => {
-    const wm = new WorkingMemory(join(tempHome(), 'wm'));
-    wm.init();
+    const wm = await memoryOnDisk(join(tempHome(), 'wm'));
     const [, write, edit] = memoryTools(wm, { writeQuotaBytes: 1000 });
     const context = { turn: 1 } as ToolContext;
     expect(await write!.execute({ path: 'detail/a.md', content: `${'x'.repeat(600)}MARK` }, context)).toMatchObject({

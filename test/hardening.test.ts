@@ -11,7 +11,8 @@ import { REDACTED, redactor } from '../src/secrets/redact.js';
 import { LOCK_FILE, pidNamespace, SessionInUseError, SessionLock } from '../src/storage/sessionLock.js';
 import { neutraliseTags } from '../src/prompt/structuralTags.js';
 import { argumentProblem, boundToolArguments, MAX_NESTING, omittedArguments } from '../src/tools/toolArguments.js';
-import { OVERVIEW_MAX_BYTES, WorkingMemory } from '../src/memory/workingMemory.js';
+import { OVERVIEW_MAX_BYTES } from '../src/memory/workingMemory.js';
+import { memoryOnDisk } from './storage/memoryOnDisk.js';
 import { writeFileAtomic } from '../src/storage/atomicWrite.js';
 import { unpairedTools } from '../src/testing/testServer.js';
 import { capOutput, SavedOutputNames } from '../src/tools/toolOutputCap.js';
@@ -120,13 +121,12 @@ describe('one response as a whole', () => {
 });
 
 describe('overview.md size limit', () => {
-  it(`refuses an overview over ${OVERVIEW_MAX_BYTES / 1024} KB with advice, and keeps the old content`, () => {
-    const memory = new WorkingMemory(temp('overview'));
-    memory.init();
-    memory.write('overview.md', '# Overview\n\nkept\n');
-    expect(() => memory.write('overview.md', 'x'.repeat(OVERVIEW_MAX_BYTES + 1))).toThrow(/at most 32 KB.*detail\//);
-    expect(memory.snapshot().content).toBe('# Overview\n\nkept\n');
-    expect(() => memory.write('detail/big.md', 'x'.repeat(OVERVIEW_MAX_BYTES + 1))).not.toThrow();
+  it(`refuses an overview over ${OVERVIEW_MAX_BYTES / 1024} KB with advice, and keeps the old content`, async () => {
+    const memory = await memoryOnDisk(temp('overview'));
+    await memory.write('overview.md', '# Overview\n\nkept\n');
+    await expect(memory.write('overview.md', 'x'.repeat(OVERVIEW_MAX_BYTES + 1))).rejects.toThrow(/at most 32 KB.*detail\//);
+    expect((await memory.snapshot()).content).toBe('# Overview\n\nkept\n');
+    await expect(memory.write('detail/big.md', 'x'.repeat(OVERVIEW_MAX_BYTES + 1))).resolves.toMatchObject({ created: true });
   });
 });
 
@@ -213,13 +213,12 @@ describe('saved outputs, reserved names and temp files', () => {
     expect(shown).toMatch(/The full output could not be saved \(ENOTDIR: not a directory\); only this part is kept\./);
   });
 
-  it("refuses the model writes and edits in workmem's own detail/tool-outputs", () => {
-    const memory = new WorkingMemory(temp('wm'));
-    memory.init();
+  it("refuses the model writes and edits in workmem's own detail/tool-outputs", async () => {
+    const memory = await memoryOnDisk(temp('wm'));
     for (const path of ['detail/tool-outputs', 'detail/tool-outputs/x.txt', 'Detail/Tool-Outputs', 'working-memory/detail/tool-outputs'])
-      expect(() => memory.write(path, 'x'), path).toThrow(/reserved: detail\/tool-outputs\/ is workmem's own folder/);
-    expect(memory.writeSystem('detail/tool-outputs/1-turn1.txt', 'full')).toBe('working-memory/detail/tool-outputs/1-turn1.txt');
-    expect(() => memory.edit('detail/tool-outputs/1-turn1.txt', 'full', 'mine')).toThrow(/reserved/);
+      await expect(memory.write(path, 'x'), path).rejects.toThrow(/reserved: detail\/tool-outputs\/ is workmem's own folder/);
+    expect(await memory.writeSystem('detail/tool-outputs/1-turn1.txt', 'full')).toBe('working-memory/detail/tool-outputs/1-turn1.txt');
+    await expect(memory.edit('detail/tool-outputs/1-turn1.txt', 'full', 'mine')).rejects.toThrow(/reserved/);
   });
 
   it('puts the temp file of an atomic write in the given folder, never beside the file', () => {

@@ -9,7 +9,7 @@ import { readLog } from '../storage/messageLog.js';
 import { findSession, listSessions, removeSession } from '../session/index.js';
 import { SessionMetaSchema, type SessionMeta } from '../storage/sessionFiles.js';
 import { defaultHome } from '../storage/sessionPaths.js';
-import { WorkingMemory } from '../memory/workingMemory.js';
+import { SyncWorkingMemory as WorkingMemory } from '../memory/syncWorkingMemory.js';
 import { redactor } from '../secrets/redact.js';
 import { terminalLine, terminalText } from './terminalText.js';
 import { UsageError } from './usageError.js';

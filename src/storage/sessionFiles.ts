@@ -7,14 +7,13 @@
 import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
 import { DIR_MODE, TEMP_DIR, writeFileAtomic } from './atomicWrite.js';
 import type { TrackerFacts } from '../memory/reminderTracker.js';
 import type { Redact } from '../secrets/redact.js';
 
 const noRedaction: Redact = (text) => text;
 import { applyRepair, deriveHistory, viewAfterCompaction, type DerivedHistory } from '../history/deriveHistory.js';
-import { appendItem, fromItems, type HistoryMode, type HistoryView } from '../history/historyView.js';
+import { appendItem, fromItems, type HistoryView } from '../history/historyView.js';
 import {
   MessageLog,
   readLog,
@@ -29,28 +28,12 @@ import type { ChatMessage } from '../history/messages.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import { SESSION_FILES, sessionDir } from './sessionPaths.js';
 import { SessionLock } from './sessionLock.js';
-import { WorkingMemory } from '../memory/workingMemory.js';
+import { rebuildMeta, titleOf, trackerFactsOf } from '../history/sessionFacts.js';
+import { SyncWorkingMemory as WorkingMemory } from '../memory/syncWorkingMemory.js';
 
-const MODES = ['phase1', 'phase2', 'hybrid'] as const;
+import { describeRepair, firstLine, SessionMetaSchema, type Repair, type SessionMeta } from './sessionMeta.js';
 
-export const SessionMetaSchema = z.object({
-  format: z.literal(1),
-  id: z.string(),
-  name: z.string().nullable(),
-  title: z.string().nullable(),
-  cwd: z.string(),
-  createdAt: z.number(),
-  updatedAt: z.number(),
-  messageCount: z.number().int().nonnegative(),
-  turns: z.number().int().nonnegative(),
-  historyMode: z.enum(MODES),
-  pinnedMode: z.enum(MODES).nullable(),
-  memoryWrites: z.number().int().nonnegative(),
-  calibration: z.number().int(),
-  model: z.string().nullable(),
-  language: z.enum(['en', 'zh']),
-});
-export type SessionMeta = z.infer<typeof SessionMetaSchema>;
+export { describeRepair, SessionMetaSchema, type Repair, type SessionMeta };
 
 export interface CreateOptions {
   /** Applied to every line and file written (API keys out; see redact.ts). */
@@ -64,14 +47,7 @@ export interface CreateOptions {
   now?: () => number;
 }
 
-/** What opening found wrong and did about it, for damage.json. */
-export interface Repair {
-  what: string;
-  where: string;
-  done: string;
-}
 
-const TITLE_CHARS = 80;
 const META_INTERVAL_MS = 1_000;
 
 export class SessionFiles {
@@ -318,19 +294,6 @@ function holding<T>(lock: SessionLock, open: () => T): T {
   }
 }
 
-function trackerFactsOf(entries: readonly LogEntry[]): TrackerFacts {
-  let updates = 0;
-  let lastUpdateAt: number | null = null;
-  let requestsSinceUpdate = 0;
-  for (const entry of entries) {
-    if (entry.type === 'event' && entry.name === 'memory_updated') {
-      updates++;
-      lastUpdateAt = entry.ts;
-      requestsSinceUpdate = 0;
-    } else if (entry.type === 'message' && entry.message.role === 'assistant') requestsSinceUpdate++;
-  }
-  return { updates, lastUpdateAt, requestsSinceUpdate };
-}
 
 /**
  * Temporary files of atomic writes a crash interrupted: only in the session's .tmp/,
@@ -351,50 +314,7 @@ function removeTempFiles(dir: string): number {
   return removed;
 }
 
-function rebuildMeta(dir: string, entries: LogEntry[], lastTurn: number, now: number): SessionMeta {
-  const id = dir.split(/[/\\]/).pop()!;
-  let title: string | null = null;
-  let historyMode: HistoryMode = 'phase1';
-  let pinnedMode: HistoryMode | null = null;
-  let memoryWrites = 0;
-  let messageCount = 0;
-  for (const entry of entries) {
-    if (entry.type === 'message') {
-      messageCount++;
-      if (title === null && entry.message.role === 'user') title = titleOf(entry.message.content);
-    } else if (entry.type === 'event' && entry.name === 'mode_changed') {
-      const to = entry.data.to;
-      if (to === 'phase1' || to === 'phase2' || to === 'hybrid') {
-        historyMode = to;
-        pinnedMode = entry.data.pinned === true ? to : null;
-      }
-    } else if (entry.type === 'event' && entry.name === 'memory_updated') {
-      memoryWrites++;
-    }
-  }
-  const cwdDir = dir.split(/[/\\]/).slice(-2, -1)[0] ?? '';
-  return {
-    format: 1,
-    id,
-    name: null,
-    title,
-    cwd: cwdDir,
-    createdAt: entries[0]?.ts ?? now,
-    updatedAt: now,
-    messageCount,
-    turns: lastTurn,
-    historyMode,
-    pinnedMode,
-    memoryWrites,
-    calibration: 0,
-    model: null,
-    language: 'en',
-  };
-}
 
-export function describeRepair(repair: Repair): string {
-  return `${repair.what} (${repair.where}): ${repair.done}`;
-}
 
 function writeDamageReport(dir: string, report: { lines: Damage[]; repairs: Repair[] }, now: number): void {
   const body = { checkedAt: now, lines: report.lines, ...(report.repairs.length ? { repairs: report.repairs } : {}) };
@@ -403,15 +323,4 @@ function writeDamageReport(dir: string, report: { lines: Damage[]; repairs: Repa
   });
 }
 
-function titleOf(text: string): string {
-  const line = text.trim().split('\n')[0] ?? '';
-  return line.length > TITLE_CHARS ? `${line.slice(0, TITLE_CHARS - 1)}…` : line;
-}
 
-function firstLine(error: unknown): string {
-  if (error instanceof z.ZodError) {
-    const issue = error.issues[0]!;
-    return `${issue.path.join('.') || 'the file'}: ${issue.message}`;
-  }
-  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
-}

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { PathRefusedError } from '../storage/sandboxPath.js';
 import { defineTool, type BuiltInToolOutput, type Tool, type ToolOutput } from './tool.js';
-import type { WorkingMemory, WriteResult } from '../memory/workingMemory.js';
+import type { WriteResult } from '../memory/memoryRules.js';
 import { byteSize as size } from '../format/byteSize.js';
 
 const DEFAULT_READ_LINES = 2000;
@@ -25,6 +25,21 @@ const EditParameters = z.object({
   new: z.string().describe('The replacement text'),
 });
 
+type Awaitable<T> = T | Promise<T>;
+
+/**
+ * What the tools need of a working memory: WorkingMemory (over the storage port, async),
+ * or SessionFiles' SyncWorkingMemory until the session moves to SessionRecord.
+ */
+export interface MemoryToolTarget {
+  read(
+    path: unknown,
+    options: { offset?: number; limit?: number },
+  ): Awaitable<{ text: string; totalLines: number; from: number; to: number }>;
+  write(path: unknown, content: string, charge?: (bytes: number) => void): Awaitable<WriteResult>;
+  edit(path: unknown, oldText: string, newText: string, charge?: (bytes: number) => void): Awaitable<WriteResult>;
+}
+
 export interface MemoryToolOptions {
   /** Bytes the write and edit tools may write in one turn (300 writes of 230 KB once put 71 MB on disk). */
   writeQuotaBytes?: number;
@@ -32,7 +47,7 @@ export interface MemoryToolOptions {
 
 export const DEFAULT_WRITE_QUOTA_BYTES = 8 * 1024 * 1024;
 
-export function memoryTools(memory: WorkingMemory, options: MemoryToolOptions = {}): Tool[] {
+export function memoryTools(memory: MemoryToolTarget, options: MemoryToolOptions = {}): Tool[] {
   const quota = options.writeQuotaBytes ?? DEFAULT_WRITE_QUOTA_BYTES;
   const used = { turn: -1, bytes: 0, writes: 0 };
   /** Throws before a write that would pass the turn's quota; counts it otherwise. */
@@ -46,9 +61,9 @@ export function memoryTools(memory: WorkingMemory, options: MemoryToolOptions = 
     used.bytes += bytes;
     used.writes++;
   };
-  const guarded = (run: () => ToolOutput): ToolOutput => {
+  const guarded = async (run: () => Awaitable<ToolOutput>): Promise<ToolOutput> => {
     try {
-      return run();
+      return await run();
     } catch (error) {
       if (error instanceof PathRefusedError) return { content: `Error: ${error.message}`, isError: true };
       const code = (error as NodeJS.ErrnoException).code;
@@ -71,8 +86,8 @@ export function memoryTools(memory: WorkingMemory, options: MemoryToolOptions = 
         'offset is the first line to return (1-based), limit the number of lines.',
       parameters: ReadParameters,
       execute: ({ path, offset, limit }) =>
-        guarded(() => {
-          const { text, totalLines, from, to } = memory.read(path, { offset: (offset ?? 1) - 1, limit: limit ?? DEFAULT_READ_LINES });
+        guarded(async () => {
+          const { text, totalLines, from, to } = await memory.read(path, { offset: (offset ?? 1) - 1, limit: limit ?? DEFAULT_READ_LINES });
           if (from === 0 && to === totalLines) return text;
           const more = to < totalLines ? `; call read with offset=${to + 1} for more` : '';
           return `${text}\n\n[lines ${from + 1}-${to} of ${totalLines}${more}]`;
@@ -84,14 +99,15 @@ export function memoryTools(memory: WorkingMemory, options: MemoryToolOptions = 
         'Write a whole file in your working memory, replacing it. Use it for working-memory/overview.md (your memory, ' +
         'shown on every request; keep it under 5 KB) and for notes in working-memory/detail/ or working-memory/archive/.',
       parameters: WriteParameters,
-      execute: ({ path, content }, context) => guarded(() => written(memory.write(path, content, charge(context.turn)), 'Wrote')),
+      execute: ({ path, content }, context) =>
+        guarded(async () => written(await memory.write(path, content, charge(context.turn)), 'Wrote')),
     }),
     defineTool({
       name: 'edit',
       description: 'Replace one passage of a working-memory file: old must occur exactly once in the file; it is replaced by new.',
       parameters: EditParameters,
       execute: ({ path, old, new: replacement }, context) =>
-        guarded(() => written(memory.edit(path, old, replacement, charge(context.turn)), 'Edited')),
+        guarded(async () => written(await memory.edit(path, old, replacement, charge(context.turn)), 'Edited')),
     }),
   ];
 }
