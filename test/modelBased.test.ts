@@ -188,7 +188,7 @@ describe('turn machine, model-based', () => {
         'turn --abort--> turn.aborted',
       ]),
     );
-  });
+  }, 180_000); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
 
   it('the paths say what the spec says', () => {
     const { machine, input, events, serialize } = setupTurn();
@@ -250,7 +250,7 @@ describe('historyMode machine, model-based', () => {
     expect(allStateIds(historyModeMachine).filter((id) => !run.visited.has(id))).toEqual([]);
     const missed = [...allTransitions(historyModeMachine)].filter(([t]) => !run.fired.has(t as never)).map(([, n]) => n);
     expect(missed).toEqual([]);
-  });
+  }, 180_000); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
 
   it('switches exactly as docs/design.md §2.6 says', () => {
     const input = inputs[0]!;
