@@ -71,7 +71,7 @@ describe('tool argument bounds', () => {
     expect(argumentProblem(JSON.stringify({ text: '['.repeat(1000) + '\\"' + '{'.repeat(1000) }))).toBeNull();
   });
 
-  it('replaces oversized arguments by a note naming where they were saved, and leaves small ones', () => {
+  it('replaces oversized arguments by a note naming where they were saved, and leaves small ones', async () => {
     const saved: string[] = [];
     const message = {
       role: 'assistant' as const,
@@ -81,7 +81,7 @@ describe('tool argument bounds', () => {
         { id: 'b', type: 'function' as const, function: { name: 'write', arguments: '{"content":"small"}' } },
       ],
     };
-    const bounded = boundToolArguments(message, (call) => (saved.push(call.id), `detail/tool-outputs/${call.id}.arguments.json`), {
+    const bounded = await boundToolArguments(message, (call) => (saved.push(call.id), `detail/tool-outputs/${call.id}.arguments.json`), {
       perCall: 1024,
     });
     expect(saved).toEqual(['a']);
@@ -93,7 +93,7 @@ describe('tool argument bounds', () => {
 });
 
 describe('one response as a whole', () => {
-  it('keeps at most the per-response budget of arguments in the history; later calls are dropped with a note, oversized saves are bounded too', () => {
+  it('keeps at most the per-response budget of arguments in the history; later calls are dropped with a note, oversized saves are bounded too', async () => {
     const call = (id: string, bytes: number) => ({
       id,
       type: 'function' as const,
@@ -101,7 +101,7 @@ describe('one response as a whole', () => {
     });
     const message = { role: 'assistant' as const, content: null, tool_calls: ['a', 'b', 'c', 'd'].map((id) => call(id, 400)) };
     const saved: string[] = [];
-    const bounded = boundToolArguments(message, (c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), {
+    const bounded = await boundToolArguments(message, (c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), {
       perCall: 1024,
       perResponse: 1000,
     });
@@ -111,10 +111,12 @@ describe('one response as a whole', () => {
     expect(notes[3]).toMatch(/not run/);
     expect(saved).toEqual([]);
     const big = { role: 'assistant' as const, content: null, tool_calls: ['e', 'f', 'g'].map((id) => call(id, 2000)) };
-    const bigNotes = boundToolArguments(big, (c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), {
-      perCall: 1024,
-      savedPerResponse: 4500,
-    }).tool_calls!.map((c) => omittedArguments(JSON.parse(c.function.arguments)));
+    const bigNotes = (
+      await boundToolArguments(big, (c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), {
+        perCall: 1024,
+        savedPerResponse: 4500,
+      })
+    ).tool_calls!.map((c) => omittedArguments(JSON.parse(c.function.arguments)));
     expect(saved).toEqual(['e', 'f']);
     expect(bigNotes[2]).toMatch(/already saved .* oversized arguments.*not kept/);
   });
@@ -205,8 +207,8 @@ describe('saved outputs, reserved names and temp files', () => {
     ]);
   });
 
-  it('still shows a capped output, with the reason, when its full text cannot be saved', () => {
-    const shown = capOutput('line\n'.repeat(50), { maxLines: 10, maxBytes: 1024 }, () => {
+  it('still shows a capped output, with the reason, when its full text cannot be saved', async () => {
+    const shown = await capOutput('line\n'.repeat(50), { maxLines: 10, maxBytes: 1024 }, () => {
       throw new Error('ENOTDIR: not a directory');
     });
     expect(shown).toMatch(/^line\n/);

@@ -3,7 +3,7 @@
  * model and its tools. The machines are provided once for every session (see
  * hostedMachine.ts); each actor finds this host in its input.
  */
-import type { SessionHost } from '../../machines/sessionMachine.js';
+import type { PersistModeInput, SessionHost } from '../../machines/sessionMachine.js';
 import { runCompactor } from './compactor.js';
 import { runLlmRequest } from './llmRequest.js';
 import { runToolCalls } from './toolRunner.js';
@@ -16,14 +16,14 @@ import type { LLM } from '../llm/llm.js';
 import { TOOL_OUTPUTS_DIR } from '../memory/workingMemory.js';
 import type { Redact } from '../secrets/redact.js';
 import type { TrackerWriter } from '../session/trackerWriter.js';
-import type { SessionFiles } from '../storage/sessionFiles.js';
+import type { SessionRecord } from '../history/sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { Tool } from '../tools/tool.js';
 import { capOutput, SavedOutputNames, type OutputLimits } from '../tools/toolOutputCap.js';
 import type { TraceRecorder } from '../viz/traceRecorder.js';
 
 export interface SessionHostDeps {
-  files: SessionFiles;
+  record: SessionRecord;
   counter: TokenCounter;
   llm: LLM;
   tools: readonly Tool[];
@@ -42,10 +42,10 @@ export interface SessionHostDeps {
 }
 
 export function sessionHost(deps: SessionHostDeps): SessionHost {
-  const { files, counter, emit } = deps;
-  const saved = new SavedOutputNames(`${files.memory.root}/${TOOL_OUTPUTS_DIR}`, TOOL_OUTPUTS_DIR);
+  const { record, counter, emit } = deps;
+  const saved = new SavedOutputNames(`${record.memory.root}/${TOOL_OUTPUTS_DIR}`, TOOL_OUTPUTS_DIR);
   const toolDeps = {
-    files,
+    record,
     tools: new Map(deps.tools.map((t) => [t.name, t])),
     builtIn: deps.builtIn,
     counter,
@@ -55,24 +55,24 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
       capOutput(
         content,
         deps.outputLimits,
-        deps.builtIn.has(call.function.name) ? null : (full) => files.memory.writeSystem(saved.name(turn, '.txt'), full),
+        deps.builtIn.has(call.function.name) ? null : (full) => record.memory.writeSystem(saved.name(turn, '.txt'), full),
       ),
   };
   return {
     loadMemory: async () => {
-      const snapshot = files.memory.snapshot();
+      const snapshot = await record.memory.snapshot();
       deps.trace?.memory(snapshot.version, snapshot.content);
-      const relevant = deps.relevant?.(files.history);
+      const relevant = deps.relevant?.(record.history);
       return relevant ? { ...snapshot, relevant } : snapshot;
     },
     request: (input, signal) =>
       runLlmRequest(input, signal, {
         llm: deps.llm,
-        files,
+        record,
         counter,
         emit,
-        saveArguments: (call, turn) => files.memory.writeSystem(saved.name(turn, '.arguments.json'), call.function.arguments),
-        saveAnswer: (text, turn) => files.memory.writeSystem(saved.name(turn, '.answer.md'), text),
+        saveArguments: (call, turn) => record.memory.writeSystem(saved.name(turn, '.arguments.json'), call.function.arguments),
+        saveAnswer: (text, turn) => record.memory.writeSystem(saved.name(turn, '.answer.md'), text),
         ...(deps.random ? { random: deps.random } : {}),
         redact: deps.redact,
       }),
@@ -80,37 +80,43 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
     compact: (input, signal) => runCompactor(input, deps.compaction, signal),
     accept: async (input) => {
       // A turn stopped by a failed write may have left calls without results.
-      for (const entry of answerInterruptedCalls(files, counter))
+      for (const entry of await answerInterruptedCalls(record, counter))
         emit({ type: 'message_end', turn: entry.turn, request: 0, seq: entry.seq, tokens: entry.tokens, message: entry.message });
       const message = { role: 'user' as const, content: input.prompt.text };
-      const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
+      const entry = await record.appendMessage(input.turn, message, counter.message(message), { sync: true });
       emit({ type: 'message_end', turn: input.turn, request: 0, seq: entry.seq, tokens: entry.tokens, message });
-      return { history: files.history };
+      return { history: record.history };
     },
     save: async (input) => {
-      files.updateMeta({
+      await record.sync(); // what an aborted request or tool run kept is in the log, and in the history returned
+      await record.updateMeta({
         turns: input.turn,
         historyMode: input.mode,
         pinnedMode: input.pinned,
         memoryWrites: input.modelWrites,
         calibration: input.output.calibration,
       });
-      files.sync();
       // Written behind (the end of a turn does not wait for the state store); a failed earlier write is reported here.
       deps.tracker.persist(input.output.tracker);
       deps.tracker.throwIfFailed();
-      return { history: files.history };
+      return { history: record.history };
     },
     persistMode: async (input) => {
-      try {
-        // Kept now, not only when the turn ends: a pin set just before exit survives it.
-        files.updateMeta({ historyMode: input.to, pinnedMode: input.pinned });
-        if (input.to !== input.from)
-          files.appendEvent(input.turn, 'mode_changed', { from: input.from, to: input.to, pinned: input.pinned !== null });
-      } catch (error) {
-        const message = `the history mode was not saved: ${error instanceof Error ? error.message : String(error)}`;
-        emit({ type: 'error', turn: input.turn, error: { kind: 'storage', message, retryable: false }, fatal: false });
-      }
+      const work = persistMode(input);
+      record.track(work); // closing the session waits for it
+      await work;
     },
   };
+
+  async function persistMode(input: PersistModeInput): Promise<void> {
+    try {
+      // Kept now, not only when the turn ends: a pin set just before exit survives it.
+      await record.updateMeta({ historyMode: input.to, pinnedMode: input.pinned });
+      if (input.to !== input.from)
+        await record.appendEvent(input.turn, 'mode_changed', { from: input.from, to: input.to, pinned: input.pinned !== null });
+    } catch (error) {
+      const message = `the history mode was not saved: ${error instanceof Error ? error.message : String(error)}`;
+      emit({ type: 'error', turn: input.turn, error: { kind: 'storage', message, retryable: false }, fatal: false });
+    }
+  }
 }

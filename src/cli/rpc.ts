@@ -198,10 +198,10 @@ class RpcServer {
         const from = Math.max(0, view.length - (command.limit ?? 100));
         const messages = view.items.slice(from, view.length).map((i) => ({ seq: i.seq, turn: i.turn, tokens: i.tokens, ...i.message }));
         // The history in memory is as the model and the user wrote it; what leaves is masked.
-        return { total: view.length, messages: JSON.parse(session.files.redact(JSON.stringify(messages))) as unknown };
+        return { total: view.length, messages: JSON.parse(session.record.redact(JSON.stringify(messages))) as unknown };
       }
       case 'get_memory': {
-        const memory = session.files.memory.snapshot();
+        const memory = await session.record.memory.snapshot();
         return { overview: memory.content, bytes: memory.bytes, detail: memory.detail };
       }
       case 'compact': {

@@ -5,8 +5,7 @@
  */
 import type { HistoryView } from '../history/historyView.js';
 import type { CompactionEntry } from '../storage/messageLog.js';
-import { resolveInside } from '../storage/sandboxPath.js';
-import type { SessionFiles } from '../storage/sessionFiles.js';
+import type { SessionRecord } from '../history/sessionRecord.js';
 
 export interface CompactionStore {
   /** The derived history as it is now; a compaction entry changes it. */
@@ -24,13 +23,13 @@ export interface CompactionStore {
   appendCompaction(entry: Omit<CompactionEntry, 'seq' | 'ts'>): Promise<CompactionEntry>;
 }
 
-/** Today's session files as a compaction store. */
-export function compactionStoreOf(files: SessionFiles): CompactionStore {
+/** A session's record (its log and working memory, on any store) as a compaction store. */
+export function compactionStoreOf(record: SessionRecord): CompactionStore {
   return {
-    history: () => files.history,
-    resolvePath: async (path) => resolveInside(files.memory.root, path, 'working-memory/').rel,
-    exists: async (path) => files.memory.exists(path),
-    writeFile: async (path, content, options) => files.memory.writeSystem(path, content, options),
-    appendCompaction: async (entry) => files.appendCompaction(entry),
+    history: () => record.history,
+    resolvePath: (path) => record.memory.relOf(path),
+    exists: (path) => record.memory.exists(path),
+    writeFile: (path, content, options) => record.memory.writeSystem(path, content, options),
+    appendCompaction: (entry) => record.appendCompaction(entry),
   };
 }

@@ -49,6 +49,8 @@ export class SessionRecord {
   private metaDirty = false;
   /** The append in progress: the next waits for it, so each names the seq that is really next. */
   private appending: Promise<unknown> = Promise.resolve();
+  /** Work that will append when it is done (what an aborted request keeps): sync() and close() wait for it. */
+  private readonly pending = new Set<Promise<unknown>>();
   readonly memory: WorkingMemory;
 
   private constructor(
@@ -124,7 +126,11 @@ export class SessionRecord {
     // calibration no server could have caused (beyond the window) is rebuilt as the log would.
     const repairs: Repair[] = [];
     if (meta.id !== storage.id) {
-      repairs.push({ what: `meta.json names session ${meta.id}`, where: 'meta.json id', done: `corrected to ${storage.id}, the directory's name` });
+      repairs.push({
+        what: `meta.json names session ${meta.id}`,
+        where: 'meta.json id',
+        done: `corrected to ${storage.id}, the directory's name`,
+      });
       meta = { ...meta, id: storage.id };
     }
     if (Math.abs(meta.calibration) > contextWindow) {
@@ -170,7 +176,12 @@ export class SessionRecord {
     return this.lastTurnValue;
   }
 
-  async appendMessage(turn: number, message: ChatMessage, tokens: number, options: { sync: boolean; stop?: 'aborted' }): Promise<MessageEntry> {
+  async appendMessage(
+    turn: number,
+    message: ChatMessage,
+    tokens: number,
+    options: { sync: boolean; stop?: 'aborted' },
+  ): Promise<MessageEntry> {
     const entry = await this.append<Omit<MessageEntry, 'seq' | 'ts'>>(
       { type: 'message', turn, tokens, message, ...(options.stop ? { stop: options.stop } : {}) },
       options.sync,
@@ -224,13 +235,26 @@ export class SessionRecord {
     else this.metaDirty = true;
   }
 
+  /** Wait for `work` (which appends when it is done) in sync() and close(). */
+  track(work: Promise<unknown>): void {
+    const settled: Promise<unknown> = work.catch(() => {}).finally(() => this.pending.delete(settled));
+    this.pending.add(settled);
+  }
+
+  /** Every append made so far is durable (tracked work and appends started on abort included) when this resolves. */
   async sync(): Promise<void> {
+    await this.settle();
     await this.storage.log.sync();
+  }
+
+  private async settle(): Promise<void> {
+    while (this.pending.size) await Promise.all(this.pending);
+    await this.appending.catch(() => {});
   }
 
   async close(): Promise<void> {
     try {
-      await this.appending.catch(() => {});
+      await this.settle();
       if (this.metaDirty) await this.writeMeta();
     } finally {
       await this.storage.close();

@@ -55,6 +55,11 @@ export class WorkingMemory {
     if (!(await this.files.exists(OVERVIEW))) await this.files.write(OVERVIEW, overviewTemplate(this.language));
   }
 
+  /** The last snapshot taken (what the model was last shown), or null before the first. */
+  get lastSnapshot(): MemorySnapshot | null {
+    return this.cached;
+  }
+
   async snapshot(): Promise<MemorySnapshot> {
     let overview = await this.files.stat(OVERVIEW);
     if (overview === null) {
@@ -141,7 +146,7 @@ export class WorkingMemory {
    * limit). The store confines it first (PathRefusedError before anything is written);
    * what is left to do is the store's own normalisation: `./` and the prefix dropped.
    */
-  private async relOf(path: unknown): Promise<string> {
+  async relOf(path: unknown): Promise<string> {
     const input = pathOf(path);
     await this.files.exists(input);
     return input.replace(/^(\.\/)+/, '').replace(/^working-memory\//, '').split('/').filter((s) => s !== '' && s !== '.').join('/');

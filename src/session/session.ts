@@ -22,7 +22,8 @@ import { promptProblem } from '../llm/captureBounds.js';
 import type { TrackerState } from '../memory/reminderTracker.js';
 import { systemPrompt } from '../prompt/systemPrompt.js';
 import { ConfigError, type resolveSettings } from '../settings/config.js';
-import type { SessionFiles } from '../storage/sessionFiles.js';
+import type { SessionRecord } from '../history/sessionRecord.js';
+import type { MemorySnapshot } from '../memory/workingMemory.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import type { StateStore } from '../storage/stateStore.js';
 import type { TokenCounter } from '../tokens/tokens.js';
@@ -36,7 +37,9 @@ import { TrackerWriter } from './trackerWriter.js';
 
 /** What the registry hands a new Session: its opened files and store, and what opening found. */
 export interface SessionParts {
-  files: SessionFiles;
+  record: SessionRecord;
+  /** The working memory as it was opened (the first request loads it again). */
+  memory: MemorySnapshot;
   store: StateStore;
   counter: TokenCounter;
   options: OpenOptions;
@@ -54,7 +57,8 @@ export class Session {
   /** Problems found when the session was opened (damaged lines, a rebuilt meta.json). */
   readonly damage: readonly string[];
   readonly tools: readonly Tool[];
-  readonly files: SessionFiles;
+  /** The session's log, meta and working memory, on whatever store holds them. */
+  readonly record: SessionRecord;
   readonly counter: TokenCounter;
   /** The model's name and the window the session works with. */
   readonly model: { name: string; contextWindow: number };
@@ -69,47 +73,49 @@ export class Session {
   private live: LiveLink | null = null;
   private closed = false;
   private lastPrompt: SessionState['lastPrompt'] = null;
+  private readonly initialMemory: MemorySnapshot;
 
   constructor(parts: SessionParts) {
-    const { files, counter, options, resolved, items } = parts;
+    const { record, counter, options, resolved, items } = parts;
     const now = options.now ?? Date.now;
-    this.files = files;
+    this.record = record;
+    this.initialMemory = parts.memory;
     this.counter = counter;
     this.store = parts.store;
     this.items = items;
-    this.id = files.id;
-    this.dir = files.dir;
+    this.id = record.id;
+    this.dir = record.dir;
     this.damage = parts.damage;
-    this.trackerWriter = new TrackerWriter(parts.store, TRACKER_KEY(files.id));
+    this.trackerWriter = new TrackerWriter(parts.store, TRACKER_KEY(record.id));
     const trace = (this.trace =
-      options.trace === false ? null : new TraceRecorder(join(files.dir, 'trace.jsonl'), files.id, parts.resumed, now, files.redact));
+      options.trace === false ? null : new TraceRecorder(join(record.dir, 'trace.jsonl'), record.id, parts.resumed, now, record.redact));
     if (trace && options.visualizer) {
       const home = options.home ?? defaultHome(options.env ?? process.env); // where the viz token is
-      const link = (this.live = new LiveLink(liveUrl(options.visualizer), files.id, options.warn, home));
+      const link = (this.live = new LiveLink(liveUrl(options.visualizer), record.id, options.warn, home));
       trace.onRecord((record) => link.send(record));
     }
-    this.bus = new EventBus(files.id, files.redact, now, trace ? (event) => trace.event(event) : undefined);
+    this.bus = new EventBus(record.id, record.redact, now, trace ? (event) => trace.event(event) : undefined);
     const emit = (event: SessionEvent): void => this.dispatch(event);
     this.compaction = {
-      store: compactionStoreOf(files),
+      store: compactionStoreOf(record),
       counter,
       now,
       summarizer: modelSummarizer({ llm: options.llm, counter, contextWindow: resolved.turn.contextWindow }),
     };
     this.model = { name: options.llm.model, contextWindow: resolved.turn.contextWindow };
     const tools = sessionTools({
-      memory: files.memory,
+      memory: record.memory,
       compaction: this.compaction,
       items,
       options,
       writeQuotaBytes: resolved.turn.writeQuotaBytes,
-      redact: files.redact,
+      redact: record.redact,
       emit,
     });
     this.tools = tools.all;
     const inject = items && options.itemMemory?.inject ? { limit: 5, maxTokens: 300, ...options.itemMemory.inject } : null;
     const statics: SessionStatics = {
-      sessionId: files.id,
+      sessionId: record.id,
       systemPrompt: systemPrompt({
         ...(options.instructions ? { instructions: options.instructions } : {}),
         fallbackThreshold: resolved.turn.fallbackThreshold,
@@ -119,7 +125,7 @@ export class Session {
       counter,
       settings: resolved.turn,
       host: sessionHost({
-        files,
+        record,
         counter,
         llm: options.llm,
         tools: this.tools,
@@ -131,21 +137,21 @@ export class Session {
         emit,
         now,
         ...(options.random ? { random: options.random } : {}),
-        redact: files.redact,
+        redact: record.redact,
         ...(inject && items
           ? { relevant: (history: HistoryView) => relevantMemories(items.memory, latestUserText(history), inject, counter) }
           : {}),
       }),
     };
 
-    const meta = files.meta;
-    const memory = files.memory.snapshot();
+    const meta = record.meta;
+    const memory = parts.memory;
     const pinned = resolved.pinned ?? meta.pinnedMode;
     this.actor = createActor(hostedSessionMachine(), {
       input: {
         statics,
-        lastTurn: files.lastTurn,
-        history: files.history,
+        lastTurn: record.lastTurn,
+        history: record.history,
         tracker: parts.tracker,
         calibration: meta.calibration,
         mode: pinned ?? meta.historyMode,
@@ -207,8 +213,8 @@ export class Session {
     if (!['conversation', 'tools', 'all'].includes(target)) throw new ConfigError(`unknown compaction target ${JSON.stringify(target)}`);
     if (!Number.isInteger(keepRecent) || keepRecent < 0)
       throw new ConfigError(`keepRecent must be a whole number of at least 0, got ${keepRecent}`);
-    const turn = this.files.lastTurn;
-    const before = totalTokens(this.files.history);
+    const turn = this.record.lastTurn;
+    const before = totalTokens(this.record.history);
     const strategy = options.strategy === 'summarize' ? 'summarize' : 'archive';
     const base = { turn, request: 0, reason: 'manual' as const };
     this.dispatch({ type: 'compaction_start', ...base, tokensBefore: before });
@@ -219,7 +225,7 @@ export class Session {
       type: 'compaction_end',
       ...base,
       tokensBefore: before,
-      tokensAfter: totalTokens(this.files.history),
+      tokensAfter: totalTokens(this.record.history),
       replaced: result.changed,
       files: result.files,
     });
@@ -258,12 +264,12 @@ export class Session {
 
   /** The derived history (what phase 1 would inject). */
   get history(): HistoryView {
-    return this.files.history;
+    return this.record.history;
   }
 
   /** The current overview.md. */
   memory(): string {
-    return this.files.memory.snapshot().content;
+    return (this.record.memory.lastSnapshot ?? this.initialMemory).content;
   }
 
   /** Resolves when no turn is running or queued. */
@@ -298,7 +304,7 @@ export class Session {
       this.trace?.close();
       await this.live?.close();
       this.items?.detach();
-      this.files.close();
+      await this.record.close();
       await this.store.close();
     }
   }

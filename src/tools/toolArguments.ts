@@ -34,11 +34,11 @@ const LIMITS: ArgumentLimits = {
 };
 
 /** The message as it is stored: oversized arguments replaced by a note naming where they went, or that they were dropped. */
-export function boundToolArguments(
+export async function boundToolArguments(
   message: AssistantMessage,
-  save: (call: ToolCall) => string,
+  save: (call: ToolCall) => string | Promise<string>,
   limits: Partial<ArgumentLimits> = {},
-): AssistantMessage {
+): Promise<AssistantMessage> {
   const { perCall, perResponse, savedPerResponse } = { ...LIMITS, ...limits };
   const calls = message.tool_calls;
   if (!calls) return message;
@@ -48,7 +48,11 @@ export function boundToolArguments(
   if (length * 3 <= perResponse && !calls.some((c) => c.function.arguments.length * 3 > perCall)) return message;
   let kept = 0;
   let saved = 0;
-  const bounded = calls.map((call) => {
+  const bounded: ToolCall[] = [];
+  for (const call of calls) bounded.push(await boundCall(call));
+  return { ...message, tool_calls: bounded };
+
+  async function boundCall(call: ToolCall): Promise<ToolCall> {
     const bytes = Buffer.byteLength(call.function.arguments);
     let note: string;
     if (bytes <= perCall && kept + bytes <= perResponse) {
@@ -61,7 +65,7 @@ export function boundToolArguments(
     } else {
       let where: string;
       try {
-        where = `kept in ${save(call)}`;
+        where = `kept in ${await save(call)}`;
         saved += bytes;
       } catch (error) {
         where = `they could not be saved (${(error instanceof Error ? error.message : String(error)).slice(0, 200)})`;
@@ -69,8 +73,7 @@ export function boundToolArguments(
       note = `${size(bytes)} of arguments, over the ${size(perCall)} limit for one tool call; ${where}`;
     }
     return { ...call, function: { ...call.function, arguments: JSON.stringify({ [OMITTED]: note }) } };
-  });
-  return { ...message, tool_calls: bounded };
+  }
 }
 
 /** Why a call's arguments cannot be used as they are, or null. */

@@ -17,7 +17,12 @@ export const DEFAULT_OUTPUT_LIMITS: OutputLimits = { maxLines: 2000, maxBytes: 5
  * The text the model sees. `save` stores the full output and returns its path; without
  * it (the memory tools, whose files are already there) the note says how to read on.
  */
-export function capOutput(content: string, limits: OutputLimits, save: ((full: string) => string) | null): string {
+/** `save` keeps the whole output and says where; it is done (awaited) before the capped text is returned. */
+export async function capOutput(
+  content: string,
+  limits: OutputLimits,
+  save: ((full: string) => string | Promise<string>) | null,
+): Promise<string> {
   const bytes = Buffer.byteLength(content);
   let lines = 1;
   for (let i = content.indexOf('\n'); i >= 0; i = content.indexOf('\n', i + 1)) lines++;
@@ -40,13 +45,13 @@ export function capOutput(content: string, limits: OutputLimits, save: ((full: s
   }
   const shownLines = head.split('\n').length;
   const sizes = `lines 1-${shownLines} of ${lines}, ${kb(Buffer.byteLength(head))} of ${kb(bytes)}`;
-  const where = save ? savedNote(save, content) : 'Read on with offset and limit.';
+  const where = save ? await savedNote(save, content) : 'Read on with offset and limit.';
   return `${head}\n\n[Output truncated (${sizes}). ${where}]`;
 }
 
-function savedNote(save: (full: string) => string, content: string): string {
+async function savedNote(save: (full: string) => string | Promise<string>, content: string): Promise<string> {
   try {
-    return `The full output is in ${save(content)}; read it with the read tool (offset/limit).`;
+    return `The full output is in ${await save(content)}; read it with the read tool (offset/limit).`;
   } catch (error) {
     return `The full output could not be saved (${reason(error)}); only this part is kept.`;
   }

@@ -121,7 +121,7 @@ export async function crashTrials(trials: number, seed = 1): Promise<FamilyResul
             } else if (!readFileSync(join(dir, file), 'utf8').startsWith('# ')) problems.push(`${file} does not start as an archive does`);
           }
         }
-        problems.push(...trackerProblems(session.state.tracker, entries), ...historyProblems(session.files.history));
+        problems.push(...trackerProblems(session.state.tracker, entries), ...historyProblems(session.history));
         const off = session.on('message_end', (e) => acked.set(e.seq, sha(JSON.stringify(e.message))));
         const result = await session.prompt(`After crash ${t}: still there?`);
         off();
