@@ -25,7 +25,7 @@ import { checkRound, markUpdated, remindNextRequest, type ReminderDue, type Trac
 import { retryDelay, type TurnSettings } from '../src/settings/settings.js';
 import type { TokenCounter } from '../src/tokens/tokens.js';
 import type { ToolSpec } from '../src/tools/tool.js';
-import type { MemorySnapshot } from '../src/memory/workingMemory.js';
+import type { MemorySnapshot } from '../src/memory/memoryRules.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 
 // The compaction policy's constants, still importable from here.

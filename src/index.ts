@@ -28,7 +28,7 @@ export type { TurnSettings, RetryPolicy } from './settings/settings.js';
 export type { HistoryMode, HistoryView, HistoryItem } from './history/historyView.js';
 export type { ReminderConfig, TrackerState, ReminderDue } from './memory/reminderTracker.js';
 export type { PromptTokens, BuiltPrompt } from './prompt/promptBuilder.js';
-export type { MemorySnapshot } from './memory/workingMemory.js';
+export type { MemorySnapshot } from './memory/memoryRules.js';
 export { overviewTemplate } from './memory/memoryTemplate.js';
 export { loadTokenCounter } from './tokens/tokens.js';
 export type { TokenCounter } from './tokens/tokens.js';

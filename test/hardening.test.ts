@@ -15,7 +15,8 @@ import { OVERVIEW_MAX_BYTES } from '../src/memory/workingMemory.js';
 import { memoryOnDisk } from './storage/memoryOnDisk.js';
 import { writeFileAtomic } from '../src/storage/atomicWrite.js';
 import { unpairedTools } from '../src/testing/testServer.js';
-import { capOutput, SavedOutputNames } from '../src/tools/toolOutputCap.js';
+import { capOutput } from '../src/tools/toolOutputCap.js';
+import { SavedOutputNames } from '../src/tools/savedOutputNames.js';
 
 const temp = (name: string) => mkdtempSync(join(tmpdir(), `workmem-${name}-`));
 
@@ -196,12 +197,12 @@ describe('session lock', () => {
 });
 
 describe('saved outputs, reserved names and temp files', () => {
-  it('names saved outputs by a sequence that continues past the highest number already saved', () => {
+  it('names saved outputs by a sequence that continues past the highest number already saved', async () => {
     const dir = temp('saved');
     writeFileSync(join(dir, '3-turn1.txt'), '');
     writeFileSync(join(dir, '7-call_0.txt'), ''); // the old <turn>-<call id> form
-    const names = new SavedOutputNames(dir, 'detail/tool-outputs');
-    expect([names.name(2, '.txt'), names.name(2, '.arguments.json')]).toEqual([
+    const names = new SavedOutputNames(async () => readdirSync(dir), 'detail/tool-outputs');
+    expect(await Promise.all([names.name(2, '.txt'), names.name(2, '.arguments.json')])).toEqual([
       'detail/tool-outputs/8-turn2.txt',
       'detail/tool-outputs/9-turn2.arguments.json',
     ]);

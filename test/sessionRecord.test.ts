@@ -1,7 +1,7 @@
 /**
- * SessionRecord over the filesystem store does what SessionFiles does: the same bytes on
- * disk for the same calls, the same derived history, meta rebuilt and healed from the
- * log, damage reported, tracker facts, one writer.
+ * SessionRecord over the filesystem store: the files of the layout, masked; the derived
+ * history read back the same; meta rebuilt and healed from the log, damage reported,
+ * tracker facts, one writer, appends in order.
  */
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SessionRecord } from '../src/history/sessionRecord.js';
 import { fileSessionStore } from '../src/storage/fileSessionStore.js';
-import { SessionFiles } from '../src/storage/sessionFiles.js';
 import { SessionInUseError } from '../src/storage/storeErrors.js';
 
 const homes: string[] = [];
@@ -28,14 +27,8 @@ const clock = () => {
 const ID = '0a0b0c0d-0000-4000-8000-000000000001';
 const CALL = { id: 'c1', type: 'function' as const, function: { name: 'read', arguments: '{}' } };
 
-/** One script of calls, run on either: SessionFiles (sync) or SessionRecord (awaited). */
-async function script(s: {
-  appendMessage: SessionFiles['appendMessage'] | SessionRecord['appendMessage'];
-  appendCompaction: SessionFiles['appendCompaction'] | SessionRecord['appendCompaction'];
-  appendEvent: SessionFiles['appendEvent'] | SessionRecord['appendEvent'];
-  updateMeta: SessionFiles['updateMeta'] | SessionRecord['updateMeta'];
-  memory: { writeSystem(path: string, content: string, options?: { append?: boolean }): unknown };
-}): Promise<void> {
+/** One script of calls: messages, a tool call and result, an event, meta, an archive and a compaction. */
+async function script(s: SessionRecord): Promise<void> {
   await s.appendMessage(1, { role: 'user', content: 'Plan a trip to Lyon\nwith details' }, 7, { sync: true });
   await s.appendMessage(1, { role: 'assistant', content: null, tool_calls: [CALL] }, 3, { sync: false });
   await s.appendMessage(1, { role: 'tool', tool_call_id: 'c1', content: 'x'.repeat(50) }, 20, { sync: false });
@@ -66,55 +59,61 @@ function filesOf(dir: string): Record<string, string> {
 }
 
 describe('SessionRecord', () => {
-  it('writes the same files as SessionFiles for the same calls, and derives the same history', async () => {
-    const [a, b] = [newHome(), newHome()];
+  it('writes the log, meta.json and working-memory files of the layout, masked, and reads back the same history', async () => {
+    const home = newHome();
     const redact = (t: string) => t.replaceAll('Lyon', '[city]');
-    const files = SessionFiles.create({ home: a, cwd: '/w/p', id: ID, now: clock(), redact, name: 'n' });
-    await script(files);
-    const record = await SessionRecord.create(fileSessionStore({ home: b }), { cwd: '/w/p', id: ID, now: clock(), redact, name: 'n' });
+    const record = await SessionRecord.create(fileSessionStore({ home }), { cwd: '/w/p', id: ID, now: clock(), redact, name: 'n' });
     await script(record);
-    expect(record.history).toEqual(files.history);
-    expect(record.meta).toEqual(files.meta);
+    const history = record.history;
+    expect(history.items.slice(0, history.length).map((i) => [i.turn, i.message.role, i.message.content])).toEqual([
+      [1, 'user', 'Plan a trip to Lyon\nwith details'],
+      [1, 'assistant', null],
+      [1, 'tool', '[archived]'],
+      [1, 'assistant', 'Done.'],
+      [2, 'user', 'next'],
+    ]);
+    expect(record.meta).toMatchObject({
+      id: ID,
+      name: 'n',
+      messageCount: 5,
+      memoryWrites: 1,
+      historyMode: 'hybrid',
+      title: 'Plan a trip to Lyon',
+    });
     expect(record.lastTurn).toBe(2);
-    expect(record.dir).toBe(files.dir.replace(a, b));
-    files.close();
+    expect(record.dir.startsWith(join(home, 'sessions'))).toBe(true);
     await record.close();
-    expect(filesOf(record.dir)).toEqual(filesOf(files.dir));
-    expect(filesOf(record.dir)['messages.jsonl']).not.toContain('Lyon');
+    const files = filesOf(record.dir);
+    expect(files['messages.jsonl']!.trim().split('\n')).toHaveLength(7); // 5 messages, an event, a compaction
+    expect(files['messages.jsonl']).not.toContain('Lyon');
+    expect(JSON.parse(files['meta.json']!)).toMatchObject({ id: ID, messageCount: 5, historyMode: 'hybrid' });
+    expect(files['working-memory/archive/turn-1.md']).toMatch(/# Turn 1[\s\S]*# More/);
 
-    const again = await SessionRecord.open(fileSessionStore({ home: b }), ID, { now: clock() });
-    const reopened = SessionFiles.open(files.dir, { now: clock() });
-    expect(again.history).toEqual(reopened.history);
-    expect(again.trackerFacts).toEqual(reopened.trackerFacts);
+    const again = await SessionRecord.open(fileSessionStore({ home }), ID, { now: clock() });
+    // The same history, as it was written: masked.
+    const masked = history.items
+      .slice(0, history.length)
+      .map((i) => ({ ...i, message: { ...i.message, content: i.message.content && redact(i.message.content) } }));
+    expect(again.history.items.slice(0, again.history.length)).toEqual(masked);
     expect(again.trackerFacts).toMatchObject({ updates: 1, requestsSinceUpdate: 0 });
     expect(again.damage).toEqual([]);
-    expect((await again.memory.snapshot()).content).toBe((reopened.memory.snapshot()).content);
-    reopened.close();
+    expect((await again.memory.snapshot()).content).toBe(files['working-memory/overview.md']!);
     await again.close();
   });
 
-  it('reports damaged lines, rebuilds an unreadable meta from the log and heals lagging counts, as SessionFiles does', async () => {
-    const [a, b] = [newHome(), newHome()];
-    const files = SessionFiles.create({ home: a, cwd: '/w/p', id: ID, now: clock() });
-    await script(files);
-    files.close();
-    const record = await SessionRecord.create(fileSessionStore({ home: b }), { cwd: '/w/p', id: ID, now: clock() });
+  it('reports damaged lines, rebuilds an unreadable meta from the log and heals lagging counts', async () => {
+    const home = newHome();
+    const record = await SessionRecord.create(fileSessionStore({ home }), { cwd: '/w/p', id: ID, now: clock() });
     await script(record);
     await record.close();
-    for (const dir of [files.dir, record.dir]) {
-      appendFileSync(join(dir, 'messages.jsonl'), '{ not json\n');
-      writeFileSync(join(dir, 'meta.json'), '{"format": 2}');
-    }
-    const reopened = SessionFiles.open(files.dir, { now: clock() });
-    const again = await SessionRecord.open(fileSessionStore({ home: b }), ID, { now: clock() });
-    expect(again.damage).toEqual(reopened.damage);
+    appendFileSync(join(record.dir, 'messages.jsonl'), '{ not json\n');
+    writeFileSync(join(record.dir, 'meta.json'), '{"format": 2}');
+    const again = await SessionRecord.open(fileSessionStore({ home }), ID, { now: clock() });
     expect(again.damage[0]).toMatch(/messages\.jsonl line 8: not JSON/);
     expect(again.damage[1]).toMatch(/meta\.json unreadable/);
-    expect(again.meta).toEqual({ ...reopened.meta, cwd: again.meta.cwd });
     expect(again.meta).toMatchObject({ messageCount: 5, historyMode: 'phase1', memoryWrites: 1, title: 'Plan a trip to Lyon' });
     expect(JSON.parse(readFileSync(join(record.dir, 'damage.json'), 'utf8')).lines).toHaveLength(1);
     expect(readdirSync(record.dir).filter((n) => n.startsWith('meta.json.corrupt-'))).toHaveLength(1);
-    reopened.close();
     await again.close();
   });
 
@@ -133,7 +132,9 @@ describe('SessionRecord', () => {
       Array.from({ length: 20 }, (_, i) => record.appendMessage(1, { role: 'user', content: `m${i}` }, 1, { sync: false })),
     );
     expect(entries.map((e) => e.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
-    expect(record.history.items.slice(0, record.history.length).map((i) => i.message.content)).toEqual(entries.map((e) => e.message.content));
+    expect(record.history.items.slice(0, record.history.length).map((i) => i.message.content)).toEqual(
+      entries.map((e) => e.message.content),
+    );
     await record.close();
   });
 });

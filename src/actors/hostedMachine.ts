@@ -24,7 +24,7 @@ import type {
   ToolRunnerOutput,
   TurnHost,
 } from '../../machines/turnMachine.js';
-import type { MemorySnapshot } from '../memory/workingMemory.js';
+import type { MemorySnapshot } from '../memory/memoryRules.js';
 
 function hostIn<H extends TurnHost>(input: { host?: H }): H {
   if (!input.host) throw new Error('workmem: an actor ran without its session host (statics.host)');

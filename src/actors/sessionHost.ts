@@ -13,13 +13,14 @@ import { answerInterruptedCalls } from '../history/crashRecovery.js';
 import type { HistoryView } from '../history/historyView.js';
 import type { ToolCall } from '../history/messages.js';
 import type { LLM } from '../llm/llm.js';
-import { TOOL_OUTPUTS_DIR } from '../memory/workingMemory.js';
+import { TOOL_OUTPUTS_DIR } from '../memory/memoryRules.js';
 import type { Redact } from '../secrets/redact.js';
 import type { TrackerWriter } from '../session/trackerWriter.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { Tool } from '../tools/tool.js';
-import { capOutput, SavedOutputNames, type OutputLimits } from '../tools/toolOutputCap.js';
+import { SavedOutputNames } from '../tools/savedOutputNames.js';
+import { capOutput, type OutputLimits } from '../tools/toolOutputCap.js';
 import type { TraceRecorder } from '../viz/traceRecorder.js';
 
 export interface SessionHostDeps {
@@ -43,7 +44,10 @@ export interface SessionHostDeps {
 
 export function sessionHost(deps: SessionHostDeps): SessionHost {
   const { record, counter, emit } = deps;
-  const saved = new SavedOutputNames(`${record.memory.root}/${TOOL_OUTPUTS_DIR}`, TOOL_OUTPUTS_DIR);
+  const saved = new SavedOutputNames(
+    async () => (await record.memory.files.list(TOOL_OUTPUTS_DIR)).map((e) => e.path.split('/').pop()!),
+    TOOL_OUTPUTS_DIR,
+  );
   const toolDeps = {
     record,
     tools: new Map(deps.tools.map((t) => [t.name, t])),
@@ -55,7 +59,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
       capOutput(
         content,
         deps.outputLimits,
-        deps.builtIn.has(call.function.name) ? null : (full) => record.memory.writeSystem(saved.name(turn, '.txt'), full),
+        deps.builtIn.has(call.function.name) ? null : async (full) => record.memory.writeSystem(await saved.name(turn, '.txt'), full),
       ),
   };
   return {
@@ -71,8 +75,8 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
         record,
         counter,
         emit,
-        saveArguments: (call, turn) => record.memory.writeSystem(saved.name(turn, '.arguments.json'), call.function.arguments),
-        saveAnswer: (text, turn) => record.memory.writeSystem(saved.name(turn, '.answer.md'), text),
+        saveArguments: async (call, turn) => record.memory.writeSystem(await saved.name(turn, '.arguments.json'), call.function.arguments),
+        saveAnswer: async (text, turn) => record.memory.writeSystem(await saved.name(turn, '.answer.md'), text),
         ...(deps.random ? { random: deps.random } : {}),
         redact: deps.redact,
       }),

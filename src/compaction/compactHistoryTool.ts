@@ -8,8 +8,8 @@
 import { z } from 'zod';
 import { compact, type CompactionDeps } from './compact.js';
 import type { SessionEvent } from '../events.js';
-import { PathRefusedError } from '../storage/sandboxPath.js';
-import { reservedPath } from '../memory/workingMemory.js';
+import { PathRefusedError } from '../errors/pathRefused.js';
+import { reservedPath } from '../memory/memoryRules.js';
 import { defineTool, type Tool } from '../tools/tool.js';
 
 export interface CompactHistoryHooks {

@@ -2,7 +2,7 @@
  * One open session over any store (the storage port): the log and the derived history
  * view kept current as entries are appended, the meta as a cache of the log (rebuilt
  * when damaged, counts healed when they lag), the damage report, the tracker's facts and
- * the working memory. What SessionFiles does for the filesystem alone, for every store.
+ * the working memory, for every store.
  * Appends go one at a time, each naming the seq it expects, so none can interleave.
  */
 import { randomUUID } from 'node:crypto';
@@ -162,7 +162,7 @@ export class SessionRecord {
   get location(): string {
     return this.storage.location;
   }
-  /** The same as location: SessionFiles' name for it. */
+  /** The same as location (a directory, for the filesystem store). */
   get dir(): string {
     return this.storage.location;
   }
@@ -255,7 +255,8 @@ export class SessionRecord {
   async close(): Promise<void> {
     try {
       await this.settle();
-      if (this.metaDirty) await this.writeMeta();
+      // Counts change with every append without a write of their own: a clean close leaves them current.
+      if (this.metaDirty || this.metaValue !== this.metaWritten) await this.writeMeta();
     } finally {
       await this.storage.close();
     }

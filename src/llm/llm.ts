@@ -7,7 +7,7 @@ import type { LLMErrorKind, TurnError } from '../events.js';
 import type { AssistantMessage, ChatMessage } from '../history/messages.js';
 import type { RetryPolicy } from '../settings/settings.js';
 import type { ToolSpec } from '../tools/tool.js';
-import { isStorageFault } from '../storage/storageError.js';
+import { isStorageFault } from '../errors/storageError.js';
 
 export interface LLMRequest {
   messages: ChatMessage[];

@@ -1,9 +1,9 @@
 /**
  * The rules of working memory, whatever stores it: size limits, paths workmem owns, the
- * uniqueness of an edit, what a write reports. Pure: WorkingMemory (over any store's
- * memory files) and SyncWorkingMemory (files, until callers move to the port) share them.
+ * uniqueness of an edit, what a write reports. Pure, so that WorkingMemory applies the
+ * same rules over any store's memory files.
  */
-import { PathRefusedError } from '../storage/sandboxPath.js';
+import { PathRefusedError } from '../errors/pathRefused.js';
 import type { MemoryHealth } from './memoryTemplate.js';
 
 export const OVERVIEW = 'overview.md';
@@ -103,7 +103,10 @@ export function writeResult(rel: string, bytes: number, created: boolean): Write
 }
 
 /** Lines `offset` to `offset + limit` of a file's text. */
-export function sliceLines(text: string, options: { offset?: number; limit?: number }): { text: string; totalLines: number; from: number; to: number } {
+export function sliceLines(
+  text: string,
+  options: { offset?: number; limit?: number },
+): { text: string; totalLines: number; from: number; to: number } {
   const lines = text.split('\n');
   const from = Math.max(0, options.offset ?? 0);
   const to = Math.min(lines.length, from + (options.limit ?? lines.length));

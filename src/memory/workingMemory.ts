@@ -6,7 +6,7 @@
  * versions the store reports, so a request costs two stats, not a read.
  */
 import type { MemoryFiles } from '../storage/sessionStore.js';
-import { PathRefusedError } from '../storage/sandboxPath.js';
+import { PathRefusedError } from '../errors/pathRefused.js';
 import { memoryHealth, overviewTemplate, type MemoryLanguage } from './memoryTemplate.js';
 import {
   checkWriteSize,

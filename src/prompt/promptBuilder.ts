@@ -14,7 +14,7 @@ import { renderTail, type ContextMeta } from './requestTail.js';
 import { neutraliseTags } from './structuralTags.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { ToolSpec } from '../tools/tool.js';
-import { OVERVIEW_PATH, type MemorySnapshot } from '../memory/workingMemory.js';
+import { OVERVIEW_PATH, type MemorySnapshot } from '../memory/memoryRules.js';
 import { byteSize as formatBytes } from '../format/byteSize.js';
 
 /** Everything in a request besides the history; recomputed only when the memory changes. */

@@ -23,7 +23,7 @@ import type { TrackerState } from '../memory/reminderTracker.js';
 import { systemPrompt } from '../prompt/systemPrompt.js';
 import { ConfigError, type resolveSettings } from '../settings/config.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
-import type { MemorySnapshot } from '../memory/workingMemory.js';
+import type { MemorySnapshot } from '../memory/memoryRules.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import type { StateStore } from '../storage/stateStore.js';
 import type { TokenCounter } from '../tokens/tokens.js';

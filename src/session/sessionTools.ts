@@ -8,7 +8,7 @@ import type { Redact } from '../secrets/redact.js';
 import { ConfigError } from '../settings/config.js';
 import { memoryTools } from '../tools/memoryTools.js';
 import type { Tool } from '../tools/tool.js';
-import type { MemoryToolTarget } from '../tools/memoryTools.js';
+import type { WorkingMemory } from '../memory/workingMemory.js';
 import type { SessionOptions } from './options.js';
 
 export interface SessionTools {
@@ -18,7 +18,7 @@ export interface SessionTools {
 }
 
 export function sessionTools(parts: {
-  memory: MemoryToolTarget;
+  memory: WorkingMemory;
   compaction: CompactionDeps;
   items: PersistentItemMemory | null;
   options: Pick<SessionOptions, 'tools' | 'itemMemory'>;

@@ -8,7 +8,7 @@ import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileS
 import type { CompactionReason } from '../events.js';
 import type { ChatMessage, ToolMessage } from '../history/messages.js';
 import { FILE_MODE } from './atomicWrite.js';
-import { storageError } from './storageError.js';
+import { storageError } from '../errors/storageError.js';
 
 export interface MessageEntry {
   type: 'message';

@@ -6,11 +6,10 @@
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join, sep } from 'node:path';
+import { PathRefusedError } from '../errors/pathRefused.js';
 import { writeFileAtomic } from './atomicWrite.js';
 
-export class PathRefusedError extends Error {
-  override name = 'PathRefusedError';
-}
+export { PathRefusedError };
 
 const MAX_PATH = 1024;
 const MAX_SEGMENT_BYTES = 255;

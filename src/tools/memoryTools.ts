@@ -3,9 +3,10 @@
  * Refusals are tool errors the model can read and correct, never exceptions.
  */
 import { z } from 'zod';
-import { PathRefusedError } from '../storage/sandboxPath.js';
+import { PathRefusedError } from '../errors/pathRefused.js';
 import { defineTool, type BuiltInToolOutput, type Tool, type ToolOutput } from './tool.js';
 import type { WriteResult } from '../memory/memoryRules.js';
+import type { WorkingMemory } from '../memory/workingMemory.js';
 import { byteSize as size } from '../format/byteSize.js';
 
 const DEFAULT_READ_LINES = 2000;
@@ -25,21 +26,6 @@ const EditParameters = z.object({
   new: z.string().describe('The replacement text'),
 });
 
-type Awaitable<T> = T | Promise<T>;
-
-/**
- * What the tools need of a working memory: WorkingMemory (over the storage port, async),
- * or SessionFiles' SyncWorkingMemory until the session moves to SessionRecord.
- */
-export interface MemoryToolTarget {
-  read(
-    path: unknown,
-    options: { offset?: number; limit?: number },
-  ): Awaitable<{ text: string; totalLines: number; from: number; to: number }>;
-  write(path: unknown, content: string, charge?: (bytes: number) => void): Awaitable<WriteResult>;
-  edit(path: unknown, oldText: string, newText: string, charge?: (bytes: number) => void): Awaitable<WriteResult>;
-}
-
 export interface MemoryToolOptions {
   /** Bytes the write and edit tools may write in one turn (300 writes of 230 KB once put 71 MB on disk). */
   writeQuotaBytes?: number;
@@ -47,7 +33,7 @@ export interface MemoryToolOptions {
 
 export const DEFAULT_WRITE_QUOTA_BYTES = 8 * 1024 * 1024;
 
-export function memoryTools(memory: MemoryToolTarget, options: MemoryToolOptions = {}): Tool[] {
+export function memoryTools(memory: WorkingMemory, options: MemoryToolOptions = {}): Tool[] {
   const quota = options.writeQuotaBytes ?? DEFAULT_WRITE_QUOTA_BYTES;
   const used = { turn: -1, bytes: 0, writes: 0 };
   /** Throws before a write that would pass the turn's quota; counts it otherwise. */
@@ -61,7 +47,7 @@ export function memoryTools(memory: MemoryToolTarget, options: MemoryToolOptions
     used.bytes += bytes;
     used.writes++;
   };
-  const guarded = async (run: () => Awaitable<ToolOutput>): Promise<ToolOutput> => {
+  const guarded = async (run: () => ToolOutput | Promise<ToolOutput>): Promise<ToolOutput> => {
     try {
       return await run();
     } catch (error) {

@@ -4,8 +4,8 @@
  * full text is, in working-memory/detail/tool-outputs/. The limit is on lines and bytes.
  * If the full text cannot be saved the head still goes to the model, with the reason.
  */
-import { readdirSync } from 'node:fs';
 import { byteSize as kb } from '../format/byteSize.js';
+
 export interface OutputLimits {
   maxLines: number;
   maxBytes: number;
@@ -14,10 +14,10 @@ export interface OutputLimits {
 export const DEFAULT_OUTPUT_LIMITS: OutputLimits = { maxLines: 2000, maxBytes: 50 * 1024 };
 
 /**
- * The text the model sees. `save` stores the full output and returns its path; without
- * it (the memory tools, whose files are already there) the note says how to read on.
+ * The text the model sees. `save` stores the full output and returns its path (awaited
+ * before the capped text is returned); without it (the memory tools, whose files are
+ * already there) the note says how to read on.
  */
-/** `save` keeps the whole output and says where; it is done (awaited) before the capped text is returned. */
 export async function capOutput(
   content: string,
   limits: OutputLimits,
@@ -59,40 +59,4 @@ async function savedNote(save: (full: string) => string | Promise<string>, conte
 
 export function reason(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
-}
-
-/**
- * Names for saved full texts, `<n>-turn<turn><suffix>`: n counts up per session, from past
- * the highest number already in the folder (so a restart reuses none), because call ids
- * repeat (servers that omit them get call_0 in every response) and are the model's to choose.
- */
-export class SavedOutputNames {
-  private next: number | null = null;
-
-  constructor(
-    /** The folder on disk. */
-    private readonly folder: string,
-    /** The same folder as written in names (relative to working-memory/). */
-    private readonly prefix: string,
-  ) {}
-
-  name(turn: number, suffix: string): string {
-    if (this.next === null) this.next = highestNumber(this.folder) + 1;
-    return `${this.prefix}/${this.next++}-turn${turn}${suffix}`;
-  }
-}
-
-function highestNumber(folder: string): number {
-  let highest = 0;
-  let names: string[] = [];
-  try {
-    names = readdirSync(folder);
-  } catch {
-    /* not there yet */
-  }
-  for (const name of names) {
-    const n = /^(\d{1,15})-/.exec(name);
-    if (n) highest = Math.max(highest, Number(n[1]));
-  }
-  return highest;
 }
