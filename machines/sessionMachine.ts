@@ -6,71 +6,25 @@
  */
 import { assign, emit, enqueueActions, fromPromise, sendParent, sendTo, setup } from 'xstate';
 import type { SessionEvent } from '../src/events.js';
-import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
+import type { HistoryMode } from '../src/history/historyView.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 import type { PromptBase } from '../src/prompt/promptBuilder.js';
-import { remindNextRequest, type TrackerState } from '../src/memory/reminderTracker.js';
+import { remindNextRequest } from '../src/memory/reminderTracker.js';
 import { historyModeMachine, type ModeAnnouncement } from './historyModeMachine.js';
-import { turnMachine, type TurnHost, type TurnOutput, type TurnStatics } from './turnMachine.js';
+import { turnMachine, type TurnOutput } from './turnMachine.js';
 
-export interface QueuedPrompt {
-  id: string;
-  text: string;
-}
-
-/** The turn's host, and what the session's own actors do. */
-export interface SessionHost extends TurnHost {
-  accept(input: AcceptInput): Promise<AcceptOutput>;
-  save(input: SaveInput): Promise<SaveOutput>;
-  persistMode(input: PersistModeInput): Promise<void>;
-}
-
-export interface SessionStatics extends TurnStatics {
-  host?: SessionHost;
-}
-
-interface SessionHostInput {
-  host?: SessionHost;
-}
-
-export interface SessionInput {
-  statics: SessionStatics;
-  /** Number of the last turn already in the log (0 for a new session). */
-  lastTurn: number;
-  history: HistoryView;
-  tracker: TrackerState;
-  calibration: number;
-  mode: HistoryMode;
-  pinned: HistoryMode | null;
-  health: MemoryHealth;
-  modelWrites: number;
-}
-
-export interface AcceptInput extends SessionHostInput {
-  prompt: QueuedPrompt;
-  turn: number;
-}
-export interface AcceptOutput {
-  history: HistoryView;
-}
-export interface SaveInput extends SessionHostInput {
-  turn: number;
-  output: TurnOutput;
-  mode: HistoryMode;
-  pinned: HistoryMode | null;
-  modelWrites: number;
-}
-export interface SaveOutput {
-  /** The log's view after the turn, including anything an aborted actor saved. */
-  history: HistoryView;
-}
-/** A mode was switched or pinned: kept at once (meta), and a switch is recorded in the log. */
-export interface PersistModeInput extends SessionHostInput {
-  turn: number;
-  from: HistoryMode;
-  to: HistoryMode;
-  pinned: HistoryMode | null;
-}
+export type {
+  QueuedPrompt,
+  SessionHost,
+  SessionStatics,
+  SessionInput,
+  AcceptInput,
+  AcceptOutput,
+  SaveInput,
+  SaveOutput,
+  PersistModeInput,
+} from './sessionTypes.js';
+import type { QueuedPrompt, SessionInput, AcceptInput, AcceptOutput, SaveInput, SaveOutput, PersistModeInput } from './sessionTypes.js';
 
 export interface SessionContext extends SessionInput {
   turn: number;

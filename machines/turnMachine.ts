@@ -4,6 +4,9 @@
  * runTools → markUpdated. The compaction check runs before every request, also inside
  * long tool loops. Pure: memoryStore, compactor, llm and toolRunner are provided by src/;
  * when and how far to compact is decided by src/compaction/policy.ts.
+ *
+ * Over 350 lines: it is one statechart (twelve states and their transitions, each with
+ * the events it reports), read and visualised whole; its types are in turnTypes.ts.
  */
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
 import type { CompactionTarget } from '../src/compaction/plan.js';
@@ -17,132 +20,46 @@ import {
   tokensBeforeCompaction,
 } from '../src/compaction/policy.js';
 import type { CompactionReason, SessionEvent, TurnStatus } from '../src/events.js';
-import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
-import { jitterOf, toTurnError, type LLMUsage, type TurnError } from '../src/llm/llm.js';
-import type { AssistantMessage, ToolCall } from '../src/history/messages.js';
-import { buildPrompt, promptBase, percentOf, type BuiltPrompt, type PromptBase } from '../src/prompt/promptBuilder.js';
-import { checkRound, markUpdated, remindNextRequest, type ReminderDue, type TrackerState } from '../src/memory/reminderTracker.js';
-import { retryDelay, type TurnSettings } from '../src/settings/settings.js';
-import type { TokenCounter } from '../src/tokens/tokens.js';
-import type { ToolSpec } from '../src/tools/tool.js';
+import type { HistoryMode } from '../src/history/historyView.js';
+import { jitterOf, toTurnError, type TurnError } from '../src/llm/llm.js';
+import type { ToolCall } from '../src/history/messages.js';
+import { buildPrompt, promptBase, percentOf, type BuiltPrompt } from '../src/prompt/promptBuilder.js';
+import { checkRound, markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/reminderTracker.js';
+import { retryDelay } from '../src/settings/settings.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 
 // The compaction policy's constants, still importable from here.
 export { AUTO_KEEP_TOOL_OUTPUTS, TAIL_ALLOWANCE } from '../src/compaction/policy.js';
 
-/** What stays the same for every turn of a session. */
-export interface TurnStatics {
-  sessionId: string;
-  /**
-   * The port to the world outside the machine (files, the model, tools): handed to every
-   * actor in its input, so that one provided machine serves many sessions, each actor
-   * reaching its own session. Optional for embedders who provide their own actors.
-   */
-  host?: TurnHost;
-  systemPrompt: string;
-  tools: readonly ToolSpec[];
-  counter: TokenCounter;
-  settings: TurnSettings;
-}
-
-export interface TurnInput {
-  statics: TurnStatics;
-  turn: number;
-  history: HistoryView;
-  mode: HistoryMode;
-  tracker: TrackerState;
-  calibration: number;
-  base: PromptBase | null;
-  /** The last request's tail tokens: the first guess of the prompt builder's fixed point. */
-  tailHint?: number;
-}
-
-export interface TurnOutput {
-  status: TurnStatus;
-  text: string;
-  error: TurnError | null;
-  requests: number;
-  history: HistoryView;
-  tracker: TrackerState;
-  calibration: number;
-  base: PromptBase | null;
-  tailHint: number;
-}
-
-/** What the turn's actors do, for one session; src/actors/ implements it over storage, the model and the tools. */
-export interface TurnHost {
-  loadMemory(input: MemoryStoreInput): Promise<MemorySnapshot>;
-  request(input: LlmInput, signal: AbortSignal): Promise<LlmOutput>;
-  runTools(input: ToolRunnerInput, signal: AbortSignal): Promise<ToolRunnerOutput>;
-  compact(input: CompactorInput, signal: AbortSignal): Promise<CompactorOutput>;
-}
-
-/** Every actor's input carries the host (see TurnStatics.host). */
-export interface HostInput {
-  host?: TurnHost;
-}
-
-export interface CompactorInput extends HostInput {
-  history: HistoryView;
-  /** The range the next request would carry. */
-  range: [number, number];
-  turn: number;
-  request: number;
-  reason: CompactionReason;
-  /** Tokens the carried history may have after compaction. */
-  budget: number;
-  /** Tokens of the request besides the history (system, memory, tools, tail allowance). */
-  fixedTokens: number;
-  /** For the auto policy: the compression guide's tier; otherwise null (compact to the budget). */
-  target: CompactionTarget | null;
-  keepRecentTurns: number;
-}
-export interface CompactorOutput {
-  history: HistoryView;
-  replaced: number;
-  files: string[];
-  tokensBefore: number;
-  tokensAfter: number;
-}
-
-export interface LlmInput extends HostInput {
-  prompt: BuiltPrompt;
-  turn: number;
-  request: number;
-  maxOutputTokens: number;
-}
-export interface LlmOutput {
-  history: HistoryView;
-  message: AssistantMessage;
-  usage: LLMUsage | null;
-  finishReason: string;
-}
-
-export interface ToolRunnerInput extends HostInput {
-  calls: ToolCall[];
-  turn: number;
-  request: number;
-  history: HistoryView;
-}
-export interface OverviewWrite {
-  at: number;
-  path: string;
-  bytes: number;
-  warning?: string;
-  memory: MemorySnapshot;
-}
-export interface ToolRunnerOutput {
-  history: HistoryView;
-  /** Set when a tool wrote overview.md successfully. */
-  overviewWrite: OverviewWrite | null;
-  /** compact_history ran: the next request carries a reminder. */
-  compacted: boolean;
-}
-
-export interface MemoryStoreInput extends HostInput {
-  tracker: TrackerState;
-}
+export type {
+  TurnStatics,
+  TurnInput,
+  TurnOutput,
+  TurnHost,
+  HostInput,
+  CompactorInput,
+  CompactorOutput,
+  LlmInput,
+  LlmOutput,
+  ToolRunnerInput,
+  OverviewWrite,
+  ToolRunnerOutput,
+  MemoryStoreInput,
+} from './turnTypes.js';
+import type {
+  TurnStatics,
+  TurnInput,
+  TurnOutput,
+  CompactorInput,
+  CompactorOutput,
+  LlmInput,
+  LlmOutput,
+  ToolRunnerInput,
+  OverviewWrite,
+  ToolRunnerOutput,
+  MemoryStoreInput,
+} from './turnTypes.js';
 
 export interface TurnContext extends Omit<TurnInput, 'statics'> {
   statics: TurnStatics;

@@ -9,10 +9,9 @@
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ConfigError } from '../settings/config.js';
-import { LLMError, type LLM, type LLMCallOptions, type LLMErrorKind, type LLMRequest, type LLMResponse, type LLMUsage } from './llm.js';
-import type { AssistantMessage } from '../history/messages.js';
+import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse } from './llm.js';
 import { modelLimits } from './models.js';
-import { redact, redactor, type Redact } from '../secrets/redact.js';
+import { redact, redactor } from '../secrets/redact.js';
 import { userinfoSecrets, withoutUserinfo } from './baseUrl.js';
 import { classify } from './openaiErrors.js';
 import { Assembler, usageOf } from './streamAssembler.js';

@@ -8,21 +8,11 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import type { ChatMessage } from '../history/messages.js';
 import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
 import type { ChatRequest, Policy, PolicyReply } from './wire.js';
 import type { Fault, FaultPlan } from './faults.js';
 import { checkRequest, unpairedTools } from './requestChecks.js';
-import {
-  applyReplyFaults,
-  completionOf,
-  sleep,
-  streamChunks,
-  writeCorrupted,
-  writeStream,
-  wireToolCalls,
-  type Completion,
-} from './sseStream.js';
+import { applyReplyFaults, completionOf, sleep, streamChunks, writeStream, wireToolCalls, type Completion } from './sseStream.js';
 
 export type { Fault, FaultPlan };
 export { unpairedTools };

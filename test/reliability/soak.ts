@@ -112,7 +112,6 @@ export async function soak(
   }
   const first = points[0]!;
   const last = points.at(-1)!;
-  const growth = last.heapMB - first.heapMB;
   const fdGrowth = Math.max(...points.map((p) => p.fds)) - first.fds;
   const fitted = points.filter((p) => p.turn > warmup);
   const slope = fitted.length >= 3 ? heapSlopeKBPerTurn(fitted) : NaN;
