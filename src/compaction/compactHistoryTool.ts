@@ -1,5 +1,5 @@
 /**
- * compact_history: the model compacts its own history (DESIGN §6, seeds 002/004).
+ * compact_history: the model compacts its own history (docs/design.md §2.4, §6).
  * target conversation | tools | all, strategy archive | summarize, keep_recent (turns for
  * the conversation, tool outputs for tools), archive_to inside detail/ or archive/.
  * The result says what went where, the tokens before and after, and asks the model to
