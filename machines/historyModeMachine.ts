@@ -30,7 +30,7 @@ export interface HistoryModeContext {
 }
 
 export type HistoryModeEvent =
-  { type: 'EVALUATE'; health: MemoryHealth; modelWrites: number } | { type: 'PIN'; mode: HistoryMode } | { type: 'UNPIN' };
+  { type: 'memory.evaluate'; health: MemoryHealth; modelWrites: number } | { type: 'mode.pin'; mode: HistoryMode } | { type: 'mode.unpin' };
 
 export interface ModeAnnouncement {
   type: 'mode';
@@ -52,14 +52,16 @@ export const historyModeMachine = setup({
   actions: {
     /** Tells the owner the current mode; the session machine overrides it with sendParent. */
     announce: emit((_, params: ModeAnnouncement) => params),
-    takeEvaluation: assign(({ event }) => (event.type === 'EVALUATE' ? { health: event.health, modelWrites: event.modelWrites } : {})),
-    takePin: assign(({ event }) => (event.type === 'PIN' ? { pinned: event.mode } : {})),
+    takeEvaluation: assign(({ event }) =>
+      event.type === 'memory.evaluate' ? { health: event.health, modelWrites: event.modelWrites } : {},
+    ),
+    takePin: assign(({ event }) => (event.type === 'mode.pin' ? { pinned: event.mode } : {})),
     clearPin: assign({ pinned: null }),
   },
   guards: {
     maintained: ({ context }) => isMaintained(context.health, context.modelWrites),
-    nowMaintained: ({ event }) => event.type === 'EVALUATE' && isMaintained(event.health, event.modelWrites),
-    nowNearlyEmpty: ({ event }) => event.type === 'EVALUATE' && event.health.contentChars < NEARLY_EMPTY_CHARS,
+    nowMaintained: ({ event }) => event.type === 'memory.evaluate' && isMaintained(event.health, event.modelWrites),
+    nowNearlyEmpty: ({ event }) => event.type === 'memory.evaluate' && event.health.contentChars < NEARLY_EMPTY_CHARS,
     pinned: ({ context }) => context.pinned !== null,
     pinnedPhase1: ({ context }) => context.pinned === 'phase1',
     pinnedPhase2: ({ context }) => context.pinned === 'phase2',
@@ -82,7 +84,7 @@ export const historyModeMachine = setup({
     auto: {
       initial: 'deciding',
       on: {
-        PIN: { target: 'pinned', actions: 'takePin' },
+        'mode.pin': { target: 'pinned', actions: 'takePin' },
       },
       states: {
         deciding: {
@@ -91,19 +93,19 @@ export const historyModeMachine = setup({
         phase1: {
           entry: { type: 'announce', params: { type: 'mode', mode: 'phase1', pinned: false } },
           on: {
-            EVALUATE: [{ guard: 'nowMaintained', target: 'phase2', actions: 'takeEvaluation' }, { actions: 'takeEvaluation' }],
+            'memory.evaluate': [{ guard: 'nowMaintained', target: 'phase2', actions: 'takeEvaluation' }, { actions: 'takeEvaluation' }],
           },
         },
         phase2: {
           entry: { type: 'announce', params: { type: 'mode', mode: 'phase2', pinned: false } },
           on: {
-            EVALUATE: [{ guard: 'nowNearlyEmpty', target: 'hybrid', actions: 'takeEvaluation' }, { actions: 'takeEvaluation' }],
+            'memory.evaluate': [{ guard: 'nowNearlyEmpty', target: 'hybrid', actions: 'takeEvaluation' }, { actions: 'takeEvaluation' }],
           },
         },
         hybrid: {
           entry: { type: 'announce', params: { type: 'mode', mode: 'hybrid', pinned: false } },
           on: {
-            EVALUATE: [{ guard: 'nowMaintained', target: 'phase2', actions: 'takeEvaluation' }, { actions: 'takeEvaluation' }],
+            'memory.evaluate': [{ guard: 'nowMaintained', target: 'phase2', actions: 'takeEvaluation' }, { actions: 'takeEvaluation' }],
           },
         },
       },
@@ -111,9 +113,9 @@ export const historyModeMachine = setup({
     pinned: {
       initial: 'choosing',
       on: {
-        PIN: { target: 'pinned', reenter: true, actions: 'takePin' },
-        UNPIN: { target: 'auto', actions: 'clearPin' },
-        EVALUATE: { actions: 'takeEvaluation' },
+        'mode.pin': { target: 'pinned', reenter: true, actions: 'takePin' },
+        'mode.unpin': { target: 'auto', actions: 'clearPin' },
+        'memory.evaluate': { actions: 'takeEvaluation' },
       },
       states: {
         choosing: {
@@ -126,9 +128,3 @@ export const historyModeMachine = setup({
     },
   },
 });
-
-/** The mode a snapshot of the machine stands for. */
-export function modeOf(value: unknown): HistoryMode {
-  const leaf = typeof value === 'object' && value !== null ? Object.values(value)[0] : value;
-  return leaf === 'phase2' || leaf === 'hybrid' ? leaf : 'phase1';
-}

@@ -1,54 +1,30 @@
 /**
  * A session: queues user messages and runs one turn at a time (one writer per session),
  * owns the historyMode actor, persists after each turn, and reports every event of its
- * children outward. `accept` (durably append the user message) and `save` (meta and
- * tracker) are provided by src/.
+ * children outward. Its actors (`accept`: durably append the user message; `save`: meta
+ * and tracker; `persistMode`: a mode change) do their work through the session's host.
  */
 import { assign, emit, enqueueActions, fromPromise, sendParent, sendTo, setup } from 'xstate';
 import type { SessionEvent } from '../src/events.js';
-import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
+import type { HistoryMode } from '../src/history/historyView.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 import type { PromptBase } from '../src/prompt/promptBuilder.js';
-import { remindNextRequest, type TrackerState } from '../src/memory/reminderTracker.js';
+import { remindNextRequest } from '../src/memory/reminderTracker.js';
 import { historyModeMachine, type ModeAnnouncement } from './historyModeMachine.js';
-import { turnMachine, type HostInput, type TurnOutput, type TurnStatics } from './turnMachine.js';
+import { turnMachine, type TurnOutput } from './turnMachine.js';
 
-export interface QueuedPrompt {
-  id: string;
-  text: string;
-}
-
-export interface SessionInput {
-  statics: TurnStatics;
-  /** Number of the last turn already in the log (0 for a new session). */
-  lastTurn: number;
-  history: HistoryView;
-  tracker: TrackerState;
-  calibration: number;
-  mode: HistoryMode;
-  pinned: HistoryMode | null;
-  health: MemoryHealth;
-  modelWrites: number;
-}
-
-export interface AcceptInput extends HostInput {
-  prompt: QueuedPrompt;
-  turn: number;
-}
-export interface AcceptOutput {
-  history: HistoryView;
-}
-export interface SaveInput extends HostInput {
-  turn: number;
-  output: TurnOutput;
-  mode: HistoryMode;
-  pinned: HistoryMode | null;
-  modelWrites: number;
-}
-export interface SaveOutput {
-  /** The log's view after the turn, including anything an aborted actor saved. */
-  history: HistoryView;
-}
+export type {
+  QueuedPrompt,
+  SessionHost,
+  SessionStatics,
+  SessionInput,
+  AcceptInput,
+  AcceptOutput,
+  SaveInput,
+  SaveOutput,
+  PersistModeInput,
+} from './sessionTypes.js';
+import type { QueuedPrompt, SessionInput, AcceptInput, AcceptOutput, SaveInput, SaveOutput, PersistModeInput } from './sessionTypes.js';
 
 export interface SessionContext extends SessionInput {
   turn: number;
@@ -61,26 +37,30 @@ export interface SessionContext extends SessionInput {
 }
 
 export type SessionMachineEvent =
-  | { type: 'PROMPT'; prompt: QueuedPrompt }
-  | { type: 'ABORT' }
-  | { type: 'SET_MODE'; mode: HistoryMode | 'auto' }
-  | { type: 'MEMORY_WRITTEN'; health: MemoryHealth }
+  | { type: 'prompt'; prompt: QueuedPrompt }
+  | { type: 'abort' }
+  | { type: 'mode.set'; mode: HistoryMode | 'auto' }
+  | { type: 'memory.written'; health: MemoryHealth }
   /** The history was compacted outside a turn: the next request reminds the model. */
-  | { type: 'COMPACTED' }
-  | ({ type: 'MODE' } & Omit<ModeAnnouncement, 'type'>);
+  | { type: 'history.compacted' }
+  | ({ type: 'mode.announced' } & Omit<ModeAnnouncement, 'type'>)
+  /** Something the running turn reports (its events leave through the session). */
+  | { type: 'turn.report'; event: SessionEvent };
 
 /**
  * The turn as a child of the session: a memory write reaches the session (which asks its
- * historyMode to re-evaluate). Its other reports are the host's to route (src/ sends them
- * straight to the session's listeners).
+ * historyMode to re-evaluate), and its reports go out through the session's.
  */
 export const childTurn = turnMachine.provide({
-  actions: { memoryWritten: sendParent((_, params: { health: MemoryHealth }) => ({ type: 'MEMORY_WRITTEN', health: params.health })) },
+  actions: {
+    memoryWritten: sendParent((_, params: { health: MemoryHealth }) => ({ type: 'memory.written', health: params.health })),
+    report: sendParent((_, event: SessionEvent) => ({ type: 'turn.report', event })),
+  },
 });
 
 /** The history-mode actor as a child of the session: its announcements go to the session. */
 export const childHistoryMode = historyModeMachine.provide({
-  actions: { announce: sendParent((_, a: ModeAnnouncement) => ({ type: 'MODE', mode: a.mode, pinned: a.pinned })) },
+  actions: { announce: sendParent((_, a: ModeAnnouncement) => ({ type: 'mode.announced', mode: a.mode, pinned: a.pinned })) },
 });
 
 function abortedOutput(context: SessionContext): TurnOutput {
@@ -111,6 +91,9 @@ export const sessionMachine = setup({
     save: fromPromise<SaveOutput, SaveInput>(async () => {
       throw new Error("session machine: actor 'save' was not provided");
     }),
+    persistMode: fromPromise<void, PersistModeInput>(async () => {
+      throw new Error("session machine: actor 'persistMode' was not provided");
+    }),
     turn: childTurn,
     historyMode: childHistoryMode,
   },
@@ -121,9 +104,14 @@ export const sessionMachine = setup({
       enqueue.assign({ queue: [] });
     }),
     takeMode: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'MODE') return;
+      if (event.type !== 'mode.announced') return;
+      const pinned = event.pinned ? event.mode : null;
       if (event.mode !== context.mode) enqueue.emit({ type: 'mode_changed', from: context.mode, to: event.mode, pinned: event.pinned });
-      enqueue.assign({ mode: event.mode, pinned: event.pinned ? event.mode : null });
+      if (event.mode !== context.mode || pinned !== context.pinned)
+        enqueue.spawnChild('persistMode', {
+          input: { turn: context.turn, from: context.mode, to: event.mode, pinned, host: context.statics.host },
+        });
+      enqueue.assign({ mode: event.mode, pinned });
     }),
     reportTurnStart: emit(({ context }) => ({
       type: 'turn_start' as const,
@@ -155,15 +143,16 @@ export const sessionMachine = setup({
     input: ({ context }) => ({ restored: context.mode, pinned: context.pinned, health: context.health, modelWrites: context.modelWrites }),
   },
   on: {
-    PROMPT: { actions: assign({ queue: ({ context, event }) => [...context.queue, event.prompt] }) },
-    ABORT: { actions: 'dropQueue' },
-    SET_MODE: {
+    prompt: { actions: assign({ queue: ({ context, event }) => [...context.queue, event.prompt] }) },
+    abort: { actions: 'dropQueue' },
+    'mode.set': {
       actions: sendTo('historyMode', ({ event }) =>
-        event.mode === 'auto' ? { type: 'UNPIN' as const } : { type: 'PIN' as const, mode: event.mode },
+        event.mode === 'auto' ? { type: 'mode.unpin' as const } : { type: 'mode.pin' as const, mode: event.mode },
       ),
     },
-    MODE: { actions: 'takeMode' },
-    COMPACTED: { actions: assign({ tracker: ({ context }) => remindNextRequest(context.tracker) }) },
+    'mode.announced': { actions: 'takeMode' },
+    'turn.report': { actions: emit(({ event }) => event.event) },
+    'history.compacted': { actions: assign({ tracker: ({ context }) => remindNextRequest(context.tracker) }) },
   },
   initial: 'idle',
   states: {
@@ -181,7 +170,7 @@ export const sessionMachine = setup({
         'reportTurnStart',
       ],
       on: {
-        ABORT: { actions: ['dropQueue', assign({ abortRequested: true })] },
+        abort: { actions: ['dropQueue', assign({ abortRequested: true })] },
       },
       invoke: {
         id: 'accept',
@@ -234,15 +223,15 @@ export const sessionMachine = setup({
     },
     running: {
       on: {
-        ABORT: { actions: ['dropQueue', sendTo('turn', { type: 'ABORT' })] },
-        MEMORY_WRITTEN: {
+        abort: { actions: ['dropQueue', sendTo('turn', { type: 'abort' })] },
+        'memory.written': {
           actions: enqueueActions(({ context, event, enqueue }) => {
             const modelWrites = context.modelWrites + 1;
             enqueue.assign({ modelWrites, health: event.health });
-            enqueue.sendTo('historyMode', { type: 'EVALUATE', health: event.health, modelWrites });
+            enqueue.sendTo('historyMode', { type: 'memory.evaluate', health: event.health, modelWrites });
           }),
         },
-        MODE: { actions: ['takeMode', sendTo('turn', ({ event }) => ({ type: 'MODE_CHANGED' as const, mode: event.mode }))] },
+        'mode.announced': { actions: ['takeMode', sendTo('turn', ({ event }) => ({ type: 'mode.changed' as const, mode: event.mode }))] },
       },
       invoke: {
         id: 'turn',

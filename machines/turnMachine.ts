@@ -2,137 +2,64 @@
  * One user message → one finished answer. Each pass loadMemory → checkReminder →
  * maybeCompact → buildPrompt → stream is one LLM request; tool calls loop back through
  * runTools → markUpdated. The compaction check runs before every request, also inside
- * long tool loops. Pure: memoryStore, compactor, llm and toolRunner are provided by src/.
+ * long tool loops. Pure: memoryStore, compactor, llm and toolRunner are provided by src/;
+ * when and how far to compact is decided by src/compaction/policy.ts.
+ *
+ * Over 350 lines: it is one statechart (twelve states and their transitions, each with
+ * the events it reports), read and visualised whole; its types are in turnTypes.ts.
  */
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
-import { autoTier, planConversation, planToolStubs, type CompactionTarget } from '../src/compaction/compaction.js';
+import type { CompactionTarget } from '../src/compaction/plan.js';
+import {
+  autoCompactionTier,
+  beyondHorizon,
+  carriedRange,
+  compactionBudget,
+  overThreshold,
+  requestEstimate,
+  tokensBeforeCompaction,
+} from '../src/compaction/policy.js';
 import type { CompactionReason, SessionEvent, TurnStatus } from '../src/events.js';
-import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from '../src/history/historyView.js';
-import { jitterOf, toTurnError, type LLMUsage, type TurnError } from '../src/llm/llm.js';
-import type { AssistantMessage, ToolCall } from '../src/history/messages.js';
-import { buildPrompt, estimateWithoutTail, promptBase, percentOf, type BuiltPrompt, type PromptBase } from '../src/prompt/promptBuilder.js';
-import { checkRound, markUpdated, remindNextRequest, type ReminderDue, type TrackerState } from '../src/memory/reminderTracker.js';
-import { retryDelay, type TurnSettings } from '../src/settings/settings.js';
-import type { TokenCounter } from '../src/tokens/tokens.js';
-import type { ToolSpec } from '../src/tools/tool.js';
-import type { MemorySnapshot } from '../src/memory/workingMemory.js';
+import type { HistoryMode } from '../src/history/historyView.js';
+import { jitterOf, toTurnError, type TurnError } from '../src/llm/llm.js';
+import type { ToolCall } from '../src/history/messages.js';
+import { buildPrompt, promptBase, percentOf, type BuiltPrompt } from '../src/prompt/promptBuilder.js';
+import { checkRound, markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/reminderTracker.js';
+import { retryDelay } from '../src/settings/settings.js';
+import type { MemorySnapshot } from '../src/memory/memoryRules.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 
-/** Tool outputs the auto policy leaves as they are. */
-export const AUTO_KEEP_TOOL_OUTPUTS = 5;
-/** Room kept for <context_meta> and a reminder when checking the threshold. */
-export const TAIL_ALLOWANCE = 400;
-/**
- * Once the fallback fires it compacts well below the line (to 2/3 of it: 50 % of the
- * window by default), so it does not fire again on the very next request; an overflow
- * from the server means our estimate was wrong, so it goes lower still.
- */
-const FALLBACK_TARGET_SHARE = 2 / 3;
-const OVERFLOW_TARGET_SHARE = 0.5;
+// The compaction policy's constants, still importable from here.
+export { AUTO_KEEP_TOOL_OUTPUTS, TAIL_ALLOWANCE } from '../src/compaction/policy.js';
 
-/** What stays the same for every turn of a session. */
-export interface TurnStatics {
-  sessionId: string;
-  /**
-   * Opaque to the machines: handed to every actor in its input (`host`), so that one
-   * provided machine can serve many sessions, each actor finding its own.
-   */
-  host?: unknown;
-  systemPrompt: string;
-  tools: readonly ToolSpec[];
-  counter: TokenCounter;
-  settings: TurnSettings;
-}
-
-export interface TurnInput {
-  statics: TurnStatics;
-  turn: number;
-  history: HistoryView;
-  mode: HistoryMode;
-  tracker: TrackerState;
-  calibration: number;
-  base: PromptBase | null;
-  /** The last request's tail tokens: the first guess of the prompt builder's fixed point. */
-  tailHint?: number;
-}
-
-export interface TurnOutput {
-  status: TurnStatus;
-  text: string;
-  error: TurnError | null;
-  requests: number;
-  history: HistoryView;
-  tracker: TrackerState;
-  calibration: number;
-  base: PromptBase | null;
-  tailHint: number;
-}
-
-/** Every actor's input carries the host (see TurnStatics.host). */
-export interface HostInput {
-  host?: unknown;
-}
-
-export interface CompactorInput extends HostInput {
-  history: HistoryView;
-  /** The range the next request would carry. */
-  range: [number, number];
-  turn: number;
-  request: number;
-  reason: CompactionReason;
-  /** Tokens the carried history may have after compaction. */
-  budget: number;
-  /** Tokens of the request besides the history (system, memory, tools, tail allowance). */
-  fixedTokens: number;
-  /** For the auto policy: the compression guide's tier; otherwise null (compact to the budget). */
-  target: CompactionTarget | null;
-  keepRecentTurns: number;
-}
-export interface CompactorOutput {
-  history: HistoryView;
-  replaced: number;
-  files: string[];
-  tokensBefore: number;
-  tokensAfter: number;
-}
-
-export interface LlmInput extends HostInput {
-  prompt: BuiltPrompt;
-  turn: number;
-  request: number;
-  maxOutputTokens: number;
-}
-export interface LlmOutput {
-  history: HistoryView;
-  message: AssistantMessage;
-  usage: LLMUsage | null;
-  finishReason: string;
-}
-
-export interface ToolRunnerInput extends HostInput {
-  calls: ToolCall[];
-  turn: number;
-  request: number;
-  history: HistoryView;
-}
-export interface OverviewWrite {
-  at: number;
-  path: string;
-  bytes: number;
-  warning?: string;
-  memory: MemorySnapshot;
-}
-export interface ToolRunnerOutput {
-  history: HistoryView;
-  /** Set when a tool wrote overview.md successfully. */
-  overviewWrite: OverviewWrite | null;
-  /** compact_history ran: the next request carries a reminder. */
-  compacted: boolean;
-}
-
-export interface MemoryStoreInput extends HostInput {
-  tracker: TrackerState;
-}
+export type {
+  TurnStatics,
+  TurnInput,
+  TurnOutput,
+  TurnHost,
+  HostInput,
+  CompactorInput,
+  CompactorOutput,
+  LlmInput,
+  LlmOutput,
+  ToolRunnerInput,
+  OverviewWrite,
+  ToolRunnerOutput,
+  MemoryStoreInput,
+} from './turnTypes.js';
+import type {
+  TurnStatics,
+  TurnInput,
+  TurnOutput,
+  CompactorInput,
+  CompactorOutput,
+  LlmInput,
+  LlmOutput,
+  ToolRunnerInput,
+  OverviewWrite,
+  ToolRunnerOutput,
+  MemoryStoreInput,
+} from './turnTypes.js';
 
 export interface TurnContext extends Omit<TurnInput, 'statics'> {
   statics: TurnStatics;
@@ -153,7 +80,7 @@ export interface TurnContext extends Omit<TurnInput, 'statics'> {
   error: TurnError | null;
 }
 
-export type TurnEvent = { type: 'ABORT' } | { type: 'MODE_CHANGED'; mode: HistoryMode };
+export type TurnEvent = { type: 'abort' } | { type: 'mode.changed'; mode: HistoryMode };
 
 function notProvided(name: string): never {
   throw new Error(`turn machine: actor '${name}' was not provided (use turnMachine.provide({ actors: { ${name} } }))`);
@@ -167,49 +94,6 @@ function calibrationFrom(usage: LlmOutput['usage'], counted: number, previous: n
   if (!usage || !Number.isFinite(usage.promptTokens)) return previous;
   const plausible = usage.promptTokens >= counted / 4 && usage.promptTokens <= counted * 4 + 2000;
   return plausible ? Math.round(usage.promptTokens - counted) : previous;
-}
-
-function rangeOf(context: TurnContext): [number, number] {
-  const { settings } = context.statics;
-  return injectedRange(context.history, context.mode, context.turn, settings.hybridRecent);
-}
-
-function estimate(context: TurnContext): number {
-  return estimateWithoutTail(context.base!, context.history, rangeOf(context), context.calibration) + TAIL_ALLOWANCE;
-}
-
-/**
- * The horizon: outside phase 1 the history is not sent, so the fallback never trims it;
- * yet it is what phase 1 (a pin, or a switch back) would send, and what stays in memory.
- * Once it reaches the threshold its oldest turns are archived like the fallback's, so a
- * session of any length keeps a bounded history (memory, resume time, a safe mode switch).
- */
-function beyondHorizon(context: TurnContext): boolean {
-  if (context.mode === 'phase1' || context.request !== 1 || context.compactedThisRequest) return false;
-  const full = injectedRange(context.history, 'phase1', context.turn, 0);
-  return (
-    estimateWithoutTail(context.base!, context.history, full, context.calibration) + TAIL_ALLOWANCE >=
-    thresholdTokens(context.statics.settings)
-  );
-}
-
-function thresholdTokens(settings: TurnSettings): number {
-  return Math.floor(settings.fallbackThreshold * settings.contextWindow);
-}
-
-/**
- * The "auto" policy, at the first request of a turn: the compression guide's tier, if
- * there is something for it to compact (no empty compactions).
- */
-function autoCompactionTier(context: TurnContext): CompactionTarget | null {
-  const { settings } = context.statics;
-  if (settings.compaction !== 'auto' || context.compactedThisRequest || context.request !== 1) return null;
-  const tier = autoTier(percentOf(estimate(context), settings.contextWindow));
-  if (!tier) return null;
-  const [from, to] = rangeOf(context);
-  const archive = tier === 'tools' ? null : planConversation(context.history, from, context.turn, settings.keepRecentTurns);
-  const stubs = tier === 'conversation' ? [] : planToolStubs(context.history, archive ? archive[1] : from, to, AUTO_KEEP_TOOL_OUTPUTS);
-  return archive || stubs.length ? tier : null;
 }
 
 export const turnMachine = setup({
@@ -244,7 +128,7 @@ export const turnMachine = setup({
     memoryWritten: (_, _params: { health: MemoryHealth }) => {},
   },
   guards: {
-    overThreshold: ({ context }) => !context.compactedThisRequest && estimate(context) >= thresholdTokens(context.statics.settings),
+    overThreshold: ({ context }) => overThreshold(context),
     exceedsWindow: ({ context }) =>
       context.prompt!.tokens.total + context.statics.settings.reserveOutputTokens > context.statics.settings.contextWindow,
     responseHasToolCalls: ({ event }) => ((event as unknown as { output?: LlmOutput }).output?.message.tool_calls?.length ?? 0) > 0,
@@ -281,8 +165,8 @@ export const turnMachine = setup({
   }),
   initial: 'loadMemory',
   on: {
-    ABORT: { target: '.aborted' },
-    MODE_CHANGED: { actions: assign({ mode: ({ event }) => event.mode }) },
+    abort: { target: '.aborted' },
+    'mode.changed': { actions: assign({ mode: ({ event }) => event.mode }) },
   },
   states: {
     loadMemory: {
@@ -322,7 +206,7 @@ export const turnMachine = setup({
     checkReminder: {
       entry: [
         assign(({ context }) => {
-          const tokensPercent = percentOf(estimate(context), context.statics.settings.contextWindow);
+          const tokensPercent = percentOf(requestEstimate(context), context.statics.settings.contextWindow);
           const { state, due } = checkRound(context.tracker, tokensPercent, context.statics.settings.reminder);
           return {
             request: context.request + 1,
@@ -360,31 +244,14 @@ export const turnMachine = setup({
           turn: context.turn,
           request: context.request,
           reason: context.compactReason,
-          tokensBefore:
-            context.compactReason === 'horizon'
-              ? estimateWithoutTail(
-                  context.base!,
-                  context.history,
-                  injectedRange(context.history, 'phase1', context.turn, 0),
-                  context.calibration,
-                )
-              : estimate(context),
+          tokensBefore: tokensBeforeCompaction(context, context.compactReason),
         }),
       },
       invoke: {
         id: 'compactor',
         src: 'compactor',
         input: ({ context }) => {
-          const { settings } = context.statics;
-          const fixed = context.base!.tokens + context.calibration + TAIL_ALLOWANCE;
-          const overflow = context.compactReason === 'overflow';
-          const range = context.compactReason === 'horizon' ? injectedRange(context.history, 'phase1', context.turn, 0) : rangeOf(context);
-          let budget = Math.max(
-            0,
-            Math.floor(thresholdTokens(settings) * (overflow ? OVERFLOW_TARGET_SHARE : FALLBACK_TARGET_SHARE)) - fixed - 1,
-          );
-          // The server refused what we counted as fitting: our count is off, so at least halve the history.
-          if (overflow) budget = Math.min(budget, Math.floor(tokensBetween(context.history, range[0], range[1]) / 2));
+          const { range, budget, fixedTokens } = compactionBudget(context, context.compactReason);
           return {
             history: context.history,
             range,
@@ -392,9 +259,9 @@ export const turnMachine = setup({
             request: context.request,
             reason: context.compactReason,
             budget,
-            fixedTokens: fixed,
+            fixedTokens,
             target: context.compactTarget,
-            keepRecentTurns: settings.keepRecentTurns,
+            keepRecentTurns: context.statics.settings.keepRecentTurns,
             host: context.statics.host,
           };
         },
@@ -449,7 +316,7 @@ export const turnMachine = setup({
             base: context.base!,
             tools: context.statics.tools,
             history: context.history,
-            range: rangeOf(context),
+            range: carriedRange(context),
             calibration: context.calibration,
             tailHint: context.prompt?.tokens.tail ?? context.tailHint ?? 0,
             window: context.statics.settings.contextWindow,

@@ -2,12 +2,72 @@
  * The one vocabulary of everything observable in a session. The machines, the actors,
  * the CLI, RPC, the trace, the visualizer and the tests all speak it.
  */
-import type { HistoryMode } from './history/historyView.js';
-import type { TurnError } from './llm/llm.js';
-import type { ChatMessage } from './history/messages.js';
-import type { MemoryHealth } from './memory/memoryTemplate.js';
-import type { PromptTokens } from './prompt/promptBuilder.js';
-import type { ReminderLevel, ReminderReason } from './memory/reminderTracker.js';
+/*
+ * A leaf: it imports nothing of ours, so every part of workmem can speak it. The few
+ * shapes the events carry are defined here and re-exported where they belong.
+ */
+
+/** Which history a request carries: all of it (phase 1), none (phase 2), the recent turns (hybrid). */
+export type HistoryMode = 'phase1' | 'phase2' | 'hybrid';
+
+export type LLMErrorKind =
+  | 'overflow' // the prompt does not fit the model's context
+  | 'rate_limit'
+  | 'server'
+  | 'network'
+  | 'timeout'
+  | 'aborted'
+  | 'auth'
+  | 'bad_request'
+  | 'bad_response';
+
+/** A plain, serialisable description of a failure, as carried in machine context and events. */
+export interface TurnError {
+  kind: LLMErrorKind | 'tool' | 'memory' | 'storage' | 'window' | 'internal';
+  message: string;
+  status?: number;
+  retryAfterMs?: number;
+  retryable: boolean;
+}
+
+/** Chat messages in the Chat Completions wire shape (validated by history/messages.ts). */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] | undefined }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+/** What the history-mode machine needs to know about the memory's content. */
+export interface MemoryHealth {
+  /** The content is not one of the templates (whitespace aside). */
+  differsFromTemplate: boolean;
+  /** Characters of real content: outside comments, headings and whitespace. */
+  contentChars: number;
+}
+
+export interface PromptTokens {
+  /** System prompt, tool definitions and priming. */
+  system: number;
+  memory: number;
+  history: number;
+  tail: number;
+  /** Our count of the request as sent. */
+  counted: number;
+  /** The server's count minus ours, from the last reported usage. */
+  calibration: number;
+  /** counted + calibration: what the request costs. */
+  total: number;
+  window: number;
+  percent: number;
+}
+
+export type ReminderLevel = 'gentle' | 'firm' | 'urgent';
+export type ReminderReason = 'rounds' | 'tokens' | 'compaction';
 
 export type TurnStatus = 'done' | 'failed' | 'aborted';
 export type CompactionReason = 'llm' | 'fallback' | 'overflow' | 'auto' | 'manual' | 'horizon';

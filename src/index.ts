@@ -3,13 +3,15 @@
  * The public API: sessions, tools, the LLM interface, the event vocabulary, and the
  * machines themselves for embedding with `.provide()`.
  */
-export { createSession, openSession, listSessions, findSession, removeSession, Session } from './session/session.js';
+export { createSession, openSession, listSessions, findSession, removeSession } from './session/registry.js';
+export { Session } from './session/session.js';
 export { SessionInUseError } from './storage/sessionLock.js';
-export type { CompactionResult, CompactionTarget } from './compaction/compaction.js';
+export type { CompactionResult } from './compaction/apply.js';
+export type { CompactionTarget } from './compaction/plan.js';
 export type { MemoryHealth } from './memory/memoryTemplate.js';
 export type { ReminderLevel } from './memory/reminderTracker.js';
-export type { SessionOptions, OpenOptions, TurnResult, SessionState, SessionIndexEntry } from './session/session.js';
-export { defineTool, ToolError } from './tools/tool.js';
+export type { SessionOptions, OpenOptions, TurnResult, SessionState, SessionIndexEntry } from './session/options.js';
+export { defineTool } from './tools/tool.js';
 export type { Tool, ToolContext, ToolOutput, ToolSpec } from './tools/tool.js';
 export { LLMError, toTurnError } from './llm/llm.js';
 export type { LLM, LLMRequest, LLMResponse, LLMUsage, LLMCallOptions, LLMErrorKind, TurnError } from './llm/llm.js';
@@ -26,7 +28,7 @@ export type { TurnSettings, RetryPolicy } from './settings/settings.js';
 export type { HistoryMode, HistoryView, HistoryItem } from './history/historyView.js';
 export type { ReminderConfig, TrackerState, ReminderDue } from './memory/reminderTracker.js';
 export type { PromptTokens, BuiltPrompt } from './prompt/promptBuilder.js';
-export type { MemorySnapshot } from './memory/workingMemory.js';
+export type { MemorySnapshot } from './memory/memoryRules.js';
 export { overviewTemplate } from './memory/memoryTemplate.js';
 export { loadTokenCounter } from './tokens/tokens.js';
 export type { TokenCounter } from './tokens/tokens.js';
@@ -51,4 +53,4 @@ export { ItemMemory, ItemMemoryError } from './itemMemory/itemMemory.js';
 export type { ItemMemoryOptions, MemoryItem, Retrieved, ForgetStrategy } from './itemMemory/itemMemory.js';
 export { openItemMemory } from './itemMemory/itemMemoryStore.js';
 export type { PersistentItemMemory } from './itemMemory/itemMemoryStore.js';
-export type { ItemMemoryConfig } from './session/session.js';
+export type { ItemMemoryConfig } from './session/options.js';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/settings/config.js';
 import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { createSession, openSession } from '../src/session/session.js';
+import { createSession, openSession } from '../src/session/index.js';
 import { defineTool } from '../src/tools/tool.js';
 import { collect, logEntries, newSession, ofType, tempHome } from './helpers.js';
 

@@ -15,7 +15,7 @@ import type { LLM, LLMRequest } from '../src/llm/llm.js';
 import type { LogEntry } from '../src/storage/messageLog.js';
 import { ChatMessageSchema, type ChatMessage } from '../src/history/messages.js';
 import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { openSession } from '../src/session/session.js';
+import { openSession } from '../src/session/index.js';
 import { defineTool } from '../src/tools/tool.js';
 import { independentCount, logEntries, newSession, tempHome } from './helpers.js';
 

@@ -10,9 +10,9 @@ import { describe, expect, it } from 'vitest';
 import type { LLMRequest, LLMResponse } from '../src/llm/llm.js';
 import { memoryTools } from '../src/tools/memoryTools.js';
 import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { countTags, neutraliseTags } from '../src/prompt/structuralTags.js';
+import { neutraliseTags } from '../src/prompt/structuralTags.js';
 import type { ToolContext } from '../src/tools/tool.js';
-import { WorkingMemory } from '../src/memory/workingMemory.js';
+import { memoryOnDisk } from './storage/memoryOnDisk.js';
 import { collect, logEntries, newSession, ofType, tempHome } from './helpers.js';
 import { LOOK_ALIKES, raceReads, raceWrites } from './reliability/guard.js';
 
@@ -116,14 +116,17 @@ describe('per-turn write quota', () => {
   });
 
   it('edits count too', async () => {
-    const wm = new WorkingMemory(join(tempHome(), 'wm'));
-    wm.init();
-    const [, write, edit] = memoryTools(wm, {}, { writeQuotaBytes: 1000 });
+    const wm = await memoryOnDisk(join(tempHome(), 'wm'));
+    const [, write, edit] = memoryTools(wm, { writeQuotaBytes: 1000 });
     const context = { turn: 1 } as ToolContext;
-    expect(await write!.execute({ path: 'detail/a.md', content: `${'x'.repeat(600)}MARK` }, context)).toMatch(/^Wrote/);
+    expect(await write!.execute({ path: 'detail/a.md', content: `${'x'.repeat(600)}MARK` }, context)).toMatchObject({
+      content: expect.stringMatching(/^Wrote/),
+    });
     const refused = await edit!.execute({ path: 'detail/a.md', old: 'MARK', new: 'MORK' }, context);
     expect(refused).toMatchObject({ isError: true });
-    expect(await edit!.execute({ path: 'detail/a.md', old: 'MARK', new: 'MORK' }, { turn: 2 } as ToolContext)).toMatch(/^Edited/);
+    expect(await edit!.execute({ path: 'detail/a.md', old: 'MARK', new: 'MORK' }, { turn: 2 } as ToolContext)).toMatchObject({
+      content: expect.stringMatching(/^Edited/),
+    });
   });
 });
 
@@ -153,7 +156,6 @@ describe('look-alike tags', () => {
   it('are neutralised after stripping format characters, NFKC and folding hyphens', () => {
     for (const fake of LOOK_ALIKES) {
       expect(neutraliseTags(`x ${fake} y`), JSON.stringify(fake)).toBe(`x &lt;${fake.slice(1)} y`);
-      expect(countTags(fake)).toBe(1);
     }
     expect(neutraliseTags('a < b, <div>, <context_metadata>, \uFF1Cb\uFF1E')).toBe('a < b, <div>, <context_metadata>, \uFF1Cb\uFF1E');
   });

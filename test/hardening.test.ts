@@ -11,10 +11,12 @@ import { REDACTED, redactor } from '../src/secrets/redact.js';
 import { LOCK_FILE, pidNamespace, SessionInUseError, SessionLock } from '../src/storage/sessionLock.js';
 import { neutraliseTags } from '../src/prompt/structuralTags.js';
 import { argumentProblem, boundToolArguments, MAX_NESTING, omittedArguments } from '../src/tools/toolArguments.js';
-import { OVERVIEW_MAX_BYTES, WorkingMemory } from '../src/memory/workingMemory.js';
+import { OVERVIEW_MAX_BYTES } from '../src/memory/workingMemory.js';
+import { memoryOnDisk } from './storage/memoryOnDisk.js';
 import { writeFileAtomic } from '../src/storage/atomicWrite.js';
 import { unpairedTools } from '../src/testing/testServer.js';
-import { capOutput, SavedOutputNames } from '../src/tools/toolOutputCap.js';
+import { capOutput } from '../src/tools/toolOutputCap.js';
+import { SavedOutputNames } from '../src/tools/savedOutputNames.js';
 
 const temp = (name: string) => mkdtempSync(join(tmpdir(), `workmem-${name}-`));
 
@@ -70,7 +72,7 @@ describe('tool argument bounds', () => {
     expect(argumentProblem(JSON.stringify({ text: '['.repeat(1000) + '\\"' + '{'.repeat(1000) }))).toBeNull();
   });
 
-  it('replaces oversized arguments by a note naming where they were saved, and leaves small ones', () => {
+  it('replaces oversized arguments by a note naming where they were saved, and leaves small ones', async () => {
     const saved: string[] = [];
     const message = {
       role: 'assistant' as const,
@@ -80,19 +82,19 @@ describe('tool argument bounds', () => {
         { id: 'b', type: 'function' as const, function: { name: 'write', arguments: '{"content":"small"}' } },
       ],
     };
-    const bounded = boundToolArguments(message, (call) => (saved.push(call.id), `detail/tool-outputs/${call.id}.arguments.json`), {
+    const bounded = await boundToolArguments(message, (call) => (saved.push(call.id), `detail/tool-outputs/${call.id}.arguments.json`), {
       perCall: 1024,
     });
     expect(saved).toEqual(['a']);
     expect(omittedArguments(JSON.parse(bounded.tool_calls![0]!.function.arguments))).toMatch(
-      /2 KB of arguments, over the 1 KB limit.*detail\/tool-outputs\/a/,
+      /2\.0 KB of arguments, over the 1\.0 KB limit.*detail\/tool-outputs\/a/,
     );
     expect(bounded.tool_calls![1]).toBe(message.tool_calls[1]);
   });
 });
 
 describe('one response as a whole', () => {
-  it('keeps at most the per-response budget of arguments in the history; later calls are dropped with a note, oversized saves are bounded too', () => {
+  it('keeps at most the per-response budget of arguments in the history; later calls are dropped with a note, oversized saves are bounded too', async () => {
     const call = (id: string, bytes: number) => ({
       id,
       type: 'function' as const,
@@ -100,33 +102,34 @@ describe('one response as a whole', () => {
     });
     const message = { role: 'assistant' as const, content: null, tool_calls: ['a', 'b', 'c', 'd'].map((id) => call(id, 400)) };
     const saved: string[] = [];
-    const bounded = boundToolArguments(message, (c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), {
+    const bounded = await boundToolArguments(message, (c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), {
       perCall: 1024,
       perResponse: 1000,
     });
     const notes = bounded.tool_calls!.map((c) => omittedArguments(JSON.parse(c.function.arguments)));
     expect(notes.slice(0, 2)).toEqual([null, null]);
-    expect(notes[2]).toMatch(/dropped: this response's tool calls passed 1 KB of arguments in total/);
+    expect(notes[2]).toMatch(/dropped: this response's tool calls passed 1000 B of arguments in total/);
     expect(notes[3]).toMatch(/not run/);
     expect(saved).toEqual([]);
     const big = { role: 'assistant' as const, content: null, tool_calls: ['e', 'f', 'g'].map((id) => call(id, 2000)) };
-    const bigNotes = boundToolArguments(big, (c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), {
-      perCall: 1024,
-      savedPerResponse: 4500,
-    }).tool_calls!.map((c) => omittedArguments(JSON.parse(c.function.arguments)));
+    const bigNotes = (
+      await boundToolArguments(big, (c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), {
+        perCall: 1024,
+        savedPerResponse: 4500,
+      })
+    ).tool_calls!.map((c) => omittedArguments(JSON.parse(c.function.arguments)));
     expect(saved).toEqual(['e', 'f']);
     expect(bigNotes[2]).toMatch(/already saved .* oversized arguments.*not kept/);
   });
 });
 
 describe('overview.md size limit', () => {
-  it(`refuses an overview over ${OVERVIEW_MAX_BYTES / 1024} KB with advice, and keeps the old content`, () => {
-    const memory = new WorkingMemory(temp('overview'));
-    memory.init();
-    memory.write('overview.md', '# Overview\n\nkept\n');
-    expect(() => memory.write('overview.md', 'x'.repeat(OVERVIEW_MAX_BYTES + 1))).toThrow(/at most 32 KB.*detail\//);
-    expect(memory.snapshot().content).toBe('# Overview\n\nkept\n');
-    expect(() => memory.write('detail/big.md', 'x'.repeat(OVERVIEW_MAX_BYTES + 1))).not.toThrow();
+  it(`refuses an overview over ${OVERVIEW_MAX_BYTES / 1024} KB with advice, and keeps the old content`, async () => {
+    const memory = await memoryOnDisk(temp('overview'));
+    await memory.write('overview.md', '# Overview\n\nkept\n');
+    await expect(memory.write('overview.md', 'x'.repeat(OVERVIEW_MAX_BYTES + 1))).rejects.toThrow(/at most 32 KB.*detail\//);
+    expect((await memory.snapshot()).content).toBe('# Overview\n\nkept\n');
+    await expect(memory.write('detail/big.md', 'x'.repeat(OVERVIEW_MAX_BYTES + 1))).resolves.toMatchObject({ created: true });
   });
 });
 
@@ -194,32 +197,31 @@ describe('session lock', () => {
 });
 
 describe('saved outputs, reserved names and temp files', () => {
-  it('names saved outputs by a sequence that continues past the highest number already saved', () => {
+  it('names saved outputs by a sequence that continues past the highest number already saved', async () => {
     const dir = temp('saved');
     writeFileSync(join(dir, '3-turn1.txt'), '');
     writeFileSync(join(dir, '7-call_0.txt'), ''); // the old <turn>-<call id> form
-    const names = new SavedOutputNames(dir, 'detail/tool-outputs');
-    expect([names.name(2, '.txt'), names.name(2, '.arguments.json')]).toEqual([
+    const names = new SavedOutputNames(async () => readdirSync(dir), 'detail/tool-outputs');
+    expect(await Promise.all([names.name(2, '.txt'), names.name(2, '.arguments.json')])).toEqual([
       'detail/tool-outputs/8-turn2.txt',
       'detail/tool-outputs/9-turn2.arguments.json',
     ]);
   });
 
-  it('still shows a capped output, with the reason, when its full text cannot be saved', () => {
-    const shown = capOutput('line\n'.repeat(50), { maxLines: 10, maxBytes: 1024 }, () => {
+  it('still shows a capped output, with the reason, when its full text cannot be saved', async () => {
+    const shown = await capOutput('line\n'.repeat(50), { maxLines: 10, maxBytes: 1024 }, () => {
       throw new Error('ENOTDIR: not a directory');
     });
     expect(shown).toMatch(/^line\n/);
     expect(shown).toMatch(/The full output could not be saved \(ENOTDIR: not a directory\); only this part is kept\./);
   });
 
-  it("refuses the model writes and edits in workmem's own detail/tool-outputs", () => {
-    const memory = new WorkingMemory(temp('wm'));
-    memory.init();
+  it("refuses the model writes and edits in workmem's own detail/tool-outputs", async () => {
+    const memory = await memoryOnDisk(temp('wm'));
     for (const path of ['detail/tool-outputs', 'detail/tool-outputs/x.txt', 'Detail/Tool-Outputs', 'working-memory/detail/tool-outputs'])
-      expect(() => memory.write(path, 'x'), path).toThrow(/reserved: detail\/tool-outputs\/ is workmem's own folder/);
-    expect(memory.writeSystem('detail/tool-outputs/1-turn1.txt', 'full')).toBe('working-memory/detail/tool-outputs/1-turn1.txt');
-    expect(() => memory.edit('detail/tool-outputs/1-turn1.txt', 'full', 'mine')).toThrow(/reserved/);
+      await expect(memory.write(path, 'x'), path).rejects.toThrow(/reserved: detail\/tool-outputs\/ is workmem's own folder/);
+    expect(await memory.writeSystem('detail/tool-outputs/1-turn1.txt', 'full')).toBe('working-memory/detail/tool-outputs/1-turn1.txt');
+    await expect(memory.edit('detail/tool-outputs/1-turn1.txt', 'full', 'mine')).rejects.toThrow(/reserved/);
   });
 
   it('puts the temp file of an atomic write in the given folder, never beside the file', () => {

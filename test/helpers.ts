@@ -11,7 +11,7 @@ import { afterAll, afterEach } from 'vitest';
 import type { WorkmemEvent } from '../src/events.js';
 import type { LLMRequest } from '../src/llm/llm.js';
 import type { LogEntry } from '../src/storage/messageLog.js';
-import { createSession, type Session, type SessionOptions } from '../src/session/session.js';
+import { createSession, type Session, type SessionOptions } from '../src/session/index.js';
 import { protocolFollower, startTestServer, type Policy, type TestServer, type TestServerOptions } from '../src/testing/index.js';
 
 const homes: string[] = [];

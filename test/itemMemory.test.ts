@@ -6,7 +6,7 @@ import { ItemMemory, ItemMemoryError, type ItemMemoryOptions } from '../src/item
 import { openItemMemory } from '../src/itemMemory/itemMemoryStore.js';
 import { MinHeap } from '../src/itemMemory/minHeap.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { openSession } from '../src/session/session.js';
+import { openSession } from '../src/session/index.js';
 import { openStateStore } from '../src/storage/stateStore.js';
 import { loadTokenCounter, type TokenCounter } from '../src/tokens/tokens.js';
 import { collect, newSession, ofType, tempHome } from './helpers.js';
@@ -25,7 +25,7 @@ function clock(start = 1_800_000_000_000) {
 const make = (options: Partial<ItemMemoryOptions> & { now: () => number }) =>
   new ItemMemory({ countTokens: (t) => counter.text(t), ...options });
 
-describe('item memory rules (seed 001), with an injected clock', () => {
+describe('item memory rules (docs/design.md §8), with an injected clock', () => {
   it('expires items after 120 minutes, on add, retrieve and forget', () => {
     const c = clock();
     const memory = make({ now: c.now });

@@ -107,8 +107,8 @@ describe('turn machine, model-based', () => {
       { type: 'xstate.done.actor.toolRunner', output: { history, overviewWrite: null, compacted: false } },
       { type: 'xstate.done.actor.toolRunner', output: wrote },
       { type: 'xstate.error.actor.toolRunner', error: new Error('ENOSPC') },
-      { type: 'MODE_CHANGED', mode: 'phase2' },
-      { type: 'ABORT' },
+      { type: 'mode.changed', mode: 'phase2' },
+      { type: 'abort' },
     ] as const;
     const serialize = (s: SnapshotFrom<typeof turnMachine>) =>
       JSON.stringify({ ...guardState(s), mode: s.context.mode, rounds: s.context.tracker.rounds, force: s.context.tracker.forceNext });
@@ -159,13 +159,13 @@ describe('turn machine, model-based', () => {
 
     // Simple paths explode with every context detail in the state's identity: for them a
     // state is its value and the counters the guards read, and the alphabet leaves out
-    // what the shortest paths above already cover (MODE_CHANGED, the oversized memories).
+    // what the shortest paths above already cover (mode.changed, the oversized memories).
     const lean = (s: SnapshotFrom<typeof turnMachine>) => JSON.stringify(guardState(s));
     const toFinal = getSimplePaths(machine, {
       input,
       events: eventsFor(
         (rawEvents as { type: string; output?: { version?: number } }[]).filter(
-          (e) => e.type !== 'MODE_CHANGED' && !(e.output?.version! > 1),
+          (e) => e.type !== 'mode.changed' && !(e.output?.version! > 1),
         ) as never[],
       ),
       serializeState: lean as never,
@@ -185,10 +185,10 @@ describe('turn machine, model-based', () => {
         'turn.stream --xstate.error.actor.llm[overflowNotYetRetried]--> turn.compacting',
         'turn.stream --xstate.error.actor.llm[retryable]--> turn.retryWait',
         'turn.markUpdated --always[requestLimitReached]--> turn.failed',
-        'turn --ABORT--> turn.aborted',
+        'turn --abort--> turn.aborted',
       ]),
     );
-  });
+  }, 180_000); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
 
   it('the paths say what the spec says', () => {
     const { machine, input, events, serialize } = setupTurn();
@@ -213,15 +213,15 @@ describe('historyMode machine, model-based', () => {
   const middling = { differsFromTemplate: true, contentChars: 15 };
   const empty = { differsFromTemplate: true, contentChars: 0 };
   const events = [
-    { type: 'EVALUATE', health: real, modelWrites: 1 },
-    { type: 'EVALUATE', health: real, modelWrites: 0 },
-    { type: 'EVALUATE', health: middling, modelWrites: 3 },
-    { type: 'EVALUATE', health: empty, modelWrites: 4 },
-    { type: 'EVALUATE', health: template, modelWrites: 2 },
-    { type: 'PIN', mode: 'phase1' },
-    { type: 'PIN', mode: 'phase2' },
-    { type: 'PIN', mode: 'hybrid' },
-    { type: 'UNPIN' },
+    { type: 'memory.evaluate', health: real, modelWrites: 1 },
+    { type: 'memory.evaluate', health: real, modelWrites: 0 },
+    { type: 'memory.evaluate', health: middling, modelWrites: 3 },
+    { type: 'memory.evaluate', health: empty, modelWrites: 4 },
+    { type: 'memory.evaluate', health: template, modelWrites: 2 },
+    { type: 'mode.pin', mode: 'phase1' },
+    { type: 'mode.pin', mode: 'phase2' },
+    { type: 'mode.pin', mode: 'hybrid' },
+    { type: 'mode.unpin' },
   ] as never[];
   const serialize = (s: SnapshotFrom<typeof historyModeMachine>) =>
     JSON.stringify({ value: s.value, pinned: s.context.pinned, health: s.context.health, writes: s.context.modelWrites });
@@ -250,9 +250,9 @@ describe('historyMode machine, model-based', () => {
     expect(allStateIds(historyModeMachine).filter((id) => !run.visited.has(id))).toEqual([]);
     const missed = [...allTransitions(historyModeMachine)].filter(([t]) => !run.fired.has(t as never)).map(([, n]) => n);
     expect(missed).toEqual([]);
-  });
+  }, 180_000); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
 
-  it('switches exactly as DESIGN §3 says', () => {
+  it('switches exactly as docs/design.md §2.6 says', () => {
     const input = inputs[0]!;
     const paths = getShortestPaths(historyModeMachine, { input, events, serializeState: serialize as never });
     const reach = (value: unknown) => paths.find((p) => JSON.stringify(p.state.value) === JSON.stringify(value))?.steps.map((s) => s.event);

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/settings/config.js';
 import { openaiChat, redact } from '../src/llm/openaiChat.js';
-import { openSession, type Session } from '../src/session/session.js';
+import { openSession, type Session } from '../src/session/index.js';
 import { defineTool } from '../src/tools/tool.js';
 import { scripted, type Fault, type TestServer } from '../src/testing/index.js';
 import { collect, logEntries, newSession, ofType, splitTail, tempHome, testServers } from './helpers.js';

@@ -5,8 +5,9 @@
  * walked with scripted outcomes. Every transition that fires is recorded (from the
  * inspection microsteps), so a test can check that all of them were exercised.
  */
-import { createActor, type AnyStateMachine, type AnyStateNode, type EventObject, type Snapshot } from 'xstate';
+import { createActor, type AnyActor, type AnyStateMachine, type AnyStateNode, type EventObject, type Snapshot } from 'xstate';
 import type { StatePath } from 'xstate/graph';
+import { TakenTransitions } from '../src/viz/takenTransitions.js';
 
 type Transition = AnyStateNode['transitions'] extends Map<string, (infer T)[]> ? T : never;
 
@@ -47,14 +48,29 @@ export interface PathRun {
 export function runPaths<TSnapshot extends Snapshot<unknown>, TEvent extends EventObject>(
   machine: AnyStateMachine,
   paths: StatePath<TSnapshot, TEvent>[],
-  options: { input?: unknown; serialize: (snapshot: TSnapshot) => string },
+  options: {
+    input?: unknown;
+    serialize: (snapshot: TSnapshot) => string;
+    /** Called with each path's actor before it starts; what it returns is called after the last step. */
+    watch?: (actor: AnyActor, path: StatePath<TSnapshot, TEvent>) => () => void;
+  },
   run: PathRun = { visited: new Set(), fired: new Set() },
 ): PathRun {
   for (const path of paths) {
     let root: unknown;
+    const taken = new TakenTransitions();
+    const misread: string[] = [];
     const actor = createActor(machine, {
       input: options.input,
       inspect: (event) => {
+        // xstate's own (private) record of each microstep's transitions is the oracle for the
+        // trace recorder's public-API answer: every model-based path checks the two agree.
+        const mine = taken.see(event);
+        if (event.type === '@xstate.microstep') {
+          const theirs = (event as unknown as { _transitions: Transition[] })._transitions;
+          if (mine?.length !== theirs.length || mine.some((t, i) => t !== theirs[i]))
+            misread.push(`takenTransitions: ${event.event.type} took [${theirs.map(describe)}], read as [${(mine ?? []).map(describe)}]`);
+        }
         if (event.type === '@xstate.microstep' && (root === undefined || event.actorRef === root)) {
           for (const t of (event as unknown as { _transitions: Transition[] })._transitions) {
             run.fired.add(t);
@@ -66,6 +82,7 @@ export function runPaths<TSnapshot extends Snapshot<unknown>, TEvent extends Eve
       },
     });
     root = actor;
+    const done = options.watch?.(actor, path);
     actor.start();
     const record = (): void => {
       for (const node of (actor.getSnapshot() as unknown as { _nodes: AnyStateNode[] })._nodes) run.visited.add(node.id);
@@ -73,6 +90,7 @@ export function runPaths<TSnapshot extends Snapshot<unknown>, TEvent extends Eve
     record();
     for (const [i, step] of path.steps.entries()) {
       if (i > 0 || step.event.type !== 'xstate.init') actor.send(step.event as never);
+      if (misread.length > 0) throw new Error(`path step ${i} (${step.event.type}): ${misread.join('; ')}`);
       const snapshot = actor.getSnapshot() as unknown as TSnapshot & { status: string; error?: unknown };
       if (snapshot.status === 'error')
         throw new Error(`path step ${i} (${step.event.type}) put the actor in error: ${String(snapshot.error)}`);
@@ -83,6 +101,7 @@ export function runPaths<TSnapshot extends Snapshot<unknown>, TEvent extends Eve
       }
       record();
     }
+    done?.();
     actor.stop();
   }
   return run;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { overviewTemplate } from '../src/memory/memoryTemplate.js';
 import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { openSession } from '../src/session/session.js';
+import { openSession } from '../src/session/index.js';
 import type { LLMRequest } from '../src/llm/llm.js';
 import { collect, newSession, ofType, tempHome } from './helpers.js';
 

@@ -15,7 +15,7 @@ Plan the garden.
 - Soil is clay; the user prefers roses.
 `;
 
-describe('request layout (DESIGN §4)', () => {
+describe('request layout (docs/design.md §4)', () => {
   it('system + memory + detail index → history → tail, with numbers that equal an independent count', async () => {
     const echo = defineTool({
       name: 'echo',

@@ -8,7 +8,7 @@ import {
   remindNextRequest,
   type TrackerState,
 } from '../src/memory/reminderTracker.js';
-import { openSession } from '../src/session/session.js';
+import { openSession } from '../src/session/index.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { collect, logEntries, newSession, ofType, splitTail, tempHome } from './helpers.js';
 
@@ -26,7 +26,7 @@ function remindedAt(percents: number[], start: TrackerState = INITIAL_TRACKER): 
   return out;
 }
 
-describe('reminder tracker (seed 000)', () => {
+describe('reminder tracker (docs/design.md §5)', () => {
   it('scenario 1: an update resets the count, so no reminder follows', () => {
     let state = checkRound(INITIAL_TRACKER, 10, config).state; // round 1: no reminder
     expect(state.rounds).toBe(1);
@@ -101,7 +101,7 @@ describe('reminder tracker (seed 000)', () => {
 describe('reminders in a session', () => {
   const chatty = () => scriptedModel(() => ({ text: 'ok' }));
 
-  it('the sixth request carries the reminder in its tail, with the numbers the seed asks for, and nothing of it is stored', async () => {
+  it('the sixth request carries the reminder in its tail, with the numbers docs/design.md §5 asks for, and nothing of it is stored', async () => {
     const llm = chatty();
     const session = await newSession({ llm });
     const events = collect(session);

@@ -3,12 +3,12 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { memoryHealth, overviewTemplate } from '../src/memory/memoryTemplate.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { listSessions } from '../src/session/session.js';
+import { listSessions } from '../src/session/index.js';
 import { encodeCwd } from '../src/storage/sessionPaths.js';
 import { loadTokenCounter } from '../src/tokens/tokens.js';
 import { logEntries, newSession, tempHome } from './helpers.js';
 
-describe('session layout (DESIGN §2)', () => {
+describe('session layout (docs/design.md §3)', () => {
   it('encodes the working directory as --<cwd>--', () => {
     expect(encodeCwd('/Users/a/proj')).toBe('--Users-a-proj--');
     expect(encodeCwd('/work/my project/x')).toBe('--work-my project-x--');
@@ -68,7 +68,7 @@ describe('session layout (DESIGN §2)', () => {
     await session.close();
   });
 
-  it("new sessions get the five-section template with guidance, in English or the seed's Chinese", async () => {
+  it("new sessions get the five-section template with guidance, in English or in Chinese", async () => {
     const en = overviewTemplate('en');
     for (const section of ['## Current task', '## Key decisions', '## Known facts', '## Open questions', '## Recent actions'])
       expect(en).toContain(section);

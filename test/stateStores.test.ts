@@ -5,7 +5,7 @@ import Keyv from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
 import { describe, expect, it } from 'vitest';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { findSession, listSessions, openSession, removeSession } from '../src/session/session.js';
+import { findSession, listSessions, openSession, removeSession } from '../src/session/index.js';
 import { keyvStateStore } from '../src/storage/keyvStateStore.js';
 import { collect, newSession, ofType, tempHome } from './helpers.js';
 

@@ -11,15 +11,16 @@ import { collect, logEntries, newSession, ofType, testServers } from './helpers.
 const served = testServers();
 const serve = (faults: Fault[]): Promise<TestServer> => served(() => ({ content: 'A normal answer.' }), { faults });
 
-const llmFor = (server: TestServer, maxOutputTokens = 100) =>
-  openaiChat({ baseURL: server.baseURL, model: 'workmem-test', contextWindow: 32_000, maxOutputTokens, timeoutMs: 300, env: {} });
+const llmFor = (server: TestServer, maxOutputTokens = 100, timeoutMs = 300) =>
+  openaiChat({ baseURL: server.baseURL, model: 'workmem-test', contextWindow: 32_000, maxOutputTokens, timeoutMs, env: {} });
 
 const messages = (dir: string) => logEntries(dir).flatMap((e) => (e.type === 'message' ? [e.message] : []));
 
 describe('streams that would never end a turn', () => {
   it('keep-alive chunks alone do not hold off the stall watchdog: the request times out, the session goes on', async () => {
     const server = await serve([{ type: 'keepalive', everyMs: 50 }]);
-    const session = await newSession({ llm: llmFor(server), settings: { retry: { maxRetries: 0 } } });
+    // 2 s: on a loaded machine the response must start before the SDK's own timeout, or the keep-alives are never seen.
+    const session = await newSession({ llm: llmFor(server, 100, 2_000), settings: { retry: { maxRetries: 0 } } });
     const first = await session.prompt('hello?');
     expect(first.status).toBe('failed');
     expect(first.error).toMatchObject({ kind: 'timeout', retryable: true });

@@ -19,7 +19,7 @@ import { runDemo } from '../src/cli/demo.js';
 import type { CliIO } from '../src/cli/cliIO.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { LiveLink } from '../src/viz/liveLink.js';
-import { openSession } from '../src/session/session.js';
+import { openSession } from '../src/session/index.js';
 import { chartOf, renderSvg, toDot } from '../src/viz/statechart.js';
 import { readTrace, startVizServer, type VizServer } from '../src/viz/vizServer.js';
 import type { TraceRecord } from '../src/viz/traceRecorder.js';

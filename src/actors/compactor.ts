@@ -1,5 +1,6 @@
 /**
- * The compactor actor: compaction the system decides on before a request.
+ * The compactor actor: compaction the system decides on before a request (the turn
+ * machine's policy, src/compaction/policy.ts, says when, why and to what budget).
  * - fallback / overflow: bring the carried history under the budget: the fewest oldest
  *   whole turns (keeping the last few), then the active turn's oldest tool outputs;
  *   with a summary when a summarizer is available, archive alone otherwise.
@@ -8,44 +9,21 @@
  *   system for models that do not manage their memory.
  */
 import type { CompactorInput, CompactorOutput } from '../../machines/turnMachine.js';
-import {
-  applyCompaction,
-  planConversation,
-  planForBudget,
-  planToolStubs,
-  type CompactionDeps,
-  type CompactionPlan,
-  type CompactionTarget,
-} from '../compaction/compaction.js';
-import { tokensBetween } from '../history/historyView.js';
-import { AUTO_KEEP_TOOL_OUTPUTS } from '../../machines/turnMachine.js';
+import { compact, type CompactionDeps, type CompactionRequest } from '../compaction/compact.js';
 
 export async function runCompactor(input: CompactorInput, deps: CompactionDeps, signal: AbortSignal): Promise<CompactorOutput> {
-  const view = deps.files.history;
-  const [from, to] = input.range;
-  const before = input.fixedTokens + tokensBetween(view, from, to);
-  const plan =
+  const { range, turn, keepRecentTurns } = input;
+  const request: CompactionRequest =
     input.reason === 'auto' && input.target
-      ? autoPlan(input, input.target)
-      : planForBudget(view, input.range, input.turn, input.budget, input.keepRecentTurns);
-  const target: CompactionTarget =
-    input.target ?? (plan.archive && plan.stubs.length ? 'all' : plan.stubs.length ? 'tools' : 'conversation');
-  // The horizon trims history no request carries: a summary would cost a model call for nothing.
-  const strategy = plan.archive && deps.summarizer && input.reason !== 'horizon' ? 'summarize' : 'archive';
-  const result = await applyCompaction(plan, { target, strategy, reason: input.reason, turn: input.turn }, deps, signal);
-  const removed = plan.archive ? plan.archive[1] - plan.archive[0] - 1 : 0;
-  const after = input.fixedTokens + tokensBetween(deps.files.history, from, Math.max(from, to - removed));
+      ? { kind: 'tier', reason: 'auto', turn, range, tier: input.target, keepRecentTurns }
+      : { kind: 'budget', reason: input.reason, turn, range, budget: input.budget, keepRecentTurns };
+  const result = await compact(request, deps, signal);
   return {
-    history: deps.files.history,
-    replaced: result.changed,
+    history: result.history,
+    replaced: result.replaced,
     files: result.files,
-    tokensBefore: before,
-    tokensAfter: result.changed ? after : before,
+    // The event reports the whole request: the history plus what it is sent with.
+    tokensBefore: input.fixedTokens + result.tokensBefore,
+    tokensAfter: input.fixedTokens + result.tokensAfter,
   };
-
-  function autoPlan(i: CompactorInput, tier: CompactionTarget): CompactionPlan {
-    const archive = tier === 'tools' ? null : planConversation(view, from, i.turn, i.keepRecentTurns);
-    const stubs = tier === 'conversation' ? [] : planToolStubs(view, archive ? archive[1] : from, to, AUTO_KEEP_TOOL_OUTPUTS);
-    return { archive, stubs };
-  }
 }

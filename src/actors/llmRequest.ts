@@ -6,23 +6,23 @@
  */
 import type { LlmInput, LlmOutput } from '../../machines/turnMachine.js';
 import type { SessionEvent } from '../events.js';
-import { FailedRequest, LLMError, type LLM } from '../llm/llm.js';
+import { FailedRequest, LLMError, toTurnError, type LLM } from '../llm/llm.js';
 import { streamRedactor, type Redact } from '../secrets/redact.js';
 import { ChatMessageSchema, type AssistantMessage, type ToolCall } from '../history/messages.js';
 import { boundAnswer, boundResponse } from '../llm/captureBounds.js';
 import { boundToolArguments } from '../tools/toolArguments.js';
-import type { SessionFiles } from '../storage/sessionFiles.js';
+import type { SessionRecord } from '../history/sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 
 export interface LlmRequestDeps {
   llm: LLM;
-  files: SessionFiles;
+  record: SessionRecord;
   counter: TokenCounter;
   emit(event: SessionEvent): void;
   /** Stores a call's oversized arguments whole; returns where (see toolArguments.ts). */
-  saveArguments(call: ToolCall, turn: number): string;
+  saveArguments(call: ToolCall, turn: number): Promise<string>;
   /** Stores an answer over the cap whole; returns where (see captureBounds.ts). */
-  saveAnswer?(text: string, turn: number, request: number): string;
+  saveAnswer?(text: string, turn: number, request: number): Promise<string>;
   /** A draw in [0, 1) for a failure's retry jitter (default Math.random). */
   random?: () => number;
   /** The session's redactor: deltas go out through a window, so a key split over deltas is masked too. */
@@ -30,11 +30,11 @@ export interface LlmRequestDeps {
 }
 
 export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: LlmRequestDeps): Promise<LlmOutput> {
-  const { files, counter } = deps;
+  const { record, counter } = deps;
   const base = { turn: input.turn, request: input.request };
   let streamed = '';
   let settled = false;
-  const saveAnswer = (text: string): string =>
+  const saveAnswer = async (text: string): Promise<string> =>
     deps.saveAnswer ? deps.saveAnswer(text, input.turn, input.request) : '(nowhere: no store given)';
   const window = deps.redact ? streamRedactor(deps.redact) : null;
   const release = (shown: string): void => {
@@ -42,14 +42,20 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
   };
   const flush = (): void => release(window?.flush() ?? '');
 
+  // On abort the text streamed so far is kept; saving the turn waits for this append (SessionRecord.sync).
   const keepStreamed = (): void => {
     if (settled) return;
     settled = true;
     flush();
     if (!streamed) return;
-    const message: AssistantMessage = { role: 'assistant', content: boundAnswer(streamed, saveAnswer) };
-    const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true, stop: 'aborted' });
-    deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message, stop: 'aborted' });
+    const text = streamed;
+    const kept = (async () => {
+      const message: AssistantMessage = { role: 'assistant', content: await boundAnswer(text, saveAnswer) };
+      const entry = await record.appendMessage(input.turn, message, counter.message(message), { sync: true, stop: 'aborted' });
+      deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message, stop: 'aborted' });
+    })();
+    record.track(kept);
+    kept.catch((error: unknown) => deps.emit({ type: 'error', ...base, error: toTurnError(error, 'storage'), fatal: false }));
   };
   signal.addEventListener('abort', keepStreamed, { once: true });
 
@@ -68,14 +74,14 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
     if (settled) throw new LLMError('aborted', 'the request was aborted');
     flush();
     // Names and text first: a refused call is saved whole with its arguments, then they are bounded.
-    const bounded = boundResponse(checkedMessage(response.message), (call) => deps.saveArguments(call, input.turn), saveAnswer);
-    const message = boundToolArguments(bounded, (call) => deps.saveArguments(call, input.turn));
     settled = true;
-    const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
+    const bounded = await boundResponse(checkedMessage(response.message), (call) => deps.saveArguments(call, input.turn), saveAnswer);
+    const message = await boundToolArguments(bounded, (call) => deps.saveArguments(call, input.turn));
+    const entry = await record.appendMessage(input.turn, message, counter.message(message), { sync: true });
     deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message });
     const warning = finishWarning(response.finishReason);
     if (warning) deps.emit({ type: 'error', ...base, error: { kind: 'bad_response', message: warning, retryable: false }, fatal: false });
-    return { history: files.history, message, usage: response.usage, finishReason: response.finishReason };
+    return { history: record.history, message, usage: response.usage, finishReason: response.finishReason };
   } catch (error) {
     if (!settled) flush();
     throw new FailedRequest(error, (deps.random ?? Math.random)());

@@ -9,49 +9,54 @@ import { z } from 'zod';
 import type { OverviewWrite, ToolRunnerInput, ToolRunnerOutput } from '../../machines/turnMachine.js';
 import type { SessionEvent } from '../events.js';
 import type { ToolCall } from '../history/messages.js';
-import type { SessionFiles } from '../storage/sessionFiles.js';
+import type { SessionRecord } from '../history/sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
-import type { Tool, ToolContext } from '../tools/tool.js';
-import type { WriteResult } from '../memory/workingMemory.js';
+import type { Tool, ToolContext, ToolEffects } from '../tools/tool.js';
+import { toTurnError } from '../llm/llm.js';
 import { neutraliseTags } from '../prompt/structuralTags.js';
 import { argumentProblem, omittedArguments } from '../tools/toolArguments.js';
 import { invalidNameProblem } from '../llm/captureBounds.js';
 
 export interface ToolRunnerDeps {
-  files: SessionFiles;
+  record: SessionRecord;
   tools: ReadonlyMap<string, Tool>;
   counter: TokenCounter;
   emit(event: SessionEvent): void;
   now(): number;
-  /** Memory writes made by tools since the last call (filled by the memory tools' hook). */
-  drainWrites(): WriteResult[];
-  /** Whether compact_history ran since the last call. */
-  drainCompacted(): boolean;
+  /** The tools whose effects (a memory write, a compaction) the turn acts on: workmem's own. */
+  builtIn: ReadonlySet<string>;
   /** Shapes what the model sees of a tool's output (caps large output); identity by default. */
-  capture?(call: ToolCall, content: string, turn: number): string;
+  capture?(call: ToolCall, content: string, turn: number): Promise<string>;
 }
 
 export const ABORTED_RESULT = 'Aborted: the user stopped the turn before this tool call finished.';
 
 export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, deps: ToolRunnerDeps): Promise<ToolRunnerOutput> {
-  const { files, counter } = deps;
+  const { record, counter } = deps;
   const answered = new Set<string>();
   let overviewWrite: OverviewWrite | null = null;
+  let compacted = false;
   let finished = false;
 
-  const append = (call: ToolCall, content: string, isError: boolean, ms: number): void => {
+  const append = async (call: ToolCall, content: string, isError: boolean, ms: number): Promise<void> => {
     const message = { role: 'tool' as const, tool_call_id: call.id, content };
-    const entry = files.appendMessage(input.turn, message, counter.message(message), { sync: true });
     answered.add(call.id);
+    const entry = await record.appendMessage(input.turn, message, counter.message(message), { sync: true });
     const base = { turn: input.turn, request: input.request };
     deps.emit({ type: 'tool_end', ...base, callId: call.id, name: call.function.name, isError, content, ms });
     deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message });
   };
 
+  // On abort every call still without a result gets one, queued at once and in order (the
+  // record appends them one after the other; saving the turn waits for them).
   const onAbort = (): void => {
     if (finished) return;
     finished = true;
-    for (const call of input.calls) if (!answered.has(call.id)) append(call, ABORTED_RESULT, true, 0);
+    for (const call of input.calls)
+      if (!answered.has(call.id))
+        append(call, ABORTED_RESULT, true, 0).catch((error: unknown) =>
+          deps.emit({ type: 'error', turn: input.turn, request: input.request, error: toTurnError(error, 'storage'), fatal: false }),
+        );
   };
   signal.addEventListener('abort', onAbort, { once: true });
 
@@ -67,23 +72,21 @@ export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, 
         arguments: call.function.arguments,
       });
       const started = deps.now();
-      const { content, isError } = await execute(call, deps, signal, files, input);
+      const { content, isError, effects } = await execute(call, deps, signal, record, input);
       if (finished) break; // aborted while the tool ran: its result was already recorded as aborted
       // What the model reads cannot close or forge the tags that frame the request.
-      const shown = neutraliseTags(deps.capture ? deps.capture(call, content, input.turn) : content);
-      append(call, shown, isError, deps.now() - started);
-      const overview = deps
-        .drainWrites()
-        .filter((w) => w.isOverview)
-        .pop();
+      const shown = neutraliseTags(deps.capture ? await deps.capture(call, content, input.turn) : content);
+      await append(call, shown, isError, deps.now() - started);
+      if (effects?.compacted) compacted = true;
+      const overview = effects?.memoryWrite?.isOverview ? effects.memoryWrite : null;
       if (overview && !isError) {
-        files.appendEvent(input.turn, 'memory_updated', { path: overview.path, bytes: overview.bytes });
+        await record.appendEvent(input.turn, 'memory_updated', { path: overview.path, bytes: overview.bytes });
         overviewWrite = {
           at: deps.now(),
           path: overview.path,
           bytes: overview.bytes,
           ...(overview.warning ? { warning: overview.warning } : {}),
-          memory: files.memory.snapshot(),
+          memory: await record.memory.snapshot(),
         };
       }
     }
@@ -91,16 +94,16 @@ export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, 
     finished = true;
     signal.removeEventListener('abort', onAbort);
   }
-  return { history: files.history, overviewWrite, compacted: deps.drainCompacted() };
+  return { history: record.history, overviewWrite, compacted };
 }
 
 async function execute(
   call: ToolCall,
   deps: ToolRunnerDeps,
   signal: AbortSignal,
-  files: SessionFiles,
+  record: SessionRecord,
   input: ToolRunnerInput,
-): Promise<{ content: string; isError: boolean }> {
+): Promise<{ content: string; isError: boolean; effects?: ToolEffects }> {
   const name = call.function.name;
   const badName = invalidNameProblem(call);
   if (badName) return { content: `Error: ${badName}. Available tools: ${[...deps.tools.keys()].join(', ')}.`, isError: true };
@@ -136,14 +139,17 @@ async function execute(
   }
   const context: ToolContext = {
     signal,
-    session: { id: files.id, dir: files.dir, workingMemoryDir: files.memory.root },
+    session: { id: record.id, dir: record.dir, workingMemoryDir: record.memory.root },
     turn: input.turn,
     request: input.request,
   };
   try {
     const output = await tool.execute(parsed.data, context);
     if (typeof output === 'string') return { content: output, isError: false };
-    if (output && typeof output.content === 'string') return { content: output.content, isError: output.isError === true };
+    if (output && typeof output.content === 'string') {
+      const effects = deps.builtIn.has(name) && 'effects' in output ? (output.effects as ToolEffects) : undefined;
+      return { content: output.content, isError: output.isError === true, ...(effects ? { effects } : {}) };
+    }
     return { content: `Error: tool ${name} returned ${describe(output)} instead of a string or { content }`, isError: true };
   } catch (error) {
     return { content: `Error: ${name} failed: ${error instanceof Error ? error.message : String(error)}`, isError: true };

@@ -5,9 +5,9 @@
  */
 import { createInterface } from 'node:readline';
 import type { CliIO, Flags } from './cliIO.js';
-import type { CompactionTarget } from '../compaction/compaction.js';
+import type { CompactionTarget } from '../compaction/plan.js';
 import type { LLM } from '../llm/llm.js';
-import { listSessions, type Session } from '../session/session.js';
+import { listSessions, type Session } from '../session/index.js';
 import { loadConfig, type CliConfig } from './config.js';
 import { paint, renderEvents, statusLine, terminalOutput, type Output } from './render.js';
 import { inspectOption, makeLLM, startSession } from './runtime.js';
@@ -63,7 +63,7 @@ export class ChatController {
   private async command(text: string): Promise<'exit' | void> {
     const [name, ...args] = text.slice(1).split(/\s+/);
     const arg = args.join(' ');
-    const memory = this.session.files.memory;
+    const memory = this.session.record.memory;
     switch (name) {
       case 'exit':
       case 'quit':
@@ -71,11 +71,13 @@ export class ChatController {
       case 'help':
         return this.print(HELP);
       case 'memory':
-        return this.print(memory.snapshot().content.trimEnd());
+        return this.print((await memory.snapshot()).content.trimEnd());
       case 'detail': {
         if (arg)
-          return this.print(memory.read(arg.startsWith('working-memory/') || arg.startsWith('detail/') ? arg : `detail/${arg}`).text);
-        const detail = memory.snapshot().detail;
+          return this.print(
+            (await memory.read(arg.startsWith('working-memory/') || arg.startsWith('detail/') ? arg : `detail/${arg}`)).text,
+          );
+        const detail = (await memory.snapshot()).detail;
         return this.print(
           detail.length
             ? detail.map((d) => `${terminalLine(d.path)}${d.heading ? `  ${terminalLine(d.heading)}` : ''}`).join('\n')

@@ -4,7 +4,7 @@
  * compactions, and a status line after each turn.
  */
 import type { WorkmemEvent } from '../events.js';
-import type { Session } from '../session/session.js';
+import type { Session } from '../session/index.js';
 import { terminalLine, terminalStream } from './terminalText.js';
 
 export interface Output {

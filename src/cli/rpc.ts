@@ -11,7 +11,7 @@ import { z } from 'zod';
 import type { CliIO, Flags } from './cliIO.js';
 import type { LLM } from '../llm/llm.js';
 import { redactor, type Redact } from '../secrets/redact.js';
-import { findSession, listSessions, type Session } from '../session/session.js';
+import { findSession, listSessions, type Session } from '../session/index.js';
 import { loadConfig, type CliConfig } from './config.js';
 import { LineSplitter } from './lineSplitter.js';
 import { inspectOption, makeLLM, startSession, type SessionChoice } from './runtime.js';
@@ -198,10 +198,10 @@ class RpcServer {
         const from = Math.max(0, view.length - (command.limit ?? 100));
         const messages = view.items.slice(from, view.length).map((i) => ({ seq: i.seq, turn: i.turn, tokens: i.tokens, ...i.message }));
         // The history in memory is as the model and the user wrote it; what leaves is masked.
-        return { total: view.length, messages: JSON.parse(session.files.redact(JSON.stringify(messages))) as unknown };
+        return { total: view.length, messages: JSON.parse(session.record.redact(JSON.stringify(messages))) as unknown };
       }
       case 'get_memory': {
-        const memory = session.files.memory.snapshot();
+        const memory = await session.record.memory.snapshot();
         return { overview: memory.content, bytes: memory.bytes, detail: memory.detail };
       }
       case 'compact': {

@@ -7,7 +7,7 @@ import type { InspectionEvent } from 'xstate';
 import { ConfigError } from '../settings/config.js';
 import type { LLM } from '../llm/llm.js';
 import { openaiChat } from '../llm/openaiChat.js';
-import { createSession, listSessions, openSession, type Session } from '../session/session.js';
+import { createSession, listSessions, openSession, type Session } from '../session/index.js';
 import type { Tool } from '../tools/tool.js';
 import { DEFAULT_VIZ_PORT } from '../viz/liveLink.js';
 import { UsageError } from './usageError.js';

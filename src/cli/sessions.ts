@@ -6,10 +6,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CliIO, Flags } from './cliIO.js';
 import { readLog } from '../storage/messageLog.js';
-import { findSession, listSessions, removeSession } from '../session/session.js';
-import { SessionMetaSchema, type SessionMeta } from '../storage/sessionFiles.js';
+import { findSession, listSessions, removeSession } from '../session/index.js';
+import { SessionMetaSchema, type SessionMeta } from '../storage/sessionMeta.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import { WorkingMemory } from '../memory/workingMemory.js';
+import { FileMemoryFiles } from '../storage/fileMemoryFiles.js';
+import { TEMP_DIR } from '../storage/atomicWrite.js';
 import { redactor } from '../secrets/redact.js';
 import { terminalLine, terminalText } from './terminalText.js';
 import { UsageError } from './usageError.js';
@@ -45,7 +47,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       if (!id) throw new UsageError('give the session id: workmem sessions show <id>');
       const dir = await findSession(id, { home });
       const meta = readMeta(dir);
-      const memory = new WorkingMemory(join(dir, 'working-memory')).snapshot();
+      const memory = await memoryOf(dir);
       const { entries, damage } = readLog(join(dir, 'messages.jsonl'));
       const messages = entries.flatMap((e) => (e.type === 'message' ? [e] : []));
       const out: string[] = [
@@ -96,7 +98,7 @@ export async function memoryMain({ flags, positionals }: { flags: Flags; positio
     if (!newest) throw new UsageError(`no session in ${io.cwd}; give an id (workmem sessions list --all)`);
     dir = newest.dir;
   }
-  const memory = new WorkingMemory(join(dir, 'working-memory')).snapshot();
+  const memory = await memoryOf(dir);
   io.stdout.write(`${terminalText(memory.content.trimEnd())}\n`);
   if (memory.detail.length)
     io.stdout.write(
@@ -124,4 +126,9 @@ function table(headers: string[], cells: string[][], caption?: string): string {
 function oneLine(text: string): string {
   const flat = terminalLine(text).replace(/\s+/g, ' ').trim();
   return flat.length > 100 ? `${flat.slice(0, 99)}…` : flat;
+}
+
+/** A session's working memory as the model would be shown it, read without opening the session. */
+function memoryOf(dir: string): ReturnType<WorkingMemory['snapshot']> {
+  return new WorkingMemory(new FileMemoryFiles(join(dir, 'working-memory'), join(dir, TEMP_DIR))).snapshot();
 }

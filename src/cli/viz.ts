@@ -3,7 +3,7 @@
  */
 import type { CliIO, Flags } from './cliIO.js';
 import { DEFAULT_VIZ_PORT } from '../viz/liveLink.js';
-import { findSession } from '../session/session.js';
+import { findSession } from '../session/index.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import { startVizServer } from '../viz/vizServer.js';
 import { UsageError } from './usageError.js';

@@ -1,22 +1,19 @@
 /**
- * compact_history: the model compacts its own history (DESIGN §6, seeds 002/004).
+ * compact_history: the model compacts its own history (docs/design.md §2.4, §6).
  * target conversation | tools | all, strategy archive | summarize, keep_recent (turns for
  * the conversation, tool outputs for tools), archive_to inside detail/ or archive/.
  * The result says what went where, the tokens before and after, and asks the model to
  * update overview.md now (the next request carries a reminder).
  */
 import { z } from 'zod';
-import { applyCompaction, planForTarget, type CompactionDeps } from './compaction.js';
+import { compact, type CompactionDeps } from './compact.js';
 import type { SessionEvent } from '../events.js';
-import { totalTokens } from '../history/historyView.js';
-import { PathRefusedError, resolveInside } from '../storage/sandboxPath.js';
-import { reservedPath } from '../memory/workingMemory.js';
+import { PathRefusedError } from '../errors/pathRefused.js';
+import { reservedPath } from '../memory/memoryRules.js';
 import { defineTool, type Tool } from '../tools/tool.js';
 
 export interface CompactHistoryHooks {
   emit(event: SessionEvent): void;
-  /** A compaction happened: the next request reminds the model to update its memory. */
-  onCompacted(): void;
 }
 
 const Parameters = z.object({
@@ -49,46 +46,51 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
       'then update working-memory/overview.md with anything you still need.',
     parameters: Parameters,
     execute: async (args, context) => {
-      const { files } = deps;
+      const { store } = deps;
       let archiveTo: string | undefined;
       if (args.archive_to !== undefined) {
         try {
-          const resolved = resolveInside(files.memory.root, args.archive_to, 'working-memory/');
-          if (!/^(detail|archive)\//.test(resolved.rel)) {
+          const rel = await store.resolvePath(args.archive_to);
+          if (!/^(detail|archive)\//.test(rel)) {
             return {
               content: `Error: archive_to must be inside working-memory/detail/ or working-memory/archive/, got ${JSON.stringify(args.archive_to)}`,
               isError: true,
             };
           }
-          const reserved = reservedPath(resolved.rel);
+          const reserved = reservedPath(rel);
           if (reserved) return { content: `Error: archive_to refused: ${reserved}`, isError: true };
-          archiveTo = resolved.rel;
+          archiveTo = rel;
         } catch (error) {
           if (error instanceof PathRefusedError) return { content: `Error: archive_to refused: ${error.message}`, isError: true };
           throw error;
         }
       }
-      const view = files.history;
       const turn = context.turn;
-      const plan = planForTarget(view, turn, args.target, args.keep_recent);
-      if (!plan.archive && plan.stubs.length === 0) {
+      const base = { turn, request: context.request, reason: 'llm' as const };
+      const compacted = await compact(
+        {
+          kind: 'target',
+          reason: 'llm',
+          turn,
+          activeTurn: turn,
+          target: args.target,
+          strategy: args.strategy,
+          keepRecent: args.keep_recent,
+          ...(archiveTo ? { archiveTo } : {}),
+        },
+        deps,
+        context.signal,
+        (tokensBefore) => hooks.emit({ type: 'compaction_start', ...base, tokensBefore }),
+      );
+      // Measured on the whole history, as the result text says.
+      const { applied: result, tokensBefore: before, tokensAfter: after } = compacted;
+      if (result.changed === 0) {
         const what =
           args.target === 'tools'
             ? `tool outputs beyond the last ${args.keep_recent} worth moving`
             : `turns before the last ${args.keep_recent}`;
-        return `Nothing to compact: there are no ${what}. The history holds ${totalTokens(view)} tokens.`;
+        return `Nothing to compact: there are no ${what}. The history holds ${before} tokens.`;
       }
-      const before = totalTokens(view);
-      const base = { turn, request: context.request, reason: 'llm' as const };
-      hooks.emit({ type: 'compaction_start', ...base, tokensBefore: before });
-      const strategy = args.strategy === 'summarize' && deps.summarizer ? 'summarize' : 'archive';
-      const result = await applyCompaction(
-        plan,
-        { target: args.target, strategy, reason: 'llm', turn, ...(archiveTo ? { archiveTo } : {}) },
-        deps,
-        context.signal,
-      );
-      const after = totalTokens(files.history);
       hooks.emit({
         type: 'compaction_end',
         ...base,
@@ -97,7 +99,6 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
         replaced: result.changed,
         files: result.files,
       });
-      hooks.onCompacted();
 
       const lines: string[] = [];
       if (result.archivedMessages) {
@@ -116,7 +117,8 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
       }
       lines.push(`History: ${before} → ${after} tokens.`);
       lines.push('Now update working-memory/overview.md with anything from the compacted part that you still need.');
-      return lines.join('\n');
+      // The effect: the next request reminds the model to update its memory.
+      return { content: lines.join('\n'), effects: { compacted: true } };
     },
   });
 }

@@ -14,7 +14,8 @@
 import type { HistoryView } from './historyView.js';
 import type { MessageEntry } from '../storage/messageLog.js';
 import type { ToolCall, ToolMessage } from './messages.js';
-import { describeRepair, type Repair, type SessionFiles } from '../storage/sessionFiles.js';
+import { describeRepair, type Repair } from '../storage/sessionMeta.js';
+import type { SessionRecord } from './sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 
 export const INTERRUPTED_RESULT =
@@ -36,14 +37,15 @@ export function unansweredCalls(view: HistoryView): { turn: number; calls: ToolC
 }
 
 /** Answer the interrupted calls in the log; returns the entries appended. */
-export function answerInterruptedCalls(files: SessionFiles, counter: TokenCounter): MessageEntry[] {
-  const open = unansweredCalls(files.history);
+export async function answerInterruptedCalls(record: SessionRecord, counter: TokenCounter): Promise<MessageEntry[]> {
+  const open = unansweredCalls(record.history);
   if (!open) return [];
-  const entries = open.calls.map((call) => {
+  const entries: MessageEntry[] = [];
+  for (const call of open.calls) {
     const message = { role: 'tool' as const, tool_call_id: call.id, content: INTERRUPTED_RESULT };
-    return files.appendMessage(open.turn, message, counter.message(message), { sync: false });
-  });
-  files.sync();
+    entries.push(await record.appendMessage(open.turn, message, counter.message(message), { sync: false }));
+  }
+  await record.sync();
   return entries;
 }
 
@@ -83,12 +85,12 @@ function unpaired(view: HistoryView): { unanswered: CallGroup[]; orphans: { seq:
  * call, when it is unanswered: a reordered line), calls without results answered as
  * interrupted, all by appending. Returns what was done, also recorded in damage.json.
  */
-export function repairPairing(files: SessionFiles, counter: TokenCounter): string[] {
-  const { unanswered, orphans } = unpaired(files.history);
+export async function repairPairing(record: SessionRecord, counter: TokenCounter): Promise<string[]> {
+  const { unanswered, orphans } = unpaired(record.history);
   const repairs: Repair[] = [];
   const moved = new Map<string, ToolMessage>();
   for (const orphan of orphans) {
-    files.appendRepair({ type: 'repair', turn: orphan.turn, setAside: orphan.seq });
+    await record.appendRepair({ type: 'repair', turn: orphan.turn, setAside: orphan.seq });
     const callId = orphan.message.tool_call_id;
     const home = unanswered.some((g) => g.open.some((c) => c.id === callId)) && !moved.has(callId);
     if (home) moved.set(callId, orphan.message);
@@ -102,7 +104,11 @@ export function repairPairing(files: SessionFiles, counter: TokenCounter): strin
     let after = group.last;
     for (const call of group.open) {
       const message: ToolMessage = moved.get(call.id) ?? { role: 'tool', tool_call_id: call.id, content: INTERRUPTED_RESULT };
-      const entry = files.appendRepair({ type: 'repair', turn: group.turn, answer: { after, message, tokens: counter.message(message) } });
+      const entry = await record.appendRepair({
+        type: 'repair',
+        turn: group.turn,
+        answer: { after, message, tokens: counter.message(message) },
+      });
       after = entry.seq;
       if (!moved.has(call.id))
         repairs.push({
@@ -112,15 +118,15 @@ export function repairPairing(files: SessionFiles, counter: TokenCounter): strin
         });
     }
   }
-  const tail = unansweredCalls(files.history);
-  const interrupted = answerInterruptedCalls(files, counter).length;
+  const tail = unansweredCalls(record.history);
+  const interrupted = (await answerInterruptedCalls(record, counter)).length;
   if (tail && interrupted)
     repairs.push({
       what: `the last turn was interrupted: ${interrupted} tool call(s) without a result`,
       where: `turn ${tail.turn}`,
       done: 'answered as interrupted',
     });
-  files.sync();
-  files.recordRepairs(repairs);
+  await record.sync();
+  await record.recordRepairs(repairs);
   return repairs.map(describeRepair);
 }

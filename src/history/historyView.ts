@@ -4,6 +4,7 @@
  * tip, so appending is O(1), a view held by an older state stays valid, and the tokens
  * of any range are one subtraction (`cum` holds prefix sums).
  */
+import type { HistoryMode } from '../events.js';
 import type { ChatMessage } from './messages.js';
 
 export interface HistoryItem {
@@ -20,8 +21,6 @@ export interface HistoryView {
   readonly cum: readonly number[];
   readonly length: number;
 }
-
-export const EMPTY_HISTORY: HistoryView = fromItems([]);
 
 export function fromItems(items: readonly HistoryItem[]): HistoryView {
   const cum = new Array<number>(items.length + 1);
@@ -61,23 +60,6 @@ export function messagesBetween(view: HistoryView, from: number, to: number): Ch
   return out;
 }
 
-/** Replace items[from, to) by `replacement` (or by nothing). */
-export function replaceRange(view: HistoryView, from: number, to: number, replacement: HistoryItem | null): HistoryView {
-  const items = view.items.slice(0, view.length);
-  items.splice(from, to - from, ...(replacement ? [replacement] : []));
-  return fromItems(items);
-}
-
-/** Replace single items (by seq) with new versions, e.g. tool outputs with stubs. */
-export function replaceItems(view: HistoryView, bySeq: ReadonlyMap<number, HistoryItem>): HistoryView {
-  return fromItems(view.items.slice(0, view.length).map((item) => bySeq.get(item.seq) ?? item));
-}
-
-export function indexOfSeq(view: HistoryView, seq: number): number {
-  for (let i = 0; i < view.length; i++) if (view.items[i]!.seq === seq) return i;
-  return -1;
-}
-
 /** Index of the first item of `turn`, scanning back from the tip (the active turn is short). */
 export function turnStartIndex(view: HistoryView, turn: number): number {
   let i = view.length;
@@ -85,7 +67,7 @@ export function turnStartIndex(view: HistoryView, turn: number): number {
   return i;
 }
 
-export type HistoryMode = 'phase1' | 'phase2' | 'hybrid';
+export type { HistoryMode };
 
 /**
  * Which items a request carries: all of them (phase 1), the active turn only (phase 2),

@@ -3,13 +3,14 @@
  * count and what we send are the same objects.
  */
 import { z } from 'zod';
+import type { ChatMessage, ToolCall } from '../events.js';
 
 export const ToolCallSchema = z.object({
   id: z.string().min(1),
   type: z.literal('function'),
   function: z.object({ name: z.string(), arguments: z.string() }),
 });
-export type ToolCall = z.infer<typeof ToolCallSchema>;
+export type { ToolCall };
 
 export const ChatMessageSchema = z.discriminatedUnion('role', [
   z.object({ role: z.literal('system'), content: z.string() }),
@@ -21,15 +22,14 @@ export const ChatMessageSchema = z.discriminatedUnion('role', [
   }),
   z.object({ role: z.literal('tool'), tool_call_id: z.string().min(1), content: z.string() }),
 ]);
-export type ChatMessage = z.infer<typeof ChatMessageSchema>;
+export type { ChatMessage };
+// The schema and the vocabulary's types are one shape: each side must accept the other.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameShape: Same<z.infer<typeof ChatMessageSchema>, ChatMessage> & Same<z.infer<typeof ToolCallSchema>, ToolCall> = true;
+void sameShape;
 export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
 export type ToolMessage = Extract<ChatMessage, { role: 'tool' }>;
 export type UserMessage = Extract<ChatMessage, { role: 'user' }>;
-
-/** The text of a message, empty for an assistant message that only calls tools. */
-export function textOf(message: ChatMessage): string {
-  return message.content ?? '';
-}
 
 /** The same message with `suffix` appended to its text; never mutates the original. */
 export function withSuffix<M extends ChatMessage>(message: M, suffix: string): M {

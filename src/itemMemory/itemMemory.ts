@@ -1,5 +1,5 @@
 /**
- * Item memory (seed 001): capacity-limited short-term memories, like human working memory.
+ * Item memory (docs/design.md §8): capacity-limited short-term memories, like human working memory.
  * - priority = importance × decay, decay = max(0.1, decayFactor^(hours/6)); the lowest
  *   priority is evicted first, from a min-heap. Every item decays by the same factor, so
  *   ln(importance) + (added/6h)·(−ln decayFactor) orders items exactly as their priorities
@@ -9,6 +9,9 @@
  * - retrieval: (0.7 × TF-IDF cosine + 0.3 × keyword overlap) × decay × (0.8 + 0.4 × importance),
  *   over Intl.Segmenter words, so Chinese retrieves as well as English.
  * The clock is injectable; all inputs are checked before anything changes.
+ *
+ * Over 350 lines: one class whose capacity, decay, retrieval and forgetting share its
+ * private indexes (the heap, term counts, document frequencies), kept consistent together.
  */
 import { randomUUID } from 'node:crypto';
 import { MinHeap } from './minHeap.js';

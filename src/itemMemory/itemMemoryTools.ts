@@ -1,5 +1,5 @@
 /**
- * remember / recall / forget: the model's tools for item memory (seed 001).
+ * remember / recall / forget: the model's tools for item memory (docs/design.md §8).
  */
 import { z } from 'zod';
 import { ItemMemoryError, type ItemMemory } from './itemMemory.js';

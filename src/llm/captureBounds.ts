@@ -8,6 +8,7 @@
  * (the user is there to split it, and a cut question would be answered as if whole).
  */
 import type { AssistantMessage, ToolCall } from '../history/messages.js';
+import { byteSize as size } from '../format/byteSize.js';
 
 export const MAX_TOOL_NAME_CHARS = 256;
 /** The Chat Completions rule, as defineTool checks it. */
@@ -22,21 +23,28 @@ export const MAX_PROMPT_BYTES = 1024 * 1024;
  * The message with bad tool names replaced and over-long text capped. `saveCall` keeps a
  * refused call whole (name and arguments), `saveText` the whole answer; each returns where.
  */
-export function boundResponse(
+export async function boundResponse(
   message: AssistantMessage,
-  saveCall: (call: ToolCall) => string,
-  saveText: (text: string) => string,
-): AssistantMessage {
-  const calls = message.tool_calls?.some((c) => !TOOL_NAME.test(c.function.name))
-    ? message.tool_calls.map((call) => boundName(call, saveCall))
-    : message.tool_calls;
-  const content = typeof message.content === 'string' ? boundAnswer(message.content, saveText) : message.content;
+  saveCall: (call: ToolCall) => string | Promise<string>,
+  saveText: (text: string) => string | Promise<string>,
+): Promise<AssistantMessage> {
+  let calls = message.tool_calls;
+  if (calls?.some((c) => !TOOL_NAME.test(c.function.name))) {
+    const bounded: ToolCall[] = [];
+    for (const call of calls) bounded.push(await boundName(call, saveCall));
+    calls = bounded;
+  }
+  const content = typeof message.content === 'string' ? await boundAnswer(message.content, saveText) : message.content;
   if (calls === message.tool_calls && content === message.content) return message;
   return { ...message, content, ...(calls ? { tool_calls: calls } : {}) };
 }
 
 /** Text over MAX_ANSWER_BYTES: its head and a note naming where the whole text went. */
-export function boundAnswer(text: string, saveText: (text: string) => string, maxBytes = MAX_ANSWER_BYTES): string {
+export async function boundAnswer(
+  text: string,
+  saveText: (text: string) => string | Promise<string>,
+  maxBytes = MAX_ANSWER_BYTES,
+): Promise<string> {
   if (text.length <= maxBytes / 3) return text;
   const bytes = Buffer.byteLength(text);
   if (bytes <= maxBytes) return text;
@@ -44,7 +52,7 @@ export function boundAnswer(text: string, saveText: (text: string) => string, ma
     .subarray(0, maxBytes)
     .toString('utf8')
     .replace(/\uFFFD+$/, '');
-  return `${head}\n\n[Answer cut at ${size(maxBytes)} of ${size(bytes)}; kept whole in ${saveText(text)}]`;
+  return `${head}\n\n[Answer cut at ${size(maxBytes)} of ${size(bytes)}; kept whole in ${await saveText(text)}]`;
 }
 
 /** Why `text` cannot be a prompt, or null. */
@@ -66,21 +74,17 @@ export function invalidNameProblem(call: ToolCall): string | null {
   }
 }
 
-function boundName(call: ToolCall, saveCall: (call: ToolCall) => string): ToolCall {
+async function boundName(call: ToolCall, saveCall: (call: ToolCall) => string | Promise<string>): Promise<ToolCall> {
   const name = call.function.name;
   if (TOOL_NAME.test(name)) return call;
   const problem =
     name.length > MAX_TOOL_NAME_CHARS
       ? `a tool name of ${name.length < 1024 ? `${name.length} characters` : size(Buffer.byteLength(name))}, over the ${MAX_TOOL_NAME_CHARS}-character limit`
       : `the tool name ${JSON.stringify(name)} is not one (1-64 letters, digits, _ or -)`;
-  const where = saveCall({
+  const where = await saveCall({
     ...call,
     function: { name: INVALID_TOOL_NAME, arguments: JSON.stringify({ name, arguments: call.function.arguments }) },
   });
   const note = `${problem}; the call was not run (kept in ${where})`;
   return { ...call, function: { name: INVALID_TOOL_NAME, arguments: JSON.stringify({ [PROBLEM]: note }) } };
-}
-
-function size(bytes: number, digits = 1): string {
-  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(digits)} MB` : `${(bytes / 1024).toFixed(1)} KB`;
 }

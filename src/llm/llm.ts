@@ -3,10 +3,11 @@
  * The OpenAI client, the in-process scripted model and any host's own adapter
  * implement this; the turn machine owns retries, compaction and everything else.
  */
+import type { LLMErrorKind, TurnError } from '../events.js';
 import type { AssistantMessage, ChatMessage } from '../history/messages.js';
 import type { RetryPolicy } from '../settings/settings.js';
 import type { ToolSpec } from '../tools/tool.js';
-import { isStorageFault } from '../storage/storageError.js';
+import { isStorageFault } from '../errors/storageError.js';
 
 export interface LLMRequest {
   messages: ChatMessage[];
@@ -46,16 +47,7 @@ export interface LLM {
   readonly secrets?: readonly string[];
 }
 
-export type LLMErrorKind =
-  | 'overflow' // the prompt does not fit the model's context
-  | 'rate_limit'
-  | 'server'
-  | 'network'
-  | 'timeout'
-  | 'aborted'
-  | 'auth'
-  | 'bad_request'
-  | 'bad_response';
+export type { LLMErrorKind, TurnError };
 
 /** Transient failures: retried with backoff. An empty or garbled response usually is one too. */
 const RETRYABLE: ReadonlySet<LLMErrorKind> = new Set(['rate_limit', 'server', 'network', 'timeout', 'bad_response']);
@@ -104,15 +96,6 @@ export class FailedRequest extends Error {
 /** The jitter drawn for a failure; a failure reported without one gets the full delay. */
 export function jitterOf(error: unknown): number {
   return error instanceof FailedRequest && error.jitter >= 0 && error.jitter < 1 ? error.jitter : 1;
-}
-
-/** A plain, serialisable description of a failure, as carried in machine context and events. */
-export interface TurnError {
-  kind: LLMErrorKind | 'tool' | 'memory' | 'storage' | 'window' | 'internal';
-  message: string;
-  status?: number;
-  retryAfterMs?: number;
-  retryable: boolean;
 }
 
 export function toTurnError(error: unknown, fallbackKind: TurnError['kind'] = 'internal'): TurnError {

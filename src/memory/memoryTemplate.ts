@@ -1,7 +1,9 @@
 /**
- * The overview.md a new session starts with: the seed's five sections with guidance
- * comments (seed 003, "overview.md 模板"), in English or in the seed's Chinese.
+ * The overview.md a new session starts with: five sections with guidance comments
+ * (docs/design.md §2.1), in English or in Chinese.
  */
+import type { MemoryHealth } from '../events.js';
+
 export type MemoryLanguage = 'en' | 'zh';
 
 const EN = `# Working Memory
@@ -96,13 +98,7 @@ export function overviewTemplate(language: MemoryLanguage = 'en'): string {
   return language === 'zh' ? ZH : EN;
 }
 
-/** What the history-mode machine needs to know about the memory's content. */
-export interface MemoryHealth {
-  /** The content is not one of the templates (whitespace aside). */
-  differsFromTemplate: boolean;
-  /** Characters of real content: outside comments, headings and whitespace. */
-  contentChars: number;
-}
+export type { MemoryHealth };
 
 const TEMPLATES = [normalise(EN), normalise(ZH)];
 

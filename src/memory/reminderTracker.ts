@@ -1,8 +1,9 @@
 /**
- * The reminder tracker of seed 000: counts LLM requests since the model last wrote
+ * The reminder tracker (docs/design.md §5): counts LLM requests since the model last wrote
  * overview.md and decides when to remind it. Pure functions over a small serialisable
  * state, so the turn machine can run them in `assign` and the session can persist them.
  */
+import type { ReminderLevel, ReminderReason } from '../events.js';
 export interface ReminderConfig {
   enabled: boolean;
   /** Remind when more rounds than this have passed without an update. */
@@ -38,8 +39,7 @@ export const INITIAL_TRACKER: TrackerState = {
   lastUpdateAt: null,
 };
 
-export type ReminderLevel = 'gentle' | 'firm' | 'urgent';
-export type ReminderReason = 'rounds' | 'tokens' | 'compaction';
+export type { ReminderLevel, ReminderReason };
 
 export interface ReminderDue {
   level: ReminderLevel;
@@ -49,7 +49,7 @@ export interface ReminderDue {
 }
 
 const LEVELS: readonly ReminderLevel[] = ['gentle', 'firm', 'urgent'];
-/** Above this share of the window a reminder is one step stronger (seed 003, US-8). */
+/** Above this share of the window a reminder is one step stronger (docs/design.md §5). */
 const ESCALATE_ABOVE_PERCENT = 50;
 
 /** One LLM request is about to be made: count it and decide whether to remind. */

@@ -1,11 +1,11 @@
 /**
- * Assembles a request in the prefix-cache-friendly order of DESIGN §4:
+ * Assembles a request in the prefix-cache-friendly order of docs/design.md §4:
  * system prompt + working memory (one system message) → history per mode → the tail,
  * appended to the last message only. Pure: counts come from stored per-message counts,
  * and only the system message (when the memory changes) and the tailed last message are
  * counted here.
  */
-import type { ChatMessage } from '../history/messages.js';
+import type { ChatMessage, PromptTokens } from '../events.js';
 import { withSuffix } from '../history/messages.js';
 import { itemAt, messagesBetween, tokensBetween, type HistoryView } from '../history/historyView.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
@@ -14,7 +14,8 @@ import { renderTail, type ContextMeta } from './requestTail.js';
 import { neutraliseTags } from './structuralTags.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { ToolSpec } from '../tools/tool.js';
-import { OVERVIEW_PATH, type MemorySnapshot } from '../memory/workingMemory.js';
+import { OVERVIEW_PATH, type MemorySnapshot } from '../memory/memoryRules.js';
+import { byteSize as formatBytes } from '../format/byteSize.js';
 
 /** Everything in a request besides the history; recomputed only when the memory changes. */
 export interface PromptBase {
@@ -63,21 +64,7 @@ export function promptBase(
   };
 }
 
-export interface PromptTokens {
-  /** System prompt, tool definitions and priming. */
-  system: number;
-  memory: number;
-  history: number;
-  tail: number;
-  /** Our count of the request as sent. */
-  counted: number;
-  /** The server's count minus ours, from the last reported usage. */
-  calibration: number;
-  /** counted + calibration: what the request costs. */
-  total: number;
-  window: number;
-  percent: number;
-}
+export type { PromptTokens };
 
 export interface BuiltPrompt {
   messages: ChatMessage[];
@@ -165,8 +152,4 @@ function contextMeta(plan: PromptPlan, used: number): ContextMeta {
 
 export function percentOf(tokens: number, window: number): number {
   return Math.round((tokens / window) * 100);
-}
-
-function formatBytes(bytes: number): string {
-  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KB`;
 }

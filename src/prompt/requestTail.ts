@@ -4,7 +4,7 @@
  */
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { ReminderDue } from '../memory/reminderTracker.js';
-import { OVERVIEW_PATH } from '../memory/workingMemory.js';
+import { OVERVIEW_PATH } from '../memory/memoryRules.js';
 
 export interface ContextMeta {
   tokens_used: number;

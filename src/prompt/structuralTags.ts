@@ -30,11 +30,6 @@ export function neutraliseTags(text: string): string {
   return out + text.slice(from);
 }
 
-/** How many framing tags `text` holds (for reports). */
-export function countTags(text: string): number {
-  return tagPositions(text).length;
-}
-
 function tagPositions(text: string): number[] {
   const at: number[] = [];
   BRACKETS.lastIndex = 0;

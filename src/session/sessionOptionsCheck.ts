@@ -25,7 +25,10 @@ export function checkSessionOptions(options: unknown, caller: 'createSession' | 
     if (o[key] !== undefined && (typeof o[key] !== 'object' || o[key] === null))
       fail(`options.${key} must be an object, got ${typeOf(o[key])}`);
   const store = o.stateStore as Record<string, unknown> | undefined;
-  if (store !== undefined && (typeof store !== 'object' || store === null || typeof store.get !== 'function' || typeof store.set !== 'function'))
+  if (
+    store !== undefined &&
+    (typeof store !== 'object' || store === null || typeof store.get !== 'function' || typeof store.set !== 'function')
+  )
     fail(`options.stateStore must be a keyv instance (new Keyv({ store: ... })), got ${typeOf(store)}`);
   for (const key of ['now', 'inspect', 'warn'] as const)
     if (o[key] !== undefined && typeof o[key] !== 'function') fail(`options.${key} must be a function, got ${typeOf(o[key])}`);

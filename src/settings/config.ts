@@ -1,5 +1,5 @@
 /**
- * Settings from the WM_* environment variables (seed 000) and the embedder's options,
+ * Settings from the WM_* environment variables (docs/design.md §5) and the embedder's options,
  * validated with zod. A bad value is an error that names the variable and the value.
  */
 import { z } from 'zod';
@@ -27,7 +27,7 @@ export interface SettingsOverrides {
   toolOutput?: { maxLines?: number; maxBytes?: number };
   /** Bytes the model may write to working memory in one turn (default 8 MB). */
   writeQuotaBytes?: number;
-  /** `true` pins phase 1 (DESIGN §3). */
+  /** `true` pins phase 1 (docs/design.md §2.6). */
   injectHistory?: boolean;
   historyMode?: 'auto' | HistoryMode;
 }

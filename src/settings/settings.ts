@@ -30,7 +30,7 @@ export interface TurnSettings {
   /**
    * "llm" (default): the model compacts with compact_history; the system only runs the
    * fallback. "auto": the system also compacts at the compression guide's tiers, for
-   * models that do not manage their memory (the seeds' rollback plan).
+   * models that do not manage their memory (docs/design.md §2.5).
    */
   compaction: 'llm' | 'auto';
   /** Tool output above these limits is capped when captured; the full text goes to detail/. */

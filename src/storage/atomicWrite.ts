@@ -10,7 +10,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { storageError } from './storageError.js';
+import { storageError } from '../errors/storageError.js';
 
 export const FILE_MODE = 0o600;
 export const DIR_MODE = 0o700;

@@ -24,7 +24,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { DIR_MODE, TEMP_DIR, writeFileAtomic } from './atomicWrite.js';
 import type { StateStore } from './stateStore.js';
-import { storageError } from './storageError.js';
+import { storageError } from '../errors/storageError.js';
 
 /** Keys whose value can be rebuilt from the session files: written without fsync. */
 const REBUILDABLE = ['session:', 'tracker:'];

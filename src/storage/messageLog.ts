@@ -8,7 +8,7 @@ import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileS
 import type { CompactionReason } from '../events.js';
 import type { ChatMessage, ToolMessage } from '../history/messages.js';
 import { FILE_MODE } from './atomicWrite.js';
-import { storageError } from './storageError.js';
+import { storageError } from '../errors/storageError.js';
 
 export interface MessageEntry {
   type: 'message';
@@ -198,7 +198,7 @@ function checkMessage(value: unknown): string | null {
 export class MessageLog {
   private fd: number;
   private size: number;
-  private nextSeq: number;
+  private next: number;
   private needsNewline: boolean;
 
   constructor(
@@ -210,13 +210,13 @@ export class MessageLog {
   ) {
     this.fd = openSync(path, 'a', FILE_MODE);
     this.size = fstatSync(this.fd).size;
-    this.nextSeq = lastSeq + 1;
+    this.next = lastSeq + 1;
     // A torn last line stays where it is (we never rewrite); the next entry starts on a fresh line.
     this.needsNewline = tornTail;
   }
 
   append<E extends NewEntry>(entry: E, options: { sync: boolean }): E & { seq: number; ts: number } {
-    const full = { seq: this.nextSeq, ts: this.now(), ...entry } as E & { seq: number; ts: number };
+    const full = { seq: this.next, ts: this.now(), ...entry } as E & { seq: number; ts: number };
     const line = this.redact(`${this.needsNewline ? '\n' : ''}${JSON.stringify(full)}\n`);
     const bytes = Buffer.from(line);
     try {
@@ -229,8 +229,13 @@ export class MessageLog {
     }
     this.size += bytes.length;
     this.needsNewline = false;
-    this.nextSeq++;
+    this.next++;
     return full;
+  }
+
+  /** The seq the next append gets. */
+  get nextSeq(): number {
+    return this.next;
   }
 
   /** Make everything appended so far durable. */

@@ -6,11 +6,10 @@
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join, sep } from 'node:path';
+import { PathRefusedError } from '../errors/pathRefused.js';
 import { writeFileAtomic } from './atomicWrite.js';
 
-export class PathRefusedError extends Error {
-  override name = 'PathRefusedError';
-}
+export { PathRefusedError };
 
 const MAX_PATH = 1024;
 const MAX_SEGMENT_BYTES = 255;
@@ -29,7 +28,7 @@ export interface ResolvedPath {
  * Resolve `input` inside `root`. `prefix` (e.g. "working-memory/") is accepted and
  * stripped, so the model may name files either way.
  */
-export function resolveInside(root: string, input: unknown, prefix = ''): ResolvedPath {
+export function resolveInside(root: string, input: unknown, prefix = '', options: { reportFinalLink?: boolean } = {}): ResolvedPath {
   if (typeof input !== 'string') throw new PathRefusedError(`path must be a string, got ${typeof input}`);
   if (input.length === 0) throw new PathRefusedError('path is empty');
   if (input.length > MAX_PATH) throw new PathRefusedError(`path is longer than ${MAX_PATH} characters`);
@@ -67,7 +66,9 @@ export function resolveInside(root: string, input: unknown, prefix = ''): Resolv
       stat = null;
       break;
     }
-    if (stat.isSymbolicLink()) throw new PathRefusedError(`path ${show(input)} goes through a symlink; refused`);
+    // `reportFinalLink`: a link at the end is returned (its lstat says so) for the caller to refuse in its own words.
+    const reported = options.reportFinalLink === true && i === segments.length - 1;
+    if (stat.isSymbolicLink() && !reported) throw new PathRefusedError(`path ${show(input)} goes through a symlink; refused`);
     if (i < segments.length - 1 && !stat.isDirectory()) {
       throw new PathRefusedError(`${show(segments.slice(0, i + 1).join('/'))} is not a directory`);
     }

@@ -67,12 +67,17 @@ interface Seen {
 
 export class SessionInUseError extends Error {
   override name = 'SessionInUseError';
+  /** Who holds the session, as the message names it (`pid 123`), or null when unknown. */
+  readonly holder: string | null;
   constructor(
     message: string,
     readonly pid: number | null,
     readonly host: string | null,
+    /** Until when the holder's lease runs, where a store knows (epoch ms). */
+    readonly until: number | null = null,
   ) {
     super(message);
+    this.holder = pid === null ? null : `pid ${pid}`;
   }
 }
 
@@ -83,7 +88,8 @@ let exitHook = false;
 export class SessionLock {
   private constructor(
     readonly path: string,
-    private readonly nonce: string,
+    /** This holder's identity, written in the lock file. */
+    readonly nonce: string,
     private fd: number | null,
     private readonly heartbeat: NodeJS.Timeout,
   ) {}
@@ -136,6 +142,14 @@ export class SessionLock {
       removeStale(path, seen, record, staleMs);
     }
     throw new SessionInUseError(`session ${id}: another process keeps taking its lock (${path}); try again`, null, null);
+  }
+
+  /** Renew the heartbeat now; false when the lock file is no longer ours (released, or taken over as stale). */
+  renew(): boolean {
+    if (this.fd === null || held.get(this.path) !== this.nonce) return false;
+    if (inspect(this.path)?.record?.nonce !== this.nonce) return false;
+    renew(this.fd);
+    return true;
   }
 
   /** Remove the lock if it is still ours. */

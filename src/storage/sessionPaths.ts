@@ -1,5 +1,5 @@
 /**
- * Where sessions live on disk (DESIGN §2):
+ * Where sessions live on disk (docs/design.md §3):
  * <home>/sessions/--<cwd>--/<session-id>/{messages.jsonl, meta.json, working-memory/}
  */
 import { homedir } from 'node:os';

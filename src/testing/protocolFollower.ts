@@ -202,7 +202,7 @@ function summarise(request: ChatRequest): string {
   return `## Goal\n- Help the user.\n\n## Decisions\n- none recorded\n\n## Progress\n- ${request.messages.length} messages summarised\n\n## Open items\n- none\n\n## Key facts\n${lines.join('\n') || '- none'}`;
 }
 
-/** The compression guide (DESIGN §4): act on tokens_percent at the start of a turn. */
+/** The compression guide (docs/design.md §2.2): act on tokens_percent at the start of a turn. */
 function compactionFor(view: RequestView): Record<string, unknown> | null {
   if (view.percent >= 60) return { target: 'all', strategy: 'archive', keep_recent: 3 };
   if (view.percent >= 40) return { target: 'conversation', strategy: 'archive', keep_recent: 3 };

@@ -8,46 +8,14 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import type { ChatMessage } from '../history/messages.js';
 import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
 import type { ChatRequest, Policy, PolicyReply } from './wire.js';
-import { corruptStream, pieces as bytePieces } from './streamCorruption.js';
+import type { Fault, FaultPlan } from './faults.js';
+import { checkRequest, unpairedTools } from './requestChecks.js';
+import { applyReplyFaults, completionOf, sleep, streamChunks, writeStream, wireToolCalls, type Completion } from './sseStream.js';
 
-export type Fault =
-  /** Wait before answering. */
-  | { type: 'latency'; ms: number }
-  /** 429 with a retry-after header (seconds; null: none), and any other headers (`retry-after-ms`, `x-should-retry`). */
-  | { type: 'rate_limit'; retryAfterSeconds?: number | null; headers?: Record<string, string> }
-  /** An HTTP error status, 500 by default, with any headers. */
-  | { type: 'server_error'; status?: number; headers?: Record<string, string> }
-  /** 400 context_length_exceeded, as OpenAI sends it. */
-  | { type: 'context_length' }
-  /** The connection is cut after this many SSE chunks. */
-  | { type: 'reset'; afterChunks?: number }
-  /** The stream ends cleanly after this many chunks, without a finish reason or [DONE]. */
-  | { type: 'truncate'; afterChunks?: number }
-  /** A non-JSON SSE event after this many chunks. */
-  | { type: 'garbage'; afterChunks?: number; data?: string }
-  /** A pause of `ms` after this many chunks. */
-  | { type: 'stall'; afterChunks?: number; ms: number }
-  /** The first tool call's arguments are cut in half (a tool call is added if there is none). */
-  | { type: 'malformed_tool_json' }
-  /** No content and no tool calls. */
-  | { type: 'empty' }
-  /** An unusual finish reason. */
-  | { type: 'finish_reason'; value: string }
-  /** The SSE bytes damaged at random, reproducibly by seed (see streamCorruption.ts). */
-  | { type: 'corrupt'; seed: number }
-  /** Text deltas (`text`, default "all work and no play ") forever, as fast as the client reads, until it hangs up. */
-  | { type: 'endless'; text?: string }
-  /** After the role chunk, keep-alive chunks (`choices: []`) every `everyMs` and nothing else, until the client hangs up. */
-  | { type: 'keepalive'; everyMs: number }
-  /** After the role chunk, `chunks` reasoning deltas (`reasoning_content`) `everyMs` apart, then the answer. */
-  | { type: 'thinking'; chunks: number; everyMs: number };
-
-/** Faults by request index (an entry may be null, one fault or several), or a function deciding them. */
-export type FaultPlan =
-  readonly (Fault | readonly Fault[] | null)[] | ((index: number, request: ChatRequest) => Fault | readonly Fault[] | null);
+export type { Fault, FaultPlan };
+export { unpairedTools };
 
 export interface TestServerOptions {
   policy: Policy;
@@ -269,188 +237,6 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
   };
 }
 
-interface Completion {
-  content: string | null;
-  toolCalls: { id: string; name: string; arguments: string }[];
-  finishReason: string;
-}
-
-function completionOf(reply: PolicyReply): Completion {
-  const toolCalls = (reply.toolCalls ?? []).map((c, i) => ({
-    id: c.id ?? `call_${randomBytes(8).toString('hex')}${i}`,
-    name: c.name,
-    arguments: c.arguments,
-  }));
-  return {
-    content: reply.content ?? (toolCalls.length ? null : ''),
-    toolCalls,
-    finishReason: reply.finishReason ?? (toolCalls.length ? 'tool_calls' : 'stop'),
-  };
-}
-
-function applyReplyFaults(reply: PolicyReply, faults: Fault[]): PolicyReply {
-  let out = reply;
-  if (faults.some((f) => f.type === 'empty')) out = { content: '', toolCalls: [] };
-  if (faults.some((f) => f.type === 'malformed_tool_json')) {
-    const calls = out.toolCalls?.length
-      ? out.toolCalls
-      : [{ name: 'write', arguments: '{"path":"working-memory/overview.md","content":"x"}' }];
-    out = {
-      ...out,
-      toolCalls: calls.map((c, i) =>
-        i === 0 ? { ...c, arguments: c.arguments.slice(0, Math.max(1, Math.floor(c.arguments.length / 2))) } : c,
-      ),
-    };
-  }
-  const finish = faults.find((f): f is Extract<Fault, { type: 'finish_reason' }> => f.type === 'finish_reason');
-  if (finish) out = { ...out, finishReason: finish.value };
-  return out;
-}
-
-function wireToolCalls(calls: Completion['toolCalls']) {
-  return calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
-}
-
-/** The `choices[0]` of each chunk, as OpenAI streams them. */
-function streamChunks(completion: Completion, size: number): Record<string, unknown>[] {
-  const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({
-    index: 0,
-    delta,
-    logprobs: null,
-    finish_reason: finish,
-  });
-  const out = [choice({ role: 'assistant', content: completion.toolCalls.length && !completion.content ? null : '', refusal: null })];
-  for (const piece of pieces(completion.content ?? '', size)) out.push(choice({ content: piece }));
-  completion.toolCalls.forEach((call, index) => {
-    out.push(choice({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
-    for (const piece of pieces(call.arguments, size)) out.push(choice({ tool_calls: [{ index, function: { arguments: piece } }] }));
-  });
-  out.push(choice({}, completion.finishReason));
-  return out;
-}
-
-async function writeStream(res: ServerResponse, chunks: unknown[], faults: Fault[], delayMs: number): Promise<void> {
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
-  const corrupt = faults.find((f): f is Extract<Fault, { type: 'corrupt' }> => f.type === 'corrupt');
-  if (corrupt) return writeCorrupted(res, chunks, corrupt.seed);
-  let closed = false;
-  res.on('close', () => (closed = true));
-  const endless = faults.find(
-    (f): f is Extract<Fault, { type: 'endless' | 'keepalive' }> => f.type === 'endless' || f.type === 'keepalive',
-  );
-  if (endless) return writeForever(res, chunks[0] as Record<string, unknown>, endless, () => closed);
-  const at = (f: { afterChunks?: number }) => f.afterChunks ?? 1;
-  for (let i = 0; i <= chunks.length; i++) {
-    if (closed) return;
-    for (const f of faults) {
-      if (f.type === 'reset' && at(f) === i) {
-        res.socket?.destroy();
-        return;
-      }
-      if (f.type === 'truncate' && at(f) === i) {
-        res.end();
-        return;
-      }
-      if (f.type === 'garbage' && at(f) === i) res.write(`data: ${f.data ?? '{this is not json'}\n\n`);
-      if (f.type === 'stall' && at(f) === i) await sleep(f.ms);
-      if (f.type === 'thinking' && i === 1)
-        for (let k = 0; k < f.chunks && !closed; k++) {
-          await sleep(f.everyMs);
-          const first = chunks[0] as { choices: Record<string, unknown>[] };
-          res.write(
-            `data: ${JSON.stringify({ ...first, choices: [{ ...first.choices[0], delta: { reasoning_content: 'thinking… ' } }] })}\n\n`,
-          );
-        }
-    }
-    if (i === chunks.length) break;
-    if (delayMs) await sleep(delayMs);
-    res.write(`data: ${JSON.stringify(chunks[i])}\n\n`);
-  }
-  if (!closed) res.end('data: [DONE]\n\n');
-}
-
-/** The first chunk, then content (endless) or empty keep-alive chunks, until the client hangs up. */
-async function writeForever(
-  res: ServerResponse,
-  first: Record<string, unknown>,
-  fault: Extract<Fault, { type: 'endless' | 'keepalive' }>,
-  closed: () => boolean,
-): Promise<void> {
-  // Yield to the event loop after every chunk (the client runs in the same process in tests).
-  const send = (chunk: unknown): Promise<void> =>
-    new Promise((resolve) => {
-      if (res.write(`data: ${JSON.stringify(chunk)}\n\n`)) setImmediate(resolve);
-      else {
-        res.once('drain', resolve);
-        res.once('close', resolve);
-      }
-    });
-  await send(first);
-  const choice = first.choices as { delta: unknown }[];
-  const text = fault.type === 'endless' ? (fault.text ?? 'all work and no play ') : '';
-  while (!closed() && !res.destroyed) {
-    if (fault.type === 'endless') await send({ ...first, choices: [{ ...choice[0], delta: { content: text } }] });
-    else {
-      await send({ ...first, choices: [] });
-      await sleep(fault.everyMs);
-    }
-  }
-}
-
-async function writeCorrupted(res: ServerResponse, chunks: unknown[], seed: number): Promise<void> {
-  const clean = Buffer.from(`${chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')}data: [DONE]\n\n`);
-  const damaged = corruptStream(clean, seed);
-  for (const piece of bytePieces(damaged.bytes, seed)) {
-    if (res.destroyed) return;
-    res.write(piece);
-  }
-  if (damaged.reset) {
-    await new Promise<void>((resolve) => res.write('', () => resolve()));
-    res.socket?.destroy();
-  } else res.end();
-}
-
-function pieces(text: string, size: number): string[] {
-  const chars = Array.from(text);
-  const out: string[] = [];
-  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(''));
-  return out;
-}
-
-function checkRequest(body: unknown): string | null {
-  if (!body || typeof body !== 'object') return 'the request body must be a JSON object';
-  const b = body as Partial<ChatRequest>;
-  if (typeof b.model !== 'string' || !b.model) return "'model' is a required property";
-  if (!Array.isArray(b.messages) || b.messages.length === 0) return "'messages' must be a non-empty array";
-  for (const [i, m] of b.messages.entries()) {
-    if (!m || typeof m !== 'object' || !['system', 'user', 'assistant', 'tool', 'developer'].includes((m as ChatMessage).role)) {
-      return `messages[${i}].role is missing or unknown`;
-    }
-  }
-  return null;
-}
-
-/** Why OpenAI would refuse this message list's tool calls and results, or null. */
-export function unpairedTools(messages: readonly ChatMessage[]): string | null {
-  let open: string[] = [];
-  for (const [i, m] of messages.entries()) {
-    if (m.role === 'tool') {
-      const at = open.indexOf(m.tool_call_id);
-      if (at < 0)
-        return `Invalid parameter: messages[${i}]: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.`;
-      open.splice(at, 1);
-      continue;
-    }
-    if (open.length) return unanswered(open);
-    open = m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : [];
-  }
-  return open.length ? unanswered(open) : null;
-}
-
-function unanswered(ids: string[]): string {
-  return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${ids.join(', ')}`;
-}
-
 function promptTokensOf(counter: TokenCounter, body: ChatRequest): number {
   const tools = (body.tools ?? []).map((t) => ({
     name: t.function.name,
@@ -504,8 +290,4 @@ function redactHeaders(headers: IncomingMessage['headers']): Record<string, stri
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) out[k] = k === 'authorization' ? 'Bearer [redacted]' : String(v);
   return out;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

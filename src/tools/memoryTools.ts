@@ -3,9 +3,11 @@
  * Refusals are tool errors the model can read and correct, never exceptions.
  */
 import { z } from 'zod';
-import { PathRefusedError } from '../storage/sandboxPath.js';
-import { defineTool, type Tool, type ToolOutput } from './tool.js';
-import type { WorkingMemory, WriteResult } from '../memory/workingMemory.js';
+import { PathRefusedError } from '../errors/pathRefused.js';
+import { defineTool, type BuiltInToolOutput, type Tool, type ToolOutput } from './tool.js';
+import type { WriteResult } from '../memory/memoryRules.js';
+import type { WorkingMemory } from '../memory/workingMemory.js';
+import { byteSize as size } from '../format/byteSize.js';
 
 const DEFAULT_READ_LINES = 2000;
 
@@ -24,11 +26,6 @@ const EditParameters = z.object({
   new: z.string().describe('The replacement text'),
 });
 
-export interface MemoryToolHooks {
-  /** Called after every successful write or edit (the tool runner watches overview.md). */
-  onWrite?(result: WriteResult): void;
-}
-
 export interface MemoryToolOptions {
   /** Bytes the write and edit tools may write in one turn (300 writes of 230 KB once put 71 MB on disk). */
   writeQuotaBytes?: number;
@@ -36,7 +33,7 @@ export interface MemoryToolOptions {
 
 export const DEFAULT_WRITE_QUOTA_BYTES = 8 * 1024 * 1024;
 
-export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}, options: MemoryToolOptions = {}): Tool[] {
+export function memoryTools(memory: WorkingMemory, options: MemoryToolOptions = {}): Tool[] {
   const quota = options.writeQuotaBytes ?? DEFAULT_WRITE_QUOTA_BYTES;
   const used = { turn: -1, bytes: 0, writes: 0 };
   /** Throws before a write that would pass the turn's quota; counts it otherwise. */
@@ -50,20 +47,21 @@ export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}, 
     used.bytes += bytes;
     used.writes++;
   };
-  const guarded = (run: () => string): ToolOutput => {
+  const guarded = async (run: () => ToolOutput | Promise<ToolOutput>): Promise<ToolOutput> => {
     try {
-      return run();
+      return await run();
     } catch (error) {
       if (error instanceof PathRefusedError) return { content: `Error: ${error.message}`, isError: true };
       const code = (error as NodeJS.ErrnoException).code;
       return { content: `Error${code ? ` (${code})` : ''}: ${(error as Error).message}`, isError: true };
     }
   };
-  const written = (result: WriteResult, verb: string): string => {
-    hooks.onWrite?.(result);
+  /** The result, with the write as its effect (a write of overview.md resets the reminder). */
+  const written = (result: WriteResult, verb: string): BuiltInToolOutput => {
     const lines = [`${verb} ${result.path} (${result.bytes} bytes).`];
     if (result.warning) lines.push(`Warning: ${result.warning}`);
-    return lines.join('\n');
+    const { path, bytes, isOverview, warning } = result;
+    return { content: lines.join('\n'), effects: { memoryWrite: { path, bytes, isOverview, ...(warning ? { warning } : {}) } } };
   };
 
   return [
@@ -74,8 +72,8 @@ export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}, 
         'offset is the first line to return (1-based), limit the number of lines.',
       parameters: ReadParameters,
       execute: ({ path, offset, limit }) =>
-        guarded(() => {
-          const { text, totalLines, from, to } = memory.read(path, { offset: (offset ?? 1) - 1, limit: limit ?? DEFAULT_READ_LINES });
+        guarded(async () => {
+          const { text, totalLines, from, to } = await memory.read(path, { offset: (offset ?? 1) - 1, limit: limit ?? DEFAULT_READ_LINES });
           if (from === 0 && to === totalLines) return text;
           const more = to < totalLines ? `; call read with offset=${to + 1} for more` : '';
           return `${text}\n\n[lines ${from + 1}-${to} of ${totalLines}${more}]`;
@@ -87,18 +85,15 @@ export function memoryTools(memory: WorkingMemory, hooks: MemoryToolHooks = {}, 
         'Write a whole file in your working memory, replacing it. Use it for working-memory/overview.md (your memory, ' +
         'shown on every request; keep it under 5 KB) and for notes in working-memory/detail/ or working-memory/archive/.',
       parameters: WriteParameters,
-      execute: ({ path, content }, context) => guarded(() => written(memory.write(path, content, charge(context.turn)), 'Wrote')),
+      execute: ({ path, content }, context) =>
+        guarded(async () => written(await memory.write(path, content, charge(context.turn)), 'Wrote')),
     }),
     defineTool({
       name: 'edit',
       description: 'Replace one passage of a working-memory file: old must occur exactly once in the file; it is replaced by new.',
       parameters: EditParameters,
       execute: ({ path, old, new: replacement }, context) =>
-        guarded(() => written(memory.edit(path, old, replacement, charge(context.turn)), 'Edited')),
+        guarded(async () => written(await memory.edit(path, old, replacement, charge(context.turn)), 'Edited')),
     }),
   ];
-}
-
-function size(bytes: number): string {
-  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MB` : `${(bytes / 1024).toFixed(1)} KB`;
 }

@@ -21,6 +21,21 @@ export interface ToolContext {
 /** What a tool returns; a plain string is a successful result. */
 export type ToolOutput = string | { content: string; isError?: boolean };
 
+/**
+ * What a built-in tool changed besides its result, returned with it: the turn acts on it
+ * (a memory update resets the reminder, a compaction brings one). Host tools cannot claim
+ * effects: the tool runner reads them from built-in tools only.
+ */
+export interface ToolEffects {
+  /** A working-memory file was written (overview.md or another). */
+  memoryWrite?: { path: string; bytes: number; isOverview: boolean; warning?: string };
+  /** The history was compacted. */
+  compacted?: boolean;
+}
+
+/** A built-in tool's output: the result and its effects. */
+export type BuiltInToolOutput = ToolOutput | { content: string; isError?: boolean; effects: ToolEffects };
+
 export interface Tool<S extends z.ZodType = z.ZodType> {
   readonly name: string;
   readonly description: string;
@@ -70,8 +85,4 @@ function jsonSchemaOf(parameters: z.ZodType): Record<string, unknown> {
     jsonSchemas.set(parameters, schema);
   }
   return schema;
-}
-
-export class ToolError extends Error {
-  override name = 'ToolError';
 }

@@ -10,6 +10,7 @@
  * overflows the stack).
  */
 import type { AssistantMessage, ToolCall } from '../history/messages.js';
+import { byteSize as size } from '../format/byteSize.js';
 
 export const MAX_TOOL_ARGUMENT_BYTES = 256 * 1024;
 export const MAX_RESPONSE_ARGUMENT_BYTES = 2 * 1024 * 1024;
@@ -33,11 +34,11 @@ const LIMITS: ArgumentLimits = {
 };
 
 /** The message as it is stored: oversized arguments replaced by a note naming where they went, or that they were dropped. */
-export function boundToolArguments(
+export async function boundToolArguments(
   message: AssistantMessage,
-  save: (call: ToolCall) => string,
+  save: (call: ToolCall) => string | Promise<string>,
   limits: Partial<ArgumentLimits> = {},
-): AssistantMessage {
+): Promise<AssistantMessage> {
   const { perCall, perResponse, savedPerResponse } = { ...LIMITS, ...limits };
   const calls = message.tool_calls;
   if (!calls) return message;
@@ -47,7 +48,11 @@ export function boundToolArguments(
   if (length * 3 <= perResponse && !calls.some((c) => c.function.arguments.length * 3 > perCall)) return message;
   let kept = 0;
   let saved = 0;
-  const bounded = calls.map((call) => {
+  const bounded: ToolCall[] = [];
+  for (const call of calls) bounded.push(await boundCall(call));
+  return { ...message, tool_calls: bounded };
+
+  async function boundCall(call: ToolCall): Promise<ToolCall> {
     const bytes = Buffer.byteLength(call.function.arguments);
     let note: string;
     if (bytes <= perCall && kept + bytes <= perResponse) {
@@ -60,7 +65,7 @@ export function boundToolArguments(
     } else {
       let where: string;
       try {
-        where = `kept in ${save(call)}`;
+        where = `kept in ${await save(call)}`;
         saved += bytes;
       } catch (error) {
         where = `they could not be saved (${(error instanceof Error ? error.message : String(error)).slice(0, 200)})`;
@@ -68,8 +73,7 @@ export function boundToolArguments(
       note = `${size(bytes)} of arguments, over the ${size(perCall)} limit for one tool call; ${where}`;
     }
     return { ...call, function: { ...call.function, arguments: JSON.stringify({ [OMITTED]: note }) } };
-  });
-  return { ...message, tool_calls: bounded };
+  }
 }
 
 /** Why a call's arguments cannot be used as they are, or null. */
@@ -95,8 +99,4 @@ export function omittedArguments(args: unknown): string | null {
   if (!args || typeof args !== 'object' || Array.isArray(args)) return null;
   const note = (args as Record<string, unknown>)[OMITTED];
   return typeof note === 'string' ? note : null;
-}
-
-function size(bytes: number): string {
-  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MB` : `${Math.round(bytes / 1024)} KB`;
 }

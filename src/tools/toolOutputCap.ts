@@ -4,7 +4,8 @@
  * full text is, in working-memory/detail/tool-outputs/. The limit is on lines and bytes.
  * If the full text cannot be saved the head still goes to the model, with the reason.
  */
-import { readdirSync } from 'node:fs';
+import { byteSize as kb } from '../format/byteSize.js';
+
 export interface OutputLimits {
   maxLines: number;
   maxBytes: number;
@@ -13,10 +14,15 @@ export interface OutputLimits {
 export const DEFAULT_OUTPUT_LIMITS: OutputLimits = { maxLines: 2000, maxBytes: 50 * 1024 };
 
 /**
- * The text the model sees. `save` stores the full output and returns its path; without
- * it (the memory tools, whose files are already there) the note says how to read on.
+ * The text the model sees. `save` stores the full output and returns its path (awaited
+ * before the capped text is returned); without it (the memory tools, whose files are
+ * already there) the note says how to read on.
  */
-export function capOutput(content: string, limits: OutputLimits, save: ((full: string) => string) | null): string {
+export async function capOutput(
+  content: string,
+  limits: OutputLimits,
+  save: ((full: string) => string | Promise<string>) | null,
+): Promise<string> {
   const bytes = Buffer.byteLength(content);
   let lines = 1;
   for (let i = content.indexOf('\n'); i >= 0; i = content.indexOf('\n', i + 1)) lines++;
@@ -39,13 +45,13 @@ export function capOutput(content: string, limits: OutputLimits, save: ((full: s
   }
   const shownLines = head.split('\n').length;
   const sizes = `lines 1-${shownLines} of ${lines}, ${kb(Buffer.byteLength(head))} of ${kb(bytes)}`;
-  const where = save ? savedNote(save, content) : 'Read on with offset and limit.';
+  const where = save ? await savedNote(save, content) : 'Read on with offset and limit.';
   return `${head}\n\n[Output truncated (${sizes}). ${where}]`;
 }
 
-function savedNote(save: (full: string) => string, content: string): string {
+async function savedNote(save: (full: string) => string | Promise<string>, content: string): Promise<string> {
   try {
-    return `The full output is in ${save(content)}; read it with the read tool (offset/limit).`;
+    return `The full output is in ${await save(content)}; read it with the read tool (offset/limit).`;
   } catch (error) {
     return `The full output could not be saved (${reason(error)}); only this part is kept.`;
   }
@@ -53,44 +59,4 @@ function savedNote(save: (full: string) => string, content: string): string {
 
 export function reason(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
-}
-
-/**
- * Names for saved full texts, `<n>-turn<turn><suffix>`: n counts up per session, from past
- * the highest number already in the folder (so a restart reuses none), because call ids
- * repeat (servers that omit them get call_0 in every response) and are the model's to choose.
- */
-export class SavedOutputNames {
-  private next: number | null = null;
-
-  constructor(
-    /** The folder on disk. */
-    private readonly folder: string,
-    /** The same folder as written in names (relative to working-memory/). */
-    private readonly prefix: string,
-  ) {}
-
-  name(turn: number, suffix: string): string {
-    if (this.next === null) this.next = highestNumber(this.folder) + 1;
-    return `${this.prefix}/${this.next++}-turn${turn}${suffix}`;
-  }
-}
-
-function highestNumber(folder: string): number {
-  let highest = 0;
-  let names: string[] = [];
-  try {
-    names = readdirSync(folder);
-  } catch {
-    /* not there yet */
-  }
-  for (const name of names) {
-    const n = /^(\d{1,15})-/.exec(name);
-    if (n) highest = Math.max(highest, Number(n[1]));
-  }
-  return highest;
-}
-
-function kb(bytes: number): string {
-  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KB`;
 }

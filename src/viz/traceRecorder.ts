@@ -11,6 +11,7 @@ import type { InspectionEvent } from 'xstate';
 import { FILE_MODE } from '../storage/atomicWrite.js';
 import type { WorkmemEvent } from '../events.js';
 import { transitionId } from './statechart.js';
+import { TakenTransitions } from './takenTransitions.js';
 
 export const TRACE_FORMAT = 1;
 
@@ -81,6 +82,7 @@ export class TraceRecorder {
   private lastMemory = -1;
   private turn: number | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
+  private readonly taken = new TakenTransitions();
 
   constructor(
     path: string,
@@ -99,8 +101,8 @@ export class TraceRecorder {
    * object is built only for live listeners.
    */
   readonly inspect = (event: InspectionEvent): void => {
-    if (event.type !== '@xstate.microstep' || this.fd === null) return;
-    const transitions = (event as unknown as { _transitions: Transition[] })._transitions;
+    const transitions = this.taken.see(event) as Transition[] | null;
+    if (transitions === null || event.type !== '@xstate.microstep' || this.fd === null) return;
     const machine = (event.actorRef as unknown as { logic?: { id?: string } }).logic?.id ?? 'unknown';
     const context = (event.snapshot as { context?: { turn?: unknown; request?: unknown } }).context;
     const value = (event.snapshot as { value?: unknown }).value;

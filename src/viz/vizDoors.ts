@@ -1,5 +1,5 @@
 /**
- * The visualizer's doors (DESIGN §10): which requests reach the server at all (our own
+ * The visualizer's doors (docs/design.md §11): which requests reach the server at all (our own
  * Host and Origin, a plain path), the per-run token that opens the API and the
  * WebSockets, the token file through which `--inspect` sessions of the same user find
  * it, and the challenge–response by which such a session proves the listener is that

@@ -13,7 +13,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { historyModeMachine } from '../../machines/historyModeMachine.js';
 import { sessionMachine } from '../../machines/sessionMachine.js';
 import { turnMachine } from '../../machines/turnMachine.js';
-import { findSession, listSessions } from '../session/session.js';
+import { findSession, listSessions } from '../session/index.js';
 import { chartOf, renderSvg, toDot, type ChartModel } from './statechart.js';
 import { TRACE_FORMAT, type TraceRecord } from './traceRecorder.js';
 import { ingestMessageSchema } from './traceSchema.js';

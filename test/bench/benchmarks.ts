@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { encode } from 'gpt-tokenizer/model/gpt-4o';
 import { ItemMemory } from '../../src/itemMemory/itemMemory.js';
 import type { LLM, LLMRequest } from '../../src/llm/llm.js';
-import { createSession, openSession, type Session, type SessionOptions } from '../../src/session/session.js';
+import { createSession, openSession, type Session, type SessionOptions } from '../../src/session/index.js';
 import { loadTokenCounter, type TokenCounter } from '../../src/tokens/tokens.js';
 import { policyModel, protocolFollower } from '../../src/testing/index.js';
 import { median, now, p99, quantile, type Row } from './harness.js';

@@ -16,7 +16,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
-import { createSession, openSession } from '../../src/session/session.js';
+import { createSession, openSession } from '../../src/session/index.js';
 import { historyProblems, logEntriesOf, trackerProblems } from './checks.js';
 import { sha } from './hash.js';
 import { builtFile } from './built.js';
@@ -121,7 +121,7 @@ export async function crashTrials(trials: number, seed = 1): Promise<FamilyResul
             } else if (!readFileSync(join(dir, file), 'utf8').startsWith('# ')) problems.push(`${file} does not start as an archive does`);
           }
         }
-        problems.push(...trackerProblems(session.state.tracker, entries), ...historyProblems(session.files.history));
+        problems.push(...trackerProblems(session.state.tracker, entries), ...historyProblems(session.history));
         const off = session.on('message_end', (e) => acked.set(e.seq, sha(JSON.stringify(e.message))));
         const result = await session.prompt(`After crash ${t}: still there?`);
         off();

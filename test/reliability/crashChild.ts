@@ -18,7 +18,7 @@ import { basename } from 'node:path';
 import { z } from 'zod';
 import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse } from '../../src/llm/llm.js';
 import type { AssistantMessage } from '../../src/history/messages.js';
-import { createSession, openSession, type Session } from '../../src/session/session.js';
+import { createSession, openSession, type Session } from '../../src/session/index.js';
 import { defineTool } from '../../src/tools/tool.js';
 import { sha } from './hash.js';
 

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { openaiChat } from '../../src/llm/openaiChat.js';
 import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
-import { createSession, openSession, type Session } from '../../src/session/session.js';
+import { createSession, openSession, type Session } from '../../src/session/index.js';
 import { startTestServer, type PolicyReply } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/tool.js';
 import type { ToolMessage } from '../../src/history/messages.js';
@@ -38,7 +38,7 @@ function savedFiles(dir: string): string[] {
 }
 
 function toolResults(session: Session): string[] {
-  return session.files.history.items.flatMap((i) => (i.message.role === 'tool' ? [(i.message as ToolMessage).content] : []));
+  return session.history.items.flatMap((i) => (i.message.role === 'tool' ? [(i.message as ToolMessage).content] : []));
 }
 
 /** A script answering each request of a turn with `calls(turn, step)`, and with a short text when there are none. */
@@ -209,7 +209,7 @@ async function logRepairCases(tally: Tally): Promise<void> {
         writeFileSync(logPath, damaged);
         session = await openSession(session.id, { llm: llm(), home, env: {}, trace: false });
         const result = await session.prompt('after the damage');
-        const problems = historyProblems(session.files.history);
+        const problems = historyProblems(session.history);
         await session.close();
         const kept = readFileSync(logPath, 'utf8').startsWith(damaged);
         const report = existsSync(join(session.dir, 'damage.json')) ? readFileSync(join(session.dir, 'damage.json'), 'utf8') : '';

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import type { SessionEvent } from '../../src/events.js';
 import type { LLMRequest } from '../../src/llm/llm.js';
 import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
-import { createSession, openSession, type TurnResult } from '../../src/session/session.js';
+import { createSession, openSession, type TurnResult } from '../../src/session/index.js';
 import { historyProblems, logEntriesOf, trackerProblems } from './checks.js';
 import { FsFaults, type FsFault } from './fsFaults.js';
 import { sha } from './hash.js';

@@ -14,10 +14,10 @@ import type { SessionEvent } from '../../src/events.js';
 import type { LLMRequest, LLMResponse } from '../../src/llm/llm.js';
 import { memoryTools } from '../../src/tools/memoryTools.js';
 import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
-import { createSession, type Session, type SessionOptions } from '../../src/session/session.js';
+import { createSession, type Session, type SessionOptions } from '../../src/session/index.js';
 import { MAX_RESPONSE_ARGUMENT_BYTES } from '../../src/tools/toolArguments.js';
 import type { ToolContext } from '../../src/tools/tool.js';
-import { WorkingMemory } from '../../src/memory/workingMemory.js';
+import { memoryOnDisk } from '../storage/memoryOnDisk.js';
 import { Tally, type FamilyResult } from './report.js';
 
 const FAMILY = 'guard';
@@ -253,8 +253,7 @@ export function spawnFlipper(detail: string, outside: string): ChildProcess {
 /** `reads` reads of detail/sub/f.md while two children swap detail/sub for a symlink out. */
 export async function raceReads(reads: number): Promise<{ outside: number; inside: number; refused: number }> {
   const home = mkdtempSync(join(tmpdir(), 'workmem-guard-race-'));
-  const wm = new WorkingMemory(join(home, 'wm'));
-  wm.init();
+  const wm = await memoryOnDisk(join(home, 'wm'), join(home, 'tmp'));
   const [read] = memoryTools(wm);
   mkdirSync(join(home, 'outside'));
   writeFileSync(join(home, 'outside', 'f.md'), 'OUTSIDE');
@@ -282,8 +281,7 @@ export async function raceReads(reads: number): Promise<{ outside: number; insid
 /** `writes` writes of detail/sub/w<i>.md while two children swap detail/sub for a symlink out: how many landed outside. */
 export async function raceWrites(writes: number): Promise<{ outside: number; inside: number; refused: number }> {
   const home = mkdtempSync(join(tmpdir(), 'workmem-guard-race-'));
-  const wm = new WorkingMemory(join(home, 'wm'), 'en', (t: string) => t, join(home, 'tmp'));
-  wm.init();
+  const wm = await memoryOnDisk(join(home, 'wm'), join(home, 'tmp'));
   const [, write] = memoryTools(wm);
   mkdirSync(join(home, 'outside'));
   mkdirSync(join(home, 'wm', 'detail', 'sub'));

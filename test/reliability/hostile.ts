@@ -18,7 +18,7 @@ import { z } from 'zod';
 import type { SessionEvent } from '../../src/events.js';
 import type { LLMRequest } from '../../src/llm/llm.js';
 import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
-import { createSession, type Session } from '../../src/session/session.js';
+import { createSession, type Session } from '../../src/session/index.js';
 import { defineTool } from '../../src/tools/tool.js';
 import { entriesUnder, historyProblems } from './checks.js';
 import { sha } from './hash.js';

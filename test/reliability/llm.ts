@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { countTokens } from 'gpt-tokenizer/model/gpt-4o';
 import { openaiChat } from '../../src/llm/openaiChat.js';
-import { createSession, type Session, type TurnResult } from '../../src/session/session.js';
+import { createSession, type Session, type TurnResult } from '../../src/session/index.js';
 import { startTestServer, type Fault, type PolicyReply, type TestServer } from '../../src/testing/index.js';
 import { loadTokenCounter } from '../../src/tokens/tokens.js';
 import type { WorkmemEvent } from '../../src/events.js';

@@ -10,7 +10,7 @@ import { createInterface } from 'node:readline';
 import { hostname as hostName, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
-import { createSession, openSession, removeSession } from '../../src/session/session.js';
+import { createSession, openSession, removeSession } from '../../src/session/index.js';
 import { LOCK_FILE, SessionInUseError } from '../../src/storage/sessionLock.js';
 import { logEntriesOf } from './checks.js';
 import { Tally, type FamilyResult } from './report.js';
@@ -20,7 +20,7 @@ const quiet = () => scriptedModel(() => ({ text: 'ok' }));
 
 /** A process holding `id` open until its stdin closes; resolves with it once the session is open. */
 function holder(home: string, id: string): Promise<{ pid: number; release: () => Promise<void>; kill: () => Promise<void> }> {
-  const session = builtFile('src/session/session.js');
+  const session = builtFile('src/session/index.js');
   const script = `const { openSession } = await import(${JSON.stringify(session)});
     const s = await openSession(${JSON.stringify(id)}, { llm: { model: 'x', contextWindow: 128000, maxOutputTokens: 4096, complete: async () => ({ message: { role: 'assistant', content: 'ok' }, usage: null, finishReason: 'stop' }) }, home: ${JSON.stringify(home)}, env: {}, trace: false });
     console.log('OPEN');
@@ -48,7 +48,7 @@ function holder(home: string, id: string): Promise<{ pid: number; release: () =>
 
 /** Open in another process; resolves with what it printed ("OPEN" or the error). */
 function tryOpenElsewhere(home: string, id: string): Promise<string> {
-  const session = builtFile('src/session/session.js');
+  const session = builtFile('src/session/index.js');
   const script = `const { openSession } = await import(${JSON.stringify(session)});
     try { const s = await openSession(${JSON.stringify(id)}, { llm: { model: 'x', contextWindow: 128000, maxOutputTokens: 4096, complete: async () => ({ message: { role: 'assistant', content: 'ok' }, usage: null, finishReason: 'stop' }) }, home: ${JSON.stringify(home)}, env: {}, trace: false });
       const start = Date.now(); await new Promise((r) => setTimeout(r, 150)); const end = Date.now(); await s.close(); console.log('HELD ' + start + ' ' + end); }

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { openaiChat } from '../../src/llm/openaiChat.js';
-import { createSession } from '../../src/session/session.js';
+import { createSession } from '../../src/session/index.js';
 import { startTestServer, type PolicyReply } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/tool.js';
 import { runCli } from '../cliProcess.js';

@@ -23,7 +23,7 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSession } from '../../src/session/session.js';
+import { createSession } from '../../src/session/index.js';
 import { policyModel, protocolFollower } from '../../src/testing/index.js';
 import { loadTokenCounter } from '../../src/tokens/tokens.js';
 import { historyProblems } from './checks.js';
@@ -112,7 +112,6 @@ export async function soak(
   }
   const first = points[0]!;
   const last = points.at(-1)!;
-  const growth = last.heapMB - first.heapMB;
   const fdGrowth = Math.max(...points.map((p) => p.fds)) - first.fds;
   const fitted = points.filter((p) => p.turn > warmup);
   const slope = fitted.length >= 3 ? heapSlopeKBPerTurn(fitted) : NaN;

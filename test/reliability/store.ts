@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileStateStore } from '../../src/storage/fileStateStore.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
-import { createSession, listSessions, openSession } from '../../src/session/session.js';
+import { createSession, listSessions, openSession } from '../../src/session/index.js';
 import { builtFile } from './built.js';
 import { Tally, type FamilyResult } from './report.js';
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readLog } from '../../src/storage/messageLog.js';
 import { openaiChat } from '../../src/llm/openaiChat.js';
-import { createSession, openSession, type TurnResult } from '../../src/session/session.js';
+import { createSession, openSession, type TurnResult } from '../../src/session/index.js';
 import { startTestServer } from '../../src/testing/index.js';
 import { historyProblems } from './checks.js';
 import { Tally, type FamilyResult } from './report.js';

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import WebSocket, { WebSocketServer } from 'ws';
 import { LiveLink } from '../../src/viz/liveLink.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
-import { createSession } from '../../src/session/session.js';
+import { createSession } from '../../src/session/index.js';
 import { startVizServer, type VizServer } from '../../src/viz/vizServer.js';
 import { auth, rawGet, until, upgradeHeaders, wsAttempt } from '../vizProbes.js';
 import { Tally, type FamilyResult } from './report.js';

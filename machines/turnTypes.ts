@@ -1,0 +1,128 @@
+/**
+ * What a turn is given and gives back, and the port its actors reach the world through:
+ * the types the turn machine (turnMachine.ts) and src/actors/ agree on.
+ */
+import type { CompactionTarget } from '../src/compaction/plan.js';
+import type { CompactionReason, TurnStatus } from '../src/events.js';
+import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
+import type { LLMUsage, TurnError } from '../src/llm/llm.js';
+import type { AssistantMessage, ToolCall } from '../src/history/messages.js';
+import type { BuiltPrompt, PromptBase } from '../src/prompt/promptBuilder.js';
+import type { TrackerState } from '../src/memory/reminderTracker.js';
+import type { TurnSettings } from '../src/settings/settings.js';
+import type { TokenCounter } from '../src/tokens/tokens.js';
+import type { ToolSpec } from '../src/tools/tool.js';
+import type { MemorySnapshot } from '../src/memory/memoryRules.js';
+
+/** What stays the same for every turn of a session. */
+export interface TurnStatics {
+  sessionId: string;
+  /**
+   * The port to the world outside the machine (files, the model, tools): handed to every
+   * actor in its input, so that one provided machine serves many sessions, each actor
+   * reaching its own session. Optional for embedders who provide their own actors.
+   */
+  host?: TurnHost;
+  systemPrompt: string;
+  tools: readonly ToolSpec[];
+  counter: TokenCounter;
+  settings: TurnSettings;
+}
+
+export interface TurnInput {
+  statics: TurnStatics;
+  turn: number;
+  history: HistoryView;
+  mode: HistoryMode;
+  tracker: TrackerState;
+  calibration: number;
+  base: PromptBase | null;
+  /** The last request's tail tokens: the first guess of the prompt builder's fixed point. */
+  tailHint?: number;
+}
+
+export interface TurnOutput {
+  status: TurnStatus;
+  text: string;
+  error: TurnError | null;
+  requests: number;
+  history: HistoryView;
+  tracker: TrackerState;
+  calibration: number;
+  base: PromptBase | null;
+  tailHint: number;
+}
+
+/** What the turn's actors do, for one session; src/actors/ implements it over storage, the model and the tools. */
+export interface TurnHost {
+  loadMemory(input: MemoryStoreInput): Promise<MemorySnapshot>;
+  request(input: LlmInput, signal: AbortSignal): Promise<LlmOutput>;
+  runTools(input: ToolRunnerInput, signal: AbortSignal): Promise<ToolRunnerOutput>;
+  compact(input: CompactorInput, signal: AbortSignal): Promise<CompactorOutput>;
+}
+
+/** Every actor's input carries the host (see TurnStatics.host). */
+export interface HostInput {
+  host?: TurnHost;
+}
+
+export interface CompactorInput extends HostInput {
+  history: HistoryView;
+  /** The range the next request would carry. */
+  range: [number, number];
+  turn: number;
+  request: number;
+  reason: CompactionReason;
+  /** Tokens the carried history may have after compaction. */
+  budget: number;
+  /** Tokens of the request besides the history (system, memory, tools, tail allowance). */
+  fixedTokens: number;
+  /** For the auto policy: the compression guide's tier; otherwise null (compact to the budget). */
+  target: CompactionTarget | null;
+  keepRecentTurns: number;
+}
+export interface CompactorOutput {
+  history: HistoryView;
+  replaced: number;
+  files: string[];
+  tokensBefore: number;
+  tokensAfter: number;
+}
+
+export interface LlmInput extends HostInput {
+  prompt: BuiltPrompt;
+  turn: number;
+  request: number;
+  maxOutputTokens: number;
+}
+export interface LlmOutput {
+  history: HistoryView;
+  message: AssistantMessage;
+  usage: LLMUsage | null;
+  finishReason: string;
+}
+
+export interface ToolRunnerInput extends HostInput {
+  calls: ToolCall[];
+  turn: number;
+  request: number;
+  history: HistoryView;
+}
+export interface OverviewWrite {
+  at: number;
+  path: string;
+  bytes: number;
+  warning?: string;
+  memory: MemorySnapshot;
+}
+export interface ToolRunnerOutput {
+  history: HistoryView;
+  /** Set when a tool wrote overview.md successfully. */
+  overviewWrite: OverviewWrite | null;
+  /** compact_history ran: the next request carries a reminder. */
+  compacted: boolean;
+}
+
+export interface MemoryStoreInput extends HostInput {
+  tracker: TrackerState;
+}

@@ -1,0 +1,126 @@
+/**
+ * The host of one session: what the machines' actors do for it, over its storage, its
+ * model and its tools. The machines are provided once for every session (see
+ * hostedMachine.ts); each actor finds this host in its input.
+ */
+import type { PersistModeInput, SessionHost } from '../../machines/sessionMachine.js';
+import { runCompactor } from './compactor.js';
+import { runLlmRequest } from './llmRequest.js';
+import { runToolCalls } from './toolRunner.js';
+import type { CompactionDeps } from '../compaction/compact.js';
+import type { SessionEvent } from '../events.js';
+import { answerInterruptedCalls } from '../history/crashRecovery.js';
+import type { HistoryView } from '../history/historyView.js';
+import type { ToolCall } from '../history/messages.js';
+import type { LLM } from '../llm/llm.js';
+import { TOOL_OUTPUTS_DIR } from '../memory/memoryRules.js';
+import type { Redact } from '../secrets/redact.js';
+import type { TrackerWriter } from '../session/trackerWriter.js';
+import type { SessionRecord } from '../history/sessionRecord.js';
+import type { TokenCounter } from '../tokens/tokens.js';
+import type { Tool } from '../tools/tool.js';
+import { SavedOutputNames } from '../tools/savedOutputNames.js';
+import { capOutput, type OutputLimits } from '../tools/toolOutputCap.js';
+import type { TraceRecorder } from '../viz/traceRecorder.js';
+
+export interface SessionHostDeps {
+  record: SessionRecord;
+  counter: TokenCounter;
+  llm: LLM;
+  tools: readonly Tool[];
+  /** Names of workmem's own tools: their output is the memory itself, never copied to detail/. */
+  builtIn: ReadonlySet<string>;
+  outputLimits: OutputLimits;
+  compaction: CompactionDeps;
+  tracker: TrackerWriter;
+  trace: TraceRecorder | null;
+  emit(event: SessionEvent): void;
+  now(): number;
+  random?: () => number;
+  redact: Redact;
+  /** Remembered items to inject after overview.md for this history, if item memory injects. */
+  relevant?: (history: HistoryView) => string;
+}
+
+export function sessionHost(deps: SessionHostDeps): SessionHost {
+  const { record, counter, emit } = deps;
+  const saved = new SavedOutputNames(
+    async () => (await record.memory.files.list(TOOL_OUTPUTS_DIR)).map((e) => e.path.split('/').pop()!),
+    TOOL_OUTPUTS_DIR,
+  );
+  const toolDeps = {
+    record,
+    tools: new Map(deps.tools.map((t) => [t.name, t])),
+    builtIn: deps.builtIn,
+    counter,
+    emit,
+    now: deps.now,
+    capture: (call: ToolCall, content: string, turn: number) =>
+      capOutput(
+        content,
+        deps.outputLimits,
+        deps.builtIn.has(call.function.name) ? null : async (full) => record.memory.writeSystem(await saved.name(turn, '.txt'), full),
+      ),
+  };
+  return {
+    loadMemory: async () => {
+      const snapshot = await record.memory.snapshot();
+      deps.trace?.memory(snapshot.version, snapshot.content);
+      const relevant = deps.relevant?.(record.history);
+      return relevant ? { ...snapshot, relevant } : snapshot;
+    },
+    request: (input, signal) =>
+      runLlmRequest(input, signal, {
+        llm: deps.llm,
+        record,
+        counter,
+        emit,
+        saveArguments: async (call, turn) => record.memory.writeSystem(await saved.name(turn, '.arguments.json'), call.function.arguments),
+        saveAnswer: async (text, turn) => record.memory.writeSystem(await saved.name(turn, '.answer.md'), text),
+        ...(deps.random ? { random: deps.random } : {}),
+        redact: deps.redact,
+      }),
+    runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
+    compact: (input, signal) => runCompactor(input, deps.compaction, signal),
+    accept: async (input) => {
+      // A turn stopped by a failed write may have left calls without results.
+      for (const entry of await answerInterruptedCalls(record, counter))
+        emit({ type: 'message_end', turn: entry.turn, request: 0, seq: entry.seq, tokens: entry.tokens, message: entry.message });
+      const message = { role: 'user' as const, content: input.prompt.text };
+      const entry = await record.appendMessage(input.turn, message, counter.message(message), { sync: true });
+      emit({ type: 'message_end', turn: input.turn, request: 0, seq: entry.seq, tokens: entry.tokens, message });
+      return { history: record.history };
+    },
+    save: async (input) => {
+      await record.sync(); // what an aborted request or tool run kept is in the log, and in the history returned
+      await record.updateMeta({
+        turns: input.turn,
+        historyMode: input.mode,
+        pinnedMode: input.pinned,
+        memoryWrites: input.modelWrites,
+        calibration: input.output.calibration,
+      });
+      // Written behind (the end of a turn does not wait for the state store); a failed earlier write is reported here.
+      deps.tracker.persist(input.output.tracker);
+      deps.tracker.throwIfFailed();
+      return { history: record.history };
+    },
+    persistMode: async (input) => {
+      const work = persistMode(input);
+      record.track(work); // closing the session waits for it
+      await work;
+    },
+  };
+
+  async function persistMode(input: PersistModeInput): Promise<void> {
+    try {
+      // Kept now, not only when the turn ends: a pin set just before exit survives it.
+      await record.updateMeta({ historyMode: input.to, pinnedMode: input.pinned });
+      if (input.to !== input.from)
+        await record.appendEvent(input.turn, 'mode_changed', { from: input.from, to: input.to, pinned: input.pinned !== null });
+    } catch (error) {
+      const message = `the history mode was not saved: ${error instanceof Error ? error.message : String(error)}`;
+      emit({ type: 'error', turn: input.turn, error: { kind: 'storage', message, retryable: false }, fatal: false });
+    }
+  }
+}

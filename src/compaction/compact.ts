@@ -1,0 +1,133 @@
+/**
+ * The one way to compact, for every caller: the compactor actor (fallback, overflow,
+ * horizon, the auto policy), the compact_history tool and the user's /compact. A request
+ * says what to compact; this plans it (plan.ts), carries the plan out (apply.ts) and says
+ * what changed, measured on the range compacted.
+ */
+import type { CompactionReason } from '../events.js';
+import type { HistoryView } from '../history/historyView.js';
+import { tokensBetween } from '../history/historyView.js';
+import { applyCompaction, type CompactionDeps, type CompactionResult } from './apply.js';
+import {
+  isEmptyPlan,
+  planForBudget,
+  planForTarget,
+  planForTier,
+  type CompactionPlan,
+  type CompactionStrategy,
+  type CompactionTarget,
+} from './plan.js';
+import { AUTO_KEEP_TOOL_OUTPUTS } from './policy.js';
+
+export type { CompactionDeps, CompactionResult } from './apply.js';
+
+export type CompactionRequest =
+  /** The system's compaction: bring the range under a budget (see policy.ts). */
+  | {
+      kind: 'budget';
+      /** fallback, overflow or horizon. */
+      reason: CompactionReason;
+      /** The running turn: its messages are never archived, and the entry carries it. */
+      turn: number;
+      range: [number, number];
+      budget: number;
+      keepRecentTurns: number;
+    }
+  /** The auto policy: the compression guide's tier within the range. */
+  | { kind: 'tier'; reason: 'auto'; turn: number; range: [number, number]; tier: CompactionTarget; keepRecentTurns: number }
+  /** compact_history (the model) or /compact (the user): a target over the whole history. */
+  | {
+      kind: 'target';
+      reason: 'llm' | 'manual';
+      /** The turn the entry carries. */
+      turn: number;
+      /** The turn whose messages stay: the running one, or for a compaction between turns the next. */
+      activeTurn: number;
+      target: CompactionTarget;
+      strategy: CompactionStrategy;
+      /** Turns (conversation) or tool outputs (tools) to keep as they are. */
+      keepRecent: number;
+      /** A file inside working-memory/ to append the archive to, instead of a new detail/ file. */
+      archiveTo?: string;
+    };
+
+export interface Compacted {
+  /** Items replaced or stubbed; 0 when there was nothing to compact. */
+  replaced: number;
+  files: string[];
+  /** The history afterwards. */
+  history: HistoryView;
+  /** Tokens of the range compacted (the whole history for a target), before and after. */
+  tokensBefore: number;
+  tokensAfter: number;
+  /** The details: the log entry, the turns archived, the outputs stubbed, the summary. */
+  applied: CompactionResult;
+}
+
+/**
+ * Compact as asked. `onStart` is called once the plan is known and not empty, before
+ * anything is written (compact_history reports the start only then).
+ */
+export async function compact(
+  request: CompactionRequest,
+  deps: CompactionDeps,
+  signal: AbortSignal,
+  onStart?: (tokensBefore: number) => void,
+): Promise<Compacted> {
+  const view = deps.store.history();
+  const [from, to] = request.kind === 'target' ? [0, view.length] : request.range;
+  const tokensBefore = tokensBetween(view, from, to);
+  const plan = planOf(request, view);
+  if (!isEmptyPlan(plan)) onStart?.(tokensBefore);
+  const target = request.kind === 'target' ? request.target : request.kind === 'tier' ? request.tier : targetOf(plan);
+  const applied = await applyCompaction(
+    plan,
+    {
+      target,
+      strategy: strategyOf(request, plan, deps),
+      reason: request.reason,
+      turn: request.turn,
+      ...(request.kind === 'target' && request.archiveTo !== undefined ? { archiveTo: request.archiveTo } : {}),
+    },
+    deps,
+    signal,
+  );
+  const history = deps.store.history();
+  // An archive replaces its items by one note; stubs keep their places.
+  const removed = plan.archive ? plan.archive[1] - plan.archive[0] - 1 : 0;
+  return {
+    replaced: applied.changed,
+    files: applied.files,
+    history,
+    tokensBefore,
+    tokensAfter: applied.changed ? tokensBetween(history, from, Math.max(from, to - removed)) : tokensBefore,
+    applied,
+  };
+}
+
+function planOf(request: CompactionRequest, view: HistoryView): CompactionPlan {
+  switch (request.kind) {
+    case 'budget':
+      return planForBudget(view, request.range, request.turn, request.budget, request.keepRecentTurns);
+    case 'tier':
+      return planForTier(view, request.range, request.turn, request.tier, request.keepRecentTurns, AUTO_KEEP_TOOL_OUTPUTS);
+    case 'target':
+      return planForTarget(view, request.activeTurn, request.target, request.keepRecent);
+  }
+}
+
+/** What a budget plan compacts, for the log entry. */
+function targetOf(plan: CompactionPlan): CompactionTarget {
+  return plan.archive && plan.stubs.length ? 'all' : plan.stubs.length ? 'tools' : 'conversation';
+}
+
+/**
+ * A summary when one is asked for (or, for the system, when turns are archived) and a
+ * summarizer is there. The horizon trims history no request carries: a summary would
+ * cost a model call for nothing.
+ */
+function strategyOf(request: CompactionRequest, plan: CompactionPlan, deps: CompactionDeps): CompactionStrategy {
+  if (!deps.summarizer) return 'archive';
+  if (request.kind === 'target') return request.strategy;
+  return plan.archive && request.reason !== 'horizon' ? 'summarize' : 'archive';
+}

@@ -1,0 +1,152 @@
+/**
+ * What to compact, decided on the history view alone: pure functions, no I/O (apply.ts
+ * carries a plan out). Two operations:
+ * - archive whole turns (never the active one): replaced by one note;
+ * - stub tool outputs: each replaced by a one-line stub.
+ * Whole turns and whole outputs only, so a tool call is never separated from its result.
+ */
+import { tokensBetween, turnStartIndex, type HistoryView } from '../history/historyView.js';
+
+export type CompactionTarget = 'conversation' | 'tools' | 'all';
+export type CompactionStrategy = 'archive' | 'summarize';
+
+export const NOTE_PREFIX = '[Earlier conversation compacted';
+export const STUB_PREFIX = '[Tool output moved';
+/** Outputs smaller than this are not worth a stub. */
+const MIN_STUB_TOKENS = 60;
+/** Turns holding fewer tokens than this are not worth a note (it would be longer). */
+const MIN_ARCHIVE_TOKENS = 150;
+/** What planForBudget expects a note and a stub to cost. */
+const NOTE_TOKENS = 80;
+const STUB_TOKENS = 40;
+
+export interface CompactionPlan {
+  /** Positions [from, to) of whole turns to archive. */
+  archive: [number, number] | null;
+  /** Positions of tool results to stub. */
+  stubs: number[];
+}
+
+/** A run of consecutive items of one turn, or one earlier compaction note. */
+export interface Block {
+  start: number;
+  end: number;
+  tokens: number;
+  isNote: boolean;
+}
+
+export function isEmptyPlan(plan: CompactionPlan): boolean {
+  return !plan.archive && plan.stubs.length === 0;
+}
+
+export function turnBlocks(view: HistoryView, from: number, to: number): Block[] {
+  const blocks: Block[] = [];
+  let start = from;
+  for (let i = from + 1; i <= to; i++) {
+    if (i === to || view.items[i]!.turn !== view.items[start]!.turn || view.items[i]!.message.role === 'user') {
+      const first = view.items[start]!.message;
+      blocks.push({
+        start,
+        end: i,
+        tokens: tokensBetween(view, start, i),
+        isNote: first.role === 'user' && first.content.startsWith(NOTE_PREFIX),
+      });
+      start = i;
+    }
+  }
+  return blocks;
+}
+
+/** Whole turns in [from, the active turn) except the last `keepTurns` turns; null if none. */
+export function planConversation(view: HistoryView, from: number, turn: number, keepTurns: number): [number, number] | null {
+  const activeStart = Math.max(from, turnStartIndex(view, turn));
+  const blocks = turnBlocks(view, from, activeStart);
+  let kept = 0;
+  let cut = blocks.length;
+  while (cut > 0 && kept < keepTurns) {
+    cut--;
+    if (!blocks[cut]!.isNote) kept++;
+  }
+  if (cut === 0) return null;
+  const last = blocks[cut - 1]!;
+  // Archiving a lone earlier note would only replace it by another; a few short turns would grow.
+  if (cut === 1 && last.isNote) return null;
+  if (tokensBetween(view, blocks[0]!.start, last.end) < MIN_ARCHIVE_TOKENS) return null;
+  return [blocks[0]!.start, last.end];
+}
+
+/** Tool results in [from, to) worth stubbing, except the last `keep` of them. */
+export function planToolStubs(view: HistoryView, from: number, to: number, keep: number): number[] {
+  const tools: number[] = [];
+  for (let i = from; i < to; i++) {
+    const m = view.items[i]!.message;
+    if (m.role === 'tool' && !m.content.startsWith(STUB_PREFIX)) tools.push(i);
+  }
+  return tools.slice(0, Math.max(0, tools.length - keep)).filter((i) => view.items[i]!.tokens >= MIN_STUB_TOKENS);
+}
+
+/**
+ * For the fallback: the fewest oldest whole turns that bring the carried history under
+ * `budget` while keeping the last `keepTurns` (fewer if that is not enough); then, if the
+ * active turn alone is still too large, its oldest tool outputs (never the newest one).
+ */
+export function planForBudget(view: HistoryView, range: [number, number], turn: number, budget: number, keepTurns: number): CompactionPlan {
+  const before = tokensBetween(view, range[0], range[1]);
+  if (before <= budget) return { archive: null, stubs: [] };
+  const activeStart = Math.max(range[0], turnStartIndex(view, turn));
+  const blocks = turnBlocks(view, range[0], activeStart);
+  let chosen = 0;
+  let removed = 0;
+  search: for (let keep = Math.min(keepTurns, blocks.length); keep >= 0; keep--) {
+    removed = 0;
+    for (let n = 1; n <= blocks.length - keep; n++) {
+      removed += blocks[n - 1]!.tokens;
+      chosen = n;
+      if (before - removed + NOTE_TOKENS <= budget) break search;
+    }
+  }
+  if (chosen === 1 && blocks[0]!.isNote) ((chosen = 0), (removed = 0));
+  if (removed <= NOTE_TOKENS) ((chosen = 0), (removed = 0));
+  const archive: [number, number] | null = chosen > 0 ? [blocks[0]!.start, blocks[chosen - 1]!.end] : null;
+  let remaining = before - removed + (archive ? NOTE_TOKENS : 0);
+  const stubs: number[] = [];
+  if (remaining > budget) {
+    for (const i of planToolStubs(view, activeStart, range[1], 1)) {
+      if (remaining <= budget) break;
+      stubs.push(i);
+      remaining -= view.items[i]!.tokens - STUB_TOKENS;
+    }
+  }
+  return { archive, stubs };
+}
+
+/**
+ * A target's plan within [range): the old turns (all but the last `keepTurns`) unless the
+ * target is tools only, then the tool outputs after them (all but the last `keepToolOutputs`)
+ * unless it is the conversation only.
+ */
+export function planForTier(
+  view: HistoryView,
+  range: [number, number],
+  turn: number,
+  target: CompactionTarget,
+  keepTurns: number,
+  keepToolOutputs: number,
+): CompactionPlan {
+  const archive = target === 'tools' ? null : planConversation(view, range[0], turn, keepTurns);
+  const stubs = target === 'conversation' ? [] : planToolStubs(view, archive ? archive[1] : range[0], range[1], keepToolOutputs);
+  return { archive, stubs };
+}
+
+/** What compact_history (or a manual compaction) would compact for a target. */
+export function planForTarget(view: HistoryView, turn: number, target: CompactionTarget, keepRecent: number): CompactionPlan {
+  return planForTier(view, [0, view.length], turn, target, keepRecent, keepRecent);
+}
+
+/** The compression guide's tier for a fill level (20, 40, 60 % of the window), as the "auto" policy applies it. */
+export function autoTier(percent: number): CompactionTarget | null {
+  if (percent >= 60) return 'all';
+  if (percent >= 40) return 'conversation';
+  if (percent >= 20) return 'tools';
+  return null;
+}

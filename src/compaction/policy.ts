@@ -1,0 +1,130 @@
+/**
+ * When the system compacts before a request, and how far: the decisions the turn machine
+ * takes in its guards and in the compactor's input, as pure functions of plain inputs.
+ * - fallback: the request estimate reaches the threshold; compact to 2/3 of it.
+ * - overflow: the server refused the request; compact to 1/2 of it, and at least halve
+ *   the history (our count was off).
+ * - horizon: outside phase 1 the history is not sent, yet it is what phase 1 would send;
+ *   once that reaches the threshold its oldest turns are archived like the fallback's.
+ * - auto (the "auto" policy): the compression guide's tier at the first request of a turn.
+ */
+import type { CompactionReason } from '../events.js';
+import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from '../history/historyView.js';
+import { estimateWithoutTail, percentOf, type PromptBase } from '../prompt/promptBuilder.js';
+import type { TurnSettings } from '../settings/settings.js';
+import { autoTier, isEmptyPlan, planForTier, type CompactionTarget } from './plan.js';
+
+/** Tool outputs the auto policy leaves as they are. */
+export const AUTO_KEEP_TOOL_OUTPUTS = 5;
+/** Room kept for <context_meta> and a reminder when checking the threshold. */
+export const TAIL_ALLOWANCE = 400;
+/**
+ * Once the fallback fires it compacts well below the line (to 2/3 of it: 50 % of the
+ * window by default), so it does not fire again on the very next request; an overflow
+ * from the server means our estimate was wrong, so it goes lower still.
+ */
+export const FALLBACK_TARGET_SHARE = 2 / 3;
+export const OVERFLOW_TARGET_SHARE = 0.5;
+
+export type PolicySettings = Pick<TurnSettings, 'contextWindow' | 'fallbackThreshold' | 'hybridRecent' | 'compaction' | 'keepRecentTurns'>;
+
+/**
+ * What the policy reads of a turn between two requests. The turn machine's context has
+ * this shape, so its guards pass the context itself (no copy per request).
+ */
+export interface PolicyInput {
+  history: HistoryView;
+  mode: HistoryMode;
+  turn: number;
+  /** The request about to be sent, from 1. */
+  request: number;
+  /** A compaction already ran before this request (it runs at most once per request). */
+  compactedThisRequest: boolean;
+  /** The server's count minus ours, added to every estimate. */
+  calibration: number;
+  /** Set once the memory is loaded, which is before any decision here. */
+  base: PromptBase | null;
+  statics: { settings: PolicySettings };
+}
+
+/** What the compactor gets for a reason: the range to compact and how small to make it. */
+export interface CompactionBudget {
+  range: [number, number];
+  /** Tokens the range may hold after compaction. */
+  budget: number;
+  /** Tokens of the request besides the history (system, memory, tools, tail allowance). */
+  fixedTokens: number;
+}
+
+export function thresholdTokens(settings: Pick<TurnSettings, 'contextWindow' | 'fallbackThreshold'>): number {
+  return Math.floor(settings.fallbackThreshold * settings.contextWindow);
+}
+
+/** The history range the next request carries in the current mode. */
+export function carriedRange(input: PolicyInput): [number, number] {
+  return injectedRange(input.history, input.mode, input.turn, input.statics.settings.hybridRecent);
+}
+
+/** The range phase 1 would carry: the whole history. */
+function phase1Range(input: PolicyInput): [number, number] {
+  return injectedRange(input.history, 'phase1', input.turn, 0);
+}
+
+function withoutTail(input: PolicyInput, range: [number, number]): number {
+  return estimateWithoutTail(baseOf(input), input.history, range, input.calibration);
+}
+
+/** The next request's tokens, with room for its tail. */
+export function requestEstimate(input: PolicyInput): number {
+  return withoutTail(input, carriedRange(input)) + TAIL_ALLOWANCE;
+}
+
+/** The fallback is due: the next request would reach the threshold. */
+export function overThreshold(input: PolicyInput): boolean {
+  return !input.compactedThisRequest && requestEstimate(input) >= thresholdTokens(input.statics.settings);
+}
+
+/**
+ * The horizon is due (first request of a turn, outside phase 1): what phase 1 would send
+ * reaches the threshold. So a session of any length keeps a bounded history (memory,
+ * resume time, a safe switch back to phase 1).
+ */
+export function beyondHorizon(input: PolicyInput): boolean {
+  if (input.mode === 'phase1' || input.request !== 1 || input.compactedThisRequest) return false;
+  return withoutTail(input, phase1Range(input)) + TAIL_ALLOWANCE >= thresholdTokens(input.statics.settings);
+}
+
+/**
+ * The "auto" policy, at the first request of a turn: the compression guide's tier, if
+ * there is something for it to compact (no empty compactions).
+ */
+export function autoCompactionTier(input: PolicyInput): CompactionTarget | null {
+  const { settings } = input.statics;
+  if (settings.compaction !== 'auto' || input.compactedThisRequest || input.request !== 1) return null;
+  const tier = autoTier(percentOf(requestEstimate(input), settings.contextWindow));
+  if (!tier) return null;
+  const plan = planForTier(input.history, carriedRange(input), input.turn, tier, settings.keepRecentTurns, AUTO_KEEP_TOOL_OUTPUTS);
+  return isEmptyPlan(plan) ? null : tier;
+}
+
+/** The tokens a compaction_start event reports: the request's, or for the horizon phase 1's history. */
+export function tokensBeforeCompaction(input: PolicyInput, reason: CompactionReason): number {
+  return reason === 'horizon' ? withoutTail(input, phase1Range(input)) : requestEstimate(input);
+}
+
+/** The range to compact for a reason and the tokens it may keep (see the shares above). */
+export function compactionBudget(input: PolicyInput, reason: CompactionReason): CompactionBudget {
+  const fixedTokens = baseOf(input).tokens + input.calibration + TAIL_ALLOWANCE;
+  const overflow = reason === 'overflow';
+  const range = reason === 'horizon' ? phase1Range(input) : carriedRange(input);
+  const share = overflow ? OVERFLOW_TARGET_SHARE : FALLBACK_TARGET_SHARE;
+  let budget = Math.max(0, Math.floor(thresholdTokens(input.statics.settings) * share) - fixedTokens - 1);
+  // The server refused what we counted as fitting: our count is off, so at least halve the history.
+  if (overflow) budget = Math.min(budget, Math.floor(tokensBetween(input.history, range[0], range[1]) / 2));
+  return { range, budget, fixedTokens };
+}
+
+function baseOf(input: PolicyInput): PromptBase {
+  if (!input.base) throw new Error('compaction policy: the prompt base is not built yet (the memory is loaded first)');
+  return input.base;
+}

@@ -1,0 +1,71 @@
+/**
+ * What a session's log says, whatever store keeps it: the tracker's facts about memory
+ * updates, a meta rebuilt when the stored one is damaged, a session's title.
+ */
+import type { TrackerFacts } from '../memory/reminderTracker.js';
+import type { LogEntry } from '../storage/messageLog.js';
+import type { SessionMeta } from '../storage/sessionMeta.js';
+import type { HistoryMode } from './historyView.js';
+
+const TITLE_CHARS = 80;
+
+export function trackerFactsOf(entries: readonly LogEntry[]): TrackerFacts {
+  let updates = 0;
+  let lastUpdateAt: number | null = null;
+  let requestsSinceUpdate = 0;
+  for (const entry of entries) {
+    if (entry.type === 'event' && entry.name === 'memory_updated') {
+      updates++;
+      lastUpdateAt = entry.ts;
+      requestsSinceUpdate = 0;
+    } else if (entry.type === 'message' && entry.message.role === 'assistant') requestsSinceUpdate++;
+  }
+  return { updates, lastUpdateAt, requestsSinceUpdate };
+}
+
+/** meta as the log says it, for the session at `location` (a path whose last two parts are its cwd folder and id). */
+export function rebuildMeta(location: string, entries: LogEntry[], lastTurn: number, now: number): SessionMeta {
+  const id = location.split(/[/\\]/).pop()!;
+  let title: string | null = null;
+  let historyMode: HistoryMode = 'phase1';
+  let pinnedMode: HistoryMode | null = null;
+  let memoryWrites = 0;
+  let messageCount = 0;
+  for (const entry of entries) {
+    if (entry.type === 'message') {
+      messageCount++;
+      if (title === null && entry.message.role === 'user') title = titleOf(entry.message.content);
+    } else if (entry.type === 'event' && entry.name === 'mode_changed') {
+      const to = entry.data.to;
+      if (to === 'phase1' || to === 'phase2' || to === 'hybrid') {
+        historyMode = to;
+        pinnedMode = entry.data.pinned === true ? to : null;
+      }
+    } else if (entry.type === 'event' && entry.name === 'memory_updated') {
+      memoryWrites++;
+    }
+  }
+  const cwdDir = location.split(/[/\\]/).slice(-2, -1)[0] ?? '';
+  return {
+    format: 1,
+    id,
+    name: null,
+    title,
+    cwd: cwdDir,
+    createdAt: entries[0]?.ts ?? now,
+    updatedAt: now,
+    messageCount,
+    turns: lastTurn,
+    historyMode,
+    pinnedMode,
+    memoryWrites,
+    calibration: 0,
+    model: null,
+    language: 'en',
+  };
+}
+
+export function titleOf(text: string): string {
+  const line = text.trim().split('\n')[0] ?? '';
+  return line.length > TITLE_CHARS ? `${line.slice(0, TITLE_CHARS - 1)}…` : line;
+}

@@ -1,0 +1,290 @@
+/**
+ * One open session over any store (the storage port): the log and the derived history
+ * view kept current as entries are appended, the meta as a cache of the log (rebuilt
+ * when damaged, counts healed when they lag), the damage report, the tracker's facts and
+ * the working memory, for every store.
+ * Appends go one at a time, each naming the seq it expects, so none can interleave.
+ */
+import { randomUUID } from 'node:crypto';
+import type { TrackerFacts } from '../memory/reminderTracker.js';
+import type { MemoryLanguage } from '../memory/memoryTemplate.js';
+import { WorkingMemory } from '../memory/workingMemory.js';
+import type { CompactionEntry, Damage, MessageEntry, NewEntry, RepairEntry } from '../storage/messageLog.js';
+import { describeRepair, type Repair, type SessionMeta } from '../storage/sessionMeta.js';
+import type { Redact, SessionStorage, SessionStore } from '../storage/sessionStore.js';
+import { applyRepair, deriveHistory, viewAfterCompaction, type DerivedHistory } from './deriveHistory.js';
+import { appendItem, fromItems, type HistoryView } from './historyView.js';
+import type { ChatMessage } from './messages.js';
+import { rebuildMeta, titleOf, trackerFactsOf } from './sessionFacts.js';
+
+const noRedaction: Redact = (text) => text;
+const META_INTERVAL_MS = 1_000;
+/** Fields whose change is written to the meta at once; counts wait (at most a second). */
+const SIGNIFICANT = ['historyMode', 'pinnedMode', 'memoryWrites', 'name', 'title', 'model'] as const;
+
+export interface RecordCreateOptions {
+  cwd: string;
+  id?: string;
+  name?: string | null;
+  language?: MemoryLanguage;
+  model?: string | null;
+  now?: () => number;
+  /** Applied to every line and file written (API keys out; see redact.ts). */
+  redact?: Redact;
+}
+
+export interface RecordOpenOptions {
+  now?: () => number;
+  redact?: Redact;
+  /** A calibration beyond the window cannot be real: it is rebuilt as 0. */
+  contextWindow?: number;
+}
+
+export class SessionRecord {
+  private view: HistoryView;
+  private lastTurnValue: number;
+  private metaValue: SessionMeta;
+  private metaWritten: SessionMeta;
+  private metaWrittenAt = 0;
+  private metaDirty = false;
+  /** The append in progress: the next waits for it, so each names the seq that is really next. */
+  private appending: Promise<unknown> = Promise.resolve();
+  /** Work that will append when it is done (what an aborted request keeps): sync() and close() wait for it. */
+  private readonly pending = new Set<Promise<unknown>>();
+  readonly memory: WorkingMemory;
+
+  private constructor(
+    readonly storage: SessionStorage,
+    meta: SessionMeta,
+    derived: DerivedHistory,
+    /** What the log said about memory updates when the session was opened. */
+    readonly trackerFacts: TrackerFacts,
+    /** What was wrong when the session was opened (empty when nothing was). */
+    readonly damage: readonly string[],
+    private readonly report: { lines: Damage[]; repairs: Repair[] },
+    private readonly now: () => number,
+    readonly redact: Redact,
+  ) {
+    this.view = derived.view;
+    this.lastTurnValue = derived.lastTurn;
+    this.metaValue = meta;
+    this.metaWritten = meta;
+    this.memory = new WorkingMemory(storage.memory, meta.language, redact);
+  }
+
+  static async create(store: SessionStore, options: RecordCreateOptions): Promise<SessionRecord> {
+    const now = options.now ?? Date.now;
+    const redact = options.redact ?? noRedaction;
+    const t = now();
+    const meta: SessionMeta = {
+      format: 1,
+      id: options.id ?? randomUUID(),
+      name: options.name ?? null,
+      title: null,
+      cwd: options.cwd,
+      createdAt: t,
+      updatedAt: t,
+      messageCount: 0,
+      turns: 0,
+      historyMode: 'phase1',
+      pinnedMode: null,
+      memoryWrites: 0,
+      calibration: 0,
+      model: options.model ?? null,
+      language: options.language ?? 'en',
+    };
+    const storage = await store.create({ meta, redact, now });
+    return closingOnError(storage, async () => {
+      const record = new SessionRecord(storage, meta, deriveHistory([]), trackerFactsOf([]), [], { lines: [], repairs: [] }, now, redact);
+      await record.memory.init();
+      return record;
+    });
+  }
+
+  /** Open an existing session, taking its lease (SessionInUseError while another holds it). */
+  static async open(store: SessionStore, id: string, options: RecordOpenOptions = {}): Promise<SessionRecord> {
+    const now = options.now ?? Date.now;
+    const redact = options.redact ?? noRedaction;
+    const storage = await store.open(id, { redact, now });
+    return closingOnError(storage, () => SessionRecord.opened(storage, now, redact, options.contextWindow ?? Infinity));
+  }
+
+  private static async opened(storage: SessionStorage, now: () => number, redact: Redact, contextWindow: number): Promise<SessionRecord> {
+    const loaded = await storage.log.read();
+    const derived = deriveHistory(loaded.entries);
+    const damage: string[] = loaded.damage.map((d) => `messages.jsonl line ${d.line}: ${d.reason}`);
+    damage.push(...derived.problems);
+    const stored = await storage.readMeta();
+    let meta: SessionMeta;
+    if (stored.ok) meta = stored.meta;
+    else {
+      damage.push(stored.problem);
+      meta = rebuildMeta(storage.location, loaded.entries, derived.lastTurn, now());
+      await storage.writeMeta(meta);
+    }
+    // The meta is a cache, never the authority: the store names the session, and a
+    // calibration no server could have caused (beyond the window) is rebuilt as the log would.
+    const repairs: Repair[] = [];
+    if (meta.id !== storage.id) {
+      repairs.push({
+        what: `meta.json names session ${meta.id}`,
+        where: 'meta.json id',
+        done: `corrected to ${storage.id}, the directory's name`,
+      });
+      meta = { ...meta, id: storage.id };
+    }
+    if (Math.abs(meta.calibration) > contextWindow) {
+      repairs.push({
+        what: `meta.json calibration ${meta.calibration} is beyond the ${contextWindow}-token window`,
+        where: 'meta.json calibration',
+        done: 'rebuilt from the log as 0; the next response calibrates it again',
+      });
+      meta = { ...meta, calibration: 0 };
+    }
+    damage.push(...repairs.map(describeRepair));
+    const report = { lines: loaded.damage, repairs };
+    if (loaded.damage.length || repairs.length) await storage.writeDamage({ checkedAt: now(), ...report });
+    // Counts written at most once a second may lag after a crash: the log says what they are.
+    if (repairs.length || meta.messageCount !== derived.messageCount || meta.turns < derived.lastTurn) {
+      meta = { ...meta, messageCount: derived.messageCount, turns: Math.max(meta.turns, derived.lastTurn), updatedAt: now() };
+      await storage.writeMeta(meta, { durable: false });
+    }
+    damage.push(...storage.openNotes);
+    const record = new SessionRecord(storage, meta, derived, trackerFactsOf(loaded.entries), damage, report, now, redact);
+    await record.memory.init();
+    return record;
+  }
+
+  get id(): string {
+    return this.metaValue.id;
+  }
+  /** Where the session lives (its directory for the filesystem store). */
+  get location(): string {
+    return this.storage.location;
+  }
+  /** The same as location (a directory, for the filesystem store). */
+  get dir(): string {
+    return this.storage.location;
+  }
+  get meta(): Readonly<SessionMeta> {
+    return this.metaValue;
+  }
+  get history(): HistoryView {
+    return this.view;
+  }
+  get lastTurn(): number {
+    return this.lastTurnValue;
+  }
+
+  async appendMessage(
+    turn: number,
+    message: ChatMessage,
+    tokens: number,
+    options: { sync: boolean; stop?: 'aborted' },
+  ): Promise<MessageEntry> {
+    const entry = await this.append<Omit<MessageEntry, 'seq' | 'ts'>>(
+      { type: 'message', turn, tokens, message, ...(options.stop ? { stop: options.stop } : {}) },
+      options.sync,
+    );
+    this.view = appendItem(this.view, { seq: entry.seq, turn, message, tokens });
+    this.lastTurnValue = Math.max(this.lastTurnValue, turn);
+    this.metaValue = {
+      ...this.metaValue,
+      messageCount: this.metaValue.messageCount + 1,
+      title: this.metaValue.title ?? (message.role === 'user' ? titleOf(message.content) : null),
+    };
+    return entry;
+  }
+
+  async appendCompaction(entry: Omit<CompactionEntry, 'seq' | 'ts'>): Promise<CompactionEntry> {
+    const full = await this.append(entry, true);
+    this.view = viewAfterCompaction(this.view, full);
+    return full;
+  }
+
+  /** Append a repair of the derived history (see RepairEntry). */
+  async appendRepair(entry: Omit<RepairEntry, 'seq' | 'ts'>): Promise<RepairEntry> {
+    const full = await this.append<Omit<RepairEntry, 'seq' | 'ts'>>(entry, false);
+    const items = applyRepair(this.view.items.slice(0, this.view.length), full);
+    if (typeof items === 'string') throw new Error(`repair ${full.seq} cannot apply: ${items}`);
+    this.view = fromItems(items);
+    return full;
+  }
+
+  /** Add what a repair did to the damage report. */
+  async recordRepairs(repairs: readonly Repair[]): Promise<void> {
+    if (!repairs.length) return;
+    this.report.repairs.push(...repairs);
+    await this.storage.writeDamage({ checkedAt: this.now(), ...this.report });
+  }
+
+  async appendEvent(turn: number, name: string, data: Record<string, unknown>): Promise<void> {
+    await this.append<NewEntry>({ type: 'event', turn, name, data }, false);
+  }
+
+  /**
+   * The meta is a cache of the log: replaced without a flush of its own, and at most once
+   * a second unless something other than the counts changed (open() heals counts that
+   * lag after a crash). close() writes what is pending.
+   */
+  async updateMeta(patch: Partial<SessionMeta>): Promise<void> {
+    const next = { ...this.metaValue, ...patch, updatedAt: this.now() };
+    const significant = SIGNIFICANT.some((k) => next[k] !== this.metaWritten[k]);
+    this.metaValue = next;
+    if (significant || next.updatedAt - this.metaWrittenAt >= META_INTERVAL_MS) await this.writeMeta();
+    else this.metaDirty = true;
+  }
+
+  /** Wait for `work` (which appends when it is done) in sync() and close(). */
+  track(work: Promise<unknown>): void {
+    const settled: Promise<unknown> = work.catch(() => {}).finally(() => this.pending.delete(settled));
+    this.pending.add(settled);
+  }
+
+  /** Every append made so far is durable (tracked work and appends started on abort included) when this resolves. */
+  async sync(): Promise<void> {
+    await this.settle();
+    await this.storage.log.sync();
+  }
+
+  private async settle(): Promise<void> {
+    while (this.pending.size) await Promise.all(this.pending);
+    await this.appending.catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.settle();
+      // Counts change with every append without a write of their own: a clean close leaves them current.
+      if (this.metaDirty || this.metaValue !== this.metaWritten) await this.writeMeta();
+    } finally {
+      await this.storage.close();
+    }
+  }
+
+  private async writeMeta(): Promise<void> {
+    const meta = this.metaValue;
+    await this.storage.writeMeta(meta, { durable: false });
+    this.metaWritten = meta;
+    this.metaWrittenAt = meta.updatedAt;
+    this.metaDirty = this.metaValue !== meta;
+  }
+
+  /** Append after the append in progress, naming the seq that is next. */
+  private append<E extends NewEntry>(entry: E, sync: boolean): Promise<E & { seq: number; ts: number }> {
+    const log = this.storage.log;
+    const next = this.appending.catch(() => {}).then(() => log.append(entry, { expectedSeq: log.nextSeq, sync }));
+    this.appending = next;
+    return next;
+  }
+}
+
+/** Run `open` on a storage just opened; close it (releasing its lease) if opening fails. */
+async function closingOnError<T>(storage: SessionStorage, open: () => Promise<T>): Promise<T> {
+  try {
+    return await open();
+  } catch (error) {
+    await storage.close().catch(() => {});
+    throw error;
+  }
+}

@@ -1,0 +1,95 @@
+/** What a session is created or opened with, and what it reports back: the public shapes of the session API. */
+import type { InspectionEvent } from 'xstate';
+import type Keyv from 'keyv';
+import type { SessionEvent, TurnStatus } from '../events.js';
+import type { HistoryMode } from '../history/historyView.js';
+import type { LLM, TurnError } from '../llm/llm.js';
+import type { TrackerState } from '../memory/reminderTracker.js';
+import type { SettingsOverrides } from '../settings/config.js';
+import type { Tool } from '../tools/tool.js';
+
+export interface SessionOptions {
+  llm: LLM;
+  /** Root of all workmem data; default $WORKMEM_HOME or ~/.workmem. */
+  home?: string;
+  /** The working directory the session belongs to; default process.cwd(). */
+  cwd?: string;
+  name?: string;
+  /** The host's own system instructions, placed before workmem's. */
+  instructions?: string;
+  /** Host tools, in addition to read / write / edit. */
+  tools?: readonly Tool[];
+  settings?: SettingsOverrides;
+  env?: NodeJS.ProcessEnv;
+  now?: () => number;
+  /** Receives XState inspection events of the session and its turns. */
+  inspect?: (event: InspectionEvent) => void;
+  /** Item memory: remember / recall / forget, optionally injected after overview.md. */
+  itemMemory?: ItemMemoryConfig;
+  /** Write trace.jsonl for the visualizer (default true). */
+  trace?: boolean;
+  /** Stream the trace live to `workmem viz`: true (127.0.0.1:4900), a port or a ws:// URL. */
+  visualizer?: true | number | string;
+  /** Where warnings go (an unreachable visualizer); default: none. */
+  warn?: (message: string) => void;
+  /**
+   * Values to keep out of everything the session writes or reports, besides the model's
+   * own (`llm.secrets`) and $OPENAI_API_KEY: replaced by "[redacted]".
+   */
+  secrets?: readonly string[];
+  /** Draws in [0, 1) for the retry jitter (default Math.random); inject one for reproducible tests. */
+  random?: () => number;
+  /**
+   * Where the session index, tracker state and item memory go: any keyv instance (its
+   * adapter must support `keyv.iterator`); default files under `<home>/state/`.
+   */
+  stateStore?: Keyv;
+}
+
+export interface ItemMemoryConfig {
+  /** 'session' (default): items belong to this session; 'user': shared by a user's sessions. */
+  scope?: 'session' | 'user';
+  userId?: string;
+  maxCapacity?: number;
+  maxTokens?: number;
+  maxAgeMinutes?: number;
+  decayFactor?: number;
+  /** Inject the items most relevant to the latest user message after overview.md. */
+  inject?: { limit?: number; maxTokens?: number };
+}
+
+export type OpenOptions = Omit<SessionOptions, 'cwd' | 'name'>;
+
+export interface TurnResult {
+  promptId: string;
+  turn: number | null;
+  status: TurnStatus;
+  text: string;
+  requests: number;
+  error?: TurnError;
+}
+
+export interface SessionState {
+  id: string;
+  dir: string;
+  mode: HistoryMode;
+  pinned: HistoryMode | null;
+  turn: number;
+  running: boolean;
+  queued: number;
+  tracker: TrackerState;
+  /** Token figures of the last request built, if any. */
+  lastPrompt: Extract<SessionEvent, { type: 'prompt_built' }>['tokens'] | null;
+}
+
+export interface SessionIndexEntry {
+  id: string;
+  dir: string;
+  cwd: string;
+  createdAt: number;
+  name: string | null;
+}
+
+/** Keys of the state store: a session's index entry and its reminder tracker. */
+export const INDEX_KEY = (id: string): string => `session:${id}`;
+export const TRACKER_KEY = (id: string): string => `tracker:${id}`;

@@ -1,0 +1,181 @@
+/**
+ * Where sessions are made, found and removed: createSession / openSession hand back a
+ * running Session; listSessions, findSession and removeSession work on the index (the
+ * state store) and the session folders without opening a session.
+ */
+import type Keyv from 'keyv';
+import { repairPairing } from '../history/crashRecovery.js';
+import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
+import { openItemMemory } from '../itemMemory/itemMemoryStore.js';
+import { INITIAL_TRACKER, parseTrackerState, reconcileTracker } from '../memory/reminderTracker.js';
+import { redactor, type Redact } from '../secrets/redact.js';
+import { ConfigError, resolveSettings } from '../settings/config.js';
+import { SessionRecord } from '../history/sessionRecord.js';
+import { fileSessionStore } from '../storage/fileSessionStore.js';
+import { defaultHome, stateStorePath } from '../storage/sessionPaths.js';
+import type { SessionStore, SessionSummary } from '../storage/sessionStore.js';
+import { SessionNotFoundError } from '../storage/storeErrors.js';
+import { openStateStore, type StateStore } from '../storage/stateStore.js';
+import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
+import { INDEX_KEY, TRACKER_KEY, type OpenOptions, type SessionIndexEntry, type SessionOptions } from './options.js';
+import { Session } from './session.js';
+import { checkSessionOptions } from './sessionOptionsCheck.js';
+
+export async function createSession(options: SessionOptions): Promise<Session> {
+  checkSessionOptions(options, 'createSession');
+  const env = options.env ?? process.env;
+  const home = options.home ?? defaultHome(env);
+  const resolved = resolveSettings(options.llm, options.settings, env);
+  const counter = await loadTokenCounter(options.llm.model);
+  const state = await openStateStore(stateStorePath(home), options.stateStore);
+  let record: SessionRecord | undefined;
+  try {
+    record = await SessionRecord.create(sessionStoreOf(home), {
+      redact: sessionRedactor(options, env),
+      cwd: options.cwd ?? process.cwd(),
+      name: options.name ?? null,
+      language: resolved.turn.language,
+      model: options.llm.model,
+      ...(options.now ? { now: options.now } : {}),
+    });
+    const entry: SessionIndexEntry = {
+      id: record.id,
+      dir: record.dir,
+      cwd: record.meta.cwd,
+      createdAt: record.meta.createdAt,
+      name: record.meta.name === null ? null : record.redact(record.meta.name), // as meta.json has it: masked
+    };
+    await state.set(INDEX_KEY(record.id), entry);
+    if (resolved.pinned) await record.updateMeta({ historyMode: resolved.pinned, pinnedMode: resolved.pinned });
+    const items = await openItems(state, record.id, options, counter);
+    const memory = await record.memory.snapshot();
+    return new Session({
+      record,
+      memory,
+      store: state,
+      counter,
+      options,
+      resolved,
+      tracker: INITIAL_TRACKER,
+      damage: [],
+      items,
+      resumed: false,
+    });
+  } catch (error) {
+    await record?.close();
+    await state.close();
+    throw error;
+  }
+}
+
+export async function openSession(id: string, options: OpenOptions): Promise<Session> {
+  checkSessionOptions(options, 'openSession');
+  const env = options.env ?? process.env;
+  const home = options.home ?? defaultHome(env);
+  const resolved = resolveSettings(options.llm, options.settings, env);
+  const counter = await loadTokenCounter(options.llm.model);
+  const state = await openStateStore(stateStorePath(home), options.stateStore);
+  let record: SessionRecord | undefined;
+  try {
+    const sessions = sessionStoreOf(home);
+    const found = await findIn(sessions, id);
+    record = await SessionRecord.open(sessions, found.id, {
+      redact: sessionRedactor(options, env),
+      contextWindow: resolved.turn.contextWindow,
+      ...(options.now ? { now: options.now } : {}),
+    });
+    const damage = [...record.damage];
+    const stored = await state.get<unknown>(TRACKER_KEY(record.id));
+    let tracker = parseTrackerState(stored);
+    if (!tracker) {
+      if (stored !== undefined) damage.push('reminder tracker state was malformed; started afresh');
+      tracker = INITIAL_TRACKER;
+    }
+    tracker = reconcileTracker(tracker, record.trackerFacts);
+    damage.push(...(await repairPairing(record, counter))); // calls and results paired again, wherever a line was lost
+    const items = await openItems(state, record.id, options, counter);
+    const memory = await record.memory.snapshot();
+    return new Session({ record, memory, store: state, counter, options, resolved, tracker, damage, items, resumed: true });
+  } catch (error) {
+    await record?.close();
+    await state.close();
+    throw error;
+  }
+}
+
+/** Sessions in the index and any in the store it misses, newest first; `cwd` limits them to one directory. */
+export function listSessions(options: StateOptions & { cwd?: string } = {}): Promise<SessionIndexEntry[]> {
+  return withState(options, async (state, home) => {
+    const entries = (await state.entries<SessionIndexEntry>('session:')).map(([, e]) => e);
+    // Not in the index: an index from an earlier version, or a lost one.
+    const known = new Set(entries.map((e) => e.id));
+    for (const s of await sessionStoreOf(home).list())
+      if (!known.has(s.id)) entries.push({ id: s.id, dir: s.location, cwd: s.cwd, createdAt: s.createdAt, name: s.name });
+    return entries.filter((e) => !options.cwd || e.cwd === options.cwd).sort((a, b) => b.createdAt - a.createdAt);
+  });
+}
+
+type StateOptions = { home?: string; env?: NodeJS.ProcessEnv; stateStore?: Keyv };
+
+async function withState<T>(options: StateOptions, run: (state: StateStore, home: string) => Promise<T>): Promise<T> {
+  const home = options.home ?? defaultHome(options.env ?? process.env);
+  const state = await openStateStore(stateStorePath(home), options.stateStore);
+  try {
+    return await run(state, home);
+  } finally {
+    await state.close();
+  }
+}
+
+/** Where a session lives (an id or a unique prefix), without opening it. */
+export async function findSession(id: string, options: StateOptions = {}): Promise<string> {
+  const home = options.home ?? defaultHome(options.env ?? process.env);
+  return (await findIn(sessionStoreOf(home), id)).location;
+}
+
+/** Delete a session: its storage and everything the state store holds for it. Refused while it is in use. */
+export function removeSession(id: string, options: StateOptions = {}): Promise<string> {
+  return withState(options, async (state, home) => {
+    const sessions = sessionStoreOf(home);
+    const found = await findIn(sessions, id);
+    await sessions.remove(found.id);
+    await state.delete(INDEX_KEY(found.id));
+    await state.delete(TRACKER_KEY(found.id));
+    for (const [key] of await state.entries(`items:session:${found.id}:`)) await state.delete(key);
+    return found.location;
+  });
+}
+
+/** The session store of a home: the filesystem store (the default). */
+function sessionStoreOf(home: string): SessionStore {
+  return fileSessionStore({ home });
+}
+
+/** The session an id or a unique prefix names; not found or ambiguous is a ConfigError (the CLI's usage errors). */
+async function findIn(sessions: SessionStore, id: string): Promise<SessionSummary> {
+  try {
+    return await sessions.find(id);
+  } catch (error) {
+    if (error instanceof SessionNotFoundError) throw new ConfigError(error.message);
+    throw error;
+  }
+}
+
+async function openItems(
+  state: StateStore,
+  sessionId: string,
+  options: OpenOptions,
+  counter: TokenCounter,
+): Promise<PersistentItemMemory | null> {
+  const config = options.itemMemory;
+  if (!config) return null;
+  if (config.scope === 'user' && !config.userId) throw new ConfigError('itemMemory: scope "user" needs a userId');
+  const scope = config.scope === 'user' ? `user:${config.userId}` : `session:${sessionId}`;
+  const { inject: _inject, scope: _scope, userId: _user, ...limits } = config;
+  return openItemMemory(state, scope, { ...limits, countTokens: (t) => counter.text(t), ...(options.now ? { now: options.now } : {}) });
+}
+
+/** The model's secrets, the host's and $OPENAI_API_KEY: never written or reported. */
+function sessionRedactor(options: OpenOptions, env: NodeJS.ProcessEnv): Redact {
+  return redactor([...(options.llm.secrets ?? []), ...(options.secrets ?? []), env.OPENAI_API_KEY]);
+}

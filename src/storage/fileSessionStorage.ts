@@ -1,0 +1,163 @@
+/**
+ * One session's directory, open under its lock, as the port's SessionStorage:
+ * messages.jsonl through MessageLog, meta.json and damage.json written atomically (their
+ * temporary files in .tmp/), working-memory/ through FileMemoryFiles, and session.lock
+ * (SessionLock, with its heartbeat) as the lease.
+ */
+import { readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { TEMP_DIR, writeFileAtomic } from './atomicWrite.js';
+import { FileMemoryFiles } from './fileMemoryFiles.js';
+import { MessageLog, readLog, type LoadedLog, type NewEntry } from './messageLog.js';
+import { firstLine, SessionMetaSchema, type SessionMeta } from './sessionMeta.js';
+import { SESSION_FILES } from './sessionPaths.js';
+import type { SessionLock } from './sessionLock.js';
+import type { DamageReport, Lease, LogRead, MetaRead, Redact, SessionLog, SessionStorage } from './sessionStore.js';
+import { LeaseLostError, SequenceConflictError } from './storeErrors.js';
+
+const noRedaction: Redact = (text) => text;
+
+export class FileSessionStorage implements SessionStorage {
+  readonly log: FileSessionLog;
+  readonly memory: FileMemoryFiles;
+  readonly lease: Lease;
+  readonly openNotes: readonly string[];
+  private closed = false;
+
+  /** Open the directory `dir` of session `id`, whose lock the caller has just taken and hands over. */
+  constructor(
+    readonly id: string,
+    readonly location: string,
+    private readonly lock: SessionLock,
+    options: { redact?: Redact; now?: () => number; fresh?: boolean },
+  ) {
+    this.redact = options.redact ?? noRedaction;
+    this.now = options.now ?? Date.now;
+    this.memory = new FileMemoryFiles(join(location, SESSION_FILES.workingMemory), this.tmpDir);
+    // We hold the lock: temporary files are left from writes a crash interrupted.
+    const leftovers = options.fresh ? 0 : removeTempFiles(location);
+    this.openNotes = leftovers
+      ? [`removed ${leftovers} temporary file(s) of writes interrupted by a crash (the files they were replacing are intact)`]
+      : [];
+    this.memory.layout();
+    const loaded = options.fresh ? { entries: [], damage: [], tornTail: false } : readLog(join(location, SESSION_FILES.messages));
+    this.log = new FileSessionLog(id, new MessageLog(join(location, SESSION_FILES.messages), lastSeqOf(loaded), loaded.tornTail, this.now, this.redact), loaded);
+    this.lease = {
+      token: lock.nonce,
+      holder: `pid ${process.pid}`,
+      renew: async () => {
+        if (!lock.renew()) throw new LeaseLostError(`session ${id}: its lock ${lock.path} is no longer held by this process`);
+      },
+      release: async () => lock.release(),
+    };
+  }
+
+  private readonly redact: Redact;
+  private readonly now: () => number;
+
+  private get tmpDir(): string {
+    return join(this.location, TEMP_DIR);
+  }
+
+  async readMeta(): Promise<MetaRead> {
+    const path = join(this.location, SESSION_FILES.meta);
+    try {
+      return { ok: true, meta: SessionMetaSchema.parse(JSON.parse(readFileSync(path, 'utf8'))) };
+    } catch (error) {
+      let problem = `meta.json unreadable (${firstLine(error)}); rebuilt from messages.jsonl`;
+      const aside = `${path}.corrupt-${this.now()}`;
+      try {
+        renameSync(path, aside);
+        problem += `, the old file kept as ${aside.slice(this.location.length + 1)}`;
+      } catch {
+        /* missing altogether */
+      }
+      return { ok: false, problem };
+    }
+  }
+
+  async writeMeta(meta: SessionMeta, options: { durable?: boolean } = {}): Promise<void> {
+    writeMetaFile(this.location, meta, this.redact, options.durable !== false);
+  }
+
+  async writeDamage(report: DamageReport): Promise<void> {
+    const body = { checkedAt: report.checkedAt, lines: report.lines, ...(report.repairs.length ? { repairs: report.repairs } : {}) };
+    writeFileAtomic(join(this.location, SESSION_FILES.damage), `${JSON.stringify(body, null, 2)}\n`, { tmpDir: this.tmpDir });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.log.close();
+    } finally {
+      this.lock.release();
+    }
+  }
+}
+
+/** meta.json, replaced atomically; `durable: false` skips the fsyncs (it is rebuilt from the log). */
+export function writeMetaFile(dir: string, meta: SessionMeta, redact: Redact, durable: boolean): void {
+  writeFileAtomic(join(dir, SESSION_FILES.meta), redact(`${JSON.stringify(meta, null, 2)}\n`), {
+    durable,
+    tmpDir: join(dir, TEMP_DIR),
+  });
+}
+
+class FileSessionLog implements SessionLog {
+  /** What opening read, handed to the first read() so that opening reads the file once. */
+  private loaded: LoadedLog | null;
+
+  constructor(
+    private readonly id: string,
+    private readonly file: MessageLog,
+    loaded: LoadedLog,
+  ) {
+    this.loaded = loaded;
+  }
+
+  get nextSeq(): number {
+    return this.file.nextSeq;
+  }
+
+  async read(): Promise<LogRead> {
+    const loaded = this.loaded ?? readLog(this.file.path);
+    this.loaded = null;
+    return { entries: loaded.entries, damage: loaded.damage };
+  }
+
+  async append<E extends NewEntry>(entry: E, options: { expectedSeq: number; sync: boolean }): Promise<E & { seq: number; ts: number }> {
+    if (options.expectedSeq !== this.file.nextSeq) throw new SequenceConflictError(this.id, options.expectedSeq, this.file.nextSeq);
+    this.loaded = null;
+    return this.file.append(entry, { sync: options.sync });
+  }
+
+  async sync(): Promise<void> {
+    this.file.sync();
+  }
+
+  close(): void {
+    this.file.close();
+  }
+}
+
+function lastSeqOf(loaded: LoadedLog): number {
+  let last = 0;
+  for (const entry of loaded.entries) if (entry.seq > last) last = entry.seq;
+  return last;
+}
+
+/**
+ * Temporary files of atomic writes a crash interrupted: only in the session's .tmp/,
+ * where no name is the model's (a file it calls `.notes.1.deadbeef.tmp` is its own).
+ */
+function removeTempFiles(dir: string): number {
+  let names: string[];
+  try {
+    names = readdirSync(join(dir, TEMP_DIR));
+  } catch {
+    return 0; // no write has needed it yet
+  }
+  for (const name of names) rmSync(join(dir, TEMP_DIR, name), { recursive: true, force: true });
+  return names.length;
+}

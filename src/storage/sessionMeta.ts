@@ -1,0 +1,46 @@
+/**
+ * meta.json's shape: what a session says about itself (name, title, counts, mode). Every
+ * store keeps one per session; it is a cache of the log, never its authority.
+ */
+import { z } from 'zod';
+
+const MODES = ['phase1', 'phase2', 'hybrid'] as const;
+
+export const SessionMetaSchema = z.object({
+  format: z.literal(1),
+  id: z.string(),
+  name: z.string().nullable(),
+  title: z.string().nullable(),
+  cwd: z.string(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  messageCount: z.number().int().nonnegative(),
+  turns: z.number().int().nonnegative(),
+  historyMode: z.enum(MODES),
+  pinnedMode: z.enum(MODES).nullable(),
+  memoryWrites: z.number().int().nonnegative(),
+  calibration: z.number().int(),
+  model: z.string().nullable(),
+  language: z.enum(['en', 'zh']),
+});
+export type SessionMeta = z.infer<typeof SessionMetaSchema>;
+
+/** What opening found wrong and did about it, for the damage report. */
+export interface Repair {
+  what: string;
+  where: string;
+  done: string;
+}
+
+export function describeRepair(repair: Repair): string {
+  return `${repair.what} (${repair.where}): ${repair.done}`;
+}
+
+/** The first line of a parse error, in words that say which field. */
+export function firstLine(error: unknown): string {
+  if (error instanceof z.ZodError) {
+    const issue = error.issues[0]!;
+    return `${issue.path.join('.') || 'the file'}: ${issue.message}`;
+  }
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
+}

@@ -1,0 +1,183 @@
+/**
+ * compact(), the one apply path, over a store kept in memory: what a compaction needs of
+ * storage is CompactionStore and nothing else, the archive is written before the log
+ * entry, and the tokens reported are those of the range compacted.
+ */
+import { describe, expect, it } from 'vitest';
+import { compact, type CompactionDeps } from '../src/compaction/compact.js';
+import type { CompactionStore } from '../src/compaction/store.js';
+import { NOTE_PREFIX, STUB_PREFIX } from '../src/compaction/plan.js';
+import { viewAfterCompaction } from '../src/history/deriveHistory.js';
+import { fromItems, tokensBetween, totalTokens, type HistoryItem, type HistoryView } from '../src/history/historyView.js';
+import type { ChatMessage } from '../src/history/messages.js';
+import type { CompactionEntry } from '../src/storage/messageLog.js';
+import { loadTokenCounter } from '../src/tokens/tokens.js';
+
+class MemoryStore implements CompactionStore {
+  readonly files = new Map<string, string>();
+  readonly calls: string[] = [];
+  private seq: number;
+  constructor(private view: HistoryView) {
+    this.seq = view.length ? view.items[view.length - 1]!.seq + 1 : 0;
+  }
+  history(): HistoryView {
+    return this.view;
+  }
+  async resolvePath(path: string): Promise<string> {
+    return path.replace(/^working-memory\//, '');
+  }
+  async exists(path: string): Promise<boolean> {
+    return this.files.has(path);
+  }
+  async writeFile(path: string, content: string, options: { append: boolean }): Promise<string> {
+    this.calls.push(`write ${path}`);
+    this.files.set(path, options.append && this.files.has(path) ? `${this.files.get(path)}\n\n---\n\n${content}` : content);
+    return `working-memory/${path}`;
+  }
+  async appendCompaction(entry: Omit<CompactionEntry, 'seq' | 'ts'>): Promise<CompactionEntry> {
+    this.calls.push('append');
+    const full = { ...entry, seq: this.seq++, ts: 0 } as CompactionEntry;
+    this.view = viewAfterCompaction(this.view, full);
+    return full;
+  }
+}
+
+/** `turns` turns of user, assistant calling a tool, tool output (`toolWords` words), answer. */
+function history(turns: number, toolWords = 120): HistoryView {
+  const items: HistoryItem[] = [];
+  let seq = 0;
+  const push = (turn: number, message: ChatMessage, tokens: number): void => {
+    items.push({ seq: seq++, turn, message, tokens });
+  };
+  for (let turn = 1; turn <= turns; turn++) {
+    push(turn, { role: 'user', content: `question ${turn} `.repeat(20) }, 60);
+    push(
+      turn,
+      { role: 'assistant', content: '', tool_calls: [{ id: `c${turn}`, type: 'function', function: { name: 'read', arguments: '{}' } }] },
+      20,
+    );
+    push(turn, { role: 'tool', tool_call_id: `c${turn}`, content: 'word '.repeat(toolWords) }, toolWords + 5);
+    push(turn, { role: 'assistant', content: `answer ${turn} `.repeat(20) }, 60);
+  }
+  return fromItems(items);
+}
+
+async function deps(store: MemoryStore, summarizer: CompactionDeps['summarizer'] = null): Promise<CompactionDeps> {
+  return { store, counter: await loadTokenCounter('gpt-4o'), now: () => Date.UTC(2025, 0, 2, 3, 4, 5), summarizer };
+}
+
+const signal = new AbortController().signal;
+
+describe('compact', () => {
+  it('brings a range under a budget: the archive first, then the entry; tokens of the range before and after', async () => {
+    const view = history(8);
+    const store = new MemoryStore(view);
+    const before = totalTokens(view);
+    const result = await compact(
+      { kind: 'budget', reason: 'fallback', turn: 8, range: [0, view.length], budget: 600, keepRecentTurns: 2 },
+      await deps(store),
+      signal,
+    );
+    expect(store.calls).toEqual(['write detail/compact-2025-01-02T03-04-05-000Z.md', 'append']);
+    expect(result.files).toEqual(['working-memory/detail/compact-2025-01-02T03-04-05-000Z.md']);
+    expect(result.tokensBefore).toBe(before);
+    expect(result.history).toBe(store.history());
+    expect(result.tokensAfter).toBe(totalTokens(result.history));
+    expect(result.tokensAfter).toBeLessThan(before);
+    expect(result.replaced).toBe(result.applied.changed);
+    expect(result.applied.entry!.reason).toBe('fallback');
+    expect(result.history.items[0]!.message.content).toContain(NOTE_PREFIX);
+    // Every archived message is in the file, verbatim.
+    const archived = store.files.get('detail/compact-2025-01-02T03-04-05-000Z.md')!;
+    for (const item of view.items.slice(0, result.applied.archivedMessages)) expect(archived).toContain(item.message.content ?? '');
+  });
+
+  it('measures only the range it was given (the carried part of the history)', async () => {
+    const view = history(8);
+    const store = new MemoryStore(view);
+    const range: [number, number] = [8, view.length];
+    const result = await compact(
+      { kind: 'budget', reason: 'overflow', turn: 8, range, budget: 300, keepRecentTurns: 1 },
+      await deps(store),
+      signal,
+    );
+    expect(result.tokensBefore).toBe(tokensBetween(view, ...range));
+    expect(result.replaced).toBeGreaterThan(0);
+    expect(result.tokensAfter).toBe(tokensBetween(result.history, 8, result.history.length));
+    // What lies before the range is untouched.
+    expect(result.history.items.slice(0, 8)).toEqual(view.items.slice(0, 8));
+  });
+
+  it('asks for a summary for the fallback but not for the horizon, which trims what no request carries', async () => {
+    const asked: string[] = [];
+    const summarizer: CompactionDeps['summarizer'] = async (items) => (asked.push(`${items.length}`), 'the gist');
+    for (const reason of ['fallback', 'horizon'] as const) {
+      const store = new MemoryStore(history(8));
+      const result = await compact(
+        { kind: 'budget', reason, turn: 8, range: [0, 32], budget: 600, keepRecentTurns: 2 },
+        await deps(store, summarizer),
+        signal,
+      );
+      expect(result.applied.summary).toBe(reason === 'fallback' ? 'written' : 'not asked');
+    }
+    expect(asked).toHaveLength(1);
+  });
+
+  it('stubs tool outputs for a target, keeping the last ones; says when it starts only if there is something to do', async () => {
+    const store = new MemoryStore(history(4));
+    const starts: number[] = [];
+    const result = await compact(
+      { kind: 'target', reason: 'llm', turn: 4, activeTurn: 4, target: 'tools', strategy: 'archive', keepRecent: 1 },
+      await deps(store),
+      signal,
+      (tokens) => starts.push(tokens),
+    );
+    expect(starts).toEqual([result.tokensBefore]);
+    expect(result.applied.stubbed).toBe(3);
+    expect(result.applied.entry!.target).toBe('tools');
+    expect(result.history.items.filter((i) => i.message.role === 'tool' && i.message.content.startsWith(STUB_PREFIX))).toHaveLength(3);
+
+    const again = await compact(
+      { kind: 'target', reason: 'llm', turn: 4, activeTurn: 4, target: 'tools', strategy: 'archive', keepRecent: 1 },
+      await deps(store),
+      signal,
+      (tokens) => starts.push(tokens),
+    );
+    expect(again.replaced).toBe(0);
+    expect(again.tokensAfter).toBe(again.tokensBefore);
+    expect(starts).toHaveLength(1);
+    expect(store.calls).toEqual(['write detail/compact-2025-01-02T03-04-05-000Z.md', 'append']);
+  });
+
+  it('appends to archive_to, and picks a fresh detail/ name when the default one is taken', async () => {
+    const store = new MemoryStore(history(6));
+    store.files.set('detail/compact-2025-01-02T03-04-05-000Z.md', 'older');
+    const d = await deps(store);
+    const first = await compact(
+      { kind: 'target', reason: 'manual', turn: 6, activeTurn: 7, target: 'tools', strategy: 'archive', keepRecent: 4 },
+      d,
+      signal,
+    );
+    expect(first.files).toEqual(['working-memory/detail/compact-2025-01-02T03-04-05-000Z-2.md']);
+    store.files.set('archive/notes.md', 'mine');
+    const second = await compact(
+      {
+        kind: 'target',
+        reason: 'manual',
+        turn: 6,
+        activeTurn: 7,
+        target: 'conversation',
+        strategy: 'archive',
+        keepRecent: 1,
+        archiveTo: 'archive/notes.md',
+      },
+      d,
+      signal,
+    );
+    expect(second.files).toEqual(['working-memory/archive/notes.md']);
+    expect(store.files.get('archive/notes.md')).toMatch(/^mine\n\n---\n\n/);
+    // Between turns (activeTurn = last + 1) every turn but the kept one is archived, the last included up to it.
+    expect(second.history.items.filter((i) => i.message.role === 'user' && i.message.content.startsWith(NOTE_PREFIX))).toHaveLength(1);
+    expect(second.history.items.at(-1)!.turn).toBe(6);
+  });
+});

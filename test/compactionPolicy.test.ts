@@ -1,0 +1,169 @@
+/**
+ * The compaction policy's formulas, on hand-built histories: each expectation is worked
+ * out from the numbers here, so a changed share, a lost tail allowance or a wrong range
+ * fails a test.
+ */
+import { describe, expect, it } from 'vitest';
+import { fromItems, type HistoryItem, type HistoryView } from '../src/history/historyView.js';
+import type { ChatMessage } from '../src/history/messages.js';
+import type { PromptBase } from '../src/prompt/promptBuilder.js';
+import {
+  AUTO_KEEP_TOOL_OUTPUTS,
+  TAIL_ALLOWANCE,
+  autoCompactionTier,
+  beyondHorizon,
+  carriedRange,
+  compactionBudget,
+  overThreshold,
+  requestEstimate,
+  thresholdTokens,
+  tokensBeforeCompaction,
+  type PolicyInput,
+  type PolicySettings,
+} from '../src/compaction/policy.js';
+import * as turnMachineModule from '../machines/turnMachine.js';
+
+const BASE: PromptBase = { memoryVersion: 1, relevant: '', systemContent: 'system', tokens: 1000, memoryTokens: 200, memoryBytes: 800 };
+const SETTINGS: PolicySettings = {
+  contextWindow: 10_000,
+  fallbackThreshold: 0.75,
+  hybridRecent: 10,
+  compaction: 'llm',
+  keepRecentTurns: 3,
+};
+
+/** Turns of [user, assistant calling a tool, tool output, assistant answer], each message `tokens` tokens. */
+function history(turns: number, tokens: number, toolTokens = tokens): HistoryView {
+  const items: HistoryItem[] = [];
+  let seq = 0;
+  const push = (turn: number, message: ChatMessage, t: number): void => {
+    items.push({ seq: seq++, turn, message, tokens: t });
+  };
+  for (let turn = 1; turn <= turns; turn++) {
+    push(turn, { role: 'user', content: `question ${turn}` }, tokens);
+    push(
+      turn,
+      { role: 'assistant', content: '', tool_calls: [{ id: `c${turn}`, type: 'function', function: { name: 'read', arguments: '{}' } }] },
+      tokens,
+    );
+    push(turn, { role: 'tool', tool_call_id: `c${turn}`, content: `output ${turn}` }, toolTokens);
+    push(turn, { role: 'assistant', content: `answer ${turn}` }, tokens);
+  }
+  return fromItems(items);
+}
+
+function input(view: HistoryView, over: Partial<PolicyInput> & { settings?: Partial<PolicySettings> } = {}): PolicyInput {
+  const { settings, ...rest } = over;
+  const lastTurn = view.length ? view.items[view.length - 1]!.turn : 1;
+  return {
+    history: view,
+    mode: 'phase1',
+    turn: lastTurn,
+    request: 1,
+    compactedThisRequest: false,
+    calibration: 0,
+    base: BASE,
+    statics: { settings: { ...SETTINGS, ...settings } },
+    ...rest,
+  };
+}
+
+describe('compaction policy', () => {
+  it('puts the threshold at the fallback share of the window, rounded down', () => {
+    expect(thresholdTokens({ contextWindow: 10_000, fallbackThreshold: 0.75 })).toBe(7500);
+    expect(thresholdTokens({ contextWindow: 333, fallbackThreshold: 0.7 })).toBe(233);
+  });
+
+  it('estimates a request as base + carried history + calibration + the tail allowance', () => {
+    const view = history(5, 100); // 20 messages, 2000 tokens; the last turn holds 400
+    expect(TAIL_ALLOWANCE).toBe(400);
+    expect(requestEstimate(input(view, { calibration: 30 }))).toBe(1000 + 2000 + 30 + 400);
+    // Phase 2 carries the active turn only.
+    expect(carriedRange(input(view, { mode: 'phase2' }))).toEqual([16, 20]);
+    expect(requestEstimate(input(view, { mode: 'phase2', calibration: -50 }))).toBe(1000 + 400 - 50 + 400);
+  });
+
+  it('fires the fallback at the threshold, not one token below, and once per request', () => {
+    // 1000 base + 400 tail + history: the threshold (7500) is reached with 6100 history tokens.
+    const at = history(61, 25); // 61 turns × 4 × 25 = 6100
+    expect(requestEstimate(input(at))).toBe(7500);
+    expect(overThreshold(input(at))).toBe(true);
+    expect(overThreshold(input(at, { calibration: -1 }))).toBe(false);
+    expect(overThreshold(input(at, { compactedThisRequest: true }))).toBe(false);
+  });
+
+  it('never sees a horizon in phase 1, and outside it measures what phase 1 would send', () => {
+    const big = history(60, 50); // 12,000 tokens of history, far over the threshold
+    expect(beyondHorizon(input(big, { mode: 'phase1' }))).toBe(false);
+    expect(beyondHorizon(input(big, { mode: 'phase2' }))).toBe(true);
+    expect(beyondHorizon(input(big, { mode: 'hybrid' }))).toBe(true);
+    // Only at the first request of a turn, and not twice.
+    expect(beyondHorizon(input(big, { mode: 'phase2', request: 2 }))).toBe(false);
+    expect(beyondHorizon(input(big, { mode: 'phase2', compactedThisRequest: true }))).toBe(false);
+    // The boundary: 1000 + 6100 + 400 = 7500 reaches it, one token less does not.
+    const at = history(61, 25);
+    expect(beyondHorizon(input(at, { mode: 'phase2' }))).toBe(true);
+    expect(beyondHorizon(input(at, { mode: 'phase2', calibration: -1 }))).toBe(false);
+  });
+
+  it('compacts the fallback to 2/3 of the threshold, less everything that is not history', () => {
+    const view = history(61, 25);
+    const { range, budget, fixedTokens } = compactionBudget(input(view, { calibration: 20 }), 'fallback');
+    expect(range).toEqual([0, view.length]);
+    expect(fixedTokens).toBe(1000 + 20 + 400);
+    expect(budget).toBe(Math.floor(7500 * (2 / 3)) - 1420 - 1); // 3579
+    // In phase 2 the range is the carried one.
+    expect(compactionBudget(input(view, { mode: 'phase2' }), 'fallback').range).toEqual([240, 244]);
+  });
+
+  it('compacts an overflow to half the threshold, and to at most half the carried history', () => {
+    // A large history: the share decides (7500 / 2 − 1400 − 1 = 2349 < 6100 / 2).
+    const large = history(61, 25);
+    expect(compactionBudget(input(large), 'overflow').budget).toBe(2349);
+    // A small one (the server counts far more than we do): halving it decides.
+    const small = history(4, 100); // 1600 tokens
+    const { budget, range } = compactionBudget(input(small), 'overflow');
+    expect(range).toEqual([0, 16]);
+    expect(budget).toBe(800);
+    expect(budget).toBeLessThanOrEqual(1600 / 2);
+    // The fallback does not halve.
+    expect(compactionBudget(input(small), 'fallback').budget).toBe(Math.floor(7500 * (2 / 3)) - 1400 - 1);
+  });
+
+  it('gives the horizon the whole history even when the mode carries less, and never a negative budget', () => {
+    const view = history(10, 100);
+    expect(compactionBudget(input(view, { mode: 'phase2' }), 'horizon').range).toEqual([0, 40]);
+    const heavy = { ...BASE, tokens: 9000 };
+    expect(compactionBudget(input(view, { base: heavy }), 'fallback').budget).toBe(0);
+  });
+
+  it('reports the tokens before: the request for the fallback, phase 1 without the tail for the horizon', () => {
+    const view = history(10, 100); // 4000 tokens
+    expect(tokensBeforeCompaction(input(view, { mode: 'phase2' }), 'fallback')).toBe(1000 + 400 + 400);
+    expect(tokensBeforeCompaction(input(view, { mode: 'phase2' }), 'horizon')).toBe(1000 + 4000);
+  });
+
+  it('applies the auto tiers only with the auto policy, at a first request, when there is something to compact', () => {
+    // 20 % of 10,000 = 2000: 1000 base + 400 tail + 600 of history (6 turns × 4 × 25).
+    const tools = history(6, 25, 25);
+    const auto = { settings: { compaction: 'auto' as const } };
+    // Tool outputs of 25 tokens are not worth a stub: nothing to compact, no tier.
+    expect(autoCompactionTier(input(tools, auto))).toBeNull();
+    // With outputs worth a stub (60+ tokens) beyond the last AUTO_KEEP_TOOL_OUTPUTS: 'tools'.
+    const worth = history(AUTO_KEEP_TOOL_OUTPUTS + 1, 25, 70); // 6 × (75 + 70) = 870 → 23 %
+    expect(autoCompactionTier(input(worth, auto))).toBe('tools');
+    expect(autoCompactionTier(input(history(AUTO_KEEP_TOOL_OUTPUTS, 25, 70), auto))).toBeNull();
+    expect(autoCompactionTier(input(worth))).toBeNull(); // policy 'llm'
+    expect(autoCompactionTier(input(worth, { ...auto, request: 2 }))).toBeNull();
+    expect(autoCompactionTier(input(worth, { ...auto, compactedThisRequest: true }))).toBeNull();
+    // 40 %: 2600 of history → the conversation (old turns beyond the last 3).
+    expect(autoCompactionTier(input(history(26, 25), auto))).toBe('conversation');
+    // 60 %: 4600 of history → all.
+    expect(autoCompactionTier(input(history(46, 25), auto))).toBe('all');
+  });
+
+  it('is still importable from the turn machine where it used to live', () => {
+    expect(turnMachineModule.TAIL_ALLOWANCE).toBe(TAIL_ALLOWANCE);
+    expect(turnMachineModule.AUTO_KEEP_TOOL_OUTPUTS).toBe(AUTO_KEEP_TOOL_OUTPUTS);
+  });
+});

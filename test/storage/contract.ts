@@ -1,0 +1,206 @@
+/**
+ * The contract of the storage port (src/storage/sessionStore.ts): every session store
+ * must pass these. A store's test file calls `sessionStoreContract(name, backend)`;
+ * `backend.connect()` gives a new store instance over the same backend each call, as a
+ * second process or machine would have.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { SessionMeta } from '../../src/storage/sessionMeta.js';
+import type { SessionStorage, SessionStore } from '../../src/storage/sessionStore.js';
+import { PathRefusedError } from '../../src/storage/sandboxPath.js';
+import { SequenceConflictError, SessionInUseError, SessionNotFoundError } from '../../src/storage/storeErrors.js';
+
+export interface StoreBackend {
+  /** A new store instance over this backend (another process would have its own). */
+  connect(): Promise<SessionStore>;
+  /** Remove the backend and everything in it. */
+  destroy(): Promise<void>;
+}
+
+export function metaFor(id: string, cwd = '/work/project', at = 1_700_000_000_000): SessionMeta {
+  return {
+    format: 1,
+    id,
+    name: null,
+    title: null,
+    cwd,
+    createdAt: at,
+    updatedAt: at,
+    messageCount: 0,
+    turns: 0,
+    historyMode: 'phase1',
+    pinnedMode: null,
+    memoryWrites: 0,
+    calibration: 0,
+    model: null,
+    language: 'en',
+  };
+}
+
+const user = (text: string) => ({ type: 'message' as const, turn: 1, tokens: 1, message: { role: 'user' as const, content: text } });
+
+export function sessionStoreContract(name: string, makeBackend: () => Promise<StoreBackend>): void {
+  describe(`session store contract: ${name}`, () => {
+    let backend: StoreBackend;
+    let store: SessionStore;
+    const open: SessionStorage[] = [];
+    const stores: SessionStore[] = [];
+
+    beforeEach(async () => {
+      backend = await makeBackend();
+      store = await connect();
+    });
+    afterEach(async () => {
+      for (const s of open.splice(0)) await s.close().catch(() => {});
+      for (const s of stores.splice(0)) await s.close();
+      await backend.destroy();
+    });
+
+    async function connect(): Promise<SessionStore> {
+      const s = await backend.connect();
+      stores.push(s);
+      return s;
+    }
+    async function created(id = randomUUID(), cwd?: string, at?: number): Promise<SessionStorage> {
+      let tick = 1_000;
+      const s = await store.create({ meta: metaFor(id, cwd, at), now: () => tick++ });
+      open.push(s);
+      return s;
+    }
+    async function reopened(s: SessionStorage): Promise<SessionStorage> {
+      await s.close();
+      const again = await store.open(s.id);
+      open.push(again);
+      return again;
+    }
+
+    it('reads entries back in the order they were appended, numbered from 1, across a reopen', async () => {
+      const s = await created();
+      expect(s.log.nextSeq).toBe(1);
+      const first = await s.log.append(user('one'), { expectedSeq: 1, sync: true });
+      const second = await s.log.append({ type: 'event', turn: 1, name: 'note', data: { n: 2 } }, { expectedSeq: 2, sync: false });
+      await s.log.append(user('three'), { expectedSeq: 3, sync: false });
+      expect([first.seq, second.seq]).toEqual([1, 2]);
+      expect(first.ts).toBe(1_000);
+      const again = await reopened(s);
+      const read = await again.log.read();
+      expect(read.damage).toEqual([]);
+      expect(read.entries.map((e) => e.seq)).toEqual([1, 2, 3]);
+      expect(read.entries[0]).toEqual(first);
+      expect(read.entries[1]).toMatchObject({ type: 'event', name: 'note', data: { n: 2 } });
+      expect(again.log.nextSeq).toBe(4);
+    });
+
+    it('refuses an append whose expected sequence number is not the next, and writes nothing', async () => {
+      const s = await created();
+      await s.log.append(user('one'), { expectedSeq: 1, sync: true });
+      for (const wrong of [1, 3, 0]) {
+        const refused = await s.log.append(user(`stale ${wrong}`), { expectedSeq: wrong, sync: true }).catch((e: unknown) => e);
+        expect(refused).toBeInstanceOf(SequenceConflictError);
+        expect((refused as SequenceConflictError).nextSeq).toBe(2);
+      }
+      expect(s.log.nextSeq).toBe(2);
+      expect((await s.log.read()).entries.map((e) => e.seq)).toEqual([1]);
+      await s.log.append(user('two'), { expectedSeq: 2, sync: true });
+      const again = await reopened(s);
+      expect((await again.log.read()).entries.map((e) => (e.type === 'message' ? e.message.content : null))).toEqual(['one', 'two']);
+    });
+
+    it('round-trips the meta, across a reopen', async () => {
+      const s = await created();
+      const read = await s.readMeta();
+      expect(read).toEqual({ ok: true, meta: metaFor(s.id) });
+      const changed = { ...metaFor(s.id), title: 'Plan the trip', messageCount: 3, historyMode: 'hybrid' as const };
+      await s.writeMeta(changed, { durable: false });
+      expect(await (await reopened(s)).readMeta()).toEqual({ ok: true, meta: changed });
+    });
+
+    it('writes memory files whole and reads them back; folders are made on the way and listed', async () => {
+      const s = await created();
+      expect(await s.memory.write('detail/plan.md', '# Plan\n\none')).toEqual({ created: true });
+      expect(await s.memory.write('working-memory/detail/plan.md', '# Plan\n\ntwo')).toEqual({ created: false });
+      expect(await s.memory.read('detail/plan.md', { maxBytes: 1024 })).toBe('# Plan\n\ntwo');
+      expect(await s.memory.exists('detail/plan.md')).toBe(true);
+      expect(await s.memory.exists('detail/none.md')).toBe(false);
+      const listed = await s.memory.list('detail');
+      expect(listed.map((e) => [e.path, e.kind, e.bytes])).toEqual([['detail/plan.md', 'file', 11]]);
+      const before = (await s.memory.stat('detail/plan.md'))!.version;
+      await s.memory.write('detail/plan.md', '# Plan\n\nthree, longer');
+      expect((await s.memory.stat('detail/plan.md'))!.version).not.toBe(before);
+      expect(await s.memory.stat('detail/none.md')).toBeNull();
+    });
+
+    it('appends sections to a memory file', async () => {
+      const s = await created();
+      expect(await s.memory.append('archive/log.md', '# First')).toEqual({ created: true, bytes: 7 });
+      const second = await s.memory.append('archive/log.md', '# Second');
+      expect(second.created).toBe(false);
+      const text = await s.memory.read('archive/log.md', { maxBytes: 1024 });
+      expect(text).toBe('# First\n\n---\n\n# Second');
+      expect(second.bytes).toBe(Buffer.byteLength(text));
+    });
+
+    it('reads with a byte limit: refused beyond it, or only the head when asked', async () => {
+      const s = await created();
+      await s.memory.write('detail/big.md', '# Heading\n' + 'x'.repeat(5000));
+      await expect(s.memory.read('detail/big.md', { maxBytes: 100 })).rejects.toThrow(PathRefusedError);
+      expect(await s.memory.read('detail/big.md', { maxBytes: 9, head: true })).toBe('# Heading');
+      await expect(s.memory.read('detail/missing.md', { maxBytes: 100 })).rejects.toThrow(/not found/);
+    });
+
+    it('confines memory paths: `..`, absolute paths and the folder itself are refused, nothing written', async () => {
+      const s = await created();
+      for (const bad of ['../meta.json', 'detail/../../escape.md', '/etc/passwd', 'working-memory', '']) {
+        await expect(s.memory.write(bad, 'x'), bad).rejects.toThrow(PathRefusedError);
+        await expect(s.memory.read(bad, { maxBytes: 10 }), bad).rejects.toThrow(PathRefusedError);
+      }
+      await expect(s.memory.append('../x.md', 'x')).rejects.toThrow(PathRefusedError);
+      expect(await (await s.readMeta()).ok).toBe(true);
+      expect((await s.memory.list('.')).map((e) => e.path).filter((p) => p.includes('escape'))).toEqual([]);
+    });
+
+    it('a second open of a held session fails with SessionInUseError naming the holder; release lets it open', async () => {
+      const s = await created();
+      const other = await connect();
+      const refused = await other.open(s.id).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(SessionInUseError);
+      const holder = (refused as SessionInUseError).holder;
+      expect(holder).toBeTruthy();
+      expect((refused as Error).message).toContain(holder!);
+      expect(s.lease.holder).toContain(holder!);
+      await s.lease.renew();
+      await s.lease.release();
+      const taken = await other.open(s.id);
+      open.push(taken);
+      expect(taken.lease.token).not.toBe('');
+      await expect(store.open(s.id)).rejects.toThrow(SessionInUseError);
+      await taken.close();
+      open.push(await store.open(s.id)); // close releases too
+    });
+
+    it('lists sessions newest first, by cwd, and finds one by its id or a unique prefix', async () => {
+      const a = await created('aaaa1111-0000-4000-8000-000000000001', '/one', 1);
+      const b = await created('aaaa2222-0000-4000-8000-000000000002', '/two', 2);
+      expect((await store.list()).map((e) => e.id)).toEqual([b.id, a.id]);
+      expect((await store.list({ cwd: '/one' })).map((e) => e.id)).toEqual([a.id]);
+      expect(await store.find('aaaa2')).toMatchObject({ id: b.id, cwd: '/two', createdAt: 2, location: b.location });
+      expect((await store.find(a.id)).id).toBe(a.id);
+      await expect(store.find('aaaa')).rejects.toThrow(SessionNotFoundError); // ambiguous
+      await expect(store.find('bbbb')).rejects.toThrow(SessionNotFoundError);
+      await expect(store.create({ meta: metaFor(a.id) })).rejects.toThrow();
+    });
+
+    it('a removed session is gone; one in use is not removed', async () => {
+      const s = await created();
+      await s.log.append(user('one'), { expectedSeq: 1, sync: true });
+      await expect((await connect()).remove(s.id)).rejects.toThrow(SessionInUseError);
+      expect((await store.find(s.id)).id).toBe(s.id);
+      await s.close();
+      await store.remove(s.id);
+      expect((await store.list()).map((e) => e.id)).not.toContain(s.id);
+      await expect(store.find(s.id)).rejects.toThrow(SessionNotFoundError);
+      await expect(store.open(s.id)).rejects.toThrow(SessionNotFoundError);
+    });
+  });
+}
