@@ -33,6 +33,28 @@ function run(command: string, args: string[], cwd: string, timeout = 120_000): S
   return result;
 }
 
+/** A child run to its end without blocking this process (its status, output and errors). */
+function runAsync(
+  command: string,
+  args: string[],
+  cwd: string,
+  childEnv: NodeJS.ProcessEnv,
+  timeout = 60_000,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, env: childEnv });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => void (stdout += chunk));
+    child.stderr.on('data', (chunk: Buffer) => void (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeout);
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
 function ok(result: SpawnSyncReturns<string>, what: string): string {
   if (result.status !== 0) throw new Error(`${what} exited ${result.status}:\n${result.stdout}\n${result.stderr}`);
   return result.stdout;
@@ -120,6 +142,41 @@ describe('the packed package, installed in an empty project', () => {
     expect(result.text.length).toBeGreaterThan(0);
     expect(result.requests).toBeGreaterThanOrEqual(1);
   });
+
+  it("the README's library examples, as written, run against the installed package", async () => {
+    // Every ```ts block that imports workmem, transpiled as they are; the one that needs a
+    // key-value adapter not installed here (@keyv/sqlite) is left out, and a snippet that
+    // assumes an import shown earlier gets it.
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
+      .map((m) => m[1]!)
+      .filter((b) => /from 'workmem(\/testing)?'/.test(b) && !b.includes('@keyv/sqlite'));
+    expect(blocks.length, 'README blocks that import workmem').toBeGreaterThanOrEqual(2);
+    const ts = (await import('typescript')).default;
+    const { startTestServer, protocolFollower } = await import(join(ROOT, 'dist', 'src', 'testing', 'index.js'));
+    const server = await startTestServer({ policy: protocolFollower({ seed: 1 }) });
+    try {
+      for (const [i, block] of blocks.entries()) {
+        const source =
+          (/\bopenaiChat\b/.test(block) && !/import \{[^}]*\bopenaiChat\b/.test(block) ? "import { openaiChat } from 'workmem';\n" : '') +
+          block;
+        const js = ts.transpileModule(source, {
+          compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+        }).outputText;
+        writeFileSync(join(project, `readme-${i}.mjs`), js);
+        // The environment the README describes: a base URL (here the test server's) and no key needed for it.
+        // Not spawnSync: the test server answers from this process's event loop.
+        const result = await runAsync(process.execPath, [`readme-${i}.mjs`], project, {
+          ...env(),
+          OPENAI_BASE_URL: server.baseURL,
+          WORKMEM_MODEL: 'workmem-test',
+        });
+        expect(result.status, `README block ${i + 1}:\n${block}\n${result.stdout}\n${result.stderr}`).toBe(0);
+      }
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
 
   it('npx workmem --help, and rpc --help names a documentation file that exists', () => {
     expect(ok(run('npx', ['workmem', '--help'], project), 'workmem --help')).toMatch(/Commands:[\s\S]*\bdemo\b[\s\S]*\bviz\b/);
