@@ -244,8 +244,7 @@ export function sessionStoreContract(name: string, makeBackend: () => Promise<St
       open.push(b);
       expect(BigInt(b.lease.token)).toBeGreaterThan(BigInt(a.lease.token));
       expect(b.log.nextSeq).toBe(2);
-      await b.log.append(user('b2'), { expectedSeq: 2, sync: true });
-      // A comes back and writes as if nothing happened: every write is refused.
+      // A comes back and writes as if nothing happened — seq 2 is still next — and every write is refused.
       await expect(a.log.append(user('a2'), { expectedSeq: 2, sync: true })).rejects.toThrow(LeaseLostError);
       await expect(a.memory.write('overview.md', '# late A')).rejects.toThrow(LeaseLostError);
       await expect(a.memory.append('archive/a.md', 'late')).rejects.toThrow(LeaseLostError);
@@ -253,6 +252,7 @@ export function sessionStoreContract(name: string, makeBackend: () => Promise<St
       await expect(a.writeDamage({ checkedAt: 1, lines: [], repairs: [] })).rejects.toThrow(LeaseLostError);
       await expect(a.lease.renew()).rejects.toThrow(LeaseLostError);
       await a.close(); // releasing a lost lease leaves the new holder's alone
+      await b.log.append(user('b2'), { expectedSeq: 2, sync: true });
       const read = await b.log.read();
       expect(read.entries.map((e) => (e.type === 'message' ? e.message.content : null))).toEqual(['a1', 'b2']);
       expect(await b.memory.read('overview.md', { maxBytes: 100 })).toBe('# by A');
