@@ -6,6 +6,8 @@
 export { createSession, openSession, listSessions, findSession, removeSession } from './session/registry.js';
 export { Session } from './session/session.js';
 export { SessionInUseError } from './storage/sessionLock.js';
+export { postgresStore, type PostgresStoreOptions } from './storage/postgres/postgresStore.js';
+export type { SessionStore } from './storage/sessionStore.js';
 export type { CompactionResult } from './compaction/apply.js';
 export type { CompactionTarget } from './compaction/plan.js';
 export type { MemoryHealth } from './memory/memoryTemplate.js';

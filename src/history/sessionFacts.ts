@@ -23,8 +23,11 @@ export function trackerFactsOf(entries: readonly LogEntry[]): TrackerFacts {
   return { updates, lastUpdateAt, requestsSinceUpdate };
 }
 
-/** meta as the log says it, for the session at `location` (a path whose last two parts are its cwd folder and id). */
-export function rebuildMeta(location: string, entries: LogEntry[], lastTurn: number, now: number): SessionMeta {
+/**
+ * meta as the log says it, for the session at `location` (its last part is the id); the
+ * cwd is `cwd` where the store keeps it, else the folder above (as the filesystem encodes it).
+ */
+export function rebuildMeta(location: string, entries: LogEntry[], lastTurn: number, now: number, cwd?: string): SessionMeta {
   const id = location.split(/[/\\]/).pop()!;
   let title: string | null = null;
   let historyMode: HistoryMode = 'phase1';
@@ -51,7 +54,7 @@ export function rebuildMeta(location: string, entries: LogEntry[], lastTurn: num
     id,
     name: null,
     title,
-    cwd: cwdDir,
+    cwd: cwd ?? cwdDir,
     createdAt: entries[0]?.ts ?? now,
     updatedAt: now,
     messageCount,

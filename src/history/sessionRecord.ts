@@ -119,7 +119,7 @@ export class SessionRecord {
     if (stored.ok) meta = stored.meta;
     else {
       damage.push(stored.problem);
-      meta = rebuildMeta(storage.location, loaded.entries, derived.lastTurn, now());
+      meta = rebuildMeta(storage.location, loaded.entries, derived.lastTurn, now(), storage.cwd);
       await storage.writeMeta(meta);
     }
     // The meta is a cache, never the authority: the store names the session, and a

@@ -6,6 +6,7 @@ import type { HistoryMode } from '../history/historyView.js';
 import type { LLM, TurnError } from '../llm/llm.js';
 import type { TrackerState } from '../memory/reminderTracker.js';
 import type { SettingsOverrides } from '../settings/config.js';
+import type { SessionStore } from '../storage/sessionStore.js';
 import type { Tool } from '../tools/tool.js';
 
 export interface SessionOptions {
@@ -44,6 +45,8 @@ export interface SessionOptions {
    * adapter must support `keyv.iterator`); default files under `<home>/state/`.
    */
   stateStore?: Keyv;
+  /** Where sessions are kept: default the filesystem store under `home`; e.g. postgresStore({ connectionString }). */
+  store?: SessionStore;
 }
 
 export interface ItemMemoryConfig {

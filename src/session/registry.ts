@@ -30,7 +30,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
   const state = await openStateStore(stateStorePath(home), options.stateStore);
   let record: SessionRecord | undefined;
   try {
-    record = await SessionRecord.create(sessionStoreOf(home), {
+    record = await SessionRecord.create(options.store ?? sessionStoreOf(home), {
       redact: sessionRedactor(options, env),
       cwd: options.cwd ?? process.cwd(),
       name: options.name ?? null,
@@ -77,7 +77,7 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
   const state = await openStateStore(stateStorePath(home), options.stateStore);
   let record: SessionRecord | undefined;
   try {
-    const sessions = sessionStoreOf(home);
+    const sessions = options.store ?? sessionStoreOf(home);
     const found = await findIn(sessions, id);
     record = await SessionRecord.open(sessions, found.id, {
       redact: sessionRedactor(options, env),

@@ -29,6 +29,34 @@ export interface ResolvedPath {
  * stripped, so the model may name files either way.
  */
 export function resolveInside(root: string, input: unknown, prefix = '', options: { reportFinalLink?: boolean } = {}): ResolvedPath {
+  const segments = confinedSegments(input, prefix);
+
+  // Walk from the root: any symlink on the way (or at the end) is refused.
+  let abs = root;
+  let stat: Stats | null = null;
+  for (let i = 0; i < segments.length; i++) {
+    abs = join(abs, segments[i]!);
+    stat = lstatOrNull(abs);
+    if (stat === null) {
+      stat = null;
+      break;
+    }
+    // `reportFinalLink`: a link at the end is returned (its lstat says so) for the caller to refuse in its own words.
+    const reported = options.reportFinalLink === true && i === segments.length - 1;
+    if (stat.isSymbolicLink() && !reported) throw new PathRefusedError(`path ${show(input as string)} goes through a symlink; refused`);
+    if (i < segments.length - 1 && !stat.isDirectory()) {
+      throw new PathRefusedError(`${show(segments.slice(0, i + 1).join('/'))} is not a directory`);
+    }
+  }
+  if (stat === null) abs = join(root, ...segments);
+  return { abs, rel: segments.join('/'), stat };
+}
+
+/**
+ * The segments of a path the model gives, checked without touching any storage: every
+ * refusal of resolveInside but the links (a store without a filesystem has none).
+ */
+export function confinedSegments(input: unknown, prefix = ''): string[] {
   if (typeof input !== 'string') throw new PathRefusedError(`path must be a string, got ${typeof input}`);
   if (input.length === 0) throw new PathRefusedError('path is empty');
   if (input.length > MAX_PATH) throw new PathRefusedError(`path is longer than ${MAX_PATH} characters`);
@@ -55,26 +83,7 @@ export function resolveInside(root: string, input: unknown, prefix = '', options
     segments.push(segment);
   }
   if (segments.length === 0) throw new PathRefusedError(`path ${show(input)} names the working-memory directory itself`);
-
-  // Walk from the root: any symlink on the way (or at the end) is refused.
-  let abs = root;
-  let stat: Stats | null = null;
-  for (let i = 0; i < segments.length; i++) {
-    abs = join(abs, segments[i]!);
-    stat = lstatOrNull(abs);
-    if (stat === null) {
-      stat = null;
-      break;
-    }
-    // `reportFinalLink`: a link at the end is returned (its lstat says so) for the caller to refuse in its own words.
-    const reported = options.reportFinalLink === true && i === segments.length - 1;
-    if (stat.isSymbolicLink() && !reported) throw new PathRefusedError(`path ${show(input)} goes through a symlink; refused`);
-    if (i < segments.length - 1 && !stat.isDirectory()) {
-      throw new PathRefusedError(`${show(segments.slice(0, i + 1).join('/'))} is not a directory`);
-    }
-  }
-  if (stat === null) abs = join(root, ...segments);
-  return { abs, rel: segments.join('/'), stat };
+  return segments;
 }
 
 /** A resolved path that must be an existing, singly linked regular file. */

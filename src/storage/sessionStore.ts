@@ -64,6 +64,8 @@ export interface SessionStorage {
   readonly id: string;
   /** Where it lives, as in SessionSummary. */
   readonly location: string;
+  /** The working directory it belongs to, where the store keeps it apart from the meta (a rebuilt meta needs it). */
+  readonly cwd?: string;
   readonly log: SessionLog;
   readonly memory: MemoryFiles;
   readonly lease: Lease;

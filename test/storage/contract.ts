@@ -9,13 +9,23 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SessionMeta } from '../../src/storage/sessionMeta.js';
 import type { SessionStorage, SessionStore } from '../../src/storage/sessionStore.js';
 import { PathRefusedError } from '../../src/storage/sandboxPath.js';
-import { SequenceConflictError, SessionInUseError, SessionNotFoundError } from '../../src/storage/storeErrors.js';
+import { LeaseLostError, SequenceConflictError, SessionInUseError, SessionNotFoundError } from '../../src/storage/storeErrors.js';
 
 export interface StoreBackend {
   /** A new store instance over this backend (another process would have its own). */
   connect(): Promise<SessionStore>;
   /** Remove the backend and everything in it. */
   destroy(): Promise<void>;
+  /**
+   * A store instance whose leases last `leaseMs` and are never renewed on their own, as
+   * a paused or partitioned process's would not be: for the fencing test.
+   */
+  connectPaused?(leaseMs: number): Promise<SessionStore>;
+}
+
+export interface ContractOptions {
+  /** Why this store has no fence on its writes: the fencing test is skipped for it, saying so. */
+  noFencing?: string;
 }
 
 export function metaFor(id: string, cwd = '/work/project', at = 1_700_000_000_000): SessionMeta {
@@ -40,7 +50,7 @@ export function metaFor(id: string, cwd = '/work/project', at = 1_700_000_000_00
 
 const user = (text: string) => ({ type: 'message' as const, turn: 1, tokens: 1, message: { role: 'user' as const, content: text } });
 
-export function sessionStoreContract(name: string, makeBackend: () => Promise<StoreBackend>): void {
+export function sessionStoreContract(name: string, makeBackend: () => Promise<StoreBackend>, options: ContractOptions = {}): void {
   describe(`session store contract: ${name}`, () => {
     let backend: StoreBackend;
     let store: SessionStore;
@@ -201,6 +211,54 @@ export function sessionStoreContract(name: string, makeBackend: () => Promise<St
       expect((await store.list()).map((e) => e.id)).not.toContain(s.id);
       await expect(store.find(s.id)).rejects.toThrow(SessionNotFoundError);
       await expect(store.open(s.id)).rejects.toThrow(SessionNotFoundError);
+    });
+
+    it('two instances racing to open one session: exactly one wins, the other is told who holds it', async () => {
+      const s = await created();
+      await s.close();
+      const [a, b] = [await connect(), await connect()];
+      const results = await Promise.allSettled([a.open(s.id), b.open(s.id)]);
+      const won = results.filter((r) => r.status === 'fulfilled');
+      for (const r of won) open.push(r.value);
+      expect(won).toHaveLength(1);
+      const lost = results.find((r) => r.status === 'rejected');
+      expect(lost?.reason).toBeInstanceOf(SessionInUseError);
+    });
+
+    const fencing = `a holder whose lease expired and was taken over is fenced: its late writes are refused, nothing of it interleaved`;
+    (options.noFencing ? it.skip : it)(options.noFencing ? `${fencing} (skipped for ${name}: ${options.noFencing})` : fencing, async () => {
+      if (!backend.connectPaused) throw new Error(`the ${name} backend has no connectPaused(): give one, or a noFencing reason`);
+      const paused = await backend.connectPaused(400);
+      stores.push(paused);
+      const a = await paused.create({ meta: metaFor(randomUUID()) });
+      open.push(a);
+      await a.log.append(user('a1'), { expectedSeq: 1, sync: true });
+      await a.memory.write('overview.md', '# by A');
+      const refused = (await store.open(a.id).catch((e: unknown) => e)) as SessionInUseError;
+      expect(refused).toBeInstanceOf(SessionInUseError);
+      expect(refused.until).toEqual(expect.any(Number));
+      expect(refused.message).toContain(new Date(refused.until!).toISOString());
+      // A is paused past its lease: B takes the session over with a newer token.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, refused.until! - Date.now()) + 100));
+      const b = await store.open(a.id);
+      open.push(b);
+      expect(BigInt(b.lease.token)).toBeGreaterThan(BigInt(a.lease.token));
+      expect(b.log.nextSeq).toBe(2);
+      // A comes back and writes as if nothing happened — seq 2 is still next — and every write is refused.
+      await expect(a.log.append(user('a2'), { expectedSeq: 2, sync: true })).rejects.toThrow(LeaseLostError);
+      await expect(a.memory.write('overview.md', '# late A')).rejects.toThrow(LeaseLostError);
+      await expect(a.memory.append('archive/a.md', 'late')).rejects.toThrow(LeaseLostError);
+      await expect(a.writeMeta({ ...metaFor(a.id), title: 'late A' })).rejects.toThrow(LeaseLostError);
+      await expect(a.writeDamage({ checkedAt: 1, lines: [], repairs: [] })).rejects.toThrow(LeaseLostError);
+      await expect(a.lease.renew()).rejects.toThrow(LeaseLostError);
+      await a.close(); // releasing a lost lease leaves the new holder's alone
+      await b.log.append(user('b2'), { expectedSeq: 2, sync: true });
+      const read = await b.log.read();
+      expect(read.entries.map((e) => (e.type === 'message' ? e.message.content : null))).toEqual(['a1', 'b2']);
+      expect(await b.memory.read('overview.md', { maxBytes: 100 })).toBe('# by A');
+      expect(await b.memory.exists('archive/a.md')).toBe(false);
+      expect(await b.readMeta()).toEqual({ ok: true, meta: metaFor(a.id) });
+      await expect(connect().then((c) => c.open(a.id))).rejects.toThrow(SessionInUseError);
     });
   });
 }

@@ -1,0 +1,140 @@
+/**
+ * The Postgres store against a real PostgreSQL (test/storage/postgresServer.ts): the
+ * storage port's contract, fencing included, its own schema and location, and a whole
+ * session (create → prompts → close → open → resume) kept in Postgres. Skipped, saying
+ * so in one line, where PostgreSQL is not installed.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { postgresStore } from '../src/storage/postgres/postgresStore.js';
+import { scriptedModel } from '../src/llm/scriptedModel.js';
+import { openSession } from '../src/session/index.js';
+import { newSession, tempHome } from './helpers.js';
+import { metaFor, sessionStoreContract } from './storage/contract.js';
+import { postgresBin, testPostgres, type PostgresServer } from './storage/postgresServer.js';
+
+const available = Boolean(process.env.WORKMEM_TEST_DATABASE_URL) || postgresBin() !== null;
+if (!available) console.log('PostgreSQL not found: the Postgres store tests are skipped');
+
+let server: PostgresServer | null = null;
+beforeAll(async () => {
+  if (available) server = await testPostgres();
+}, 120_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+/** A schema of its own per test: the tests share one database and never see each other's rows. */
+function newSchema(): string {
+  return `workmem_t_${randomBytes(6).toString('hex')}`;
+}
+
+async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: server!.url });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+describe.skipIf(!available)('the Postgres session store', () => {
+  sessionStoreContract('postgres', async () => {
+    const schema = newSchema();
+    return {
+      connect: async () => postgresStore({ connectionString: server!.url, schema }),
+      connectPaused: async (leaseMs) => postgresStore({ connectionString: server!.url, schema, leaseMs, renewMs: 0 }),
+      destroy: () => dropSchema(schema),
+    };
+  });
+
+  it('creates and versions its schema itself; a second instance finds it current; a newer one is refused', async () => {
+    const schema = newSchema();
+    const a = postgresStore({ connectionString: server!.url, schema });
+    const b = postgresStore({ connectionString: server!.url, schema });
+    try {
+      await Promise.all([a.list(), b.list()]); // both migrate at once: one does, the other waits and finds it done
+      const client = new pg.Client({ connectionString: server!.url });
+      await client.connect();
+      try {
+        const versions = await client.query(`SELECT version FROM ${schema}.workmem_schema_version ORDER BY version`);
+        expect(versions.rows.map((r: { version: number }) => r.version)).toEqual([1]);
+        await client.query(`INSERT INTO ${schema}.workmem_schema_version (version) VALUES (99)`);
+      } finally {
+        await client.end();
+      }
+      const c = postgresStore({ connectionString: server!.url, schema });
+      await expect(c.list()).rejects.toThrow(/schema version 99, newer than this workmem knows \(1\)/);
+      await c.close();
+    } finally {
+      await a.close();
+      await b.close();
+      await dropSchema(schema);
+    }
+  });
+
+  it('names a session by server, database, cwd and id, never with a password; bad options are refused clearly', async () => {
+    const schema = newSchema();
+    const url = new URL(server!.url);
+    url.password = 'hunter2-secret';
+    const store = postgresStore({ connectionString: url.toString(), schema });
+    try {
+      expect(store.location).not.toContain('hunter2');
+      expect(store.location).toMatch(/^postgres:\/\/127\.0\.0\.1:\d+\/\w+/);
+      // trust auth: the password is never checked, so the store works and must still not show it.
+      const s = await store.create({ meta: metaFor(randomUUID(), '/work/project') });
+      expect(s.location).toBe(`${store.location}#/work/project/${s.id}`);
+      expect(s.location).not.toContain('hunter2');
+      await s.close();
+    } finally {
+      await store.close();
+      await dropSchema(schema);
+    }
+    expect(() => postgresStore({ connectionString: server!.url, schema: 'bad; DROP TABLE x' })).toThrow(/schema .* is not a plain SQL name/);
+    expect(() => postgresStore({} as never)).toThrow(/connectionString or a pool/);
+    const down = postgresStore({ connectionString: 'postgres://someone:sekrit@127.0.0.1:1/nowhere', connectTimeoutMs: 2_000 });
+    const error = (await down.list().catch((e: unknown) => e)) as Error;
+    expect(error.message).toMatch(/PostgreSQL at postgres:\/\/127\.0\.0\.1:1\/nowhere/);
+    expect(error.message).not.toContain('sekrit');
+    await down.close();
+  });
+
+  it('a whole session lives in Postgres: prompts, close, open, resume where it left off', async () => {
+    const schema = newSchema();
+    const home = tempHome();
+    const store = postgresStore({ connectionString: server!.url, schema });
+    try {
+      const replies = ['First answer.', 'Second answer.', 'Third answer, after the resume.'];
+      const llm = () => scriptedModel(() => ({ text: replies.shift() ?? 'out of script' }));
+      const session = await newSession({ llm: llm(), home, store, trace: false, env: {} });
+      expect((await session.prompt('one')).text).toBe('First answer.');
+      expect((await session.prompt('two')).text).toBe('Second answer.');
+      const id = session.id;
+      await session.close();
+      const again = await openSession(id.slice(0, 8), { llm: llm(), home, store, trace: false, env: {} });
+      const result = await again.prompt('three');
+      expect(result.text).toBe('Third answer, after the resume.');
+      expect(result.turn).toBe(3);
+      await again.close();
+      const reopened = await store.open(id);
+      const entries = (await reopened.log.read()).entries.filter((e) => e.type === 'message');
+      expect(entries.map((e) => e.type === 'message' && e.message.content)).toEqual([
+        'one',
+        'First answer.',
+        'two',
+        'Second answer.',
+        'three',
+        'Third answer, after the resume.',
+      ]);
+      expect(await reopened.memory.read('overview.md', { maxBytes: 10_000 })).toMatch(/^#/);
+      const meta = await reopened.readMeta();
+      expect(meta.ok && meta.meta.messageCount).toBe(6);
+      await reopened.close();
+    } finally {
+      await store.close();
+      await dropSchema(schema);
+    }
+  }, 30_000);
+});
