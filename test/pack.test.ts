@@ -144,13 +144,13 @@ describe('the packed package, installed in an empty project', () => {
   });
 
   it("the README's library examples, as written, run against the installed package", async () => {
-    // Every ```ts block that imports workmem, transpiled as they are; the one that needs a
-    // key-value adapter not installed here (@keyv/sqlite) is left out, and a snippet that
-    // assumes an import shown earlier gets it.
+    // Every ```ts block that imports workmem, transpiled as they are; the ones that need what
+    // is not installed here (@keyv/sqlite, pg and a database) are left out, and a snippet
+    // that assumes an import shown earlier gets it.
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
       .map((m) => m[1]!)
-      .filter((b) => /from 'workmem(\/testing)?'/.test(b) && !b.includes('@keyv/sqlite'));
+      .filter((b) => /from 'workmem(\/testing)?'/.test(b) && !/@keyv\/sqlite|postgresStore/.test(b));
     expect(blocks.length, 'README blocks that import workmem').toBeGreaterThanOrEqual(2);
     const ts = (await import('typescript')).default;
     const { startTestServer, protocolFollower } = await import(join(ROOT, 'dist', 'src', 'testing', 'index.js'));
