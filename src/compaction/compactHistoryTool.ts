@@ -19,6 +19,8 @@ export interface CompactHistoryHooks {
 const Parameters = z.object({
   target: z
     .enum(['conversation', 'tools', 'all'])
+    // The same default as Session.compact (/compact): both kinds of old content.
+    .default('all')
     .describe('conversation: old user/assistant turns; tools: old tool outputs (large, losing value); all: both'),
   strategy: z
     .enum(['archive', 'summarize'])
