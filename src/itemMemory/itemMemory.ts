@@ -7,7 +7,8 @@
  *   far beyond the TTL; ordering ignores it.)
  * - TTL (maxAgeMinutes) is applied first on every add, retrieve and forget.
  * - retrieval: (0.7 × TF-IDF cosine + 0.3 × keyword overlap) × decay × (0.8 + 0.4 × importance),
- *   over Intl.Segmenter words, so Chinese retrieves as well as English.
+ *   over Intl.Segmenter words plus, for Chinese, characters and character bigrams (textTerms.ts),
+ *   so Chinese retrieves as well as English whatever the segmentation.
  * The clock is injectable; all inputs are checked before anything changes.
  *
  * Over 350 lines: one class whose capacity, decay, retrieval and forgetting share its
