@@ -53,9 +53,14 @@ describe('compact_history', () => {
     expect(result.content).toMatch(
       /^Compacted turns 1-4: 8 messages archived verbatim to working-memory\/detail\/compact-[\dT-]+Z\.md and replaced by a short note\./,
     );
-    expect(result.content).toMatch(/History: (\d+) → (\d+) tokens\./);
-    const [, before, after] = /History: (\d+) → (\d+) tokens/.exec(result.content)!;
+    // Tokens before and after, and the request's share of the window, as <context_meta> gives it.
+    const history = /History: ([\d,]+) → ([\d,]+) tokens; the request now uses (\d+) % of the ([\d,]+)-token window\./.exec(
+      result.content,
+    );
+    expect(history).not.toBeNull();
+    const [, before, after, share, window] = history!.map((n) => n.replaceAll(',', ''));
     expect(Number(after)).toBeLessThan(Number(before));
+    expect(Number(window)).toBe(session.model.contextWindow);
     expect(result.content).toContain('Now update working-memory/overview.md');
     expect(ofType(events, 'compaction_end')).toEqual([
       expect.objectContaining({ reason: 'llm', replaced: 8, tokensBefore: Number(before), tokensAfter: Number(after) }),
@@ -78,6 +83,8 @@ describe('compact_history', () => {
     // The very next request (the second of the compacting turn) carried the reminder.
     const afterCompaction = llm.requests[7]!;
     expect(splitTail(afterCompaction.messages.at(-1)!.content!).reminder).toContain('The history was just compacted');
+    // The share the result gave is the one that request showed (give or take the tool result and the tail).
+    expect(Math.abs(splitTail(afterCompaction.messages.at(-1)!.content!).meta.tokens_percent! - Number(share))).toBeLessThanOrEqual(2);
     expect(ofType(events, 'reminder').find((r) => r.turn === 7 && r.request === 2)).toMatchObject({ reason: 'compaction' });
     // Nothing was deleted from the log.
     expect(logEntries(session.dir).filter((e) => e.type === 'message')).toHaveLength(6 * 2 + 4 + 2);
@@ -178,6 +185,32 @@ describe('compact_history', () => {
     const archive = readFileSync(join(session.dir, file), 'utf8');
     for (let n = 1; n <= 3; n++) expect(archive).toContain(`Result ${n}: ${'data '.repeat(300).trimEnd()}`);
     expect(ofType(events, 'tool_end').at(-1)!.content).toContain('Moved 3 tool outputs');
+    // Only archive was asked: nothing is said about summaries.
+    expect(ofType(events, 'tool_end').at(-1)!.content).not.toMatch(/summar/i);
+    await session.close();
+  });
+
+  it('tools + summarize: the result says the outputs were stubbed, not summarised', async () => {
+    const fetch = defineTool({
+      name: 'fetch',
+      description: 'Fetch',
+      parameters: z.object({ n: z.number() }),
+      execute: ({ n }) => `Result ${n}: ${'data '.repeat(300)}`,
+    });
+    const replies: ScriptedReply[] = [];
+    for (let n = 1; n <= 3; n++) replies.push({ toolCalls: [{ name: 'fetch', arguments: { n } }] }, { text: `Fetched ${n}.` });
+    replies.push(compact({ target: 'tools', strategy: 'summarize', keep_recent: 1 }), { text: 'Compacted tools.' });
+    const llm = withSummaries(scriptedModel(replies), SUMMARY);
+    const session = await newSession({ llm, tools: [fetch], settings: { injectHistory: true } });
+    const events = collect(session);
+    for (let n = 1; n <= 3; n++) await session.prompt(`Fetch ${n}.`);
+    await session.prompt('Compact the tool outputs.');
+    const result = ofType(events, 'tool_end').at(-1)!.content;
+    expect(result).toContain('Moved 2 tool outputs');
+    expect(result).toContain(
+      'Tool outputs are not summarised: strategy "summarize" applies to conversation turns, so each output was moved verbatim and replaced by a one-line stub instead.',
+    );
+    expect(llm.summaryRequests).toEqual([]);
     await session.close();
   });
 

@@ -76,6 +76,30 @@ describe('item memory rules (docs/design.md §8), with an injected clock', () =>
     expect(memory.items().map((i) => i.id)).not.toContain(e.id);
   });
 
+  it('past the 0.1 decay floor, eviction follows the floored priority (a TTL of 30 days)', () => {
+    const c = clock();
+    const memory = make({ now: c.now, maxCapacity: 2, maxAgeMinutes: 30 * 24 * 60 });
+    // 0.95^(15 days / 6 h) = 0.046, 0.9 × 0.046 = 0.041 unfloored; floored to 0.1: 0.9 × 0.1 = 0.090.
+    const old = memory.add({ content: 'an important old fact', importance: 0.9 });
+    c.advance(15 * 24 * HOUR);
+    const fresh = memory.add({ content: 'a trivial fresh fact', importance: 0.05 });
+    expect(memory.priority(old)).toBeCloseTo(0.09, 10);
+    expect(memory.priority(fresh)).toBeCloseTo(0.05, 10);
+    memory.add({ content: 'a third fact', importance: 0.5 });
+    // The lowest priority goes: 0.050, not 0.090.
+    expect(memory.items().map((i) => i.content).sort()).toEqual(['a third fact', 'an important old fact']);
+    // Among floored items, the lower importance goes first.
+    const c2 = clock();
+    const two = make({ now: c2.now, maxCapacity: 2, maxAgeMinutes: 30 * 24 * 60 });
+    two.add({ content: 'older but important', importance: 0.8 });
+    c2.advance(8 * 24 * HOUR);
+    two.add({ content: 'newer but minor', importance: 0.3 });
+    // Unfloored 0.013 and 0.026; both floored: 0.08 and 0.03.
+    c2.advance(12 * 24 * HOUR);
+    two.add({ content: 'fresh', importance: 0.5 });
+    expect(two.items().map((i) => i.content).sort()).toEqual(['fresh', 'older but important']);
+  });
+
   it('keeps within maxTokens, counted in real tokens, and refuses an item larger than all of it', () => {
     const memory = make({ now: clock().now, maxCapacity: 100, maxTokens: 40 });
     const sentence = (tag: string) => Array.from({ length: 15 }, (_, i) => `${tag}${i}`).join(' ');

@@ -128,6 +128,19 @@ describe('reminders in a session', () => {
     await session.close();
   });
 
+  it("the suggested archive file is named with today's date, from the session's clock", async () => {
+    for (const language of ['en', 'zh'] as const) {
+      const llm = chatty();
+      // Noon UTC: the same day in every time zone within ±11 h.
+      const session = await newSession({ llm, now: () => Date.UTC(2026, 2, 14, 12, 0), settings: { language } });
+      for (let i = 1; i <= 6; i++) await session.prompt(`message ${i}`);
+      const reminder = splitTail(llm.requests[5]!.messages.at(-1)!.content!).reminder!;
+      expect(reminder).toContain('working-memory/detail/completed-2026-03-14.md');
+      expect(reminder).not.toContain('YYYY');
+      await session.close();
+    }
+  });
+
   it('a write to overview.md resets the count', async () => {
     const llm = scriptedModel((request, i) =>
       i === 3

@@ -67,7 +67,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
       const snapshot = await record.memory.snapshot();
       deps.trace?.memory(snapshot.version, snapshot.content);
       const relevant = deps.relevant?.(record.history);
-      return relevant ? { ...snapshot, relevant } : snapshot;
+      return { ...snapshot, ...(relevant ? { relevant } : {}), today: localDay(deps.now()) };
     },
     request: (input, signal) =>
       runLlmRequest(input, signal, {
@@ -123,4 +123,11 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
       emit({ type: 'error', turn: input.turn, error: { kind: 'storage', message, retryable: false }, fatal: false });
     }
   }
+}
+
+/** A time as the user's calendar day, YYYY-MM-DD (local time, as a file name a person reads). */
+function localDay(ms: number): string {
+  const d = new Date(ms);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`;
 }

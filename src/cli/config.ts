@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { ConfigError, definedOnly, type SettingsOverrides } from '../settings/config.js';
+import { ConfigError, definedOnly, reminderFromEnv, type SettingsOverrides } from '../settings/config.js';
 import { redactor, type Redact } from '../secrets/redact.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 
@@ -85,7 +85,16 @@ export function loadConfig(flags: Record<string, unknown>, env: NodeJS.ProcessEn
     flagValues[key] = NUMERIC.has(key) ? (/^\d+$/.test(String(raw)) ? Number(raw) : raw) : raw;
   }
   const fromFlags = check(flagValues, (key) => `--${Object.entries(FLAG_KEYS).find(([, k]) => k === key)?.[0] ?? key}`, mask);
-  return { ...file, ...fromEnv, ...fromFlags, home, model: fromFlags.model ?? fromEnv.model ?? file.model ?? 'gpt-4o-mini' };
+  // WM_* go over the file's reminder settings here: the session would otherwise take the file's as the embedder's, over the environment.
+  const reminder = { ...file.reminder, ...reminderFromEnv(env) };
+  return {
+    ...file,
+    ...fromEnv,
+    ...fromFlags,
+    ...(Object.keys(reminder).length ? { reminder } : {}),
+    home,
+    model: fromFlags.model ?? fromEnv.model ?? file.model ?? 'gpt-4o-mini',
+  };
 }
 
 function readConfigFile(path: string, secrets: (string | undefined)[], mask: Redact): FileConfig {

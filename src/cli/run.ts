@@ -23,7 +23,12 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const session = await startSession(
     config,
     llm,
-    { cwd: io.cwd, ...(typeof flags.session === 'string' ? { sessionId: flags.session } : {}), continueLast: flags.continue === true },
+    {
+      cwd: io.cwd,
+      ...(typeof flags.session === 'string' ? { sessionId: flags.session } : {}),
+      continueLast: flags.continue === true,
+      warn: (message) => io.stderr.write(`workmem: ${message}\n`),
+    },
     io.env,
   );
   try {

@@ -34,16 +34,17 @@ export function selfCommand(): string {
   return `node ${relative(process.cwd(), script) || script}`;
 }
 
-/** --inspect / --inspect-port as session options; warnings go to stderr. */
+/** --inspect / --inspect-port as session options; warnings (settings adjusted, an unreachable visualizer) go to stderr. */
 export function inspectOption(
   flags: Record<string, unknown>,
   io: { stderr: NodeJS.WriteStream },
 ): { visualizer?: number; warn?: (m: string) => void } {
-  if (!flags.inspect && flags['inspect-port'] === undefined) return {};
+  const warn = (message: string): void => void io.stderr.write(`workmem: ${message}\n`);
+  if (!flags.inspect && flags['inspect-port'] === undefined) return { warn };
   const port = flags['inspect-port'] === undefined ? DEFAULT_VIZ_PORT : Number(flags['inspect-port']);
   if (!Number.isInteger(port) || port < 1 || port > 65535)
     throw new UsageError(`--inspect-port ${JSON.stringify(flags['inspect-port'])} is not a port number`);
-  return { visualizer: port, warn: (message) => io.stderr.write(`workmem: ${message}\n`) };
+  return { visualizer: port, warn };
 }
 
 export interface SessionChoice {

@@ -21,6 +21,10 @@ export interface CompactionDeps {
   counter: TokenCounter;
   now(): number;
   summarizer: Summarizer | null;
+  /** The window requests must fit in, for the share compact_history reports. */
+  contextWindow?: number;
+  /** The tokens of the last request built, whole and its history's part (none before the first). */
+  lastRequest?(): { total: number; history: number } | null;
 }
 
 export interface CompactionResult {

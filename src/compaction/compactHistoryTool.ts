@@ -11,6 +11,7 @@ import type { SessionEvent } from '../events.js';
 import { PathRefusedError } from '../errors/pathRefused.js';
 import { reservedPath } from '../memory/memoryRules.js';
 import { defineTool, type Tool } from '../tools/tool.js';
+import { percentOf } from '../prompt/promptBuilder.js';
 
 export interface CompactHistoryHooks {
   emit(event: SessionEvent): void;
@@ -19,6 +20,8 @@ export interface CompactHistoryHooks {
 const Parameters = z.object({
   target: z
     .enum(['conversation', 'tools', 'all'])
+    // The same default as Session.compact (/compact): both kinds of old content.
+    .default('all')
     .describe('conversation: old user/assistant turns; tools: old tool outputs (large, losing value); all: both'),
   strategy: z
     .enum(['archive', 'summarize'])
@@ -108,6 +111,11 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
         );
       }
       if (result.stubbed) lines.push(`Moved ${result.stubbed} tool outputs to ${result.files[0]}; each is now a one-line stub.`);
+      if (args.strategy === 'summarize' && result.stubbed) {
+        lines.push(
+          'Tool outputs are not summarised: strategy "summarize" applies to conversation turns, so each output was moved verbatim and replaced by a one-line stub instead.',
+        );
+      }
       if (args.strategy === 'summarize' && result.summary !== 'written' && result.archivedMessages) {
         lines.push(
           deps.summarizer
@@ -115,10 +123,25 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
             : 'No summarizer is configured, so the turns were archived verbatim instead.',
         );
       }
-      lines.push(`History: ${before} → ${after} tokens.`);
+      lines.push(historyLine(before, after, deps));
       lines.push('Now update working-memory/overview.md with anything from the compacted part that you still need.');
       // The effect: the next request reminds the model to update its memory.
       return { content: lines.join('\n'), effects: { compacted: true } };
     },
   });
+}
+
+const count = (n: number): string => n.toLocaleString('en-US');
+
+/**
+ * "History: before → after tokens", and the next request's share of the window, as
+ * <context_meta> will show it. The last request less what the compaction took from its
+ * history: what lay outside the request (older turns in phase 2) saves it nothing.
+ */
+function historyLine(before: number, after: number, deps: CompactionDeps): string {
+  const last = deps.lastRequest?.();
+  const window = deps.contextWindow;
+  if (!last || !window) return `History: ${count(before)} → ${count(after)} tokens.`;
+  const request = last.total - last.history + Math.min(last.history, after);
+  return `History: ${count(before)} → ${count(after)} tokens; the request now uses ${percentOf(request, window)} % of the ${count(window)}-token window.`;
 }

@@ -3,11 +3,12 @@
  * - priority = importance × decay, decay = max(0.1, decayFactor^(hours/6)); the lowest
  *   priority is evicted first, from a min-heap. Every item decays by the same factor, so
  *   ln(importance) + (added/6h)·(−ln decayFactor) orders items exactly as their priorities
- *   at any moment: a static heap key. (The 0.1 floor is reached only after ~11 days,
- *   far beyond the TTL; ordering ignores it.)
+ *   at any moment: a static heap key. Past the 0.1 floor (~11 days at 0.95) that order is
+ *   wrong, so while any item is that old the lowest priority is found by a scan instead.
  * - TTL (maxAgeMinutes) is applied first on every add, retrieve and forget.
  * - retrieval: (0.7 × TF-IDF cosine + 0.3 × keyword overlap) × decay × (0.8 + 0.4 × importance),
- *   over Intl.Segmenter words, so Chinese retrieves as well as English.
+ *   over Intl.Segmenter words plus, for Chinese, characters and character bigrams (textTerms.ts),
+ *   so Chinese retrieves as well as English whatever the segmentation.
  * The clock is injectable; all inputs are checked before anything changes.
  *
  * Over 350 lines: one class whose capacity, decay, retrieval and forgetting share its
@@ -357,11 +358,38 @@ export class ItemMemory {
   private enforceCapacity(capacity: number): string[] {
     const removed: string[] = [];
     while (this.entries.size > capacity || this.tokenTotal > this.maxTokens) {
+      if (this.oldestReachedFloor()) {
+        removed.push(this.remove(this.lowestByScan()));
+        continue;
+      }
       const top = this.heap.pop();
       if (!top) break;
       if (this.entries.has(top.id)) removed.push(this.remove(top.id));
     }
     return removed;
+  }
+
+  /** Whether the oldest live item has decayed to the floor, where the heap's key no longer orders by priority. */
+  private oldestReachedFloor(): boolean {
+    if (this.decayFactor >= 1) return false;
+    const floorAgeMs = (6 * HOUR * Math.log(DECAY_FLOOR)) / Math.log(this.decayFactor);
+    for (let i = this.byTimeHead; i < this.byTime.length; i++) {
+      const entry = this.entries.get(this.byTime[i]!);
+      if (entry) return this.now() - entry.item.timestamp >= floorAgeMs;
+    }
+    return false;
+  }
+
+  /** The live item of lowest priority as of now, the older on a tie (as the heap breaks ties). */
+  private lowestByScan(): string {
+    const now = this.now();
+    let lowest: { id: string; priority: number; timestamp: number } | null = null;
+    for (const { item } of this.entries.values()) {
+      const priority = item.importance * this.decay(now - item.timestamp);
+      if (!lowest || priority < lowest.priority || (priority === lowest.priority && item.timestamp < lowest.timestamp))
+        lowest = { id: item.id, priority, timestamp: item.timestamp };
+    }
+    return lowest!.id;
   }
 
   private notify(change: ItemMemoryChange): void {

@@ -1,7 +1,8 @@
 /**
  * Terms for retrieval: Intl.Segmenter words (ICU's dictionary segmentation, so Chinese is
  * split into words, not by whitespace), lowercased, with a light plural strip for Latin
- * words and the commonest function words of English and Chinese left out.
+ * words and the commonest function words of English and Chinese left out; for Chinese and
+ * Japanese also the characters and character bigrams, so recall does not hang on segmentation.
  */
 const segmenter = new Intl.Segmenter('zh', { granularity: 'word' });
 
@@ -14,13 +15,36 @@ const STOP = new Set(
   ).split(' '),
 );
 
+/** Han and kana: scripts written without spaces, where ICU's dictionary decides the words. */
+const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]+/gu;
+
 export function terms(text: string): string[] {
+  const lower = text.toLowerCase();
   const out: string[] = [];
-  for (const s of segmenter.segment(text.toLowerCase())) {
+  for (const s of segmenter.segment(lower)) {
     if (!s.isWordLike) continue;
     let word = s.segment.replace(/'s$/, '');
     if (/^[a-z]+$/.test(word) && word.length > 3 && word.endsWith('s') && !word.endsWith('ss')) word = word.slice(0, -1);
     if (!STOP.has(word)) out.push(word);
+  }
+  for (const run of lower.match(CJK_RUN) ?? []) out.push(...characterGrams(run));
+  return out;
+}
+
+/**
+ * Single characters and character bigrams of a CJK run, besides ICU's words: the
+ * dictionary may fuse "猫叫" in a fact while the question has "猫" alone, and the two
+ * still share "猫". A stop character (的, 是, …) is neither a term nor half of a bigram.
+ */
+function characterGrams(run: string): string[] {
+  const chars = [...run];
+  const out: string[] = [];
+  for (let i = 0; i < chars.length; i++) {
+    const c = chars[i]!;
+    if (STOP.has(c)) continue;
+    out.push(c);
+    const next = chars[i + 1];
+    if (next !== undefined && !STOP.has(next)) out.push(c + next);
   }
   return out;
 }

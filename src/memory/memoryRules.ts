@@ -39,6 +39,8 @@ export interface MemorySnapshot {
   detail: readonly DetailEntry[];
   /** Item memories relevant to the latest user message, when that injection is on. */
   relevant?: string;
+  /** The session clock's day when loaded (YYYY-MM-DD), for the file names the reminder suggests. */
+  today?: string;
 }
 
 export interface WriteResult {

@@ -27,6 +27,8 @@ export interface PromptBase {
   /** The memory block's share of `tokens`, for the breakdown. */
   memoryTokens: number;
   memoryBytes: number;
+  /** The day the memory was loaded, for the reminder's suggested file name (absent: not known). */
+  today?: string;
 }
 
 /** More detail files than this are summarised in one line, so the index stays small. */
@@ -61,6 +63,7 @@ export function promptBase(
     tokens: counter.requestBase(systemContent, tools),
     memoryTokens: counter.text(block),
     memoryBytes: memory.bytes,
+    ...(memory.today ? { today: memory.today } : {}),
   };
 }
 
@@ -108,12 +111,12 @@ export function buildPrompt(plan: PromptPlan): BuiltPrompt {
   // tokens_used is printed inside the tail, which itself costs tokens: iterate to the fixed point.
   let used = withoutLast + last.tokens + (plan.tailHint ?? 0);
   let meta = contextMeta(plan, used);
-  let lastMessage = withSuffix(last.message, renderTail(meta, plan.reminder, plan.language));
+  let lastMessage = withSuffix(last.message, renderTail(meta, plan.reminder, plan.language, base.today ?? null));
   let lastTokens = counter.message(lastMessage);
   for (let step = 0; step < MAX_FIXPOINT_STEPS && withoutLast + lastTokens !== used; step++) {
     used = withoutLast + lastTokens;
     meta = contextMeta(plan, used);
-    lastMessage = withSuffix(last.message, renderTail(meta, plan.reminder, plan.language));
+    lastMessage = withSuffix(last.message, renderTail(meta, plan.reminder, plan.language, base.today ?? null));
     lastTokens = counter.message(lastMessage);
   }
   const total = withoutLast + lastTokens;

@@ -17,9 +17,9 @@ export interface ContextMeta {
 export const TAIL_SEPARATOR = '\n\n';
 export const DETAIL_PATH = 'working-memory/detail/';
 
-export function renderTail(meta: ContextMeta, reminder: ReminderDue | null, language: MemoryLanguage): string {
+export function renderTail(meta: ContextMeta, reminder: ReminderDue | null, language: MemoryLanguage, today: string | null = null): string {
   const block = `<context_meta>\n${JSON.stringify(meta)}\n</context_meta>`;
-  return reminder ? `${TAIL_SEPARATOR}${block}\n\n${reminderText(reminder, meta, language)}` : `${TAIL_SEPARATOR}${block}`;
+  return reminder ? `${TAIL_SEPARATOR}${block}\n\n${reminderText(reminder, meta, language, today)}` : `${TAIL_SEPARATOR}${block}`;
 }
 
 const HEADINGS: Record<MemoryLanguage, Record<ReminderDue['level'], string>> = {
@@ -35,10 +35,11 @@ const HEADINGS: Record<MemoryLanguage, Record<ReminderDue['level'], string>> = {
   },
 };
 
-export function reminderText(due: ReminderDue, meta: ContextMeta, language: MemoryLanguage): string {
+export function reminderText(due: ReminderDue, meta: ContextMeta, language: MemoryLanguage, today: string | null = null): string {
   const kb = (meta.working_memory_size / 1024).toFixed(2);
   const heading = HEADINGS[language][due.level];
-  const date = 'YYYY-MM-DD';
+  // The session's day, so the model can use the name as it stands.
+  const date = today ? `-${today}` : '';
   if (language === 'zh') {
     const why =
       due.reason === 'compaction'
@@ -54,7 +55,7 @@ ${why}
 - Working Memory 大小: ${kb} KB
 
 建议操作:
-1. 总结已完成的任务，归档到 ${DETAIL_PATH}completed-${date}.md
+1. 总结已完成的任务，归档到 ${DETAIL_PATH}completed${date}.md
 2. 更新"当前任务"状态和进度
 3. 删除过时信息，保留最近决策
 4. 将详细讨论移到 ${DETAIL_PATH} 目录
@@ -76,7 +77,7 @@ Context now:
 - Working memory size: ${kb} KB
 
 Suggested actions:
-1. Summarise finished tasks and archive them to ${DETAIL_PATH}completed-${date}.md
+1. Summarise finished tasks and archive them to ${DETAIL_PATH}completed${date}.md
 2. Update the current task and its progress
 3. Remove outdated information; keep recent decisions
 4. Move detailed discussions to ${DETAIL_PATH}

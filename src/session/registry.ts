@@ -26,6 +26,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
   const env = options.env ?? process.env;
   const home = options.home ?? defaultHome(env);
   const resolved = resolveSettings(options.llm, options.settings, env);
+  for (const warning of resolved.warnings) options.warn?.(warning);
   const counter = await loadTokenCounter(options.llm.model);
   const state = await openStateStore(stateStorePath(home), options.stateStore);
   let record: SessionRecord | undefined;
@@ -73,6 +74,7 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
   const env = options.env ?? process.env;
   const home = options.home ?? defaultHome(env);
   const resolved = resolveSettings(options.llm, options.settings, env);
+  for (const warning of resolved.warnings) options.warn?.(warning);
   const counter = await loadTokenCounter(options.llm.model);
   const state = await openStateStore(stateStorePath(home), options.stateStore);
   let record: SessionRecord | undefined;

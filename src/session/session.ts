@@ -101,6 +101,8 @@ export class Session {
       counter,
       now,
       summarizer: modelSummarizer({ llm: options.llm, counter, contextWindow: resolved.turn.contextWindow }),
+      contextWindow: resolved.turn.contextWindow,
+      lastRequest: () => this.lastPrompt,
     };
     this.model = { name: options.llm.model, contextWindow: resolved.turn.contextWindow };
     const tools = sessionTools({

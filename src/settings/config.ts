@@ -98,6 +98,8 @@ export interface ResolvedSettings {
   turn: TurnSettings;
   /** The mode the session is pinned to, or null for automatic switching. */
   pinned: HistoryMode | null;
+  /** What was adjusted rather than refused (a default lowered to fit a value given), to show the user. */
+  warnings: string[];
 }
 
 /**
@@ -133,8 +135,16 @@ export function resolveSettings(
     reminder: { ...base.reminder, ...reminderFromEnv(env), ...definedOnly(o.reminder ?? {}) },
     retry: { ...base.retry, ...definedOnly(model.retry ?? {}), ...definedOnly(o.retry ?? {}) },
   };
+  const warnings: string[] = [];
   if (turn.reminder.minRounds > turn.reminder.maxRounds) {
-    throw new ConfigError(`reminder minRounds (${turn.reminder.minRounds}) is larger than maxRounds (${turn.reminder.maxRounds})`);
+    const given = o.reminder?.minRounds !== undefined || env.WM_MIN_ROUNDS?.trim();
+    if (given)
+      throw new ConfigError(`reminder minRounds (${turn.reminder.minRounds}) is larger than maxRounds (${turn.reminder.maxRounds})`);
+    // Only the maximum was given: the default minimum yields to it rather than refusing it.
+    warnings.push(
+      `reminder maxRounds is ${turn.reminder.maxRounds}, below the default minRounds of ${turn.reminder.minRounds}: minRounds is lowered to ${turn.reminder.maxRounds}`,
+    );
+    turn.reminder = { ...turn.reminder, minRounds: turn.reminder.maxRounds };
   }
   if (turn.reserveOutputTokens >= turn.contextWindow) {
     throw new ConfigError(
@@ -142,7 +152,7 @@ export function resolveSettings(
     );
   }
   const pinned = o.injectHistory ? 'phase1' : o.historyMode && o.historyMode !== 'auto' ? o.historyMode : null;
-  return { turn, pinned };
+  return { turn, pinned, warnings };
 }
 
 /** The same object without its undefined properties (so that it can be spread over defaults). */

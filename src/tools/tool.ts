@@ -80,7 +80,17 @@ const jsonSchemas = new WeakMap<z.ZodType, Record<string, unknown>>();
 function jsonSchemaOf(parameters: z.ZodType): Record<string, unknown> {
   let schema = jsonSchemas.get(parameters);
   if (!schema) {
-    const { $schema: _ignored, ...rest } = z.toJSONSchema(parameters, { target: 'draft-07' }) as Record<string, unknown>;
+    // The input side: what the model sends. A parameter with a default may be left out, so it is
+    // not required (the output side would list it, since parsing always fills it in).
+    const { $schema: _ignored, ...rest } = z.toJSONSchema(parameters, {
+      target: 'draft-07',
+      io: 'input',
+      // The input side leaves extra keys open; zod drops unknown keys, so tell the model not to send any.
+      override: ({ zodSchema, jsonSchema }) => {
+        const def = zodSchema._zod.def;
+        if (def.type === 'object' && !('catchall' in def && def.catchall)) jsonSchema.additionalProperties = false;
+      },
+    }) as Record<string, unknown>;
     schema = rest;
     jsonSchemas.set(parameters, schema);
   }
