@@ -28,6 +28,8 @@ const SETTINGS: PolicySettings = {
   contextWindow: 10_000,
   fallbackThreshold: 0.75,
   hybridRecent: 10,
+  // The formulas below are worked out on phase 2's strict view (the active turn only).
+  recentTurns: 0,
   compaction: 'llm',
   keepRecentTurns: 3,
 };

@@ -26,7 +26,7 @@ export const TAIL_ALLOWANCE = 400;
 export const FALLBACK_TARGET_SHARE = 2 / 3;
 export const OVERFLOW_TARGET_SHARE = 0.5;
 
-export type PolicySettings = Pick<TurnSettings, 'contextWindow' | 'fallbackThreshold' | 'hybridRecent' | 'compaction' | 'keepRecentTurns'>;
+export type PolicySettings = Pick<TurnSettings, 'contextWindow' | 'fallbackThreshold' | 'hybridRecent' | 'recentTurns' | 'compaction' | 'keepRecentTurns'>;
 
 /**
  * What the policy reads of a turn between two requests. The turn machine's context has
@@ -62,12 +62,12 @@ export function thresholdTokens(settings: Pick<TurnSettings, 'contextWindow' | '
 
 /** The history range the next request carries in the current mode. */
 export function carriedRange(input: PolicyInput): [number, number] {
-  return injectedRange(input.history, input.mode, input.turn, input.statics.settings.hybridRecent);
+  return injectedRange(input.history, input.mode, input.turn, input.statics.settings);
 }
 
 /** The range phase 1 would carry: the whole history. */
 function phase1Range(input: PolicyInput): [number, number] {
-  return injectedRange(input.history, 'phase1', input.turn, 0);
+  return injectedRange(input.history, 'phase1', input.turn, input.statics.settings);
 }
 
 function withoutTail(input: PolicyInput, range: [number, number]): number {
