@@ -189,7 +189,8 @@ describe('compaction policy', () => {
     expect(autoCompactionTier(input(history(46, 25), auto))).toBe('all');
     // The tier is read off the shown percentage: 19 % shown is no tier whatever the history.
     expect(autoCompactionTier(input(history(46, 25), { ...auto, prompt: built(1949) }))).toBeNull();
-    expect(autoCompactionTier(input(history(46, 25), { ...auto, prompt: built(1950) }))).toBe('tools');
+    expect(autoCompactionTier(input(worth, { ...auto, prompt: built(1949) }))).toBeNull();
+    expect(autoCompactionTier(input(worth, { ...auto, prompt: built(1950) }))).toBe('tools');
   });
 
   it('is still importable from the turn machine where it used to live', () => {
