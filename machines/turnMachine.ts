@@ -16,14 +16,13 @@ import {
   carriedRange,
   compactionBudget,
   overThreshold,
-  requestEstimate,
   tokensBeforeCompaction,
 } from '../src/compaction/policy.js';
 import type { CompactionReason, SessionEvent, TurnStatus } from '../src/events.js';
 import type { HistoryMode } from '../src/history/historyView.js';
 import { jitterOf, toTurnError, type TurnError } from '../src/llm/llm.js';
 import type { ToolCall } from '../src/history/messages.js';
-import { buildPrompt, promptBase, percentOf, type BuiltPrompt } from '../src/prompt/promptBuilder.js';
+import { buildPrompt, promptBase, type BuiltPrompt } from '../src/prompt/promptBuilder.js';
 import { checkRound, markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/reminderTracker.js';
 import { retryDelay } from '../src/settings/settings.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
@@ -94,6 +93,39 @@ function calibrationFrom(usage: LlmOutput['usage'], counted: number, previous: n
   if (!usage || !Number.isFinite(usage.promptTokens)) return previous;
   const plausible = usage.promptTokens >= counted / 4 && usage.promptTokens <= counted * 4 + 2000;
   return plausible ? Math.round(usage.promptTokens - counted) : previous;
+}
+
+/**
+ * The next request as it will be sent, tail included. Decisions are taken on it (the
+ * percentage the model is shown), and it is sent unless a compaction changes the history.
+ */
+function requestFor(context: TurnContext, reminder: ReminderDue | null): BuiltPrompt {
+  return buildPrompt({
+    base: context.base!,
+    tools: context.statics.tools,
+    history: context.history,
+    range: carriedRange(context),
+    calibration: context.calibration,
+    tailHint: context.prompt?.tokens.tail ?? context.tailHint ?? 0,
+    window: context.statics.settings.contextWindow,
+    reminder,
+    language: context.statics.settings.language,
+    counter: context.statics.counter,
+  });
+}
+
+/**
+ * The reminder is decided on the request without one: a token reminder is then due
+ * exactly when the percentage shown is over the threshold, since adding it only raises
+ * the percentage. The reminder names the percentage of the request that carries it.
+ */
+function requestWithReminder(context: TurnContext): { prompt: BuiltPrompt; tracker: TurnContext['tracker']; reminder: ReminderDue | null } {
+  const plain = requestFor(context, null);
+  const { state, due } = checkRound(context.tracker, plain.meta.tokens_percent, context.statics.settings.reminder);
+  if (!due) return { prompt: plain, tracker: state, reminder: null };
+  const prompt = requestFor(context, due);
+  const reminder = { ...due, tokensPercent: prompt.meta.tokens_percent };
+  return { prompt: { ...prompt, reminder }, tracker: state, reminder };
 }
 
 export const turnMachine = setup({
@@ -180,7 +212,10 @@ export const turnMachine = setup({
             assign(({ context, event }) => ({
               memory: event.output,
               base:
-                context.base?.memoryVersion === event.output.version && context.base.relevant === (event.output.relevant ?? '')
+                // A new memory version, other remembered items or a new day (the reminder's file name) make a new base.
+                context.base?.memoryVersion === event.output.version &&
+                context.base.relevant === (event.output.relevant ?? '') &&
+                context.base.today === event.output.today
                   ? context.base
                   : promptBase(context.statics.systemPrompt, event.output, context.statics.tools, context.statics.counter),
             })),
@@ -206,12 +241,12 @@ export const turnMachine = setup({
     checkReminder: {
       entry: [
         assign(({ context }) => {
-          const tokensPercent = percentOf(requestEstimate(context), context.statics.settings.contextWindow);
-          const { state, due } = checkRound(context.tracker, tokensPercent, context.statics.settings.reminder);
+          const { prompt, tracker, reminder } = requestWithReminder(context);
           return {
             request: context.request + 1,
-            tracker: state,
-            reminder: due,
+            tracker,
+            reminder,
+            prompt,
             compactedThisRequest: false,
             overflowRetried: false,
             retries: 0,
@@ -311,19 +346,9 @@ export const turnMachine = setup({
     },
     buildPrompt: {
       entry: [
+        // Built in checkReminder; built again only if a compaction ran (or was tried) since.
         assign(({ context }) => ({
-          prompt: buildPrompt({
-            base: context.base!,
-            tools: context.statics.tools,
-            history: context.history,
-            range: carriedRange(context),
-            calibration: context.calibration,
-            tailHint: context.prompt?.tokens.tail ?? context.tailHint ?? 0,
-            window: context.statics.settings.contextWindow,
-            reminder: context.reminder,
-            language: context.statics.settings.language,
-            counter: context.statics.counter,
-          }),
+          prompt: context.compactedThisRequest ? requestFor(context, context.reminder) : context.prompt,
         })),
         {
           type: 'report',

@@ -359,7 +359,8 @@ describe('compaction policy', () => {
     const otherEvents = collect(other);
     for (let t = 0; t < 14; t++) await other.prompt(`Fetch page ${t}.`);
     expect(ofType(otherEvents, 'compaction_end').every((e) => e.reason === 'fallback')).toBe(true);
-    expect(ofType(otherEvents, 'compaction_start').every((e) => e.tokensBefore >= 0.75 * 8000)).toBe(true);
+    // The fallback decides on the percentage the request shows the model (rounded): 75 % or more.
+    expect(ofType(otherEvents, 'compaction_start').every((e) => Math.round((e.tokensBefore / 8000) * 100) >= 75)).toBe(true);
     await other.close();
   });
 });

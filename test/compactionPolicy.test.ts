@@ -4,7 +4,7 @@
  * fails a test.
  */
 import { describe, expect, it } from 'vitest';
-import { fromItems, type HistoryItem, type HistoryView } from '../src/history/historyView.js';
+import { fromItems, tokensBetween, type HistoryItem, type HistoryView } from '../src/history/historyView.js';
 import type { ChatMessage } from '../src/history/messages.js';
 import type { PromptBase } from '../src/prompt/promptBuilder.js';
 import {
@@ -15,7 +15,8 @@ import {
   carriedRange,
   compactionBudget,
   overThreshold,
-  requestEstimate,
+  shownPercent,
+  thresholdPercent,
   thresholdTokens,
   tokensBeforeCompaction,
   type PolicyInput,
@@ -28,6 +29,8 @@ const SETTINGS: PolicySettings = {
   contextWindow: 10_000,
   fallbackThreshold: 0.75,
   hybridRecent: 10,
+  // The formulas below are worked out on phase 2's strict view (the active turn only).
+  recentTurns: 0,
   compaction: 'llm',
   keepRecentTurns: 3,
 };
@@ -52,10 +55,23 @@ function history(turns: number, tokens: number, toolTokens = tokens): HistoryVie
   return fromItems(items);
 }
 
+/** The tail the built requests below have (a <context_meta> and a reminder). */
+const TAIL = 400;
+
+/** A built request of `total` tokens, as the turn machine passes it (only its numbers are read). */
+function built(total: number, window = SETTINGS.contextWindow): NonNullable<PolicyInput['prompt']> {
+  const percent = Math.round((total / window) * 100);
+  return {
+    meta: { tokens_used: total, tokens_max: window, tokens_percent: percent, messages_in_history: 0, messages_sent: 0, working_memory_size: 0 },
+    tokens: { system: 0, memory: 0, history: 0, tail: TAIL, counted: total, calibration: 0, total, window, percent },
+  };
+}
+
+/** The policy's input; unless given, the request is built from the carried range with a TAIL-token tail. */
 function input(view: HistoryView, over: Partial<PolicyInput> & { settings?: Partial<PolicySettings> } = {}): PolicyInput {
   const { settings, ...rest } = over;
   const lastTurn = view.length ? view.items[view.length - 1]!.turn : 1;
-  return {
+  const result: PolicyInput = {
     history: view,
     mode: 'phase1',
     turn: lastTurn,
@@ -63,9 +79,15 @@ function input(view: HistoryView, over: Partial<PolicyInput> & { settings?: Part
     compactedThisRequest: false,
     calibration: 0,
     base: BASE,
+    prompt: null,
     statics: { settings: { ...SETTINGS, ...settings } },
     ...rest,
   };
+  if (over.prompt === undefined) {
+    const [from, to] = carriedRange(result);
+    result.prompt = built(result.base!.tokens + tokensBetween(view, from, to) + result.calibration + TAIL, result.statics.settings.contextWindow);
+  }
+  return result;
 }
 
 describe('compaction policy', () => {
@@ -74,22 +96,25 @@ describe('compaction policy', () => {
     expect(thresholdTokens({ contextWindow: 333, fallbackThreshold: 0.7 })).toBe(233);
   });
 
-  it('estimates a request as base + carried history + calibration + the tail allowance', () => {
+  it('carries the whole history in phase 1, the active turn in phase 2 with recentTurns 0, and more turns with more', () => {
     const view = history(5, 100); // 20 messages, 2000 tokens; the last turn holds 400
-    expect(TAIL_ALLOWANCE).toBe(400);
-    expect(requestEstimate(input(view, { calibration: 30 }))).toBe(1000 + 2000 + 30 + 400);
-    // Phase 2 carries the active turn only.
+    expect(carriedRange(input(view))).toEqual([0, 20]);
     expect(carriedRange(input(view, { mode: 'phase2' }))).toEqual([16, 20]);
-    expect(requestEstimate(input(view, { mode: 'phase2', calibration: -50 }))).toBe(1000 + 400 - 50 + 400);
+    expect(carriedRange(input(view, { mode: 'phase2', settings: { recentTurns: 2 } }))).toEqual([8, 20]);
   });
 
-  it('fires the fallback at the threshold, not one token below, and once per request', () => {
-    // 1000 base + 400 tail + history: the threshold (7500) is reached with 6100 history tokens.
-    const at = history(61, 25); // 61 turns × 4 × 25 = 6100
-    expect(requestEstimate(input(at))).toBe(7500);
-    expect(overThreshold(input(at))).toBe(true);
-    expect(overThreshold(input(at, { calibration: -1 }))).toBe(false);
-    expect(overThreshold(input(at, { compactedThisRequest: true }))).toBe(false);
+  it('fires the fallback when the request shows the threshold, not one percent below, and once per request', () => {
+    expect(thresholdPercent({ fallbackThreshold: 0.75 })).toBe(75);
+    expect(thresholdPercent({ fallbackThreshold: 0.7 })).toBe(70); // not 70.00000000000001
+    const view = history(1, 10);
+    // The shown percentage decides, whatever the history: 7450 tokens show 75 %, 7449 show 74 %.
+    expect(shownPercent(input(view, { prompt: built(7450) }))).toBe(75);
+    expect(overThreshold(input(view, { prompt: built(7450) }))).toBe(true);
+    expect(overThreshold(input(view, { prompt: built(7449) }))).toBe(false);
+    expect(overThreshold(input(view, { prompt: built(9000), compactedThisRequest: true }))).toBe(false);
+    expect(overThreshold(input(view, { prompt: built(7000), settings: { fallbackThreshold: 0.7 } }))).toBe(true);
+    // No decision without the request: the machine builds it first.
+    expect(() => overThreshold(input(view, { prompt: null }))).toThrow(/not built yet/);
   });
 
   it('never sees a horizon in phase 1, and outside it measures what phase 1 would send', () => {
@@ -137,9 +162,11 @@ describe('compaction policy', () => {
     expect(compactionBudget(input(view, { base: heavy }), 'fallback').budget).toBe(0);
   });
 
-  it('reports the tokens before: the request for the fallback, phase 1 without the tail for the horizon', () => {
+  it('reports the tokens before: the request as built for the fallback, phase 1 without the tail for the horizon', () => {
     const view = history(10, 100); // 4000 tokens
-    expect(tokensBeforeCompaction(input(view, { mode: 'phase2' }), 'fallback')).toBe(1000 + 400 + 400);
+    expect(TAIL_ALLOWANCE).toBe(400);
+    expect(tokensBeforeCompaction(input(view, { mode: 'phase2', prompt: built(1777) }), 'fallback')).toBe(1777);
+    expect(tokensBeforeCompaction(input(view, { mode: 'phase2' }), 'overflow')).toBe(1000 + 400 + TAIL);
     expect(tokensBeforeCompaction(input(view, { mode: 'phase2' }), 'horizon')).toBe(1000 + 4000);
   });
 
@@ -160,6 +187,10 @@ describe('compaction policy', () => {
     expect(autoCompactionTier(input(history(26, 25), auto))).toBe('conversation');
     // 60 %: 4600 of history → all.
     expect(autoCompactionTier(input(history(46, 25), auto))).toBe('all');
+    // The tier is read off the shown percentage: 19 % shown is no tier whatever the history.
+    expect(autoCompactionTier(input(history(46, 25), { ...auto, prompt: built(1949) }))).toBeNull();
+    expect(autoCompactionTier(input(worth, { ...auto, prompt: built(1949) }))).toBeNull();
+    expect(autoCompactionTier(input(worth, { ...auto, prompt: built(1950) }))).toBe('tools');
   });
 
   it('is still importable from the turn machine where it used to live', () => {

@@ -56,6 +56,8 @@ describe('turn machine, model-based', () => {
       retry: { maxRetries: 1, baseDelayMs: 10, maxDelayMs: 10 },
       compaction,
       keepRecentTurns: 0,
+      // The long past must be what phase 2 does not send (the horizon), so the strict view.
+      recentTurns: 0,
     };
     const user = { role: 'user' as const, content: 'Hello' };
     const earlier = { role: 'user' as const, content: `An earlier question: ${'background '.repeat(longPast ? 3200 : 200)}` };

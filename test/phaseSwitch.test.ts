@@ -26,9 +26,11 @@ describe('history modes', () => {
     await session.close();
   });
 
-  it('a real write switches to phase 2: the next request carries the memory and the active turn only', async () => {
+  // recentTurns 0 (phase 2's strict view) where a test tells phase 2 from phase 1 by the
+  // old turns it leaves out; the default (3 recent turns) is test/followUp.test.ts's.
+  it('a real write switches to phase 2: with recentTurns 0 the next request carries the memory and the active turn only', async () => {
     const llm = scriptedModel([{ text: 'hello' }, write(REAL), { text: 'noted' }, { text: 'Ada' }]);
-    const session = await newSession({ llm });
+    const session = await newSession({ llm, settings: { recentTurns: 0 } });
     const events = collect(session);
     await session.prompt('Hi there.');
     await session.prompt('I am Ada and I write a compiler in OCaml.');
@@ -71,7 +73,7 @@ describe('history modes', () => {
 
   it('injectHistory pins phase 1 whatever the memory, and /mode can pin and unpin at run time', async () => {
     const llm = scriptedModel([write(REAL), { text: 'ok' }, { text: 'ok' }, { text: 'ok' }, { text: 'ok' }]);
-    const session = await newSession({ llm, settings: { injectHistory: true } });
+    const session = await newSession({ llm, settings: { injectHistory: true, recentTurns: 0 } });
     await session.prompt('one');
     await session.prompt('two');
     expect(session.state.mode).toBe('phase1');
@@ -89,12 +91,12 @@ describe('history modes', () => {
 
   it('the mode survives a restart', async () => {
     const home = tempHome();
-    const first = await newSession({ llm: scriptedModel([write(REAL), { text: 'ok' }]), home });
+    const first = await newSession({ llm: scriptedModel([write(REAL), { text: 'ok' }]), home, settings: { recentTurns: 0 } });
     await first.prompt('remember this');
     expect(first.state.mode).toBe('phase2');
     await first.close();
     const llm = scriptedModel([{ text: 'still here' }]);
-    const second = await openSession(first.id, { llm, home, env: {} });
+    const second = await openSession(first.id, { llm, home, env: {}, settings: { recentTurns: 0 } });
     expect(second.state.mode).toBe('phase2');
     await second.prompt('and now?');
     expect(userTexts(llm.requests[0]!)).toEqual(['and now?']);

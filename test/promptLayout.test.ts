@@ -62,12 +62,20 @@ describe('request layout (docs/design.md §4)', () => {
       const { body: lastBody, meta } = splitTail(last.content!);
       expect([...body, { ...last, content: lastBody }]).toEqual(stored.slice(0, rest.length));
 
-      // 3. The tail: exactly the five keys; the numbers are those of this very request.
-      expect(Object.keys(meta)).toEqual(['tokens_used', 'tokens_max', 'tokens_percent', 'messages_in_history', 'working_memory_size']);
+      // 3. The tail: exactly the six keys; the numbers are those of this very request.
+      expect(Object.keys(meta)).toEqual([
+        'tokens_used',
+        'tokens_max',
+        'tokens_percent',
+        'messages_in_history',
+        'messages_sent',
+        'working_memory_size',
+      ]);
       expect(meta.tokens_used).toBe(independentCount(request));
       expect(meta.tokens_max).toBe(128_000);
       expect(meta.tokens_percent).toBe(Math.round((meta.tokens_used! / 128_000) * 100));
       expect(meta.messages_in_history).toBe(rest.length);
+      expect(meta.messages_sent).toBe(rest.length); // phase 1 sends the whole history
       expect(meta.working_memory_size).toBe(Buffer.byteLength(MEMORY));
       expect(ofType(events, 'prompt_built')[i]!.tokens.total).toBe(independentCount(request));
     }

@@ -6,7 +6,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { ConfigError, definedOnly, reminderFromEnv, type SettingsOverrides } from '../settings/config.js';
+import {
+  ConfigError,
+  MAX_RECENT_TURNS,
+  definedOnly,
+  recentTurnsFromEnv,
+  reminderFromEnv,
+  type SettingsOverrides,
+} from '../settings/config.js';
 import { redactor, type Redact } from '../secrets/redact.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 
@@ -25,6 +32,7 @@ const Shape = {
   compaction: z.enum(['llm', 'auto']),
   fallbackThreshold: z.number().gt(0.05).lt(1),
   hybridRecent: int,
+  recentTurns: z.number().int().min(0).max(MAX_RECENT_TURNS),
   keepRecentTurns: z.number().int().min(0),
   instructions: z.string(),
   reminder: z
@@ -61,16 +69,19 @@ export const FLAG_KEYS: Record<string, keyof FileConfig> = {
   mode: 'historyMode',
   language: 'language',
   compaction: 'compaction',
+  'recent-turns': 'recentTurns',
 };
-const NUMERIC = new Set<keyof FileConfig>(['contextWindow', 'maxOutputTokens']);
+const NUMERIC = new Set<keyof FileConfig>(['contextWindow', 'maxOutputTokens', 'recentTurns']);
 
 export function loadConfig(flags: Record<string, unknown>, env: NodeJS.ProcessEnv): CliConfig {
   const home = (typeof flags.home === 'string' && flags.home) || defaultHome(env);
   const secrets = [env.OPENAI_API_KEY];
   const mask: Redact = (text) => redactor(secrets)(text);
   const file = readConfigFile(join(home, 'config.json'), secrets, mask);
+  const recentTurns = recentTurnsFromEnv(env);
   const fromEnv = check(
     {
+      ...(recentTurns !== undefined ? { recentTurns } : {}),
       ...(env.WORKMEM_MODEL?.trim() ? { model: env.WORKMEM_MODEL.trim() } : {}),
       ...(env.OPENAI_BASE_URL?.trim() ? { baseURL: env.OPENAI_BASE_URL.trim() } : {}),
       ...(env.OPENAI_API_KEY?.trim() ? { apiKey: env.OPENAI_API_KEY.trim() } : {}),
@@ -154,6 +165,7 @@ export function settingsOf(config: CliConfig): SettingsOverrides {
     compaction: config.compaction,
     fallbackThreshold: config.fallbackThreshold,
     hybridRecent: config.hybridRecent,
+    recentTurns: config.recentTurns,
     keepRecentTurns: config.keepRecentTurns,
     reminder: config.reminder,
   });

@@ -25,7 +25,7 @@ const DEMO_FORGETFULNESS = 0.7;
  * four turns behind it: the model compacts the oldest (keeping the last three) and,
  * reminded, writes its memory first. (The demo test checks that this still happens.)
  */
-const DESIGN_LINES = 110;
+const DESIGN_LINES = 107;
 
 const FACTS: [question: string, answer: string][] = [
   ['What is my name?', 'Ada'],

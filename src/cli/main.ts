@@ -22,6 +22,7 @@ const MODEL_OPTIONS: Options = {
   mode: { type: 'string' },
   language: { type: 'string' },
   compaction: { type: 'string' },
+  'recent-turns': { type: 'string' },
 };
 const SESSION_OPTIONS: Options = {
   session: { type: 'string' },
@@ -48,6 +49,8 @@ const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
   --mode <auto|phase1|phase2|hybrid>   pin the history mode (default auto)
   --language <en|zh>          language of the memory template and reminders
   --compaction <llm|auto>     who compacts: the model (default) or the system
+  --recent-turns <n>          whole turns phase 2 keeps before the active one
+                              (env WM_RECENT_TURNS; default 3; 0: the active turn only)
   --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
   --debug                     show stack traces`;
 

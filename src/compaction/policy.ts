@@ -1,22 +1,26 @@
 /**
  * When the system compacts before a request, and how far: the decisions the turn machine
  * takes in its guards and in the compactor's input, as pure functions of plain inputs.
- * - fallback: the request estimate reaches the threshold; compact to 2/3 of it.
+ * - fallback: the percentage the request shows the model in <context_meta> reaches the
+ *   threshold; compact to 2/3 of it.
  * - overflow: the server refused the request; compact to 1/2 of it, and at least halve
  *   the history (our count was off).
  * - horizon: outside phase 1 the history is not sent, yet it is what phase 1 would send;
  *   once that reaches the threshold its oldest turns are archived like the fallback's.
- * - auto (the "auto" policy): the compression guide's tier at the first request of a turn.
+ * - auto (the "auto" policy): the compression guide's tier at the first request of a turn,
+ *   read off the same shown percentage.
+ * The turn machine builds the request (its tail included) before deciding, so a decision
+ * and the number the model sees never disagree.
  */
 import type { CompactionReason } from '../events.js';
 import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from '../history/historyView.js';
-import { estimateWithoutTail, percentOf, type PromptBase } from '../prompt/promptBuilder.js';
+import { estimateWithoutTail, type BuiltPrompt, type PromptBase } from '../prompt/promptBuilder.js';
 import type { TurnSettings } from '../settings/settings.js';
 import { autoTier, isEmptyPlan, planForTier, type CompactionTarget } from './plan.js';
 
 /** Tool outputs the auto policy leaves as they are. */
 export const AUTO_KEEP_TOOL_OUTPUTS = 5;
-/** Room kept for <context_meta> and a reminder when checking the threshold. */
+/** Room kept for <context_meta> and a reminder where no request is built: the horizon and the budgets. */
 export const TAIL_ALLOWANCE = 400;
 /**
  * Once the fallback fires it compacts well below the line (to 2/3 of it: 50 % of the
@@ -26,7 +30,7 @@ export const TAIL_ALLOWANCE = 400;
 export const FALLBACK_TARGET_SHARE = 2 / 3;
 export const OVERFLOW_TARGET_SHARE = 0.5;
 
-export type PolicySettings = Pick<TurnSettings, 'contextWindow' | 'fallbackThreshold' | 'hybridRecent' | 'compaction' | 'keepRecentTurns'>;
+export type PolicySettings = Pick<TurnSettings, 'contextWindow' | 'fallbackThreshold' | 'hybridRecent' | 'recentTurns' | 'compaction' | 'keepRecentTurns'>;
 
 /**
  * What the policy reads of a turn between two requests. The turn machine's context has
@@ -44,6 +48,8 @@ export interface PolicyInput {
   calibration: number;
   /** Set once the memory is loaded, which is before any decision here. */
   base: PromptBase | null;
+  /** The next request as built, tail included: what the model will be shown. */
+  prompt: Pick<BuiltPrompt, 'meta' | 'tokens'> | null;
   statics: { settings: PolicySettings };
 }
 
@@ -60,28 +66,33 @@ export function thresholdTokens(settings: Pick<TurnSettings, 'contextWindow' | '
   return Math.floor(settings.fallbackThreshold * settings.contextWindow);
 }
 
+/** The threshold as a percentage of the window, as <context_meta> shows it (0.75 → 75). */
+export function thresholdPercent(settings: Pick<TurnSettings, 'fallbackThreshold'>): number {
+  return Math.round(settings.fallbackThreshold * 10_000) / 100;
+}
+
 /** The history range the next request carries in the current mode. */
 export function carriedRange(input: PolicyInput): [number, number] {
-  return injectedRange(input.history, input.mode, input.turn, input.statics.settings.hybridRecent);
+  return injectedRange(input.history, input.mode, input.turn, input.statics.settings);
 }
 
 /** The range phase 1 would carry: the whole history. */
 function phase1Range(input: PolicyInput): [number, number] {
-  return injectedRange(input.history, 'phase1', input.turn, 0);
+  return injectedRange(input.history, 'phase1', input.turn, input.statics.settings);
 }
 
 function withoutTail(input: PolicyInput, range: [number, number]): number {
   return estimateWithoutTail(baseOf(input), input.history, range, input.calibration);
 }
 
-/** The next request's tokens, with room for its tail. */
-export function requestEstimate(input: PolicyInput): number {
-  return withoutTail(input, carriedRange(input)) + TAIL_ALLOWANCE;
+/** The tokens_percent the next request shows the model. */
+export function shownPercent(input: PolicyInput): number {
+  return builtOf(input).meta.tokens_percent;
 }
 
-/** The fallback is due: the next request would reach the threshold. */
+/** The fallback is due: the next request would show the model the threshold or more. */
 export function overThreshold(input: PolicyInput): boolean {
-  return !input.compactedThisRequest && requestEstimate(input) >= thresholdTokens(input.statics.settings);
+  return !input.compactedThisRequest && shownPercent(input) >= thresholdPercent(input.statics.settings);
 }
 
 /**
@@ -101,15 +112,15 @@ export function beyondHorizon(input: PolicyInput): boolean {
 export function autoCompactionTier(input: PolicyInput): CompactionTarget | null {
   const { settings } = input.statics;
   if (settings.compaction !== 'auto' || input.compactedThisRequest || input.request !== 1) return null;
-  const tier = autoTier(percentOf(requestEstimate(input), settings.contextWindow));
+  const tier = autoTier(shownPercent(input));
   if (!tier) return null;
   const plan = planForTier(input.history, carriedRange(input), input.turn, tier, settings.keepRecentTurns, AUTO_KEEP_TOOL_OUTPUTS);
   return isEmptyPlan(plan) ? null : tier;
 }
 
-/** The tokens a compaction_start event reports: the request's, or for the horizon phase 1's history. */
+/** The tokens a compaction_start event reports: the request's as built, or for the horizon phase 1's history. */
 export function tokensBeforeCompaction(input: PolicyInput, reason: CompactionReason): number {
-  return reason === 'horizon' ? withoutTail(input, phase1Range(input)) : requestEstimate(input);
+  return reason === 'horizon' ? withoutTail(input, phase1Range(input)) : builtOf(input).tokens.total;
 }
 
 /** The range to compact for a reason and the tokens it may keep (see the shares above). */
@@ -122,6 +133,11 @@ export function compactionBudget(input: PolicyInput, reason: CompactionReason): 
   // The server refused what we counted as fitting: our count is off, so at least halve the history.
   if (overflow) budget = Math.min(budget, Math.floor(tokensBetween(input.history, range[0], range[1]) / 2));
   return { range, budget, fixedTokens };
+}
+
+function builtOf(input: PolicyInput): Pick<BuiltPrompt, 'meta' | 'tokens'> {
+  if (!input.prompt) throw new Error('compaction policy: the request is not built yet (it is built before any decision)');
+  return input.prompt;
 }
 
 function baseOf(input: PolicyInput): PromptBase {

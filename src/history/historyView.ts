@@ -69,19 +69,31 @@ export function turnStartIndex(view: HistoryView, turn: number): number {
 
 export type { HistoryMode };
 
+/** How much a request carries outside phase 1 (TurnSettings' `hybridRecent` and `recentTurns`). */
+export interface CarrySettings {
+  /** Messages carried in hybrid mode (at least the active turn). */
+  readonly hybridRecent: number;
+  /** Complete turns carried before the active one in phase 2 (0: the active turn only). */
+  readonly recentTurns: number;
+}
+
 /**
- * Which items a request carries: all of them (phase 1), the active turn only (phase 2),
- * or the last `recent` messages and at least the active turn (hybrid). A hybrid range
- * is extended back to the user message that opens its first turn: it never starts on a
- * tool result (a call is never separated from its result) nor on an assistant message
- * (strict chat templates want a user message first).
+ * Which items a request carries: all of them (phase 1), the last `recentTurns` whole
+ * turns and the active turn (phase 2), or the last `hybridRecent` messages and at least
+ * the active turn (hybrid). A range is extended back to the user message that opens its
+ * first turn: it never starts on a tool result (a call is never separated from its
+ * result) nor on an assistant message (strict chat templates want a user message first).
  */
-export function injectedRange(view: HistoryView, mode: HistoryMode, turn: number, recent: number): [number, number] {
+export function injectedRange(view: HistoryView, mode: HistoryMode, turn: number, carry: CarrySettings): [number, number] {
   const end = view.length;
   if (mode === 'phase1') return [0, end];
-  const turnStart = turnStartIndex(view, turn);
-  if (mode === 'phase2') return [turnStart, end];
-  let start = Math.min(turnStart, Math.max(0, end - recent));
+  let start = turnStartIndex(view, turn);
+  if (mode === 'phase2') {
+    // Whole earlier turns, by their number: a turn's items are contiguous in the view.
+    for (let taken = 0; taken < carry.recentTurns && start > 0; taken++) start = turnStartIndex(view, view.items[start - 1]!.turn);
+  } else {
+    start = Math.min(start, Math.max(0, end - carry.hybridRecent));
+  }
   while (start > 0 && view.items[start]!.message.role !== 'user') start--;
   return [start, end];
 }

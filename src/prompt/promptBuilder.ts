@@ -149,6 +149,7 @@ function contextMeta(plan: PromptPlan, used: number): ContextMeta {
     tokens_max: plan.window,
     tokens_percent: percentOf(used, plan.window),
     messages_in_history: plan.history.length,
+    messages_sent: plan.range[1] - plan.range[0],
     working_memory_size: plan.base.memoryBytes,
   };
 }

@@ -10,7 +10,10 @@ export interface ContextMeta {
   tokens_used: number;
   tokens_max: number;
   tokens_percent: number;
+  /** The session's history as it stands (after compaction), whether sent or not. */
   messages_in_history: number;
+  /** How many of those this request carries (phase 2 and hybrid send only the recent ones). */
+  messages_sent: number;
   working_memory_size: number;
 }
 
@@ -51,7 +54,7 @@ ${heading}
 ${why}
 当前上下文状态:
 - Token 使用: ${meta.tokens_percent}% (${meta.tokens_used} / ${meta.tokens_max})
-- 历史消息: ${meta.messages_in_history} 条
+- 历史消息: ${meta.messages_in_history} 条 (本次请求发送 ${meta.messages_sent} 条)
 - Working Memory 大小: ${kb} KB
 
 建议操作:
@@ -73,7 +76,7 @@ ${heading}
 ${why}
 Context now:
 - Tokens: ${meta.tokens_percent}% (${meta.tokens_used} / ${meta.tokens_max})
-- Messages in history: ${meta.messages_in_history}
+- Messages in history: ${meta.messages_in_history} (${meta.messages_sent} sent in this request)
 - Working memory size: ${kb} KB
 
 Suggested actions:

@@ -43,7 +43,7 @@ Your duties:
 Use write to replace a whole file and edit to change one passage. Paths are relative to the session, e.g. working-memory/overview.md or working-memory/detail/design.md; nothing outside working-memory/ is reachable.`);
   parts.push(`## Context budget
 
-At the end of each request you get <context_meta> with tokens_used, tokens_max, tokens_percent, messages_in_history and working_memory_size. Act on tokens_percent:
+At the end of each request you get <context_meta> with tokens_used, tokens_max, tokens_percent, messages_in_history (the messages of your history as it stands, sent or not), messages_sent (how many of them this request carries: once your working memory is maintained, only the recent turns are sent) and working_memory_size. Act on tokens_percent:
 - below 20 %: normal work, no compaction needed
 - 20-40 %: light: drop redundant tool output${has('compact_history') ? ' (compact_history target "tools")' : ''}
 - 40-60 %: medium: archive old discussions to working-memory/detail/${has('compact_history') ? ' (compact_history target "conversation", strategy "archive")' : ''}

@@ -19,6 +19,8 @@ export interface SettingsOverrides {
   fallbackThreshold?: number;
   reminder?: Partial<ReminderConfig>;
   hybridRecent?: number;
+  /** Complete turns phase 2 carries before the active one (default 3; 0: the active turn only). */
+  recentTurns?: number;
   keepRecentTurns?: number;
   language?: MemoryLanguage;
   retry?: Partial<RetryPolicy>;
@@ -33,6 +35,8 @@ export interface SettingsOverrides {
 }
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
+/** More turns than this is phase 1 in all but name. */
+export const MAX_RECENT_TURNS = 1000;
 
 const OverridesSchema = z
   .object({
@@ -49,6 +53,7 @@ const OverridesSchema = z
       .strict()
       .optional(),
     hybridRecent: int(1).optional(),
+    recentTurns: int(0, MAX_RECENT_TURNS).optional(),
     keepRecentTurns: int(0).optional(),
     language: z.enum(['en', 'zh']).optional(),
     retry: z
@@ -94,6 +99,17 @@ export function reminderFromEnv(env: NodeJS.ProcessEnv): Partial<ReminderConfig>
   return out;
 }
 
+/** WM_RECENT_TURNS → phase 2's recent turns (docs/design.md §2.6); unset or empty: undefined. */
+export function recentTurnsFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env.WM_RECENT_TURNS?.trim();
+  if (!raw) return undefined;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value > MAX_RECENT_TURNS) {
+    throw new ConfigError(`WM_RECENT_TURNS=${JSON.stringify(env.WM_RECENT_TURNS)} is invalid: expected a whole number from 0 to ${MAX_RECENT_TURNS}`);
+  }
+  return value;
+}
+
 export interface ResolvedSettings {
   turn: TurnSettings;
   /** The mode the session is pinned to, or null for automatic switching. */
@@ -125,6 +141,7 @@ export function resolveSettings(
     ...definedOnly({
       fallbackThreshold: o.fallbackThreshold,
       hybridRecent: o.hybridRecent,
+      recentTurns: o.recentTurns ?? recentTurnsFromEnv(env),
       keepRecentTurns: o.keepRecentTurns,
       language: o.language,
       maxRequestsPerTurn: o.maxRequestsPerTurn,

@@ -21,6 +21,8 @@ export interface TurnSettings {
   reminder: ReminderConfig;
   /** Messages carried in hybrid mode. */
   hybridRecent: number;
+  /** Complete turns carried before the active one in phase 2; 0 carries the active turn only. */
+  recentTurns: number;
   /** Whole turns the fallback compaction always keeps. */
   keepRecentTurns: number;
   language: MemoryLanguage;
@@ -48,6 +50,7 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
     fallbackThreshold: 0.75,
     reminder: DEFAULT_REMINDER_CONFIG,
     hybridRecent: 10,
+    recentTurns: 3,
     keepRecentTurns: 3,
     language: 'en',
     retry: DEFAULT_RETRY,

@@ -12,6 +12,7 @@ import { ItemMemory } from '../../src/itemMemory/itemMemory.js';
 import type { LLM, LLMRequest } from '../../src/llm/llm.js';
 import { createSession, openSession, type Session, type SessionOptions } from '../../src/session/index.js';
 import { loadTokenCounter, type TokenCounter } from '../../src/tokens/tokens.js';
+import type { SettingsOverrides } from '../../src/settings/config.js';
 import { policyModel, protocolFollower } from '../../src/testing/index.js';
 import { median, now, p99, quantile, type Row } from './harness.js';
 
@@ -328,7 +329,12 @@ interface EfficiencyRun {
 }
 
 /** A long protocolFollower session: facts stated throughout, asked in the last fifth. */
-async function efficiencyRun(turns: number, kind: 'full' | 'fallback' | 'auto', forgetfulness: number): Promise<EfficiencyRun> {
+async function efficiencyRun(
+  turns: number,
+  kind: 'full' | 'fallback' | 'auto',
+  forgetfulness: number,
+  autoSettings: SettingsOverrides = {},
+): Promise<EfficiencyRun> {
   const counter = await loadTokenCounter('gpt-4o');
   const window = kind === 'full' ? 100_000_000 : 32_000;
   const inner = policyModel(protocolFollower({ seed: 13, forgetfulness, compacts: kind === 'auto' }), {
@@ -345,7 +351,7 @@ async function efficiencyRun(turns: number, kind: 'full' | 'fallback' | 'auto', 
     cwd: '/bench',
     env: {},
     trace: false,
-    settings: kind === 'auto' ? {} : { injectHistory: true },
+    settings: kind === 'auto' ? autoSettings : { injectHistory: true },
   });
   const prompts: number[] = [];
   let compactions = 0;
@@ -376,14 +382,17 @@ async function efficiencyRun(turns: number, kind: 'full' | 'fallback' | 'auto', 
   return { prompts, correct, asked, requests, compactions };
 }
 
-/** 4 and 5. Token efficiency of the three modes, and prefix stability. */
-export async function tokenEfficiency(scale: Scale): Promise<Row[]> {
+/**
+ * 4 and 5. Token efficiency of the three modes, and prefix stability. `autoSettings` go
+ * to the auto runs (c) and (c′), e.g. `{ recentTurns: 0 }` for phase 2's strict view.
+ */
+export async function tokenEfficiency(scale: Scale, autoSettings: SettingsOverrides = {}): Promise<Row[]> {
   const runs = {
     full: await efficiencyRun(scale.efficiencyTurns, 'full', 0),
     fallback: await efficiencyRun(scale.efficiencyTurns, 'fallback', 0),
-    auto: await efficiencyRun(scale.efficiencyTurns, 'auto', 0),
+    auto: await efficiencyRun(scale.efficiencyTurns, 'auto', 0, autoSettings),
   };
-  const forgetful = await efficiencyRun(scale.efficiencyTurns, 'auto', 0.5);
+  const forgetful = await efficiencyRun(scale.efficiencyTurns, 'auto', 0.5, autoSettings);
   const total = (r: EfficiencyRun) => r.prompts.reduce((n, x) => n + x, 0);
   const rows: Row[] = [];
   const cases: [string, EfficiencyRun][] = [
