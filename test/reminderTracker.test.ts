@@ -141,6 +141,19 @@ describe('reminders in a session', () => {
     }
   });
 
+  it('a session that runs past midnight names the new day, with no memory write in between', async () => {
+    const llm = chatty();
+    let t = Date.UTC(2026, 2, 14, 12, 0);
+    const session = await newSession({ llm, now: () => t });
+    for (let i = 1; i <= 6; i++) await session.prompt(`message ${i}`);
+    expect(splitTail(llm.requests[5]!.messages.at(-1)!.content!).reminder!).toContain('completed-2026-03-14.md');
+    t += 24 * 3_600_000; // a day later: the memory is unchanged, the prompt base is not reused
+    await session.prompt('message 7');
+    const next = splitTail(llm.requests.at(-1)!.messages.at(-1)!.content!).reminder!;
+    expect(next).toContain('completed-2026-03-15.md');
+    await session.close();
+  });
+
   it('a write to overview.md resets the count', async () => {
     const llm = scriptedModel((request, i) =>
       i === 3
