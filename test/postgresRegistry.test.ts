@@ -112,7 +112,7 @@ describe.skipIf(!available)('sessions in Postgres, through the registry and the 
         };
 
         const first = await run(['run', '--database-url', databaseUrl, 'My name is Ada.']);
-        expect(first).toMatchObject({ code: 0 });
+        expect(first, first.stderr).toMatchObject({ code: 0 });
         expect(first.stdout).toContain('Noted: your name is Ada.');
         const id = /session ([0-9a-f-]{36})/.exec(first.stderr)![1]!;
         // Not on disk: the home has no session of it.
@@ -125,7 +125,6 @@ describe.skipIf(!available)('sessions in Postgres, through the registry and the 
         const list = await run(['sessions', 'list', '--database-url', databaseUrl]);
         expect(list.code).toBe(0);
         expect(list.stdout).toContain(id.slice(0, 8));
-        expect(list.stdout).toMatch(/My name is Ada\./);
         const fileList = await run(['sessions', 'list']);
         expect(fileList.stdout).not.toContain(id.slice(0, 8));
         // The flag beats the environment: a database that is not there is not asked.
