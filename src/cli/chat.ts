@@ -10,7 +10,7 @@ import type { LLM } from '../llm/llm.js';
 import { listSessions, type Session } from '../session/index.js';
 import { loadConfig, type CliConfig } from './config.js';
 import { paint, renderEvents, statusLine, terminalOutput, type Output } from './render.js';
-import { inspectOption, makeLLM, startSession } from './runtime.js';
+import { inspectOption, makeLLM, startSession, storeOption } from './runtime.js';
 import { terminalLine, terminalText } from './terminalText.js';
 
 const HELP = `Slash commands:
@@ -96,7 +96,7 @@ export class ChatController {
         this.session.setMode(arg as never);
         return this.say('cyan', arg === 'auto' ? 'history mode: automatic' : `history mode pinned to ${arg}`);
       case 'sessions': {
-        const sessions = await listSessions({ home: this.context.config.home, cwd: this.context.io.cwd });
+        const sessions = await listSessions({ home: this.context.config.home, cwd: this.context.io.cwd, ...storeOption(this.context.config) });
         return this.print(
           sessions
             .map(
@@ -137,6 +137,14 @@ export class ChatController {
 
 export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   const config = loadConfig(flags, io.env);
+  try {
+    return await chat(config, flags, io);
+  } finally {
+    await config.store?.close(); // a database's connections, once every session is closed
+  }
+}
+
+async function chat(config: CliConfig, flags: Flags, io: CliIO): Promise<number> {
   const llm = makeLLM(config);
   const session = await startSession(
     config,

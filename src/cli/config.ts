@@ -16,6 +16,8 @@ import {
 } from '../settings/config.js';
 import { redactor, type Redact } from '../secrets/redact.js';
 import { defaultHome } from '../storage/sessionPaths.js';
+import type { SessionStore } from '../storage/sessionStore.js';
+import { databaseOf, storeOf, type DatabaseChoice } from './databaseStore.js';
 
 const int = z.number().int().positive();
 const Shape = {
@@ -57,6 +59,10 @@ export type FileConfig = z.infer<typeof CliConfigSchema>;
 export interface CliConfig extends FileConfig {
   home: string;
   model: string;
+  /** --database-url / WORKMEM_DATABASE_URL (not config.json): sessions in PostgreSQL. */
+  database?: DatabaseChoice;
+  /** The store it names (undefined: the home's folders); the command closes it when done. */
+  store?: SessionStore;
 }
 
 /** Flag names (kebab-case) of the settings a flag can set. */
@@ -98,7 +104,9 @@ export function loadConfig(flags: Record<string, unknown>, env: NodeJS.ProcessEn
   const fromFlags = check(flagValues, (key) => `--${Object.entries(FLAG_KEYS).find(([, k]) => k === key)?.[0] ?? key}`, mask);
   // WM_* go over the file's reminder settings here: the session would otherwise take the file's as the embedder's, over the environment.
   const reminder = { ...file.reminder, ...reminderFromEnv(env) };
+  const database = databaseOf(flags as Record<string, string | boolean | undefined>, env);
   return {
+    ...(database ? { database, store: storeOf(database)! } : {}),
     ...file,
     ...fromEnv,
     ...fromFlags,

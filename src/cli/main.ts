@@ -23,6 +23,7 @@ const MODEL_OPTIONS: Options = {
   language: { type: 'string' },
   compaction: { type: 'string' },
   'recent-turns': { type: 'string' },
+  'database-url': { type: 'string' },
 };
 const SESSION_OPTIONS: Options = {
   session: { type: 'string' },
@@ -39,6 +40,8 @@ const RPC_DOC = fileURLToPath(
 );
 const ALWAYS: Options = { help: { type: 'boolean', short: 'h' }, debug: { type: 'boolean' } };
 
+const DATABASE_HELP = `  --database-url <url>        keep sessions in PostgreSQL, postgres://user:password@host/db
+                              (env WORKMEM_DATABASE_URL; the password is never shown)`;
 const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
   --model <name>              model name (env WORKMEM_MODEL; default gpt-4o-mini)
   --base-url <url>            any OpenAI-compatible endpoint (env OPENAI_BASE_URL)
@@ -52,6 +55,7 @@ const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
   --recent-turns <n>          whole turns phase 2 keeps before the active one
                               (env WM_RECENT_TURNS; default 3; 0: the active turn only)
   --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
+${DATABASE_HELP}
   --debug                     show stack traces`;
 
 interface Command {
@@ -110,16 +114,20 @@ ${INSPECT_HELP}`,
 
   list                the sessions of this directory, newest first (--all: every directory)
   show <id>           a session's details, memory and latest messages
-  rm <id>             delete a session and its files`,
-    options: { all: { type: 'boolean' }, home: { type: 'string' } },
+  rm <id>             delete a session and its files
+  --home <dir>        where sessions live (env WORKMEM_HOME; default ~/.workmem)
+  --database-url <url>  the sessions in PostgreSQL instead (env WORKMEM_DATABASE_URL;
+                      the password is never shown): list and rm; show not yet`,
+    options: { all: { type: 'boolean' }, home: { type: 'string' }, 'database-url': { type: 'string' } },
     load: () => import('./sessions.js'),
   },
   memory: {
     summary: "show a session's working memory",
     usage: `workmem memory show [<id>]
 
-Prints overview.md and the detail/ index of a session (default: the newest of this directory).`,
-    options: { home: { type: 'string' } },
+Prints overview.md and the detail/ index of a session (default: the newest of this directory).
+Not yet for sessions in PostgreSQL (--database-url, WORKMEM_DATABASE_URL): refused.`,
+    options: { home: { type: 'string' }, 'database-url': { type: 'string' } },
     load: () => import('./sessions.js').then((m) => ({ main: m.memoryMain })),
   },
   demo: {

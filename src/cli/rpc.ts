@@ -14,7 +14,7 @@ import { redactor, type Redact } from '../secrets/redact.js';
 import { findSession, listSessions, type Session } from '../session/index.js';
 import { loadConfig, type CliConfig } from './config.js';
 import { LineSplitter } from './lineSplitter.js';
-import { inspectOption, makeLLM, startSession, type SessionChoice } from './runtime.js';
+import { inspectOption, makeLLM, startSession, storeOption, type SessionChoice } from './runtime.js';
 
 /** A command longer than this is refused (and skipped up to its newline). */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
@@ -42,15 +42,19 @@ export type RpcCommand = z.infer<typeof RpcCommandSchema>;
 
 export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   const config = loadConfig(flags, io.env);
-  const llm = makeLLM(config);
-  const server = new RpcServer(config, llm, io);
-  await server.open({
-    ...(typeof flags.session === 'string' ? { sessionId: flags.session } : {}),
-    ...inspectOption(flags, io),
-    continueLast: flags.continue === true,
-  });
-  await server.serve();
-  return 0;
+  try {
+    const llm = makeLLM(config);
+    const server = new RpcServer(config, llm, io);
+    await server.open({
+      ...(typeof flags.session === 'string' ? { sessionId: flags.session } : {}),
+      ...inspectOption(flags, io),
+      continueLast: flags.continue === true,
+    });
+    await server.serve();
+    return 0;
+  } finally {
+    await config.store?.close(); // a database's connections, once every session is closed
+  }
 }
 
 class RpcServer {
@@ -68,7 +72,7 @@ class RpcServer {
     private readonly llm: LLM,
     private readonly io: CliIO,
   ) {
-    this.mask = redactor([config.apiKey, io.env.OPENAI_API_KEY]);
+    this.mask = redactor([config.apiKey, io.env.OPENAI_API_KEY, ...(config.database?.secrets ?? [])]);
   }
 
   async open(choice: { sessionId?: string; continueLast?: boolean; visualizer?: number; warn?: (message: string) => void }): Promise<void> {
@@ -106,7 +110,7 @@ class RpcServer {
       );
     }
     if (choice.sessionId !== undefined) {
-      const dir = await findSession(choice.sessionId, { home: this.config.home }).catch((error: Error) => {
+      const dir = await findSession(choice.sessionId, { home: this.config.home, ...storeOption(this.config) }).catch((error: Error) => {
         throw new Error(`${error.message}; still in session ${previous.id}`);
       });
       if (dir === previous.dir) return { sessionId: previous.id, previousSessionId: previous.id, changed: false };
@@ -221,7 +225,7 @@ class RpcServer {
         return this.change('switch_session', { sessionId: command.sessionId });
       case 'list_sessions':
         return {
-          sessions: (await listSessions({ home: this.config.home, ...(command.all ? {} : { cwd: this.io.cwd }) })).map((s) => ({
+          sessions: (await listSessions({ home: this.config.home, ...storeOption(this.config), ...(command.all ? {} : { cwd: this.io.cwd }) })).map((s) => ({
             ...s,
             name: s.name === null ? null : this.mask(s.name),
           })),

@@ -4,7 +4,7 @@
  * writes and the status line go to stderr. The exit code says whether the turn succeeded.
  */
 import type { CliIO, Flags } from './cliIO.js';
-import { loadConfig } from './config.js';
+import { loadConfig, type CliConfig } from './config.js';
 import { renderEvents, statusLine, terminalOutput } from './render.js';
 import { makeLLM, startSession } from './runtime.js';
 import { terminalLine } from './terminalText.js';
@@ -19,6 +19,14 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
         : 'give the prompt, e.g. workmem run "What changed?" or echo "What changed?" | workmem run (stdin was empty)',
     );
   const config = loadConfig(flags, io.env);
+  try {
+    return await runTurn(text, config, flags, io);
+  } finally {
+    await config.store?.close(); // a database's connections, once the session is closed
+  }
+}
+
+async function runTurn(text: string, config: CliConfig, flags: Flags, io: CliIO): Promise<number> {
   const llm = makeLLM(config);
   const session = await startSession(
     config,

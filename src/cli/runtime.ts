@@ -8,6 +8,7 @@ import { ConfigError } from '../settings/config.js';
 import type { LLM } from '../llm/llm.js';
 import { openaiChat } from '../llm/openaiChat.js';
 import { createSession, listSessions, openSession, type Session } from '../session/index.js';
+import type { SessionStore } from '../storage/sessionStore.js';
 import type { Tool } from '../tools/tool.js';
 import { DEFAULT_VIZ_PORT } from '../viz/liveLink.js';
 import { UsageError } from './usageError.js';
@@ -47,6 +48,11 @@ export function inspectOption(
   return { visualizer: port, warn };
 }
 
+/** The registry's `store` option when the configuration names a database. */
+export function storeOption(config: CliConfig): { store?: SessionStore } {
+  return config.store ? { store: config.store } : {};
+}
+
 export interface SessionChoice {
   sessionId?: string;
   /** Resume the newest session of this directory. */
@@ -65,6 +71,8 @@ export async function startSession(config: CliConfig, llm: LLM, choice: SessionC
     llm,
     home: config.home,
     env,
+    // trace.jsonl is written beside a session's files, which a database session has none of (yet).
+    ...(config.store ? { store: config.store, secrets: config.database?.secrets ?? [], trace: false } : {}),
     settings: settingsOf(config),
     ...(config.instructions ? { instructions: config.instructions } : {}),
     ...(config.itemMemory ? { itemMemory: config.itemMemory } : {}),
@@ -73,9 +81,10 @@ export async function startSession(config: CliConfig, llm: LLM, choice: SessionC
     ...(choice.visualizer ? { visualizer: choice.visualizer } : {}),
     ...(choice.warn ? { warn: choice.warn } : {}),
   };
+  if (config.store && choice.visualizer) throw new UsageError('--inspect is not yet for PostgreSQL sessions (it streams the trace, which they do not keep yet)');
   let id = choice.sessionId;
   if (!id && choice.continueLast) {
-    const last = (await listSessions({ home: config.home, cwd: choice.cwd }))[0];
+    const last = (await listSessions({ home: config.home, cwd: choice.cwd, ...storeOption(config) }))[0];
     if (!last) throw new ConfigError(`no earlier session in ${choice.cwd} to continue; start one without --continue`);
     id = last.id;
   }

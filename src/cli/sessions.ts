@@ -8,6 +8,7 @@ import type { CliIO, Flags } from './cliIO.js';
 import { readLog } from '../storage/messageLog.js';
 import { findSession, listSessions, removeSession } from '../session/index.js';
 import { SessionMetaSchema, type SessionMeta } from '../storage/sessionMeta.js';
+import type { SessionStore } from '../storage/sessionStore.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import { WorkingMemory } from '../memory/workingMemory.js';
 import { FileMemoryFiles } from '../storage/fileMemoryFiles.js';
@@ -15,29 +16,49 @@ import { TEMP_DIR } from '../storage/atomicWrite.js';
 import { redactor } from '../secrets/redact.js';
 import { terminalLine, terminalText } from './terminalText.js';
 import { UsageError } from './usageError.js';
+import { databaseOf, refuseDatabase, storeOf } from './databaseStore.js';
 
 export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
-  const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
   const [action = 'list', id, ...extra] = positionals;
-  // What was written before a key was known, or under another one: masked as it is printed.
-  const mask = redactor([io.env.OPENAI_API_KEY]);
   if (extra.length) throw new UsageError(`unexpected ${JSON.stringify(extra.join(' '))}`);
+  const database = databaseOf(flags, io.env);
+  if (action === 'show') refuseDatabase('workmem sessions show', database);
+  const store = storeOf(database);
+  try {
+    return await sessions(action, id, flags, io, { ...(store ? { store } : {}) }, database?.secrets ?? []);
+  } finally {
+    await store?.close();
+  }
+}
+
+async function sessions(
+  action: string,
+  id: string | undefined,
+  flags: Flags,
+  io: CliIO,
+  where: { store?: SessionStore },
+  secrets: string[],
+): Promise<number> {
+  const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
+  // What was written before a key was known, or under another one: masked as it is printed.
+  const mask = redactor([io.env.OPENAI_API_KEY, ...secrets]);
   switch (action) {
     case 'list': {
-      const sessions = await listSessions({ home, ...(flags.all ? {} : { cwd: io.cwd }) });
+      const sessions = await listSessions({ home, ...where, ...(flags.all ? {} : { cwd: io.cwd }) });
       if (!sessions.length) {
         io.stdout.write(flags.all ? 'No sessions yet.\n' : `No sessions in ${terminalLine(io.cwd)} yet (--all lists every directory).\n`);
         return 0;
       }
       const rows = sessions.map((s) => {
-        const meta = readMeta(s.dir);
+        // A database's sessions have no meta.json to read without opening them (and taking their lease).
+        const meta = where.store ? null : readMeta(s.dir);
         return [
           s.id.slice(0, 8),
           new Date(meta?.updatedAt ?? s.createdAt).toISOString().slice(0, 16).replace('T', ' '),
           String(meta?.turns ?? '?'),
           String(meta?.messageCount ?? '?'),
           meta?.historyMode ?? '?',
-          mask(meta?.name ?? meta?.title ?? ''),
+          mask(meta?.name ?? meta?.title ?? s.name ?? ''),
         ];
       });
       io.stdout.write(table(['ID', 'UPDATED', 'TURNS', 'MESSAGES', 'MODE', 'TITLE'], rows, flags.all ? undefined : `in ${io.cwd}`));
@@ -78,7 +99,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
     }
     case 'rm': {
       if (!id) throw new UsageError('give the session id: workmem sessions rm <id>');
-      const dir = await removeSession(id, { home });
+      const dir = await removeSession(id, { home, ...where });
       io.stdout.write(`Removed ${terminalLine(dir)}\n`);
       return 0;
     }
@@ -91,6 +112,7 @@ export async function memoryMain({ flags, positionals }: { flags: Flags; positio
   const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
   const [action, id, ...extra] = positionals;
   if (action !== 'show' || extra.length) throw new UsageError('usage: workmem memory show [<id>]');
+  refuseDatabase('workmem memory show', databaseOf(flags, io.env));
   let dir: string;
   if (id) dir = await findSession(id, { home });
   else {

@@ -1,7 +1,8 @@
 /**
  * Where sessions are made, found and removed: createSession / openSession hand back a
  * running Session; listSessions, findSession and removeSession work on the index (the
- * state store) and the session folders without opening a session.
+ * state store) and the session folders without opening a session — or, given a `store`
+ * such as Postgres, on that store.
  */
 import type Keyv from 'keyv';
 import { repairPairing } from '../history/crashRecovery.js';
@@ -46,7 +47,8 @@ export async function createSession(options: SessionOptions): Promise<Session> {
       createdAt: record.meta.createdAt,
       name: record.meta.name === null ? null : record.redact(record.meta.name), // as meta.json has it: masked
     };
-    await state.set(INDEX_KEY(record.id), entry);
+    // The home's index lists the home's own sessions; another store lists its own (listSessions).
+    if (!options.store) await state.set(INDEX_KEY(record.id), entry);
     if (resolved.pinned) await record.updateMeta({ historyMode: resolved.pinned, pinnedMode: resolved.pinned });
     const items = await openItems(state, record.id, options, counter);
     const memory = await record.memory.snapshot();
@@ -105,8 +107,13 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
   }
 }
 
-/** Sessions in the index and any in the store it misses, newest first; `cwd` limits them to one directory. */
+/**
+ * Sessions newest first; `cwd` limits them to one directory. Of the home: those in its
+ * index and any in its folders the index misses. With a `store` (e.g. Postgres): that
+ * store's sessions only, since the home's index holds the home's sessions only.
+ */
 export function listSessions(options: StateOptions & { cwd?: string } = {}): Promise<SessionIndexEntry[]> {
+  if (options.store) return listStore(options.store, options.cwd);
   return withState(options, async (state, home) => {
     const entries = (await state.entries<SessionIndexEntry>('session:')).map(([, e]) => e);
     // Not in the index: an index from an earlier version, or a lost one.
@@ -117,7 +124,13 @@ export function listSessions(options: StateOptions & { cwd?: string } = {}): Pro
   });
 }
 
-type StateOptions = { home?: string; env?: NodeJS.ProcessEnv; stateStore?: Keyv };
+async function listStore(store: SessionStore, cwd: string | undefined): Promise<SessionIndexEntry[]> {
+  const found = await store.list(cwd === undefined ? {} : { cwd });
+  return found.map((s) => ({ id: s.id, dir: s.location, cwd: s.cwd, createdAt: s.createdAt, name: s.name }));
+}
+
+/** `store`: where the sessions are (default: the filesystem store of the home); the home keeps the state store. */
+type StateOptions = { home?: string; env?: NodeJS.ProcessEnv; stateStore?: Keyv; store?: SessionStore };
 
 async function withState<T>(options: StateOptions, run: (state: StateStore, home: string) => Promise<T>): Promise<T> {
   const home = options.home ?? defaultHome(options.env ?? process.env);
@@ -132,13 +145,13 @@ async function withState<T>(options: StateOptions, run: (state: StateStore, home
 /** Where a session lives (an id or a unique prefix), without opening it. */
 export async function findSession(id: string, options: StateOptions = {}): Promise<string> {
   const home = options.home ?? defaultHome(options.env ?? process.env);
-  return (await findIn(sessionStoreOf(home), id)).location;
+  return (await findIn(options.store ?? sessionStoreOf(home), id)).location;
 }
 
 /** Delete a session: its storage and everything the state store holds for it. Refused while it is in use. */
 export function removeSession(id: string, options: StateOptions = {}): Promise<string> {
   return withState(options, async (state, home) => {
-    const sessions = sessionStoreOf(home);
+    const sessions = options.store ?? sessionStoreOf(home);
     const found = await findIn(sessions, id);
     await sessions.remove(found.id);
     await state.delete(INDEX_KEY(found.id));
