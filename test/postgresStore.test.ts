@@ -5,6 +5,8 @@
  * so in one line, where PostgreSQL is not installed.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { postgresStore } from '../src/storage/postgres/postgresStore.js';
@@ -92,7 +94,9 @@ describe.skipIf(!available)('the Postgres session store', () => {
       await store.close();
       await dropSchema(schema);
     }
-    expect(() => postgresStore({ connectionString: server!.url, schema: 'bad; DROP TABLE x' })).toThrow(/schema .* is not a plain SQL name/);
+    expect(() => postgresStore({ connectionString: server!.url, schema: 'bad; DROP TABLE x' })).toThrow(
+      /schema .* is not a plain SQL name/,
+    );
     expect(() => postgresStore({} as never)).toThrow(/connectionString or a pool/);
     const down = postgresStore({ connectionString: 'postgres://someone:sekrit@127.0.0.1:1/nowhere', connectTimeoutMs: 2_000 });
     const error = (await down.list().catch((e: unknown) => e)) as Error;
@@ -108,16 +112,19 @@ describe.skipIf(!available)('the Postgres session store', () => {
     try {
       const replies = ['First answer.', 'Second answer.', 'Third answer, after the resume.'];
       const llm = () => scriptedModel(() => ({ text: replies.shift() ?? 'out of script' }));
-      const session = await newSession({ llm: llm(), home, store, trace: false, env: {} });
+      const session = await newSession({ llm: llm(), home, store, env: {} }); // the trace on, as by default
       expect((await session.prompt('one')).text).toBe('First answer.');
       expect((await session.prompt('two')).text).toBe('Second answer.');
       const id = session.id;
       await session.close();
-      const again = await openSession(id.slice(0, 8), { llm: llm(), home, store, trace: false, env: {} });
+      const again = await openSession(id.slice(0, 8), { llm: llm(), home, store, env: {} });
       const result = await again.prompt('three');
       expect(result.text).toBe('Third answer, after the resume.');
       expect(result.turn).toBe(3);
       await again.close();
+      // trace.jsonl of a session kept in the database: under the home, on the machine that ran it.
+      const trace = readFileSync(join(home, 'traces', `${id}.jsonl`), 'utf8');
+      expect(trace).toContain('Third answer, after the resume.');
       const reopened = await store.open(id);
       const entries = (await reopened.log.read()).entries.filter((e) => e.type === 'message');
       expect(entries.map((e) => e.type === 'message' && e.message.content)).toEqual([

@@ -71,7 +71,7 @@ export async function startSession(config: CliConfig, llm: LLM, choice: SessionC
     llm,
     home: config.home,
     env,
-    // trace.jsonl is written beside a session's files, which a database session has none of (yet).
+    // The trace of a database session would go under the home, where viz does not look for it (yet).
     ...(config.store ? { store: config.store, secrets: config.database?.secrets ?? [], trace: false } : {}),
     settings: settingsOf(config),
     ...(config.instructions ? { instructions: config.instructions } : {}),
@@ -81,7 +81,8 @@ export async function startSession(config: CliConfig, llm: LLM, choice: SessionC
     ...(choice.visualizer ? { visualizer: choice.visualizer } : {}),
     ...(choice.warn ? { warn: choice.warn } : {}),
   };
-  if (config.store && choice.visualizer) throw new UsageError('--inspect is not yet for PostgreSQL sessions (it streams the trace, which they do not keep yet)');
+  if (config.store && choice.visualizer)
+    throw new UsageError('--inspect is not yet for PostgreSQL sessions (it streams the trace, which they do not keep yet)');
   let id = choice.sessionId;
   if (!id && choice.continueLast) {
     const last = (await listSessions({ home: config.home, cwd: choice.cwd, ...storeOption(config) }))[0];

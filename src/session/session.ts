@@ -4,7 +4,6 @@
  * runs the turns and the host (src/actors/sessionHost.ts) does their work.
  */
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import type { sessionMachine } from '../../machines/sessionMachine.js';
 import type { SessionStatics } from '../../machines/sessionMachine.js';
@@ -47,6 +46,8 @@ export interface SessionParts {
   tracker: TrackerState;
   damage: string[];
   items: PersistentItemMemory | null;
+  /** Where trace.jsonl goes: beside the session for the file store, under the home for others. */
+  traceFile: string;
   /** Opened from disk (the trace continues) rather than created. */
   resumed: boolean;
 }
@@ -88,7 +89,7 @@ export class Session {
     this.damage = parts.damage;
     this.trackerWriter = new TrackerWriter(parts.store, TRACKER_KEY(record.id));
     const trace = (this.trace =
-      options.trace === false ? null : new TraceRecorder(join(record.dir, 'trace.jsonl'), record.id, parts.resumed, now, record.redact));
+      options.trace === false ? null : new TraceRecorder(parts.traceFile, record.id, parts.resumed, now, record.redact));
     if (trace && options.visualizer) {
       const home = options.home ?? defaultHome(options.env ?? process.env); // where the viz token is
       const link = (this.live = new LiveLink(liveUrl(options.visualizer), record.id, options.warn, home));
