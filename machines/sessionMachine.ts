@@ -13,17 +13,7 @@ import { remindNextRequest } from '../src/memory/reminderTracker.js';
 import { historyModeMachine, type ModeAnnouncement } from './historyModeMachine.js';
 import { turnMachine, type TurnOutput } from './turnMachine.js';
 
-export type {
-  QueuedPrompt,
-  SessionHost,
-  SessionStatics,
-  SessionInput,
-  AcceptInput,
-  AcceptOutput,
-  SaveInput,
-  SaveOutput,
-  PersistModeInput,
-} from './sessionTypes.js';
+export type * from './sessionTypes.js';
 import type { QueuedPrompt, SessionInput, AcceptInput, AcceptOutput, SaveInput, SaveOutput, PersistModeInput } from './sessionTypes.js';
 
 export interface SessionContext extends SessionInput {

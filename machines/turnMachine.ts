@@ -31,21 +31,7 @@ import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 // The compaction policy's constants, still importable from here.
 export { AUTO_KEEP_TOOL_OUTPUTS, TAIL_ALLOWANCE } from '../src/compaction/policy.js';
 
-export type {
-  TurnStatics,
-  TurnInput,
-  TurnOutput,
-  TurnHost,
-  HostInput,
-  CompactorInput,
-  CompactorOutput,
-  LlmInput,
-  LlmOutput,
-  ToolRunnerInput,
-  OverviewWrite,
-  ToolRunnerOutput,
-  MemoryStoreInput,
-} from './turnTypes.js';
+export type * from './turnTypes.js';
 import type {
   TurnStatics,
   TurnInput,

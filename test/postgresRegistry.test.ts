@@ -16,22 +16,13 @@ import { TRACKER_KEY } from '../src/session/options.js';
 import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
 import { runCli as cli } from './cliProcess.js';
 import { newSession, tempHome } from './helpers.js';
-import { postgresBin, testPostgres, type PostgresServer } from './storage/postgresServer.js';
+import { usePostgres } from './storage/postgresServer.js';
 
-const available = Boolean(process.env.WORKMEM_TEST_DATABASE_URL) || postgresBin() !== null;
-if (!available) console.log('PostgreSQL not found: the Postgres registry and CLI tests are skipped');
-
-let server: PostgresServer | null = null;
-beforeAll(async () => {
-  if (available) server = await testPostgres();
-}, 120_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const { available, server: serverOf } = usePostgres('registry and CLI');
 
 /** Run `sql` on the server's own database. */
 async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: server!.url });
+  const client = new pg.Client({ connectionString: serverOf().url });
   await client.connect();
   try {
     await client.query(sql);
@@ -45,7 +36,7 @@ async function withDatabase(run: (url: URL) => Promise<void>): Promise<void> {
   const name = `workmem_cli_${randomBytes(6).toString('hex')}`;
   await admin(`CREATE DATABASE ${name}`);
   try {
-    const url = new URL(server!.url);
+    const url = new URL(serverOf().url);
     url.pathname = `/${name}`;
     await run(url);
   } finally {

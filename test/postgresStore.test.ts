@@ -7,25 +7,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { postgresStore } from '../src/storage/postgres/postgresStore.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { openSession } from '../src/session/index.js';
 import { newSession, tempHome } from './helpers.js';
 import { metaFor, sessionStoreContract } from './storage/contract.js';
-import { postgresBin, testPostgres, type PostgresServer } from './storage/postgresServer.js';
+import { usePostgres } from './storage/postgresServer.js';
 
-const available = Boolean(process.env.WORKMEM_TEST_DATABASE_URL) || postgresBin() !== null;
-if (!available) console.log('PostgreSQL not found: the Postgres store tests are skipped');
-
-let server: PostgresServer | null = null;
-beforeAll(async () => {
-  if (available) server = await testPostgres();
-}, 120_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const { available, server: serverOf } = usePostgres('store');
 
 /** A schema of its own per test: the tests share one database and never see each other's rows. */
 function newSchema(): string {
@@ -33,7 +24,7 @@ function newSchema(): string {
 }
 
 async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: server!.url });
+  const client = new pg.Client({ connectionString: serverOf().url });
   await client.connect();
   try {
     await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
@@ -46,19 +37,19 @@ describe.skipIf(!available)('the Postgres session store', () => {
   sessionStoreContract('postgres', async () => {
     const schema = newSchema();
     return {
-      connect: async () => postgresStore({ connectionString: server!.url, schema }),
-      connectPaused: async (leaseMs) => postgresStore({ connectionString: server!.url, schema, leaseMs, renewMs: 0 }),
+      connect: async () => postgresStore({ connectionString: serverOf().url, schema }),
+      connectPaused: async (leaseMs) => postgresStore({ connectionString: serverOf().url, schema, leaseMs, renewMs: 0 }),
       destroy: () => dropSchema(schema),
     };
   });
 
   it('creates and versions its schema itself; a second instance finds it current; a newer one is refused', async () => {
     const schema = newSchema();
-    const a = postgresStore({ connectionString: server!.url, schema });
-    const b = postgresStore({ connectionString: server!.url, schema });
+    const a = postgresStore({ connectionString: serverOf().url, schema });
+    const b = postgresStore({ connectionString: serverOf().url, schema });
     try {
       await Promise.all([a.list(), b.list()]); // both migrate at once: one does, the other waits and finds it done
-      const client = new pg.Client({ connectionString: server!.url });
+      const client = new pg.Client({ connectionString: serverOf().url });
       await client.connect();
       try {
         const versions = await client.query(`SELECT version FROM ${schema}.workmem_schema_version ORDER BY version`);
@@ -67,7 +58,7 @@ describe.skipIf(!available)('the Postgres session store', () => {
       } finally {
         await client.end();
       }
-      const c = postgresStore({ connectionString: server!.url, schema });
+      const c = postgresStore({ connectionString: serverOf().url, schema });
       await expect(c.list()).rejects.toThrow(/schema version 99, newer than this workmem knows \(1\)/);
       await c.close();
     } finally {
@@ -79,7 +70,7 @@ describe.skipIf(!available)('the Postgres session store', () => {
 
   it('names a session by server, database, cwd and id, never with a password; bad options are refused clearly', async () => {
     const schema = newSchema();
-    const url = new URL(server!.url);
+    const url = new URL(serverOf().url);
     url.password = 'hunter2-secret';
     const store = postgresStore({ connectionString: url.toString(), schema });
     try {
@@ -94,7 +85,7 @@ describe.skipIf(!available)('the Postgres session store', () => {
       await store.close();
       await dropSchema(schema);
     }
-    expect(() => postgresStore({ connectionString: server!.url, schema: 'bad; DROP TABLE x' })).toThrow(
+    expect(() => postgresStore({ connectionString: serverOf().url, schema: 'bad; DROP TABLE x' })).toThrow(
       /schema .* is not a plain SQL name/,
     );
     expect(() => postgresStore({} as never)).toThrow(/connectionString or a pool/);
@@ -108,7 +99,7 @@ describe.skipIf(!available)('the Postgres session store', () => {
   it('a whole session lives in Postgres: prompts, close, open, resume where it left off', async () => {
     const schema = newSchema();
     const home = tempHome();
-    const store = postgresStore({ connectionString: server!.url, schema });
+    const store = postgresStore({ connectionString: serverOf().url, schema });
     try {
       const replies = ['First answer.', 'Second answer.', 'Third answer, after the resume.'];
       const llm = () => scriptedModel(() => ({ text: replies.shift() ?? 'out of script' }));

@@ -25,14 +25,20 @@ import { INDEX_KEY, TRACKER_KEY, type OpenOptions, type SessionIndexEntry, type 
 import { Session } from './session.js';
 import { checkSessionOptions } from './sessionOptionsCheck.js';
 
-export async function createSession(options: SessionOptions): Promise<Session> {
-  checkSessionOptions(options, 'createSession');
+/** What creating and opening share: checked options, the home, settings (warnings reported), the counter, the state store. */
+async function prepare(options: OpenOptions, caller: 'createSession' | 'openSession') {
+  checkSessionOptions(options, caller);
   const env = options.env ?? process.env;
   const home = options.home ?? defaultHome(env);
   const resolved = resolveSettings(options.llm, options.settings, env);
   for (const warning of resolved.warnings) options.warn?.(warning);
   const counter = await loadTokenCounter(options.llm.model);
   const state = await openStateStore(stateStorePath(home), options.stateStore);
+  return { env, home, resolved, counter, state };
+}
+
+export async function createSession(options: SessionOptions): Promise<Session> {
+  const { env, home, resolved, counter, state } = await prepare(options, 'createSession');
   let record: SessionRecord | undefined;
   try {
     record = await SessionRecord.create(options.store ?? sessionStoreOf(home), {
@@ -77,13 +83,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
 }
 
 export async function openSession(id: string, options: OpenOptions): Promise<Session> {
-  checkSessionOptions(options, 'openSession');
-  const env = options.env ?? process.env;
-  const home = options.home ?? defaultHome(env);
-  const resolved = resolveSettings(options.llm, options.settings, env);
-  for (const warning of resolved.warnings) options.warn?.(warning);
-  const counter = await loadTokenCounter(options.llm.model);
-  const state = await openStateStore(stateStorePath(home), options.stateStore);
+  const { env, home, resolved, counter, state } = await prepare(options, 'openSession');
   let record: SessionRecord | undefined;
   try {
     const sessions = options.store ?? sessionStoreOf(home);

@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface PostgresServer {
   /** A connection string without a password (trust auth on loopback). */
@@ -101,4 +102,27 @@ function safeReaddir(dir: string): string[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * A file's PostgreSQL: started before its tests and stopped after them. `available` is
+ * false (and one line says which tests are skipped) when there is no server to be had.
+ */
+export function usePostgres(what: string): { available: boolean; server: () => PostgresServer } {
+  const available = Boolean(process.env.WORKMEM_TEST_DATABASE_URL) || postgresBin() !== null;
+  if (!available) console.log(`PostgreSQL not found: the Postgres ${what} tests are skipped`);
+  let server: PostgresServer | null = null;
+  beforeAll(async () => {
+    if (available) server = await testPostgres();
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+  return {
+    available,
+    server: () => {
+      if (!server) throw new Error('no PostgreSQL for this test');
+      return server;
+    },
+  };
 }
