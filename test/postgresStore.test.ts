@@ -53,13 +53,22 @@ describe.skipIf(!available)('the Postgres session store', () => {
       await client.connect();
       try {
         const versions = await client.query(`SELECT version FROM ${schema}.workmem_schema_version ORDER BY version`);
-        expect(versions.rows.map((r: { version: number }) => r.version)).toEqual([1]);
+        expect(versions.rows.map((r: { version: number }) => r.version)).toEqual([1, 2]);
+        // A database left at version 1 by an older workmem is brought to 2, its sessions kept.
+        await client.query(`DROP TABLE ${schema}.state, ${schema}.trace; DELETE FROM ${schema}.workmem_schema_version WHERE version = 2`);
+        await client.query(`INSERT INTO ${schema}.sessions (id, cwd, created_at, meta) VALUES ('${randomUUID()}', '/old', 1, '{}')`);
+        const older = postgresStore({ connectionString: serverOf().url, schema });
+        expect((await older.list()).map((s) => s.cwd)).toEqual(['/old']);
+        await older.close();
+        const after = await client.query(`SELECT version FROM ${schema}.workmem_schema_version ORDER BY version`);
+        expect(after.rows.map((r: { version: number }) => r.version)).toEqual([1, 2]);
+        await client.query(`SELECT key FROM ${schema}.state UNION ALL SELECT record FROM ${schema}.trace`);
         await client.query(`INSERT INTO ${schema}.workmem_schema_version (version) VALUES (99)`);
       } finally {
         await client.end();
       }
       const c = postgresStore({ connectionString: serverOf().url, schema });
-      await expect(c.list()).rejects.toThrow(/schema version 99, newer than this workmem knows \(1\)/);
+      await expect(c.list()).rejects.toThrow(/schema version 99, newer than this workmem knows \(2\)/);
       await c.close();
     } finally {
       await a.close();

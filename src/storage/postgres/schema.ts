@@ -43,6 +43,20 @@ const MIGRATIONS: ((s: string) => string)[] = [
       token bigint NOT NULL,
       expires_at timestamptz NOT NULL
     );`,
+  (s) => `
+    -- Key-value state (the session index, reminder trackers, item memory) for a host that keeps
+    -- sessions here: values as JSON text, listed by key prefix.
+    CREATE TABLE ${s}.state (
+      key text PRIMARY KEY,
+      value text NOT NULL
+    );
+    -- A session's trace (what the visualizer replays): one row per record, in order.
+    CREATE TABLE ${s}.trace (
+      session_id text NOT NULL REFERENCES ${s}.sessions (id) ON DELETE CASCADE,
+      seq bigint NOT NULL,
+      record text NOT NULL,
+      PRIMARY KEY (session_id, seq)
+    );`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
