@@ -1,7 +1,7 @@
 /**
  * compact(), the one apply path, over a store kept in memory: what a compaction needs of
- * storage is CompactionStore and nothing else, the archive is written before the log
- * entry, and the tokens reported are those of the range compacted.
+ * storage is CompactionStore and nothing else, the archive and the log entry are
+ * committed together, and the tokens reported are those of the range compacted.
  */
 import { describe, expect, it } from 'vitest';
 import { compact, type CompactionDeps } from '../src/compaction/compact.js';
@@ -29,13 +29,10 @@ class MemoryStore implements CompactionStore {
   async exists(path: string): Promise<boolean> {
     return this.files.has(path);
   }
-  async writeFile(path: string, content: string, options: { append: boolean }): Promise<string> {
-    this.calls.push(`write ${path}`);
-    this.files.set(path, options.append && this.files.has(path) ? `${this.files.get(path)}\n\n---\n\n${content}` : content);
-    return `working-memory/${path}`;
-  }
-  async appendCompaction(entry: Omit<CompactionEntry, 'seq' | 'ts'>): Promise<CompactionEntry> {
-    this.calls.push('append');
+  async commit(archive: { path: string; content: string; append: boolean }, entry: Omit<CompactionEntry, 'seq' | 'ts'>): Promise<CompactionEntry> {
+    const { path, content } = archive;
+    this.calls.push(`commit ${path}${archive.append ? ' (append)' : ''}`);
+    this.files.set(path, archive.append && this.files.has(path) ? `${this.files.get(path)}\n\n---\n\n${content}` : content);
     const full = { ...entry, seq: this.seq++, ts: 0 } as CompactionEntry;
     this.view = viewAfterCompaction(this.view, full);
     return full;
@@ -69,7 +66,7 @@ async function deps(store: MemoryStore, summarizer: CompactionDeps['summarizer']
 const signal = new AbortController().signal;
 
 describe('compact', () => {
-  it('brings a range under a budget: the archive first, then the entry; tokens of the range before and after', async () => {
+  it('brings a range under a budget: the archive and the entry in one commit; tokens of the range before and after', async () => {
     const view = history(8);
     const store = new MemoryStore(view);
     const before = totalTokens(view);
@@ -78,7 +75,7 @@ describe('compact', () => {
       await deps(store),
       signal,
     );
-    expect(store.calls).toEqual(['write detail/compact-2025-01-02T03-04-05-000Z.md', 'append']);
+    expect(store.calls).toEqual(['commit detail/compact-2025-01-02T03-04-05-000Z.md']);
     expect(result.files).toEqual(['working-memory/detail/compact-2025-01-02T03-04-05-000Z.md']);
     expect(result.tokensBefore).toBe(before);
     expect(result.history).toBe(store.history());
@@ -146,7 +143,7 @@ describe('compact', () => {
     expect(again.replaced).toBe(0);
     expect(again.tokensAfter).toBe(again.tokensBefore);
     expect(starts).toHaveLength(1);
-    expect(store.calls).toEqual(['write detail/compact-2025-01-02T03-04-05-000Z.md', 'append']);
+    expect(store.calls).toEqual(['commit detail/compact-2025-01-02T03-04-05-000Z.md']);
   });
 
   it('appends to archive_to, and picks a fresh detail/ name when the default one is taken', async () => {

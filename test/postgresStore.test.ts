@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { postgresStore } from '../src/storage/postgres/postgresStore.js';
+import { SequenceConflictError } from '../src/storage/storeErrors.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { openSession } from '../src/session/index.js';
 import { newSession, tempHome } from './helpers.js';
@@ -103,6 +104,32 @@ describe.skipIf(!available)('the Postgres session store', () => {
     expect(error.message).toMatch(/PostgreSQL at postgres:\/\/127\.0\.0\.1:1\/nowhere/);
     expect(error.message).not.toContain('sekrit');
     await down.close();
+  });
+
+  it('a compaction commit is one transaction: when its entry is refused inside it, its archive is not there either', async () => {
+    const schema = newSchema();
+    const store = postgresStore({ connectionString: serverOf().url, schema });
+    const client = new pg.Client({ connectionString: serverOf().url });
+    await client.connect();
+    try {
+      const s = await store.create({ meta: metaFor(randomUUID()) });
+      await s.log.append({ type: 'event', turn: 1, name: 'one', data: {} }, { expectedSeq: 1, sync: true });
+      // A row this storage does not know of takes seq 2 behind its back: the commit passes the
+      // checks made before its transaction, writes the archive, and is refused at the insert.
+      await client.query(`INSERT INTO ${schema}.entries (session_id, seq, body) VALUES ($1, 2, '{}')`, [s.id]);
+      const archive = [{ path: 'detail/compact.md', content: '# turns 1-3', append: false }];
+      const refused = await s.commit(archive, { type: 'event', turn: 2, name: 'compacted', data: {} }, { expectedSeq: 2 }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(SequenceConflictError);
+      expect(await s.memory.exists('detail/compact.md')).toBe(false);
+      const { rows } = await client.query(`SELECT count(*)::int AS n FROM ${schema}.memory_files WHERE session_id = $1 AND path LIKE 'detail/%'`, [s.id]);
+      expect(rows[0].n).toBe(0);
+      expect(s.log.nextSeq).toBe(2);
+      await s.close();
+    } finally {
+      await client.end();
+      await store.close();
+      await dropSchema(schema);
+    }
   });
 
   it('a whole session lives in Postgres: prompts, close, open, resume where it left off', async () => {

@@ -36,7 +36,6 @@ async function script(s: SessionRecord): Promise<void> {
   await s.appendEvent(1, 'memory_updated', { path: 'working-memory/overview.md' });
   await s.updateMeta({ memoryWrites: 1, historyMode: 'hybrid' });
   await s.memory.writeSystem('archive/turn-1.md', '# Turn 1');
-  await s.memory.writeSystem('archive/turn-1.md', '# More', { append: true });
   await s.appendCompaction({
     type: 'compaction',
     turn: 1,
@@ -47,7 +46,7 @@ async function script(s: SessionRecord): Promise<void> {
     files: ['working-memory/archive/turn-1.md'],
     tokensBefore: 32,
     tokensAfter: 14,
-  });
+  }, { path: 'archive/turn-1.md', content: '# More', append: true });
   await s.appendMessage(2, { role: 'user', content: 'next' }, 1, { sync: true });
 }
 

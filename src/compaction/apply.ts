@@ -1,9 +1,9 @@
 /**
  * Carries out a compaction plan (plan.ts), the one place that does: the archived turns
  * and moved tool outputs go verbatim to a transcript inside working-memory/ (detail/ by
- * default), then one log entry replaces the turns by a note (a structured summary when
- * asked and possible) and each output by a one-line stub naming where it went.
- * The file is written before the log entry: a crash in between loses nothing.
+ * default), and one log entry replaces the turns by a note (a structured summary when
+ * asked and possible) and each output by a one-line stub naming where it went. The two
+ * are committed as one unit (CompactionStore.commit): a crash loses nothing.
  */
 import type { CompactionReason } from '../events.js';
 import type { HistoryItem } from '../history/historyView.js';
@@ -40,7 +40,7 @@ export interface CompactionResult {
   summary: 'written' | 'failed' | 'not asked';
 }
 
-/** Carry out a plan: write the archive file, then append the compaction entry. */
+/** Carry out a plan: the summary asked for first, then the archive and the compaction entry together. */
 export async function applyCompaction(
   plan: CompactionPlan,
   options: { target: CompactionTarget; strategy: CompactionStrategy; reason: CompactionReason; turn: number; archiveTo?: string },
@@ -87,7 +87,7 @@ export async function applyCompaction(
       ),
     );
   }
-  const where = await store.writeFile(path, sections.join('\n\n'), { append: options.archiveTo !== undefined });
+  const where = `working-memory/${await store.resolvePath(path)}`;
 
   let summary: CompactionResult['summary'] = 'not asked';
   let note: ChatMessage | null = null;
@@ -113,7 +113,8 @@ export async function applyCompaction(
   });
   const noteTokens = note ? counter.message(note) : 0;
   const tokensAfter = noteTokens + stubs.reduce((n, s) => n + s.tokens, 0);
-  const entry = await store.appendCompaction({
+  const archive = { path, content: sections.join('\n\n'), append: options.archiveTo !== undefined };
+  const entry = await store.commit(archive, {
     type: 'compaction',
     turn: options.turn,
     reason: options.reason,

@@ -1,6 +1,7 @@
 /**
  * What compaction needs of a session's storage, and nothing more: the history, a place
- * for the verbatim archive inside working-memory/, and the log's compaction entry. Async,
+ * for the verbatim archive inside working-memory/ and the log's compaction entry, written
+ * together. Async,
  * so that a store on a database fits as well as the files.
  */
 import type { HistoryView } from '../history/historyView.js';
@@ -17,10 +18,12 @@ export interface CompactionStore {
   resolvePath(path: string): Promise<string>;
   /** Whether a file inside working-memory/ exists. */
   exists(path: string): Promise<boolean>;
-  /** Write a file inside working-memory/ (or append a section to it); returns where, as "working-memory/<path>". */
-  writeFile(path: string, content: string, options: { append: boolean }): Promise<string>;
-  /** Append the compaction entry to the log (durably); the history reflects it from then on. */
-  appendCompaction(entry: Omit<CompactionEntry, 'seq' | 'ts'>): Promise<CompactionEntry>;
+  /**
+   * Write the archive inside working-memory/ (or append a section to it) and append the
+   * compaction entry as one unit, durably: both or, on a database, neither. The history
+   * reflects the entry from then on.
+   */
+  commit(archive: { path: string; content: string; append: boolean }, entry: Omit<CompactionEntry, 'seq' | 'ts'>): Promise<CompactionEntry>;
 }
 
 /** A session's record (its log and working memory, on any store) as a compaction store. */
@@ -29,7 +32,6 @@ export function compactionStoreOf(record: SessionRecord): CompactionStore {
     history: () => record.history,
     resolvePath: (path) => record.memory.relOf(path),
     exists: (path) => record.memory.exists(path),
-    writeFile: (path, content, options) => record.memory.writeSystem(path, content, options),
-    appendCompaction: (entry) => record.appendCompaction(entry),
+    commit: (archive, entry) => record.appendCompaction(entry, archive),
   };
 }

@@ -196,8 +196,18 @@ export class SessionRecord {
     return entry;
   }
 
-  async appendCompaction(entry: Omit<CompactionEntry, 'seq' | 'ts'>): Promise<CompactionEntry> {
-    const full = await this.append(entry, true);
+  /**
+   * A compaction: its archive written into working-memory/ (`archive.path`, relative to it)
+   * and its entry appended as one unit (SessionStorage.commit), durably.
+   */
+  async appendCompaction(entry: Omit<CompactionEntry, 'seq' | 'ts'>, archive: { path: string; content: string; append: boolean }): Promise<CompactionEntry> {
+    const path = await this.memory.relOf(archive.path);
+    const log = this.storage.log;
+    const write = { path, content: this.redact(archive.content), append: archive.append };
+    const next = this.appending.catch(() => {}).then(() => this.storage.commit([write], entry, { expectedSeq: log.nextSeq }));
+    this.appending = next;
+    const full = await next;
+    this.memory.changed(path);
     this.view = viewAfterCompaction(this.view, full);
     return full;
   }

@@ -157,6 +157,11 @@ export class WorkingMemory {
     return this.files.read(OVERVIEW, { maxBytes: OVERVIEW_READ_MAX_BYTES });
   }
 
+  /** A file was written beside these methods (with a log entry, by the record): forget what was cached of it. */
+  changed(rel: string): void {
+    this.written(rel, 0, false);
+  }
+
   private written(rel: string, bytes: number, created: boolean): WriteResult {
     if (rel.startsWith('detail/')) this.detailStale = true;
     if (rel === OVERVIEW) this.overviewVersion = null;

@@ -12,7 +12,7 @@ import { MessageLog, readLog, type LoadedLog, type NewEntry } from './messageLog
 import { firstLine, SessionMetaSchema, type SessionMeta } from './sessionMeta.js';
 import { SESSION_FILES } from './sessionPaths.js';
 import type { SessionLock } from './sessionLock.js';
-import type { DamageReport, Lease, LogRead, MetaRead, Redact, SessionLog, SessionStorage } from './sessionStore.js';
+import type { DamageReport, Lease, LogRead, MemoryWrite, MetaRead, Redact, SessionLog, SessionStorage } from './sessionStore.js';
 import { LeaseLostError, SequenceConflictError } from './storeErrors.js';
 
 const noRedaction: Redact = (text) => text;
@@ -78,6 +78,16 @@ export class FileSessionStorage implements SessionStorage {
 
   async writeMeta(meta: SessionMeta, options: { durable?: boolean } = {}): Promise<void> {
     writeMetaFile(this.location, meta, this.redact, options.durable !== false);
+  }
+
+  /** Files first (each atomic and durable), then the entry, synced: see SessionStorage.commit. */
+  async commit<E extends NewEntry>(files: readonly MemoryWrite[], entry: E, options: { expectedSeq: number }): Promise<E & { seq: number; ts: number }> {
+    if (options.expectedSeq !== this.log.nextSeq) throw new SequenceConflictError(this.id, options.expectedSeq, this.log.nextSeq);
+    for (const file of files) {
+      if (file.append) await this.memory.append(file.path, file.content);
+      else await this.memory.write(file.path, file.content);
+    }
+    return this.log.append(entry, { expectedSeq: options.expectedSeq, sync: true });
   }
 
   async writeDamage(report: DamageReport): Promise<void> {

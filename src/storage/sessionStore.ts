@@ -74,10 +74,26 @@ export interface SessionStorage {
   readMeta(): Promise<MetaRead>;
   /** Replace the meta. `durable: false` may skip flushing (the meta is rebuilt from the log after a crash). */
   writeMeta(meta: SessionMeta, options?: { durable?: boolean }): Promise<void>;
+  /**
+   * Write `files` into working-memory/ and append `entry` as one unit (a compaction's
+   * archive and the entry that names it). A database commits both or neither; the file
+   * store writes the files first, durably, then the entry, so a crash between them leaves
+   * an archive that no entry names, never an entry naming a missing archive. Refused as
+   * append() and MemoryFiles.write() are (nothing written by a database then).
+   */
+  commit<E extends NewEntry>(files: readonly MemoryWrite[], entry: E, options: { expectedSeq: number }): Promise<E & { seq: number; ts: number }>;
   /** Replace the damage report (damage.json for files): damaged log lines and repairs made. */
   writeDamage(report: DamageReport): Promise<void>;
   /** Make what was appended durable, write what is pending, release the lease. */
   close(): Promise<void>;
+}
+
+/** A write into working-memory/ that goes with a log entry: the text as stored (already redacted). */
+export interface MemoryWrite {
+  path: string;
+  content: string;
+  /** Add `content` as a section of the file (MemoryFiles.append) instead of replacing it. */
+  append: boolean;
 }
 
 export type MetaRead =

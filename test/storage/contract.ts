@@ -117,6 +117,41 @@ export function sessionStoreContract(name: string, makeBackend: () => Promise<St
       expect((await again.log.read()).entries.map((e) => (e.type === 'message' ? e.message.content : null))).toEqual(['one', 'two']);
     });
 
+    it('commits archive files and their entry as one: both there after a reopen, the entry next in the log', async () => {
+      const s = await created();
+      await s.log.append(user('one'), { expectedSeq: 1, sync: true });
+      await s.memory.write('archive/a.md', '# first part');
+      const entry = await s.commit(
+        [
+          { path: 'detail/compact-1.md', content: '# Archived turns 1-2', append: false },
+          { path: 'working-memory/archive/a.md', content: 'second part', append: true },
+        ],
+        { type: 'event', turn: 2, name: 'compacted', data: { files: 2 } },
+        { expectedSeq: 2 },
+      );
+      expect(entry).toMatchObject({ seq: 2, name: 'compacted' });
+      expect(s.log.nextSeq).toBe(3);
+      const again = await reopened(s);
+      expect((await again.log.read()).entries.map((e) => e.seq)).toEqual([1, 2]);
+      expect(await again.memory.read('detail/compact-1.md', { maxBytes: 100 })).toBe('# Archived turns 1-2');
+      expect(await again.memory.read('archive/a.md', { maxBytes: 100 })).toBe('# first part\n\n---\n\nsecond part');
+    });
+
+    it('a refused commit writes neither its files nor its entry: a stale seq, a path that leaves working-memory/, a folder in the way', async () => {
+      const s = await created();
+      await s.log.append(user('one'), { expectedSeq: 1, sync: true });
+      const file = { path: 'detail/c.md', content: 'archive', append: false };
+      const event = { type: 'event' as const, turn: 1, name: 'compacted', data: {} };
+      await expect(s.commit([file], event, { expectedSeq: 1 })).rejects.toBeInstanceOf(SequenceConflictError);
+      await expect(s.commit([{ ...file, path: '../outside.md' }], event, { expectedSeq: 2 })).rejects.toBeInstanceOf(PathRefusedError);
+      await expect(s.commit([{ ...file, path: 'detail' }], event, { expectedSeq: 2 })).rejects.toBeInstanceOf(PathRefusedError);
+      expect(s.log.nextSeq).toBe(2);
+      expect(await s.memory.exists('detail/c.md')).toBe(false);
+      const again = await reopened(s);
+      expect((await again.log.read()).entries.map((e) => e.seq)).toEqual([1]);
+      expect(await again.memory.exists('detail/c.md')).toBe(false);
+    });
+
     it('round-trips the meta, across a reopen', async () => {
       const s = await created();
       const read = await s.readMeta();
@@ -248,6 +283,8 @@ export function sessionStoreContract(name: string, makeBackend: () => Promise<St
       await expect(a.log.append(user('a2'), { expectedSeq: 2, sync: true })).rejects.toThrow(LeaseLostError);
       await expect(a.memory.write('overview.md', '# late A')).rejects.toThrow(LeaseLostError);
       await expect(a.memory.append('archive/a.md', 'late')).rejects.toThrow(LeaseLostError);
+      const lateArchive = [{ path: 'detail/late.md', content: 'late', append: false }];
+      await expect(a.commit(lateArchive, user('late compaction'), { expectedSeq: 2 })).rejects.toThrow(LeaseLostError);
       await expect(a.writeMeta({ ...metaFor(a.id), title: 'late A' })).rejects.toThrow(LeaseLostError);
       await expect(a.writeDamage({ checkedAt: 1, lines: [], repairs: [] })).rejects.toThrow(LeaseLostError);
       await expect(a.lease.renew()).rejects.toThrow(LeaseLostError);
@@ -257,6 +294,7 @@ export function sessionStoreContract(name: string, makeBackend: () => Promise<St
       expect(read.entries.map((e) => (e.type === 'message' ? e.message.content : null))).toEqual(['a1', 'b2']);
       expect(await b.memory.read('overview.md', { maxBytes: 100 })).toBe('# by A');
       expect(await b.memory.exists('archive/a.md')).toBe(false);
+      expect(await b.memory.exists('detail/late.md')).toBe(false);
       expect(await b.readMeta()).toEqual({ ok: true, meta: metaFor(a.id) });
       await expect(connect().then((c) => c.open(a.id))).rejects.toThrow(SessionInUseError);
     });

@@ -29,6 +29,12 @@ export function fence(s: string): string {
   return `fence AS (SELECT token FROM ${s}.leases WHERE session_id = $1 AND token = $2 FOR SHARE)`;
 }
 
+/** In a transaction: hold the lease's row while our token is current (a takeover waits for the commit), or throw LeaseLostError. */
+export async function holdFence(client: PoolClient, s: string, id: string, token: string): Promise<void> {
+  const held = await client.query(`WITH ${fence(s)} SELECT token FROM fence`, [id, token]);
+  if (!held.rowCount) throw await leaseLost(client, s, id, token);
+}
+
 /** Take the lease of session `id`: the new token and the session's last seq, or SessionInUseError naming the holder. */
 export async function takeLease(db: Database, id: string, holder: string, leaseMs: number): Promise<{ token: string; lastSeq: number; cwd: string }> {
   const { s } = db;

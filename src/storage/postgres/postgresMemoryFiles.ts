@@ -10,7 +10,7 @@ import type { PoolClient } from 'pg';
 import { confinedSegments, PathRefusedError } from '../sandboxPath.js';
 import type { MemoryEntry, MemoryFiles } from '../sessionStore.js';
 import type { Database } from './database.js';
-import { fence, leaseLost } from './postgresLease.js';
+import { holdFence } from './postgresLease.js';
 
 const PREFIX = 'working-memory/';
 
@@ -47,20 +47,40 @@ export class PostgresMemoryFiles implements MemoryFiles {
 
   async write(path: string, content: string): Promise<{ created: boolean }> {
     const rel = relOf(path);
-    return this.fenced(rel, async (client) => ({ created: await this.put(client, rel, content) }));
+    return this.fenced(async (client) => ({ created: (await this.writeIn(client, rel, content, false)).created }));
   }
 
   async append(path: string, section: string): Promise<{ created: boolean; bytes: number }> {
     const rel = relOf(path);
-    return this.fenced(rel, async (client) => {
-      const { rows } = await client.query<{ content: string | null }>(
-        `SELECT content FROM ${this.db.s}.memory_files WHERE session_id = $1 AND path = $2 FOR UPDATE`,
-        [this.sessionId, rel],
-      );
-      const before = rows[0]?.content;
-      const text = typeof before === 'string' ? `${before.trimEnd()}\n\n---\n\n${section}` : section;
-      return { created: await this.put(client, rel, text), bytes: Buffer.byteLength(text) };
-    });
+    return this.fenced((client) => this.writeIn(client, rel, section, true));
+  }
+
+  /** A path as stored: relative to working-memory/, confined (PathRefusedError otherwise). */
+  relOf(path: string): string {
+    return relOf(path);
+  }
+
+  /**
+   * Replace `rel` (or add a section to it) inside a transaction that already holds the
+   * lease's row: for a write that commits together with a log entry (a compaction).
+   */
+  async writeIn(client: PoolClient, rel: string, text: string, append: boolean): Promise<{ created: boolean; bytes: number }> {
+    const { s } = this.db;
+    const parts = rel.split('/');
+    const ancestors = parts.slice(0, -1).map((_, i) => parts.slice(0, i + 1).join('/'));
+    const { rows } = await client.query<{ path: string; kind: string; content: string | null }>(
+      `SELECT path, kind, CASE WHEN path = $3 AND $4 THEN content END AS content FROM ${s}.memory_files
+       WHERE session_id = $1 AND path = ANY($2) FOR UPDATE`,
+      [this.sessionId, [...ancestors, rel], rel, append],
+    );
+    let before: string | null = null;
+    for (const row of rows) {
+      if (row.path === rel && row.kind !== 'file') throw new PathRefusedError(`${rel} exists and is not a regular file`);
+      if (row.path !== rel && row.kind !== 'folder') throw new PathRefusedError(`${JSON.stringify(row.path)} is not a directory`);
+      if (row.path === rel) before = row.content;
+    }
+    const content = append && before !== null ? `${before.trimEnd()}\n\n---\n\n${text}` : text;
+    return { created: await this.put(client, rel, content), bytes: Buffer.byteLength(content) };
   }
 
   async list(folder: string): Promise<MemoryEntry[]> {
@@ -84,22 +104,10 @@ export class PostgresMemoryFiles implements MemoryFiles {
     return rows[0] ? entryOf(rows[0]) : null;
   }
 
-  /** Run `write` in a transaction holding the lease's row (or refuse: LeaseLostError), after checking where `rel` goes. */
-  private fenced<T>(rel: string, write: (client: PoolClient) => Promise<T>): Promise<T> {
-    const { s } = this.db;
+  /** Run `write` in a transaction holding the lease's row (or refuse: LeaseLostError). */
+  private fenced<T>(write: (client: PoolClient) => Promise<T>): Promise<T> {
     return this.db.transaction(async (client) => {
-      const held = await client.query(`WITH ${fence(s)} SELECT token FROM fence`, [this.sessionId, this.token]);
-      if (!held.rowCount) throw await leaseLost(client, s, this.sessionId, this.token);
-      const parts = rel.split('/');
-      const ancestors = parts.slice(0, -1).map((_, i) => parts.slice(0, i + 1).join('/'));
-      const { rows } = await client.query<{ path: string; kind: string }>(
-        `SELECT path, kind FROM ${s}.memory_files WHERE session_id = $1 AND path = ANY($2)`,
-        [this.sessionId, [...ancestors, rel]],
-      );
-      for (const row of rows) {
-        if (row.path === rel && row.kind !== 'file') throw new PathRefusedError(`${rel} exists and is not a regular file`);
-        if (row.path !== rel && row.kind !== 'folder') throw new PathRefusedError(`${JSON.stringify(row.path)} is not a directory`);
-      }
+      await holdFence(client, this.db.s, this.sessionId, this.token);
       return write(client);
     });
   }

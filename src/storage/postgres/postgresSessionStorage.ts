@@ -6,10 +6,11 @@
  */
 import { checkEntry, type Damage, type LogEntry, type NewEntry } from '../messageLog.js';
 import { firstLine, SessionMetaSchema, type SessionMeta } from '../sessionMeta.js';
-import type { DamageReport, LogRead, MetaRead, Redact, SessionLog, SessionStorage } from '../sessionStore.js';
+import type { PoolClient } from 'pg';
+import type { DamageReport, LogRead, MemoryWrite, MetaRead, Redact, SessionLog, SessionStorage } from '../sessionStore.js';
 import { SequenceConflictError } from '../storeErrors.js';
 import type { Database } from './database.js';
-import { fence, leaseLost, type PostgresLease } from './postgresLease.js';
+import { fence, holdFence, leaseLost, type PostgresLease } from './postgresLease.js';
 import { PostgresMemoryFiles } from './postgresMemoryFiles.js';
 
 export class PostgresSessionStorage implements SessionStorage {
@@ -51,6 +52,20 @@ export class PostgresSessionStorage implements SessionStorage {
     await this.fencedUpdate('meta = $3, name = $4', [this.redact(`${JSON.stringify(meta, null, 2)}\n`), name]);
   }
 
+  /** One transaction: the lease's row held, the files written, the entry inserted; all or nothing. */
+  async commit<E extends NewEntry>(files: readonly MemoryWrite[], entry: E, options: { expectedSeq: number }): Promise<E & { seq: number; ts: number }> {
+    const { log, memory } = this;
+    if (options.expectedSeq !== log.nextSeq) throw new SequenceConflictError(this.id, options.expectedSeq, log.nextSeq);
+    const full = log.stamp(entry);
+    await this.db.transaction(async (client) => {
+      await holdFence(client, this.db.s, this.id, this.lease.token);
+      for (const file of files) await memory.writeIn(client, memory.relOf(file.path), file.content, file.append);
+      await log.insertIn(client, full);
+    });
+    log.advance();
+    return full;
+  }
+
   async writeDamage(report: DamageReport): Promise<void> {
     const body = { checkedAt: report.checkedAt, lines: report.lines, ...(report.repairs.length ? { repairs: report.repairs } : {}) };
     await this.fencedUpdate('damage = $3', [this.redact(JSON.stringify(body))]);
@@ -72,7 +87,7 @@ export class PostgresSessionStorage implements SessionStorage {
   }
 }
 
-class PostgresSessionLog implements SessionLog {
+export class PostgresSessionLog implements SessionLog {
   constructor(
     private readonly db: Database,
     private readonly id: string,
@@ -136,5 +151,24 @@ class PostgresSessionLog implements SessionLog {
 
   async sync(): Promise<void> {
     /* every append was committed before it resolved */
+  }
+
+  /** The entry as the next append would write it. */
+  stamp<E extends NewEntry>(entry: E): E & { seq: number; ts: number } {
+    return { seq: this.next, ts: this.now(), ...entry } as E & { seq: number; ts: number };
+  }
+
+  /** Insert a stamped entry inside a transaction that holds the lease's row: refused (SequenceConflictError) unless it is next. */
+  async insertIn(client: PoolClient, full: NewEntry & { seq: number }): Promise<void> {
+    const { s } = this.db;
+    const { rows } = await client.query<{ next: string }>(`SELECT coalesce(max(seq), 0) + 1 AS next FROM ${s}.entries WHERE session_id = $1`, [this.id]);
+    const next = Number(rows[0]!.next);
+    if (next !== full.seq) throw new SequenceConflictError(this.id, full.seq, next);
+    await client.query(`INSERT INTO ${s}.entries (session_id, seq, body) VALUES ($1, $2, $3)`, [this.id, full.seq, this.redact(JSON.stringify(full))]);
+  }
+
+  /** After insertIn committed. */
+  advance(): void {
+    this.next++;
   }
 }
