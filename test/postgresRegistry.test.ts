@@ -5,17 +5,19 @@
  * before running this file alone). Skipped, saying so in one line, without PostgreSQL.
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { postgresStore } from '../src/storage/postgres/postgresStore.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { findSession, listSessions, removeSession } from '../src/session/index.js';
+import { findSession, listSessions, openSession, removeSession } from '../src/session/index.js';
 import { openStateStore } from '../src/storage/stateStore.js';
 import { stateStorePath } from '../src/storage/sessionPaths.js';
 import { TRACKER_KEY } from '../src/session/options.js';
 import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
 import { runCli as cli } from './cliProcess.js';
-import { newSession, tempHome } from './helpers.js';
+import { collect, newSession, ofType, tempHome } from './helpers.js';
 import { usePostgres } from './storage/postgresServer.js';
 
 const { available, server: serverOf } = usePostgres('registry and CLI');
@@ -45,6 +47,35 @@ async function withDatabase(run: (url: URL) => Promise<void>): Promise<void> {
 }
 
 describe.skipIf(!available)('sessions in Postgres, through the registry and the CLI', () => {
+  it('the tracker and item memories live in the database: another instance, with a home of its own, carries on from them', async () => {
+    await withDatabase(async (url) => {
+      const [homeA, homeB] = [tempHome(), tempHome()];
+      const [a, b] = [postgresStore({ connectionString: url.toString() }), postgresStore({ connectionString: url.toString() })];
+      try {
+        const remember = { toolCalls: [{ name: 'remember', arguments: { content: 'The user keeps bees in Lyon.', importance: 0.7 } }] };
+        const first = await newSession({ llm: scriptedModel([remember, { text: 'Noted.' }]), home: homeA, store: a, itemMemory: {}, env: {} });
+        await first.prompt('I keep bees.');
+        const tracker = first.state.tracker;
+        expect(tracker.rounds).toBeGreaterThan(0);
+        await first.close();
+
+        const recall = { toolCalls: [{ name: 'recall', arguments: { query: 'bees' } }] };
+        const llm = scriptedModel([recall, { text: 'Bees.' }]);
+        const again = await openSession(first.id, { llm, home: homeB, store: b, itemMemory: {}, env: {} });
+        expect(again.state.tracker).toEqual(tracker);
+        const events = collect(again);
+        await again.prompt('What do I keep?');
+        expect(ofType(events, 'tool_end')[0]!.content).toMatch(/The user keeps bees in Lyon\./);
+        await again.close();
+        // Neither home holds state for it: a session in the database leaves nothing on the machine that served it.
+        for (const home of [homeA, homeB]) expect(existsSync(join(home, 'state'))).toBe(false);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+  });
+
   it('listSessions, findSession and removeSession work on the store given; the home lists its own sessions only', async () => {
     await withDatabase(async (url) => {
       const home = tempHome();
@@ -65,14 +96,15 @@ describe.skipIf(!available)('sessions in Postgres, through the registry and the 
         expect(await findSession(inDb.id.slice(0, 8), { home, store })).toBe(dbLocation);
         await expect(findSession(onFile.id, { home, store })).rejects.toThrow(/no session with id/);
 
-        const state = await openStateStore(stateStorePath(home));
+        // Its tracker is in the database, not in the home.
+        const state = await openStateStore(stateStorePath(home), undefined, store);
         expect(await state.get(TRACKER_KEY(inDb.id))).toBeDefined();
-        await state.close();
+        const homeState = await openStateStore(stateStorePath(home));
+        expect(await homeState.get(TRACKER_KEY(inDb.id))).toBeUndefined();
+        await homeState.close();
         expect(await removeSession(inDb.id.slice(0, 8), { home, store })).toBe(dbLocation);
         expect(await store.list()).toEqual([]);
-        const after = await openStateStore(stateStorePath(home));
-        expect(await after.get(TRACKER_KEY(inDb.id))).toBeUndefined(); // what the home kept for it goes too
-        await after.close();
+        expect(await state.get(TRACKER_KEY(inDb.id))).toBeUndefined(); // what the database kept for it goes too
         expect((await listSessions({ home })).map((s) => s.id)).toEqual([onFile.id]);
       } finally {
         await store.close();

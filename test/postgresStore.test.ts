@@ -132,6 +132,30 @@ describe.skipIf(!available)('the Postgres session store', () => {
     }
   });
 
+  it('keeps key-value state in its state table: JSON values, listed by a prefix taken literally', async () => {
+    const schema = newSchema();
+    const store = postgresStore({ connectionString: serverOf().url, schema });
+    try {
+      const state = store.state!();
+      await state.set('items:session:a_1:x', { text: 'one', n: 1 });
+      await state.set('items:session:a%1:y', ['two']);
+      await state.set('items:session:ab1:z', 'three');
+      await state.set('items:session:a_1:x', { text: 'one, again', n: 2 });
+      expect(await state.get('items:session:a_1:x')).toEqual({ text: 'one, again', n: 2 });
+      expect(await state.get('missing')).toBeUndefined();
+      // `_` and `%` are wildcards to LIKE: here they are only themselves.
+      expect(await state.entries('items:session:a_1:')).toEqual([['items:session:a_1:x', { text: 'one, again', n: 2 }]]);
+      expect(await state.entries('items:session:a%')).toEqual([['items:session:a%1:y', ['two']]]);
+      await state.delete('items:session:ab1:z');
+      expect((await state.entries('items:')).map(([key]) => key)).toEqual(['items:session:a%1:y', 'items:session:a_1:x']);
+      await expect(state.set('fn', () => 1)).rejects.toThrow(/cannot be stored/);
+      expect(state.path).toContain('table state');
+    } finally {
+      await store.close();
+      await dropSchema(schema);
+    }
+  });
+
   it('a whole session lives in Postgres: prompts, close, open, resume where it left off', async () => {
     const schema = newSchema();
     const home = tempHome();

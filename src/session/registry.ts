@@ -33,7 +33,7 @@ async function prepare(options: OpenOptions, caller: 'createSession' | 'openSess
   const resolved = resolveSettings(options.llm, options.settings, env);
   for (const warning of resolved.warnings) options.warn?.(warning);
   const counter = await loadTokenCounter(options.llm.model);
-  const state = await openStateStore(stateStorePath(home), options.stateStore);
+  const state = await openStateStore(stateStorePath(home), options.stateStore, options.store);
   return { env, home, resolved, counter, state };
 }
 
@@ -140,7 +140,7 @@ type StateOptions = { home?: string; env?: NodeJS.ProcessEnv; stateStore?: Keyv;
 
 async function withState<T>(options: StateOptions, run: (state: StateStore, home: string) => Promise<T>): Promise<T> {
   const home = options.home ?? defaultHome(options.env ?? process.env);
-  const state = await openStateStore(stateStorePath(home), options.stateStore);
+  const state = await openStateStore(stateStorePath(home), options.stateStore, options.store);
   try {
     return await run(state, home);
   } finally {

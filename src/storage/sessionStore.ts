@@ -15,6 +15,7 @@
  */
 import type { Damage, LogEntry, NewEntry } from './messageLog.js';
 import type { Repair, SessionMeta } from './sessionMeta.js';
+import type { StateStore } from './stateStore.js';
 
 /** Masks secrets in text before a store writes it (see secrets/redact.ts). */
 export type Redact = (text: string) => string;
@@ -55,6 +56,12 @@ export interface SessionStore {
   find(idOrPrefix: string): Promise<SessionSummary>;
   /** Delete a session and everything in it; refused (SessionInUseError) while another holds its lease. */
   remove(id: string): Promise<void>;
+  /**
+   * The key-value state of its sessions (trackers, item memory), when the store keeps it
+   * itself, as a database does, so that any instance finds it; absent for files, whose
+   * state is under `<home>/state/`. A keyv given by the host (`stateStore`) wins over both.
+   */
+  state?(): StateStore;
   /** Let go of what the store itself holds (connections); sessions opened from it are closed by their owners. */
   close(): Promise<void>;
 }

@@ -7,6 +7,7 @@
 import type Keyv from 'keyv';
 import { fileStateStore } from './fileStateStore.js';
 import { keyvStateStore } from './keyvStateStore.js';
+import type { SessionStore } from './sessionStore.js';
 
 export interface StateStore {
   /** Where the state lives, for messages. */
@@ -19,7 +20,7 @@ export interface StateStore {
   close(): Promise<void>;
 }
 
-/** The host's keyv when given, else the file store in `dir` (`<home>/state`). */
-export async function openStateStore(dir: string, keyv?: Keyv): Promise<StateStore> {
-  return keyv ? keyvStateStore(keyv) : fileStateStore(dir);
+/** The host's keyv when given, else the state the session store keeps itself (a database), else the file store in `dir` (`<home>/state`). */
+export async function openStateStore(dir: string, keyv?: Keyv, sessions?: SessionStore): Promise<StateStore> {
+  return keyv ? keyvStateStore(keyv) : (sessions?.state?.() ?? fileStateStore(dir));
 }

@@ -12,6 +12,8 @@ import { Database, type ConnectionOptions } from './database.js';
 import { holderName, inUse, PostgresLease, takeLease, type LeaseTiming } from './postgresLease.js';
 import { LAYOUT } from './postgresMemoryFiles.js';
 import { PostgresSessionStorage } from './postgresSessionStorage.js';
+import { postgresStateStore } from './postgresStateStore.js';
+import type { StateStore } from '../stateStore.js';
 
 export interface PostgresStoreOptions extends ConnectionOptions, Partial<LeaseTiming> {}
 
@@ -106,6 +108,10 @@ class PostgresStore implements SessionStore {
       if (rows[0].held) throw inUse(id, rows[0].holder, Math.round(rows[0].until));
       await client.query(`DELETE FROM ${s}.sessions WHERE id = $1`, [id]);
     });
+  }
+
+  state(): StateStore {
+    return postgresStateStore(this.db);
   }
 
   async close(): Promise<void> {
