@@ -14,7 +14,7 @@ import { ConfigError, resolveSettings } from '../settings/config.js';
 import { SessionRecord } from '../history/sessionRecord.js';
 import { fileSessionStore } from '../storage/fileSessionStore.js';
 import { defaultHome, stateStorePath } from '../storage/sessionPaths.js';
-import type { SessionStore, SessionSummary } from '../storage/sessionStore.js';
+import type { SessionReader, SessionStore, SessionSummary } from '../storage/sessionStore.js';
 import { SessionNotFoundError } from '../storage/storeErrors.js';
 import { openStateStore, type StateStore } from '../storage/stateStore.js';
 import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
@@ -146,6 +146,22 @@ async function withState<T>(options: StateOptions, run: (state: StateStore, home
 export async function findSession(id: string, options: StateOptions = {}): Promise<string> {
   const home = options.home ?? defaultHome(options.env ?? process.env);
   return (await findIn(options.store ?? sessionStoreOf(home), id)).location;
+}
+
+/**
+ * A session (an id or a unique prefix) to read without opening it: no lease taken, so it
+ * works while another process or instance runs the session (`sessions show`, `viz`).
+ */
+export async function readSession(id: string, options: StateOptions = {}): Promise<SessionReader> {
+  const home = options.home ?? defaultHome(options.env ?? process.env);
+  const sessions = options.store ?? sessionStoreOf(home);
+  const found = await findIn(sessions, id);
+  try {
+    return await sessions.read(found.id);
+  } catch (error) {
+    if (error instanceof SessionNotFoundError) throw new ConfigError(error.message); // removed meanwhile
+    throw error;
+  }
 }
 
 /** Delete a session: its storage and everything the state store holds for it. Refused while it is in use. */

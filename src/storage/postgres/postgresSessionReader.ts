@@ -29,7 +29,9 @@ export class PostgresSessionReader implements SessionReader {
   }
 
   async readTrace(): Promise<string[]> {
-    const rows = await this.db.query<{ record: string }>(`SELECT record FROM ${this.db.s}.trace WHERE session_id = $1 ORDER BY seq`, [this.id]);
+    const rows = await this.db.query<{ record: string }>(`SELECT record FROM ${this.db.s}.trace WHERE session_id = $1 ORDER BY seq`, [
+      this.id,
+    ]);
     return rows.map((row) => row.record);
   }
 }
