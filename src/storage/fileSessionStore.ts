@@ -74,7 +74,8 @@ class FileSessionStore implements SessionStore {
       throw new SessionNotFoundError(`${JSON.stringify(idOrPrefix)} is not a session id (a UUID, or at least its first 4 characters)`);
     }
     const prefix = idOrPrefix.toLowerCase();
-    const dirs = this.sessionDirs().filter((dir) => idOf(dir).startsWith(prefix));
+    // A whole id is looked up directly: a listing that reads each of its sessions stays linear.
+    const dirs = SESSION_ID.test(prefix) ? this.dirsOf(prefix) : this.sessionDirs().filter((dir) => idOf(dir).startsWith(prefix));
     const exact = dirs.filter((dir) => idOf(dir) === prefix);
     const chosen = exact.length === 1 ? exact : dirs;
     if (chosen.length > 1) throw new SessionNotFoundError(`session id ${idOrPrefix} is ambiguous: ${chosen.length} sessions start with it`);
