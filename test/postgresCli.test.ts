@@ -230,7 +230,7 @@ describe.skipIf(!available)('the CLI on sessions kept in Postgres', () => {
       const made = await cli(['run', '--database-url', url, 'My name is Ada.'], { env, cwd });
       const id = /session ([0-9a-f-]{36})/.exec(made.stderr)![1]!;
       await cli(['run', '--session', id, '--database-url', url, 'What is my name?'], { env, cwd });
-      const viz = spawnCli(['viz', '--port', '0', '--session', id.slice(0, 8), '--database-url', url], env, cwd);
+      const viz = spawnCli(['viz', id.slice(0, 8), '--port', '0', '--database-url', url], env, cwd);
       try {
         await viz.until((out) => /http:\S+/.test(out));
         const page = new URL(/http:\S+/.exec(viz.out())![0]);

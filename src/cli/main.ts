@@ -144,7 +144,7 @@ to phase 2, a compaction. Ends with a table of what happened.`,
   },
   viz: {
     summary: 'the visualizer: statecharts, replay, live sessions, in the browser',
-    usage: `workmem viz [--port <n>] [--session <id>] [--home <dir>]
+    usage: `workmem viz [<id> | --session <id>] [--port <n>] [--home <dir>] [--database-url <url>]
 
 Serves the visualizer on 127.0.0.1 (default port 4900): the statecharts drawn from the
 machines, replay of recorded sessions step by step, the requests' token use, the working

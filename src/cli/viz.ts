@@ -11,7 +11,11 @@ import type { SessionStore } from '../storage/sessionStore.js';
 import { databaseOf, storeOf } from './databaseStore.js';
 import { UsageError } from './usageError.js';
 
-export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
+export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
+  const [named, ...extra] = positionals; // `workmem viz <id>` is `workmem viz --session <id>`
+  if (extra.length || (named !== undefined && typeof flags.session === 'string'))
+    throw new UsageError('name one session: workmem viz [<id> | --session <id>]');
+  if (named !== undefined) flags = { ...flags, session: named };
   const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
   const port = flags.port === undefined ? DEFAULT_VIZ_PORT : Number(flags.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
