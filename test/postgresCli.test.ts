@@ -151,6 +151,15 @@ describe.skipIf(!available)('the CLI on sessions kept in Postgres', () => {
         });
         expect(down.code).toBe(1);
         expect(down.stderr).toMatch(/PostgreSQL at postgres:\/\/127\.0\.0\.1:1\/nowhere/);
+        const vizUnknown = await cli(['viz', 'ffffffff', '--port', '0', '--database-url', url], { env, cwd });
+        expect(vizUnknown.code).toBe(2);
+        expect(vizUnknown.stderr).toMatch(/no session with id ffffffff in postgres:\/\//);
+        const vizDown = await cli(
+          ['viz', id.slice(0, 8), '--port', '0', '--database-url', `postgres://someone:${PASSWORD}@127.0.0.1:1/nowhere`],
+          { env, cwd },
+        );
+        expect(vizDown.code).toBe(1);
+        expect(vizDown.stderr).toMatch(/PostgreSQL at postgres:\/\/127\.0\.0\.1:1\/nowhere/);
         const wrong = await cli(['memory', 'show', '--database-url', `mysql://someone:${PASSWORD}@127.0.0.1/db`], { env, cwd });
         expect(wrong.code).toBe(2);
         expect(wrong.stderr).toMatch(/--database-url must be a postgres:\/\/ URL/);
