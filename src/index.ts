@@ -3,11 +3,11 @@
  * The public API: sessions, tools, the LLM interface, the event vocabulary, and the
  * machines themselves for embedding with `.provide()`.
  */
-export { createSession, openSession, listSessions, findSession, removeSession } from './session/registry.js';
+export { createSession, openSession, listSessions, findSession, readSession, removeSession } from './session/registry.js';
 export { Session } from './session/session.js';
 export { SessionInUseError } from './storage/sessionLock.js';
 export { postgresStore, type PostgresStoreOptions } from './storage/postgres/postgresStore.js';
-export type { SessionStore } from './storage/sessionStore.js';
+export type { SessionStore, SessionReader } from './storage/sessionStore.js';
 export type { CompactionResult } from './compaction/apply.js';
 export type { CompactionTarget } from './compaction/plan.js';
 export type { MemoryHealth } from './memory/memoryTemplate.js';

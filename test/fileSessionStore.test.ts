@@ -71,6 +71,24 @@ describe('filesystem store layout', () => {
     await again.close();
   });
 
+  it('a reader takes no lock and mends nothing: a corrupt meta.json is reported and left where it is; the trace is trace.jsonl', async () => {
+    const home = newHome();
+    const store = fileSessionStore({ home });
+    const s = await store.create({ meta: metaFor(randomUUID()) });
+    s.trace.write(['{"k":"header"}\n']);
+    await s.close();
+    expect(readFileSync(join(s.location, 'trace.jsonl'), 'utf8')).toBe('{"k":"header"}\n');
+    writeFileSync(join(s.location, 'meta.json'), '{ not json');
+    const reader = await store.read(s.id);
+    const meta = await reader.readMeta();
+    expect(meta.ok).toBe(false);
+    expect(!meta.ok && meta.problem).toMatch(/meta\.json unreadable/);
+    expect(readFileSync(join(s.location, 'meta.json'), 'utf8')).toBe('{ not json');
+    expect(readdirSync(s.location).filter((name) => name.includes('corrupt'))).toEqual([]); // opening would set it aside
+    expect(existsSync(join(s.location, 'session.lock'))).toBe(false);
+    expect(await reader.readTrace()).toEqual(['{"k":"header"}']);
+  });
+
   it('removes temporary files of interrupted writes when it opens, and says so', async () => {
     const home = newHome();
     const store = fileSessionStore({ home });

@@ -5,7 +5,7 @@
  * so in one line, where PostgreSQL is not installed.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
@@ -173,9 +173,11 @@ describe.skipIf(!available)('the Postgres session store', () => {
       expect(result.text).toBe('Third answer, after the resume.');
       expect(result.turn).toBe(3);
       await again.close();
-      // trace.jsonl of a session kept in the database: under the home, on the machine that ran it.
-      const trace = readFileSync(join(home, 'traces', `${id}.jsonl`), 'utf8');
-      expect(trace).toContain('Third answer, after the resume.');
+      // The trace of a session kept in the database is in the database: both runs, in order, nothing under the home.
+      const trace = (await (await store.read(id)).readTrace()).map((r) => JSON.parse(r) as { k: string; resumed?: boolean; event?: { type: string; text?: string } });
+      expect(trace.filter((r) => r.k === 'header').map((r) => r.resumed)).toEqual([false, true]);
+      expect(trace.flatMap((r) => (r.event?.type === 'turn_end' ? [r.event.text] : []))).toEqual(['First answer.', 'Second answer.', 'Third answer, after the resume.']);
+      expect(existsSync(join(home, 'traces'))).toBe(false);
       const reopened = await store.open(id);
       const entries = (await reopened.log.read()).entries.filter((e) => e.type === 'message');
       expect(entries.map((e) => e.type === 'message' && e.message.content)).toEqual([

@@ -42,7 +42,3 @@ export function storeOf(database: DatabaseChoice | undefined): SessionStore | un
   return database ? postgresStore({ connectionString: database.url }) : undefined;
 }
 
-/** For commands that read a session's files directly: refused, plainly, with a database. */
-export function refuseDatabase(command: string, database: DatabaseChoice | undefined): void {
-  if (database) throw new UsageError(`${command} is not yet for PostgreSQL sessions (drop --database-url / WORKMEM_DATABASE_URL to read the home's)`);
-}

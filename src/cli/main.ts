@@ -117,7 +117,7 @@ ${INSPECT_HELP}`,
   rm <id>             delete a session and its files
   --home <dir>        where sessions live (env WORKMEM_HOME; default ~/.workmem)
   --database-url <url>  the sessions in PostgreSQL instead (env WORKMEM_DATABASE_URL;
-                      the password is never shown): list and rm; show not yet`,
+                      the password is never shown); show reads a session in use too`,
     options: { all: { type: 'boolean' }, home: { type: 'string' }, 'database-url': { type: 'string' } },
     load: () => import('./sessions.js'),
   },
@@ -125,8 +125,9 @@ ${INSPECT_HELP}`,
     summary: "show a session's working memory",
     usage: `workmem memory show [<id>]
 
-Prints overview.md and the detail/ index of a session (default: the newest of this directory).
-Not yet for sessions in PostgreSQL (--database-url, WORKMEM_DATABASE_URL): refused.`,
+Prints overview.md and the detail/ index of a session (default: the newest of this directory),
+also while the session runs elsewhere. --database-url <url> (env WORKMEM_DATABASE_URL): a
+session kept in PostgreSQL.`,
     options: { home: { type: 'string' }, 'database-url': { type: 'string' } },
     load: () => import('./sessions.js').then((m) => ({ main: m.memoryMain })),
   },
@@ -143,7 +144,7 @@ to phase 2, a compaction. Ends with a table of what happened.`,
   },
   viz: {
     summary: 'the visualizer: statecharts, replay, live sessions, in the browser',
-    usage: `workmem viz [--port <n>] [--session <id>] [--home <dir>]
+    usage: `workmem viz [<id> | --session <id>] [--port <n>] [--home <dir>] [--database-url <url>]
 
 Serves the visualizer on 127.0.0.1 (default port 4900): the statecharts drawn from the
 machines, replay of recorded sessions step by step, the requests' token use, the working
@@ -156,8 +157,10 @@ route requires; the page reads it from the fragment. Only this host's own page g
 check that the listener is the server you started before they send anything.
 
   --port <n>          the port (default 4900)
-  --session <id>      open this session`,
-    options: { port: { type: 'string' }, session: { type: 'string' }, home: { type: 'string' } },
+  --session <id>      open this session
+  --database-url <url>  the sessions kept in PostgreSQL, their traces read from it
+                      (env WORKMEM_DATABASE_URL; the password is never shown)`,
+    options: { port: { type: 'string' }, session: { type: 'string' }, home: { type: 'string' }, 'database-url': { type: 'string' } },
     load: () => import('./viz.js'),
   },
 };

@@ -71,8 +71,8 @@ export async function startSession(config: CliConfig, llm: LLM, choice: SessionC
     llm,
     home: config.home,
     env,
-    // The trace of a database session would go under the home, where viz does not look for it (yet).
-    ...(config.store ? { store: config.store, secrets: config.database?.secrets ?? [], trace: false } : {}),
+    // The trace of a database session goes to the database, where `workmem viz --database-url` reads it.
+    ...(config.store ? { store: config.store, secrets: config.database?.secrets ?? [] } : {}),
     settings: settingsOf(config),
     ...(config.instructions ? { instructions: config.instructions } : {}),
     ...(config.itemMemory ? { itemMemory: config.itemMemory } : {}),
@@ -81,8 +81,6 @@ export async function startSession(config: CliConfig, llm: LLM, choice: SessionC
     ...(choice.visualizer ? { visualizer: choice.visualizer } : {}),
     ...(choice.warn ? { warn: choice.warn } : {}),
   };
-  if (config.store && choice.visualizer)
-    throw new UsageError('--inspect is not yet for PostgreSQL sessions (it streams the trace, which they do not keep yet)');
   let id = choice.sessionId;
   if (!id && choice.continueLast) {
     const last = (await listSessions({ home: config.home, cwd: choice.cwd, ...storeOption(config) }))[0];

@@ -1,28 +1,23 @@
 /**
  * workmem sessions list | show <id> | rm <id>, and workmem memory show [<id>]: reading
- * sessions from disk, without a model.
+ * sessions through the store (the home's folders, or Postgres with --database-url),
+ * without a model and without a session's lease, so they work while it runs elsewhere.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { CliIO, Flags } from './cliIO.js';
-import { readLog } from '../storage/messageLog.js';
-import { findSession, listSessions, removeSession } from '../session/index.js';
-import { SessionMetaSchema, type SessionMeta } from '../storage/sessionMeta.js';
-import type { SessionStore } from '../storage/sessionStore.js';
+import { listSessions, readSession, removeSession } from '../session/index.js';
+import type { SessionMeta } from '../storage/sessionMeta.js';
+import type { MemoryFiles, MemoryReader, SessionReader, SessionStore } from '../storage/sessionStore.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import { WorkingMemory } from '../memory/workingMemory.js';
-import { FileMemoryFiles } from '../storage/fileMemoryFiles.js';
-import { TEMP_DIR } from '../storage/atomicWrite.js';
 import { redactor } from '../secrets/redact.js';
 import { terminalLine, terminalText } from './terminalText.js';
 import { UsageError } from './usageError.js';
-import { databaseOf, refuseDatabase, storeOf } from './databaseStore.js';
+import { databaseOf, storeOf } from './databaseStore.js';
 
 export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   const [action = 'list', id, ...extra] = positionals;
   if (extra.length) throw new UsageError(`unexpected ${JSON.stringify(extra.join(' '))}`);
   const database = databaseOf(flags, io.env);
-  if (action === 'show') refuseDatabase('workmem sessions show', database);
   const store = storeOf(database);
   try {
     return await sessions(action, id, flags, io, { ...(store ? { store } : {}) }, database?.secrets ?? []);
@@ -49,35 +44,35 @@ async function sessions(
         io.stdout.write(flags.all ? 'No sessions yet.\n' : `No sessions in ${terminalLine(io.cwd)} yet (--all lists every directory).\n`);
         return 0;
       }
-      const rows = sessions.map((s) => {
-        // A database's sessions have no meta.json to read without opening them (and taking their lease).
-        const meta = where.store ? null : readMeta(s.dir);
-        return [
+      const rows: string[][] = [];
+      for (const s of sessions) {
+        const meta = await readSession(s.id, { home, ...where }).then(metaOf, () => null); // removed meanwhile: a row of ?
+        rows.push([
           s.id.slice(0, 8),
           new Date(meta?.updatedAt ?? s.createdAt).toISOString().slice(0, 16).replace('T', ' '),
           String(meta?.turns ?? '?'),
           String(meta?.messageCount ?? '?'),
           meta?.historyMode ?? '?',
           mask(meta?.name ?? meta?.title ?? s.name ?? ''),
-        ];
-      });
+        ]);
+      }
       io.stdout.write(table(['ID', 'UPDATED', 'TURNS', 'MESSAGES', 'MODE', 'TITLE'], rows, flags.all ? undefined : `in ${io.cwd}`));
       return 0;
     }
     case 'show': {
       if (!id) throw new UsageError('give the session id: workmem sessions show <id>');
-      const dir = await findSession(id, { home });
-      const meta = readMeta(dir);
-      const memory = await memoryOf(dir);
-      const { entries, damage } = readLog(join(dir, 'messages.jsonl'));
+      const session = await readSession(id, { home, ...where });
+      const meta = await metaOf(session);
+      const memory = await memoryOf(session);
+      const { entries, damage } = await session.readLog();
       const messages = entries.flatMap((e) => (e.type === 'message' ? [e] : []));
       const out: string[] = [
         `Session ${terminalLine(meta?.id ?? id)}${meta?.name ? ` (${terminalLine(mask(meta.name))})` : ''}`,
-        `  dir:      ${terminalLine(dir)}`,
+        `  dir:      ${terminalLine(session.location)}`,
         `  cwd:      ${terminalLine(meta?.cwd ?? '?')}`,
         `  created:  ${meta ? new Date(meta.createdAt).toISOString() : '?'}    updated: ${meta ? new Date(meta.updatedAt).toISOString() : '?'}`,
         `  turns:    ${meta?.turns ?? '?'}, messages: ${messages.length}, compactions: ${entries.filter((e) => e.type === 'compaction').length}, mode: ${meta?.historyMode ?? '?'}${meta?.pinnedMode ? ' (pinned)' : ''}`,
-        ...(damage.length ? [`  damage:   ${damage.length} damaged lines in messages.jsonl (see damage.json)`] : []),
+        ...(damage.length ? [`  damage:   ${damage.length} damaged entries in the log, skipped`] : []),
         '',
         '--- working-memory/overview.md ---',
         memory.content.trimEnd(),
@@ -112,29 +107,30 @@ export async function memoryMain({ flags, positionals }: { flags: Flags; positio
   const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
   const [action, id, ...extra] = positionals;
   if (action !== 'show' || extra.length) throw new UsageError('usage: workmem memory show [<id>]');
-  refuseDatabase('workmem memory show', databaseOf(flags, io.env));
-  let dir: string;
-  if (id) dir = await findSession(id, { home });
-  else {
-    const newest = (await listSessions({ home, cwd: io.cwd }))[0];
-    if (!newest) throw new UsageError(`no session in ${io.cwd}; give an id (workmem sessions list --all)`);
-    dir = newest.dir;
+  const store = storeOf(databaseOf(flags, io.env));
+  const where = { home, ...(store ? { store } : {}) };
+  try {
+    let chosen = id;
+    if (!chosen) {
+      const newest = (await listSessions({ ...where, cwd: io.cwd }))[0];
+      if (!newest) throw new UsageError(`no session in ${io.cwd}; give an id (workmem sessions list --all)`);
+      chosen = newest.id;
+    }
+    const memory = await memoryOf(await readSession(chosen, where));
+    io.stdout.write(`${terminalText(memory.content.trimEnd())}\n`);
+    if (memory.detail.length)
+      io.stdout.write(
+        `\n--- detail/ ---\n${memory.detail.map((d) => `${terminalLine(d.path)}${d.heading ? `  ${terminalLine(d.heading)}` : ''}`).join('\n')}\n`,
+      );
+    return 0;
+  } finally {
+    await store?.close();
   }
-  const memory = await memoryOf(dir);
-  io.stdout.write(`${terminalText(memory.content.trimEnd())}\n`);
-  if (memory.detail.length)
-    io.stdout.write(
-      `\n--- detail/ ---\n${memory.detail.map((d) => `${terminalLine(d.path)}${d.heading ? `  ${terminalLine(d.heading)}` : ''}`).join('\n')}\n`,
-    );
-  return 0;
 }
 
-function readMeta(dir: string): SessionMeta | null {
-  try {
-    return SessionMetaSchema.parse(JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')));
-  } catch {
-    return null;
-  }
+async function metaOf(session: SessionReader): Promise<SessionMeta | null> {
+  const read = await session.readMeta();
+  return read.ok ? read.meta : null;
 }
 
 /** Cells are one line each: a newline in a name cannot forge a row. */
@@ -151,6 +147,22 @@ function oneLine(text: string): string {
 }
 
 /** A session's working memory as the model would be shown it, read without opening the session. */
-function memoryOf(dir: string): ReturnType<WorkingMemory['snapshot']> {
-  return new WorkingMemory(new FileMemoryFiles(join(dir, 'working-memory'), join(dir, TEMP_DIR))).snapshot();
+function memoryOf(session: SessionReader): ReturnType<WorkingMemory['snapshot']> {
+  return new WorkingMemory(readOnly(session.memory)).snapshot();
+}
+
+/** Reading methods passed through; a write (the template for a missing overview) refused: a reader writes nothing. */
+function readOnly(files: MemoryReader): MemoryFiles {
+  const refuse = (): never => {
+    throw new UsageError(`${files.location} has no overview.md yet (shown without writing to the session)`);
+  };
+  return {
+    location: files.location,
+    read: (path, options) => files.read(path, options),
+    list: (folder) => files.list(folder),
+    exists: (path) => files.exists(path),
+    stat: (path) => files.stat(path),
+    write: async () => refuse(),
+    append: async () => refuse(),
+  };
 }

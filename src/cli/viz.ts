@@ -1,24 +1,40 @@
 /**
- * workmem viz: serves the visualizer until Ctrl-C.
+ * workmem viz: serves the visualizer until Ctrl-C, for the home's sessions or, with
+ * --database-url / WORKMEM_DATABASE_URL, those kept in Postgres (their traces read from it).
  */
 import type { CliIO, Flags } from './cliIO.js';
 import { DEFAULT_VIZ_PORT } from '../viz/liveLink.js';
 import { findSession } from '../session/index.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import { startVizServer } from '../viz/vizServer.js';
+import type { SessionStore } from '../storage/sessionStore.js';
+import { databaseOf, storeOf } from './databaseStore.js';
 import { UsageError } from './usageError.js';
 
-export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
+export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
+  const [named, ...extra] = positionals; // `workmem viz <id>` is `workmem viz --session <id>`
+  if (extra.length || (named !== undefined && typeof flags.session === 'string'))
+    throw new UsageError('name one session: workmem viz [<id> | --session <id>]');
+  if (named !== undefined) flags = { ...flags, session: named };
   const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
   const port = flags.port === undefined ? DEFAULT_VIZ_PORT : Number(flags.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new UsageError(`--port ${JSON.stringify(flags.port)} is not a port number`);
+  const store = storeOf(databaseOf(flags, io.env));
+  try {
+    return await serve(flags, io, home, port, store);
+  } finally {
+    await store?.close();
+  }
+}
+
+async function serve(flags: Flags, io: CliIO, home: string, port: number, store: SessionStore | undefined): Promise<number> {
   let session = '';
   if (typeof flags.session === 'string') {
-    const dir = await findSession(flags.session, { home }); // an unknown id stops here, plainly
-    session = `?session=${dir.split(/[/\\]/).pop()}`;
+    const where = await findSession(flags.session, { home, ...(store ? { store } : {}) }); // an unknown id stops here, plainly
+    session = `?session=${where.split(/[/\\]/).pop()}`;
   }
-  const server = await startVizServer({ home, port });
+  const server = await startVizServer({ home, port, ...(store ? { store } : {}) });
   // The token rides in the fragment: the browser never sends it to a server or in a Referer.
   io.stdout.write(
     `workmem visualizer on ${server.url}/${session}#token=${server.token}\n(sessions run with --inspect and the same home appear live; Ctrl-C stops)\n`,

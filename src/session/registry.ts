@@ -4,8 +4,6 @@
  * state store) and the session folders without opening a session — or, given a `store`
  * such as Postgres, on that store.
  */
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type Keyv from 'keyv';
 import { repairPairing } from '../history/crashRecovery.js';
 import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
@@ -14,10 +12,9 @@ import { INITIAL_TRACKER, parseTrackerState, reconcileTracker } from '../memory/
 import { redactor, type Redact } from '../secrets/redact.js';
 import { ConfigError, resolveSettings } from '../settings/config.js';
 import { SessionRecord } from '../history/sessionRecord.js';
-import { DIR_MODE } from '../storage/atomicWrite.js';
 import { fileSessionStore } from '../storage/fileSessionStore.js';
 import { defaultHome, stateStorePath } from '../storage/sessionPaths.js';
-import type { SessionStore, SessionSummary } from '../storage/sessionStore.js';
+import type { SessionReader, SessionStore, SessionSummary } from '../storage/sessionStore.js';
 import { SessionNotFoundError } from '../storage/storeErrors.js';
 import { openStateStore, type StateStore } from '../storage/stateStore.js';
 import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
@@ -61,7 +58,6 @@ export async function createSession(options: SessionOptions): Promise<Session> {
     if (resolved.pinned) await record.updateMeta({ historyMode: resolved.pinned, pinnedMode: resolved.pinned });
     const items = await openItems(state, record.id, options, counter);
     const memory = await record.memory.snapshot();
-    const traceFile = traceFileOf(home, record, options);
     return new Session({
       record,
       memory,
@@ -72,7 +68,6 @@ export async function createSession(options: SessionOptions): Promise<Session> {
       tracker: INITIAL_TRACKER,
       damage: [],
       items,
-      traceFile,
       resumed: false,
     });
   } catch (error) {
@@ -104,8 +99,7 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
     damage.push(...(await repairPairing(record, counter))); // calls and results paired again, wherever a line was lost
     const items = await openItems(state, record.id, options, counter);
     const memory = await record.memory.snapshot();
-    const traceFile = traceFileOf(home, record, options);
-    return new Session({ record, memory, store: state, counter, options, resolved, tracker, damage, items, traceFile, resumed: true });
+    return new Session({ record, memory, store: state, counter, options, resolved, tracker, damage, items, resumed: true });
   } catch (error) {
     await record?.close();
     await state.close();
@@ -152,6 +146,22 @@ async function withState<T>(options: StateOptions, run: (state: StateStore, home
 export async function findSession(id: string, options: StateOptions = {}): Promise<string> {
   const home = options.home ?? defaultHome(options.env ?? process.env);
   return (await findIn(options.store ?? sessionStoreOf(home), id)).location;
+}
+
+/**
+ * A session (an id or a unique prefix) to read without opening it: no lease taken, so it
+ * works while another process or instance runs the session (`sessions show`, `viz`).
+ */
+export async function readSession(id: string, options: StateOptions = {}): Promise<SessionReader> {
+  const home = options.home ?? defaultHome(options.env ?? process.env);
+  const sessions = options.store ?? sessionStoreOf(home);
+  const found = await findIn(sessions, id);
+  try {
+    return await sessions.read(found.id);
+  } catch (error) {
+    if (error instanceof SessionNotFoundError) throw new ConfigError(error.message); // removed meanwhile
+    throw error;
+  }
 }
 
 /** Delete a session: its storage and everything the state store holds for it. Refused while it is in use. */
@@ -201,13 +211,3 @@ function sessionRedactor(options: OpenOptions, env: NodeJS.ProcessEnv): Redact {
   return redactor([...(options.llm.secrets ?? []), ...(options.secrets ?? []), env.OPENAI_API_KEY]);
 }
 
-/**
- * Where the session's trace.jsonl goes: beside it for the filesystem store; for a session
- * kept elsewhere (a database), under `<home>/traces/`, on the machine that runs it.
- */
-function traceFileOf(home: string, record: SessionRecord, options: OpenOptions): string {
-  if (!options.store) return join(record.dir, 'trace.jsonl');
-  const dir = join(home, 'traces');
-  if (options.trace !== false) mkdirSync(dir, { recursive: true, mode: DIR_MODE });
-  return join(dir, `${record.id}.jsonl`);
-}

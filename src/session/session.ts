@@ -46,8 +46,6 @@ export interface SessionParts {
   tracker: TrackerState;
   damage: string[];
   items: PersistentItemMemory | null;
-  /** Where trace.jsonl goes: beside the session for the file store, under the home for others. */
-  traceFile: string;
   /** Opened from disk (the trace continues) rather than created. */
   resumed: boolean;
 }
@@ -89,7 +87,7 @@ export class Session {
     this.damage = parts.damage;
     this.trackerWriter = new TrackerWriter(parts.store, TRACKER_KEY(record.id));
     const trace = (this.trace =
-      options.trace === false ? null : new TraceRecorder(parts.traceFile, record.id, parts.resumed, now, record.redact));
+      options.trace === false ? null : new TraceRecorder(record.storage.trace, record.id, parts.resumed, now, record.redact));
     if (trace && options.visualizer) {
       const home = options.home ?? defaultHome(options.env ?? process.env); // where the viz token is
       const link = (this.live = new LiveLink(liveUrl(options.visualizer), record.id, options.warn, home));

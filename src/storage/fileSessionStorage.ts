@@ -2,12 +2,13 @@
  * One session's directory, open under its lock, as the port's SessionStorage:
  * messages.jsonl through MessageLog, meta.json and damage.json written atomically (their
  * temporary files in .tmp/), working-memory/ through FileMemoryFiles, and session.lock
- * (SessionLock, with its heartbeat) as the lease.
+ * (SessionLock, with its heartbeat) as the lease, trace.jsonl beside them (FileTraceWriter).
  */
 import { readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { TEMP_DIR, writeFileAtomic } from './atomicWrite.js';
 import { FileMemoryFiles } from './fileMemoryFiles.js';
+import { FileTraceWriter } from './fileTraceWriter.js';
 import { MessageLog, readLog, type LoadedLog, type NewEntry } from './messageLog.js';
 import { firstLine, SessionMetaSchema, type SessionMeta } from './sessionMeta.js';
 import { SESSION_FILES } from './sessionPaths.js';
@@ -20,6 +21,7 @@ const noRedaction: Redact = (text) => text;
 export class FileSessionStorage implements SessionStorage {
   readonly log: FileSessionLog;
   readonly memory: FileMemoryFiles;
+  readonly trace: FileTraceWriter;
   readonly lease: Lease;
   readonly openNotes: readonly string[];
   private closed = false;
@@ -40,6 +42,7 @@ export class FileSessionStorage implements SessionStorage {
       ? [`removed ${leftovers} temporary file(s) of writes interrupted by a crash (the files they were replacing are intact)`]
       : [];
     this.memory.layout();
+    this.trace = new FileTraceWriter(join(location, SESSION_FILES.trace));
     const loaded = options.fresh ? { entries: [], damage: [], tornTail: false } : readLog(join(location, SESSION_FILES.messages));
     this.log = new FileSessionLog(id, new MessageLog(join(location, SESSION_FILES.messages), lastSeqOf(loaded), loaded.tornTail, this.now, this.redact), loaded);
     this.lease = {
@@ -99,6 +102,7 @@ export class FileSessionStorage implements SessionStorage {
     if (this.closed) return;
     this.closed = true;
     try {
+      this.trace.close();
       this.log.close();
     } finally {
       this.lock.release();

@@ -2,11 +2,12 @@
  * The filesystem session store, the default: one directory per session under
  * `<home>/sessions/--<cwd>--/<id>/` (docs/design.md §2), found by walking those folders
  * and described by each meta.json. Opening takes session.lock (SessionLock); everything
- * else is FileSessionStorage's.
+ * else is FileSessionStorage's. Reading (FileSessionReader) takes no lock.
  */
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DIR_MODE } from './atomicWrite.js';
+import { FileSessionReader } from './fileSessionReader.js';
 import { FileSessionStorage, writeMetaFile } from './fileSessionStorage.js';
 import { SESSION_FILES, SESSION_ID, sessionDir, sessionsRoot } from './sessionPaths.js';
 import { SessionLock, type LockTiming } from './sessionLock.js';
@@ -55,6 +56,10 @@ class FileSessionStore implements SessionStore {
     return holding(lock, () => new FileSessionStorage(id, dir, lock, options));
   }
 
+  async read(id: string): Promise<FileSessionReader> {
+    return new FileSessionReader(id, this.dirOf(id)); // no lock: a reader changes nothing
+  }
+
   async list(options: { cwd?: string } = {}): Promise<SessionSummary[]> {
     const found: SessionSummary[] = [];
     for (const dir of this.sessionDirs()) {
@@ -69,7 +74,8 @@ class FileSessionStore implements SessionStore {
       throw new SessionNotFoundError(`${JSON.stringify(idOrPrefix)} is not a session id (a UUID, or at least its first 4 characters)`);
     }
     const prefix = idOrPrefix.toLowerCase();
-    const dirs = this.sessionDirs().filter((dir) => idOf(dir).startsWith(prefix));
+    // A whole id is looked up directly: a listing that reads each of its sessions stays linear.
+    const dirs = SESSION_ID.test(prefix) ? this.dirsOf(prefix) : this.sessionDirs().filter((dir) => idOf(dir).startsWith(prefix));
     const exact = dirs.filter((dir) => idOf(dir) === prefix);
     const chosen = exact.length === 1 ? exact : dirs;
     if (chosen.length > 1) throw new SessionNotFoundError(`session id ${idOrPrefix} is ambiguous: ${chosen.length} sessions start with it`);
@@ -101,8 +107,12 @@ class FileSessionStore implements SessionStore {
     return dirs[0]!;
   }
 
+  /** One look per cwd folder, not one per session: a listing reads each session by its id. */
   private dirsOf(id: string): string[] {
-    return this.sessionDirs().filter((dir) => idOf(dir) === id);
+    const root = this.location;
+    return safeReaddir(root)
+      .map((cwdDir) => join(root, cwdDir, id))
+      .filter(isDir);
   }
 
   private sessionDirs(): string[] {

@@ -31,6 +31,7 @@ export const SESSION_FILES = {
   meta: 'meta.json',
   workingMemory: 'working-memory',
   damage: 'damage.json',
+  trace: 'trace.jsonl',
 } as const;
 
 /** Session ids are UUIDs; anything else given as an id is refused before touching the disk. */

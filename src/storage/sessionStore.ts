@@ -12,6 +12,10 @@
  *   get and is refused (SequenceConflictError, nothing written) when that is not the next.
  * - Memory paths are relative to working-memory/ (the prefix is accepted), confined to it
  *   (PathRefusedError for `..`, absolute paths, links), and every write is atomic.
+ * - read() needs no lease: a reader sees a session another instance may be writing meanwhile,
+ *   and changes nothing (no repair, no rename, no lease taken).
+ * - The trace is diagnostic: its writes are queued, in order, never awaited by a turn and never
+ *   failing one (a lost trace line loses nothing of the session; the log is the record).
  */
 import type { Damage, LogEntry, NewEntry } from './messageLog.js';
 import type { Repair, SessionMeta } from './sessionMeta.js';
@@ -54,6 +58,8 @@ export interface SessionStore {
   list(options?: { cwd?: string }): Promise<SessionSummary[]>;
   /** The session whose id is `idOrPrefix` or uniquely starts with it (SessionNotFoundError otherwise). */
   find(idOrPrefix: string): Promise<SessionSummary>;
+  /** Read a session by its full id without taking its lease (SessionNotFoundError when there is none). */
+  read(id: string): Promise<SessionReader>;
   /** Delete a session and everything in it; refused (SessionInUseError) while another holds its lease. */
   remove(id: string): Promise<void>;
   /**
@@ -75,6 +81,8 @@ export interface SessionStorage {
   readonly cwd?: string;
   readonly log: SessionLog;
   readonly memory: MemoryFiles;
+  /** The session's trace (what the visualizer replays), written off the turn's path. */
+  readonly trace: TraceWriter;
   readonly lease: Lease;
   /** What the store itself found and mended when it opened the session (e.g. leftovers of interrupted writes). */
   readonly openNotes: readonly string[];
@@ -101,6 +109,41 @@ export interface MemoryWrite {
   content: string;
   /** Add `content` as a section of the file (MemoryFiles.append) instead of replacing it. */
   append: boolean;
+}
+
+/**
+ * A session read without its lease, as `workmem sessions show`, `memory show` and the
+ * visualizer see it. Each call reads what is there at that moment: a writer may go on meanwhile.
+ */
+export interface SessionReader {
+  readonly id: string;
+  /** Where it lives, as in SessionSummary. */
+  readonly location: string;
+  /** The meta as stored; nothing is rebuilt or moved aside when it is unreadable. */
+  readMeta(): Promise<MetaRead>;
+  /** The log, in order, damaged lines reported and skipped. */
+  readLog(): Promise<LogRead>;
+  /** Its working-memory files, to read only. */
+  readonly memory: MemoryReader;
+  /** The trace's records (one JSON text each, no newline), in the order written; [] when it has none. */
+  readTrace(): Promise<string[]>;
+}
+
+/** A session's working-memory files, to read only. */
+export type MemoryReader = Pick<MemoryFiles, 'location' | 'read' | 'list' | 'exists' | 'stat'>;
+
+/**
+ * Where a session's trace goes. A trace is diagnostic: write() queues and returns at once,
+ * never throws, and keeps the order; what cannot be stored is dropped (counted), never retried
+ * at the expense of a turn.
+ */
+export interface TraceWriter {
+  /** Queue trace records, each one JSON text followed by a newline. */
+  write(lines: readonly string[]): void;
+  /** Resolves when everything queued so far is stored or given up; never rejects. */
+  flush(): Promise<void>;
+  /** Records given up (a full disk, a lost connection, a lost lease). */
+  readonly dropped: number;
 }
 
 export type MetaRead =

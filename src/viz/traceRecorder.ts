@@ -1,14 +1,14 @@
 /**
- * trace.jsonl: what the visualizer replays. From the actors' inspection events it keeps
+ * The trace: what the visualizer replays. From the actors' inspection events it keeps
  * every microstep (snapshots alone miss pass-through states) with the transitions taken;
  * beside them the session's events and each new version of overview.md. Lines are
- * buffered and written within FLUSH_DELAY_MS of a turn's end, in one write for however
- * many turns ended meanwhile (no fsync: a trace is diagnostic; the log is the record).
+ * buffered and handed to the store's TraceWriter (trace.jsonl beside the session, or the
+ * database's trace table) within FLUSH_DELAY_MS of a turn's end, in one batch for however
+ * many turns ended meanwhile (no fsync, nothing awaited: a trace is diagnostic; the log is the record).
  * Listeners (the live visualizer link) see every record at once.
  */
-import { closeSync, openSync, writeSync } from 'node:fs';
 import type { InspectionEvent } from 'xstate';
-import { FILE_MODE } from '../storage/atomicWrite.js';
+import type { TraceWriter } from '../storage/sessionStore.js';
 import type { WorkmemEvent } from '../events.js';
 import { transitionId } from './statechart.js';
 import { TakenTransitions } from './takenTransitions.js';
@@ -76,7 +76,7 @@ function quoted(s: string): string {
 }
 
 export class TraceRecorder {
-  private fd: number | null;
+  private writer: TraceWriter | null;
   private buffer: string[] = [];
   private readonly listeners = new Set<(record: TraceRecord) => void>();
   private lastMemory = -1;
@@ -85,13 +85,13 @@ export class TraceRecorder {
   private readonly taken = new TakenTransitions();
 
   constructor(
-    path: string,
+    writer: TraceWriter,
     sessionId: string,
     resumed: boolean,
     private readonly now: () => number = Date.now,
     private readonly redact: (line: string) => string = (line) => line,
   ) {
-    this.fd = openSync(path, 'a', FILE_MODE);
+    this.writer = writer;
     this.record({ k: 'header', format: TRACE_FORMAT, sessionId, ts: now(), resumed });
   }
 
@@ -102,7 +102,7 @@ export class TraceRecorder {
    */
   readonly inspect = (event: InspectionEvent): void => {
     const transitions = this.taken.see(event) as Transition[] | null;
-    if (transitions === null || event.type !== '@xstate.microstep' || this.fd === null) return;
+    if (transitions === null || event.type !== '@xstate.microstep' || this.writer === null) return;
     const machine = (event.actorRef as unknown as { logic?: { id?: string } }).logic?.id ?? 'unknown';
     const context = (event.snapshot as { context?: { turn?: unknown; request?: unknown } }).context;
     const value = (event.snapshot as { value?: unknown }).value;
@@ -176,24 +176,21 @@ export class TraceRecorder {
   flush(): void {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = null;
-    if (this.fd === null || this.buffer.length === 0) return;
-    const text = this.buffer.join('');
+    if (this.writer === null || this.buffer.length === 0) return;
+    const lines = this.buffer;
     this.buffer = [];
-    try {
-      writeSync(this.fd, text);
-    } catch {
-      // A full disk must not stop the session: the trace loses these lines, the log keeps everything.
-    }
+    // Never throws, never waits: a full disk or a lost connection loses trace lines, the log keeps everything.
+    this.writer.write(lines);
   }
 
+  /** Hand over what is buffered; the store's close() stores it. */
   close(): void {
     this.flush();
-    if (this.fd !== null) closeSync(this.fd);
-    this.fd = null;
+    this.writer = null;
   }
 
   private record(record: TraceRecord): void {
-    if (this.fd === null) return;
+    if (this.writer === null) return;
     const json = `${JSON.stringify(record)}\n`;
     const line = this.redact(json);
     this.push(line);

@@ -13,7 +13,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { historyModeMachine } from '../../machines/historyModeMachine.js';
 import { sessionMachine } from '../../machines/sessionMachine.js';
 import { turnMachine } from '../../machines/turnMachine.js';
-import { findSession, listSessions } from '../session/index.js';
+import { listSessions, readSession } from '../session/index.js';
+import type { SessionStore } from '../storage/sessionStore.js';
 import { chartOf, renderSvg, toDot, type ChartModel } from './statechart.js';
 import { TRACE_FORMAT, type TraceRecord } from './traceRecorder.js';
 import { ingestMessageSchema } from './traceSchema.js';
@@ -71,7 +72,9 @@ function assetsDir(): string {
   throw new Error('the visualizer/ directory was not found next to the package');
 }
 
-export async function startVizServer(options: { home: string; port?: number }): Promise<VizServer> {
+/** `store`: where the sessions and their traces are (default: the home's folders). */
+export async function startVizServer(options: { home: string; port?: number; store?: SessionStore }): Promise<VizServer> {
+  const where = { home: options.home, ...(options.store ? { store: options.store } : {}) };
   const assets = assetsDir();
   let charts: Promise<{ machine: string; svg: string; model: ChartModel }[]> | null = null;
   const drawCharts = () =>
@@ -123,18 +126,18 @@ export async function startVizServer(options: { home: string; port?: number }): 
     if (!authorised(req, [])) return json(res, 401, { error: 'the token is missing or wrong: open the URL `workmem viz` printed' });
     if (path === '/api/charts') return json(res, 200, { charts: await drawCharts() });
     if (path === '/api/sessions') {
-      const sessions = await listSessions({ home: options.home });
+      const sessions = await listSessions(where);
       return json(res, 200, { sessions: sessions.map((s) => ({ ...s, live: live.has(s.id) })) });
     }
     const trace = /^\/api\/sessions\/([\w-]+)\/trace$/.exec(path);
     if (trace) {
-      let dir: string;
+      let session: Awaited<ReturnType<typeof readSession>>;
       try {
-        dir = await findSession(trace[1]!, { home: options.home });
+        session = await readSession(trace[1]!, where);
       } catch (error) {
         return json(res, 404, { error: (error as Error).message });
       }
-      return json(res, 200, { sessionId: dir.split(/[/\\]/).pop(), ...readTrace(join(dir, 'trace.jsonl')) });
+      return json(res, 200, { sessionId: session.id, ...parseTrace(await session.readTrace(), 'the trace') });
     }
     json(res, 404, { error: 'no such page' });
   };
@@ -254,10 +257,17 @@ export function readTrace(path: string): LoadedTrace {
   } catch {
     return { records: [], problems: ['this session has no trace.jsonl (recorded with tracing off, or by a workmem without traces)'] };
   }
+  return parseTrace(text.split('\n'), 'trace.jsonl');
+}
+
+/** A trace's lines (as a store gives them) as records; `source` names it in problems. */
+export function parseTrace(lines: readonly string[], source: string): LoadedTrace {
+  if (!lines.some((line) => line.trim()))
+    return { records: [], problems: ['this session has no trace (recorded with tracing off, or by a workmem without traces)'] };
   const records: TraceRecord[] = [];
   const problems: string[] = [];
   let bad = 0;
-  text.split('\n').forEach((line, i) => {
+  lines.forEach((line, i) => {
     if (!line.trim()) return;
     try {
       const record = JSON.parse(line) as TraceRecord;
@@ -270,7 +280,7 @@ export function readTrace(path: string): LoadedTrace {
       records.push(record);
     } catch {
       bad++;
-      if (bad <= 3) problems.push(`line ${i + 1} of trace.jsonl is damaged and was skipped`);
+      if (bad <= 3) problems.push(`line ${i + 1} of ${source} is damaged and was skipped`);
     }
   });
   if (bad > 3) problems.push(`${bad - 3} more damaged lines were skipped`);

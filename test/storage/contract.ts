@@ -260,6 +260,49 @@ export function sessionStoreContract(name: string, makeBackend: () => Promise<St
       expect(lost?.reason).toBeInstanceOf(SessionInUseError);
     });
 
+    it('reads a session without its lease while another instance holds it: meta, log, memory files and trace', async () => {
+      const s = await created();
+      await s.log.append(user('one'), { expectedSeq: 1, sync: true });
+      await s.memory.write('overview.md', '# Overview\n');
+      await s.memory.write('detail/design.md', '# Design\nbody\n');
+      s.trace.write(['{"k":"header","n":1}\n', '{"k":"event","n":2}\n']);
+      await s.trace.flush();
+      const other = await connect(); // another instance: the lease is s's
+      const reader = await other.read(s.id);
+      expect(reader.id).toBe(s.id);
+      expect(reader.location).toBe(s.location);
+      expect(await reader.readMeta()).toEqual({ ok: true, meta: metaFor(s.id) });
+      const log = await reader.readLog();
+      expect(log.damage).toEqual([]);
+      expect(log.entries.map((e) => (e.type === 'message' ? e.message.content : null))).toEqual(['one']);
+      expect(await reader.memory.read('overview.md', { maxBytes: 100 })).toBe('# Overview\n');
+      expect(await reader.memory.read('working-memory/detail/design.md', { maxBytes: 8, head: true })).toBe('# Design');
+      expect((await reader.memory.list('detail')).map((e) => [e.path, e.kind, e.bytes])).toEqual([['detail/design.md', 'file', 14]]);
+      expect(await reader.memory.stat('detail/nothing.md')).toBeNull();
+      expect(await reader.memory.exists('overview.md')).toBe(true);
+      await expect(reader.memory.read('../meta.json', { maxBytes: 100 })).rejects.toThrow(PathRefusedError);
+      expect((await reader.readTrace()).map((r) => JSON.parse(r))).toEqual([{ k: 'header', n: 1 }, { k: 'event', n: 2 }]);
+      // The writer goes on, and the reader sees it; the lease stayed with the writer all along.
+      await s.log.append(user('two'), { expectedSeq: 2, sync: true });
+      expect((await reader.readLog()).entries).toHaveLength(2);
+      await expect(other.open(s.id)).rejects.toThrow(SessionInUseError);
+      await expect(other.read(randomUUID())).rejects.toThrow(SessionNotFoundError);
+      await expect(other.read('not-an-id')).rejects.toThrow(SessionNotFoundError);
+    });
+
+    it('keeps the trace in order across a reopen; a session never traced reads as an empty trace', async () => {
+      const s = await created();
+      expect(await (await store.read(s.id)).readTrace()).toEqual([]);
+      const lines = Array.from({ length: 1_500 }, (_, i) => `{"n":${i}}\n`);
+      s.trace.write(lines.slice(0, 700));
+      s.trace.write(lines.slice(700, 1_400));
+      const again = await reopened(s); // closing stores what was queued
+      again.trace.write(lines.slice(1_400));
+      await again.trace.flush();
+      expect(again.trace.dropped).toBe(0);
+      expect((await (await store.read(s.id)).readTrace()).map((r) => JSON.parse(r).n)).toEqual(lines.map((_, i) => i));
+    });
+
     const fencing = `a holder whose lease expired and was taken over is fenced: its late writes are refused, nothing of it interleaved`;
     (options.noFencing ? it.skip : it)(options.noFencing ? `${fencing} (skipped for ${name}: ${options.noFencing})` : fencing, async () => {
       if (!backend.connectPaused) throw new Error(`the ${name} backend has no connectPaused(): give one, or a noFencing reason`);
@@ -288,6 +331,10 @@ export function sessionStoreContract(name: string, makeBackend: () => Promise<St
       await expect(a.writeMeta({ ...metaFor(a.id), title: 'late A' })).rejects.toThrow(LeaseLostError);
       await expect(a.writeDamage({ checkedAt: 1, lines: [], repairs: [] })).rejects.toThrow(LeaseLostError);
       await expect(a.lease.renew()).rejects.toThrow(LeaseLostError);
+      a.trace.write(['{"late":"A"}\n']); // never thrown: the trace is diagnostic, and fenced like the rest
+      await a.trace.flush();
+      expect(a.trace.dropped).toBe(1);
+      expect(await (await store.read(a.id)).readTrace()).toEqual([]);
       await a.close(); // releasing a lost lease leaves the new holder's alone
       await b.log.append(user('b2'), { expectedSeq: 2, sync: true });
       const read = await b.log.read();

@@ -2,7 +2,8 @@
  * One session open in Postgres under its lease: the log as rows of `entries` (one
  * statement per append: fenced by the lease's token, gap-free by the expected seq, the
  * primary key refusing a second row with the same seq), the meta and the damage report as
- * columns of `sessions`, the memory files as rows of `memory_files`.
+ * columns of `sessions`, the memory files as rows of `memory_files`, the trace as rows of
+ * `trace` (postgresTraceWriter.ts).
  */
 import { checkEntry, type Damage, type LogEntry, type NewEntry } from '../messageLog.js';
 import { firstLine, SessionMetaSchema, type SessionMeta } from '../sessionMeta.js';
@@ -12,10 +13,12 @@ import { SequenceConflictError } from '../storeErrors.js';
 import type { Database } from './database.js';
 import { fence, holdFence, leaseLost, type PostgresLease } from './postgresLease.js';
 import { PostgresMemoryFiles } from './postgresMemoryFiles.js';
+import { PostgresTraceWriter } from './postgresTraceWriter.js';
 
 export class PostgresSessionStorage implements SessionStorage {
   readonly log: PostgresSessionLog;
   readonly memory: PostgresMemoryFiles;
+  readonly trace: PostgresTraceWriter;
   readonly openNotes: readonly string[] = [];
   private closed = false;
 
@@ -31,6 +34,7 @@ export class PostgresSessionStorage implements SessionStorage {
   ) {
     this.memory = new PostgresMemoryFiles(db, id, lease.token, `${this.location}/working-memory`);
     this.log = new PostgresSessionLog(db, id, lease.token, lastSeq + 1, redact, now);
+    this.trace = new PostgresTraceWriter(db, id, lease.token);
   }
 
   /** `postgres://host:port/database#<cwd>/<id>`: the server, then the session as the filesystem would name it. */
@@ -39,12 +43,8 @@ export class PostgresSessionStorage implements SessionStorage {
   }
 
   async readMeta(): Promise<MetaRead> {
-    const rows = await this.db.query<{ meta: string }>(`SELECT meta FROM ${this.db.s}.sessions WHERE id = $1`, [this.id]);
-    try {
-      return { ok: true, meta: SessionMetaSchema.parse(JSON.parse(rows[0]?.meta ?? 'null')) };
-    } catch (error) {
-      return { ok: false, problem: `the meta is unreadable (${firstLine(error)}); rebuilt from the log` };
-    }
+    const read = await readMetaRow(this.db, this.id);
+    return read.ok ? read : { ok: false, problem: `${read.problem}; rebuilt from the log` };
   }
 
   async writeMeta(meta: SessionMeta): Promise<void> {
@@ -74,6 +74,7 @@ export class PostgresSessionStorage implements SessionStorage {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.trace.flush(); // its writes are fenced: stored while the lease is still ours
     await this.lease.release();
   }
 
@@ -101,27 +102,8 @@ export class PostgresSessionLog implements SessionLog {
     return this.next;
   }
 
-  async read(): Promise<LogRead> {
-    const rows = await this.db.query<{ seq: string; body: string }>(
-      `SELECT seq, body FROM ${this.db.s}.entries WHERE session_id = $1 ORDER BY seq`,
-      [this.id],
-    );
-    const entries: LogEntry[] = [];
-    const damage: Damage[] = [];
-    for (const row of rows) {
-      let value: unknown;
-      let reason: string | null;
-      try {
-        value = JSON.parse(row.body);
-        reason = checkEntry(value);
-      } catch (error) {
-        reason = `not JSON: ${(error as Error).message}`;
-      }
-      // A damaged row is named by its seq (line) and reported, never rewritten.
-      if (reason) damage.push({ line: Number(row.seq), offset: 0, reason, raw: row.body });
-      else entries.push(value as LogEntry);
-    }
-    return { entries, damage };
+  read(): Promise<LogRead> {
+    return readEntries(this.db, this.id);
   }
 
   /** One statement: written only while our token holds and `expectedSeq` is next; `sync` is moot (each commit is durable). */
@@ -170,5 +152,35 @@ export class PostgresSessionLog implements SessionLog {
   /** After insertIn committed. */
   advance(): void {
     this.next++;
+  }
+}
+
+/** A session's entries in seq order; a row that is not an entry is reported by its seq, never rewritten. */
+export async function readEntries(db: Database, id: string): Promise<LogRead> {
+  const rows = await db.query<{ seq: string; body: string }>(`SELECT seq, body FROM ${db.s}.entries WHERE session_id = $1 ORDER BY seq`, [id]);
+  const entries: LogEntry[] = [];
+  const damage: Damage[] = [];
+  for (const row of rows) {
+    let value: unknown;
+    let reason: string | null;
+    try {
+      value = JSON.parse(row.body);
+      reason = checkEntry(value);
+    } catch (error) {
+      reason = `not JSON: ${(error as Error).message}`;
+    }
+    if (reason) damage.push({ line: Number(row.seq), offset: 0, reason, raw: row.body });
+    else entries.push(value as LogEntry);
+  }
+  return { entries, damage };
+}
+
+/** The meta as stored in the session's row. */
+export async function readMetaRow(db: Database, id: string): Promise<MetaRead> {
+  const rows = await db.query<{ meta: string }>(`SELECT meta FROM ${db.s}.sessions WHERE id = $1`, [id]);
+  try {
+    return { ok: true, meta: SessionMetaSchema.parse(JSON.parse(rows[0]?.meta ?? 'null')) };
+  } catch (error) {
+    return { ok: false, problem: `the meta is unreadable (${firstLine(error)})` };
   }
 }

@@ -11,6 +11,7 @@ import { SessionNotFoundError } from '../storeErrors.js';
 import { Database, type ConnectionOptions } from './database.js';
 import { holderName, inUse, PostgresLease, takeLease, type LeaseTiming } from './postgresLease.js';
 import { LAYOUT } from './postgresMemoryFiles.js';
+import { PostgresSessionReader } from './postgresSessionReader.js';
 import { PostgresSessionStorage } from './postgresSessionStorage.js';
 import { postgresStateStore } from './postgresStateStore.js';
 import type { StateStore } from '../stateStore.js';
@@ -67,6 +68,13 @@ class PostgresStore implements SessionStore {
     if (typeof id !== 'string' || !SESSION_ID.test(id)) throw new SessionNotFoundError(`no session with id ${id} in ${this.location}`);
     const taken = await takeLease(this.db, id, this.holder, this.timing.leaseMs);
     return this.storage(id, taken.cwd, taken.token, taken.lastSeq, options);
+  }
+
+  async read(id: string): Promise<PostgresSessionReader> {
+    if (typeof id !== 'string' || !SESSION_ID.test(id)) throw new SessionNotFoundError(`no session with id ${id} in ${this.location}`);
+    const rows = await this.db.query<Row>(`SELECT id, cwd, created_at, name FROM ${this.db.s}.sessions WHERE id = $1`, [id]);
+    if (!rows[0]) throw new SessionNotFoundError(`no session with id ${id} in ${this.location}`);
+    return new PostgresSessionReader(this.db, id, this.summaryOf(rows[0]).location);
   }
 
   async list(options: { cwd?: string } = {}): Promise<SessionSummary[]> {
