@@ -3,7 +3,8 @@ import type { SettingsOverrides } from '../src/settings/config.js';
 import type { LLMRequest } from '../src/llm/llm.js';
 import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
 import { openSession, type Session } from '../src/session/index.js';
-import { collect, newSession, ofType, tempHome } from './helpers.js';
+import { collect, newSession, ofType } from './helpers.js';
+import { storesUnderTest, type Where } from './storage/stores.js';
 
 const CLOCK = () => 1_800_000_000_000;
 
@@ -20,8 +21,8 @@ async function run(
   prompts: string[],
   settings: SettingsOverrides,
   restartBefore: number[],
+  where: Where,
 ): Promise<{ requests: LLMRequest[]; events: ReturnType<typeof collect> }> {
-  const home = tempHome();
   const requests: LLMRequest[] = [];
   let next = 0;
   const model = () => {
@@ -35,13 +36,13 @@ async function run(
       ),
     };
   };
-  const options = { settings, now: CLOCK, env: {} };
-  let session: Session = await newSession({ llm: model(), home, ...options });
+  const options = { settings, now: CLOCK, env: {}, ...where };
+  let session: Session = await newSession({ llm: model(), ...options });
   const events = collect(session);
   for (const [i, prompt] of prompts.entries()) {
     if (restartBefore.includes(i)) {
       await session.close();
-      session = await openSession(session.id, { llm: model(), home, ...options });
+      session = await openSession(session.id, { llm: model(), ...options });
       session.on('*', (e) => events.push(e));
     }
     const result = await session.prompt(prompt);
@@ -51,7 +52,7 @@ async function run(
   return { requests, events };
 }
 
-describe('resume', () => {
+describe.each(storesUnderTest('resume'))('resume ($name store)', (store) => {
   it('after a restart, openSession builds byte-identical prompts: phase switch, compaction and reminders included', async () => {
     const write = (content: string): ScriptedReply => ({
       toolCalls: [{ id: 'call_write', name: 'write', arguments: { path: 'working-memory/overview.md', content } }],
@@ -65,8 +66,8 @@ describe('resume', () => {
     }
     // Phase 1 until turn 8, then phase 2; a 2500-token window forces compactions early on.
     const settings: SettingsOverrides = { contextWindow: 2500, reserveOutputTokens: 200 };
-    const straight = await run(replies, prompts, settings, []);
-    const restarted = await run(replies, prompts, settings, [3, 6, 9]);
+    const straight = await run(replies, prompts, settings, [], store.fresh());
+    const restarted = await run(replies, prompts, settings, [3, 6, 9], store.fresh());
 
     expect(ofType(straight.events, 'compaction_end').length).toBeGreaterThan(0);
     expect(ofType(straight.events, 'reminder').length).toBeGreaterThan(0);
@@ -78,18 +79,18 @@ describe('resume', () => {
   });
 
   it('a resumed session carries the whole derived history, token counts read from the log', async () => {
-    const home = tempHome();
-    const first = await newSession({ llm: scriptedModel(() => ({ text: 'fine' })), home });
+    const where = store.fresh();
+    const first = await newSession({ llm: scriptedModel(() => ({ text: 'fine' })), ...where });
     for (let i = 0; i < 5; i++) await first.prompt(`message ${i}`);
     const before = first.history;
     await first.close();
-    const second = await openSession(first.id, { llm: scriptedModel([{ text: 'x' }]), home, env: {} });
+    const second = await openSession(first.id, { llm: scriptedModel([{ text: 'x' }]), ...where, env: {} });
     expect(second.history.length).toBe(before.length);
     expect(second.history.items.slice(0, second.history.length)).toEqual(before.items.slice(0, before.length));
     expect(second.history.cum.slice(0, second.history.length + 1)).toEqual(before.cum.slice(0, before.length + 1));
     // Prefix ids work for opening too.
     await second.close();
-    const third = await openSession(first.id.slice(0, 8), { llm: scriptedModel([]), home, env: {} });
+    const third = await openSession(first.id.slice(0, 8), { llm: scriptedModel([]), ...where, env: {} });
     expect(third.id).toBe(first.id);
     await third.close();
   });
