@@ -22,6 +22,8 @@ async function run(
   settings: SettingsOverrides,
   restartBefore: number[],
   where: Where,
+  /** Where the k-th restart opens the session: by default where it was made. */
+  reopenAt: (k: number) => Where = () => where,
 ): Promise<{ requests: LLMRequest[]; events: ReturnType<typeof collect> }> {
   const requests: LLMRequest[] = [];
   let next = 0;
@@ -42,7 +44,7 @@ async function run(
   for (const [i, prompt] of prompts.entries()) {
     if (restartBefore.includes(i)) {
       await session.close();
-      session = await openSession(session.id, { llm: model(), ...options });
+      session = await openSession(session.id, { llm: model(), ...options, ...reopenAt(restartBefore.indexOf(i)) });
       session.on('*', (e) => events.push(e));
     }
     const result = await session.prompt(prompt);
@@ -52,20 +54,24 @@ async function run(
   return { requests, events };
 }
 
+/** Twelve turns: phase 1 until turn 8, then phase 2; a 2500-token window forces compactions early on. */
+function scenario(): { replies: ScriptedReply[]; prompts: string[]; settings: SettingsOverrides } {
+  const write = (content: string): ScriptedReply => ({
+    toolCalls: [{ id: 'call_write', name: 'write', arguments: { path: 'working-memory/overview.md', content } }],
+  });
+  const replies: ScriptedReply[] = [];
+  const prompts: string[] = [];
+  for (let turn = 1; turn <= 12; turn++) {
+    prompts.push(`Question ${turn}: tell me about topic ${turn}.`);
+    if (turn === 8) replies.push(write(`# Working Memory\n\n## Known facts\n- Topics 1 to 8 were covered; the user likes detail.\n`));
+    replies.push({ text: longText(turn) });
+  }
+  return { replies, prompts, settings: { contextWindow: 2500, reserveOutputTokens: 200 } };
+}
+
 describe.each(storesUnderTest('resume'))('resume ($name store)', (store) => {
   it('after a restart, openSession builds byte-identical prompts: phase switch, compaction and reminders included', async () => {
-    const write = (content: string): ScriptedReply => ({
-      toolCalls: [{ id: 'call_write', name: 'write', arguments: { path: 'working-memory/overview.md', content } }],
-    });
-    const replies: ScriptedReply[] = [];
-    const prompts: string[] = [];
-    for (let turn = 1; turn <= 12; turn++) {
-      prompts.push(`Question ${turn}: tell me about topic ${turn}.`);
-      if (turn === 8) replies.push(write(`# Working Memory\n\n## Known facts\n- Topics 1 to 8 were covered; the user likes detail.\n`));
-      replies.push({ text: longText(turn) });
-    }
-    // Phase 1 until turn 8, then phase 2; a 2500-token window forces compactions early on.
-    const settings: SettingsOverrides = { contextWindow: 2500, reserveOutputTokens: 200 };
+    const { replies, prompts, settings } = scenario();
     const straight = await run(replies, prompts, settings, [], store.fresh());
     const restarted = await run(replies, prompts, settings, [3, 6, 9], store.fresh());
 
@@ -77,6 +83,27 @@ describe.each(storesUnderTest('resume'))('resume ($name store)', (store) => {
       expect(JSON.stringify(restarted.requests[i]), `request ${i + 1}`).toBe(JSON.stringify(request));
     }
   });
+
+  // Known gap on Postgres until the state store is kept there too (issue 15, pgcore): the
+  // reminder tracker lives in each instance's home, so an instance that resumes a session
+  // another one ran rebuilds it from the log's facts only, and the reminder due after a
+  // compaction is lost (request 4). `it.fails` records that; it goes when the gap is closed.
+  (store.name === 'postgres' ? it.fails : it)(
+    'resumed by another instance (the same store, a home of its own), it builds byte-identical prompts too',
+    async () => {
+      const { replies, prompts, settings } = scenario();
+      const where = store.fresh();
+      const other = store.elsewhere(where);
+      const straight = await run(replies, prompts, settings, [], store.fresh());
+      // Every turn from the third on in the other instance than the one before.
+      const moved = await run(replies, prompts, settings, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11], where, (k) => (k % 2 === 0 ? other : where));
+      expect(ofType(straight.events, 'reminder').length).toBeGreaterThan(0);
+      expect(moved.requests).toHaveLength(straight.requests.length);
+      for (const [i, request] of straight.requests.entries()) {
+        expect(JSON.stringify(moved.requests[i]), `request ${i + 1}`).toBe(JSON.stringify(request));
+      }
+    },
+  );
 
   it('a resumed session carries the whole derived history, token counts read from the log', async () => {
     const where = store.fresh();

@@ -33,6 +33,11 @@ export interface StoreUnderTest {
   name: 'file' | 'postgres';
   /** A new home (and a new Postgres schema), cleaned up after the test. */
   fresh(): Where;
+  /**
+   * The same sessions as another instance of a service sees them: the same store with a
+   * home of its own — for files the home is the store, so the same home (a shared volume).
+   */
+  elsewhere(where: Where): Where;
 }
 
 /**
@@ -51,7 +56,7 @@ export function storesUnderTest(what: string): StoreUnderTest[] {
         done.map((d) => d.schema),
       );
   });
-  const file: StoreUnderTest = { name: 'file', fresh: () => ({ home: tempHome() }) };
+  const file: StoreUnderTest = { name: 'file', fresh: () => ({ home: tempHome() }), elsewhere: (where) => where };
   if (!postgres.available) return [file];
   return [
     file,
@@ -63,6 +68,7 @@ export function storesUnderTest(what: string): StoreUnderTest[] {
         opened.push({ store, schema });
         return { home: tempHome(), store };
       },
+      elsewhere: (where) => ({ ...where, home: tempHome() }),
     },
   ];
 }
