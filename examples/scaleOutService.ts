@@ -14,27 +14,28 @@
  *
  * How the lease moves: an instance opens a session for a request and closes it after.
  * A session's lease (one writer, fenced by its token) is held only while a request of it
- * is served, so between requests any instance can take it: the next request may land
- * anywhere and continues the conversation: the log, the working memory and the meta are
- * read from Postgres at open. (Until the state store is in Postgres too, each instance
+ * is served, so between requests any instance can take it, and the next request may land
+ * anywhere: the log, the working memory and the meta are read from Postgres at open, so
+ * the conversation continues. (Until the state store is in Postgres too, each instance
  * keeps the reminder tracker and item memory in its own WORKMEM_HOME; the tracker is
- * brought level with the log at open.) Requests of one session that meet in one instance share the open session and
- * queue in it (session.enqueue); one that arrives at another instance while the session is
- * busy gets 409 with the holder and until when its lease runs (it is renewed while the turn
- * runs, and released at once when it ends): retry then. The price is an open per request:
- * one read of the session's log and memory, and the meta flushed at close. The other way —
- * hold sessions open between requests and give them up when another instance asks (e.g.
- * by LISTEN/NOTIFY) — saves that read but needs that signalling, and an instance that dies
- * holds its sessions until their leases expire (30 s by default) instead of none.
+ * brought level with the log at open.) Requests of one session that meet in one instance
+ * share the open session and queue in it (session.enqueue); one that reaches another
+ * instance while the session is busy gets 409 with the holder and until when its lease
+ * runs (renewed while the turn runs, released as soon as it ends): retry then. The price
+ * is an open per request: one read of the session's log and memory, and the meta flushed
+ * at close. The other way, holding sessions open between requests and giving them up when
+ * another instance asks (by LISTEN/NOTIFY, say), saves that read but needs the signalling,
+ * and an instance that dies then holds every session it had open until their leases
+ * expire (30 s by default), not only those of its requests in flight.
  *
- * Routing by session id, for locality: correctness never depends on which instance gets
- * a request (the lease and its fencing token keep one writer whatever the routing), but
- * sending all requests of a session to one instance — a consistent hash of the id in the
- * path at the load balancer (nginx `hash $session_id consistent`, HAProxy `balance uri` with
- * `hash-type consistent`, Envoy's ring hash) — turns the 409 of two concurrent requests into
- * a queue in that instance, keeps its caches warm, and is what holding sessions open
- * between requests would need. When an instance goes, its share of the ids moves to others,
- * which simply open those sessions.
+ * Routing by session id, for locality: correctness never depends on which instance gets a
+ * request (the lease and its fencing token keep one writer whatever the routing), but
+ * sending all requests of a session to one instance, by a consistent hash of the id in the
+ * path at the load balancer (nginx `hash … consistent`, HAProxy `hash-type consistent`,
+ * Envoy's ring hash), turns the 409 of two concurrent requests into a queue in that
+ * instance, keeps its caches warm, and is what holding sessions open between requests
+ * would need. When an instance goes, its share of the ids moves to the others, which
+ * simply open those sessions.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
