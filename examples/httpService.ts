@@ -40,20 +40,7 @@ export async function startService(options: { llm: LLM; home: string; port?: num
     if (req.method === 'POST' && parts[2] === 'prompt') {
       const body = await json(req);
       if (typeof body.text !== 'string' || !body.text.trim()) return send(res, 400, { error: 'text is required' });
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-      // Stream this turn's events: from its turn_start to its turn_end.
-      const { promptId, result } = session.enqueue(body.text);
-      let mine = false;
-      const stop = session.on('*', (event) => {
-        if (event.type === 'turn_start') mine = event.promptId === promptId;
-        if (mine || (event.type === 'prompt_dropped' && event.promptId === promptId))
-          res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
-      });
-      req.on('close', () => {
-        if (!res.writableEnded) session.abort(); // the client went away: stop its turn
-      });
-      await result;
-      stop();
+      await streamTurn(session, body.text, req, res);
       res.end();
       return;
     }
@@ -74,7 +61,24 @@ export async function startService(options: { llm: LLM; home: string; port?: num
   };
 }
 
-function json(req: IncomingMessage): Promise<Record<string, unknown>> {
+/** Run one prompt on `session` and stream its turn's events, from its turn_start to its turn_end, as server-sent events (the caller ends the response). */
+export async function streamTurn(session: Session, text: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  const { promptId, result } = session.enqueue(text);
+  let mine = false;
+  const stop = session.on('*', (event) => {
+    if (event.type === 'turn_start') mine = event.promptId === promptId;
+    if (mine || (event.type === 'prompt_dropped' && event.promptId === promptId))
+      res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+  });
+  req.on('close', () => {
+    if (!res.writableEnded) session.abort(); // the client went away: stop its turn
+  });
+  await result;
+  stop();
+}
+
+export function json(req: IncomingMessage): Promise<Record<string, unknown>> {
   return new Promise((resolve) => {
     let text = '';
     req.on('data', (chunk) => (text += chunk));
@@ -88,7 +92,7 @@ function json(req: IncomingMessage): Promise<Record<string, unknown>> {
   });
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
+export function send(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
 }

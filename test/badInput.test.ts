@@ -6,11 +6,12 @@ import { ConfigError } from '../src/settings/config.js';
 import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
 import { createSession, openSession } from '../src/session/index.js';
 import { defineTool } from '../src/tools/tool.js';
-import { collect, logEntries, newSession, ofType, tempHome } from './helpers.js';
+import { collect, newSession, ofType, tempHome } from './helpers.js';
+import { logOf, storesUnderTest } from './storage/stores.js';
 
 const call = (name: string, args: string | Record<string, unknown>): ScriptedReply => ({ toolCalls: [{ name, arguments: args }] });
 
-describe('malformed and unknown tool calls', () => {
+describe.each(storesUnderTest('bad input'))('malformed and unknown tool calls ($name store)', (store) => {
   it('each gets an error result the model can read, and the turn goes on to its answer', async () => {
     const throwing = defineTool({
       name: 'explode',
@@ -30,7 +31,7 @@ describe('malformed and unknown tool calls', () => {
       call('read', { path: 'working-memory/overview.md', offset: -3 }),
       { text: 'Recovered.' },
     ]);
-    const session = await newSession({ llm, tools: [throwing, weird] });
+    const session = await newSession({ ...store.fresh(), llm, tools: [throwing, weird] });
     const events = collect(session);
     const result = await session.prompt('Try everything.');
     expect(result).toMatchObject({ status: 'done', text: 'Recovered.', requests: 7 });
@@ -43,7 +44,7 @@ describe('malformed and unknown tool calls', () => {
     expect(results[4]!.content).toMatch(/weird returned number/);
     expect(results[5]!.content).toMatch(/invalid arguments for read[\s\S]*offset/);
     // Every call has its result in the log, so the history stays a valid message list.
-    const messages = logEntries(session.dir).flatMap((e) => (e.type === 'message' ? [e.message] : []));
+    const messages = (await logOf(session)).flatMap((e) => (e.type === 'message' ? [e.message] : []));
     const callIds = messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : []));
     const resultIds = messages.flatMap((m) => (m.role === 'tool' ? [m.tool_call_id] : []));
     expect(resultIds).toEqual(callIds);

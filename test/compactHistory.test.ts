@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import type { LLM, LLMRequest, LLMResponse } from '../src/llm/llm.js';
@@ -8,7 +6,10 @@ import { modelSummarizer, SUMMARIZER_MARK } from '../src/compaction/summarizer.j
 import { loadTokenCounter } from '../src/tokens/tokens.js';
 import { defineTool } from '../src/tools/tool.js';
 import { fromItems } from '../src/history/historyView.js';
-import { collect, logEntries, newSession, ofType, splitTail } from './helpers.js';
+import { collect, newSession, ofType, splitTail } from './helpers.js';
+import { logOf, memoryFileOf, storesUnderTest } from './storage/stores.js';
+
+const stores = storesUnderTest('compact_history');
 
 const compact = (args: Record<string, unknown>): ScriptedReply => ({ toolCalls: [{ name: 'compact_history', arguments: args }] });
 const SUMMARY =
@@ -35,7 +36,7 @@ async function chatTurns(session: Awaited<ReturnType<typeof newSession>>, n: num
   for (let i = 1; i <= n; i++) await session.prompt(`Question ${i}: ${'context '.repeat(100)}`);
 }
 
-describe('compact_history', () => {
+describe.each(stores)('compact_history ($name store)', (store) => {
   it('archive: old turns go verbatim to detail/compact-<time>.md; the result says what, where, tokens before and after, and asks for a memory update', async () => {
     const replies: ScriptedReply[] = [
       ...Array.from({ length: 6 }, (_, i) => ({ text: `Answer ${i + 1}.` })),
@@ -44,7 +45,7 @@ describe('compact_history', () => {
       { text: 'Next.' },
     ];
     const llm = scriptedModel(replies);
-    const session = await newSession({ llm, settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm, settings: { injectHistory: true } });
     const events = collect(session);
     await chatTurns(session, 6);
     await session.prompt('Please compact.');
@@ -67,7 +68,7 @@ describe('compact_history', () => {
     ]);
 
     const file = /(working-memory\/detail\/compact-[^ ]+\.md)/.exec(result.content)![1]!;
-    const archive = readFileSync(join(session.dir, file), 'utf8');
+    const archive = await memoryFileOf(session, file);
     expect(archive).toMatch(/^# Archived conversation, turns 1-4/);
     for (let i = 1; i <= 4; i++) expect(archive).toContain(`Question ${i}: ${'context '.repeat(100).trimEnd()}`);
     expect(archive).not.toContain('Question 5');
@@ -87,7 +88,7 @@ describe('compact_history', () => {
     expect(Math.abs(splitTail(afterCompaction.messages.at(-1)!.content!).meta.tokens_percent! - Number(share))).toBeLessThanOrEqual(2);
     expect(ofType(events, 'reminder').find((r) => r.turn === 7 && r.request === 2)).toMatchObject({ reason: 'compaction' });
     // Nothing was deleted from the log.
-    expect(logEntries(session.dir).filter((e) => e.type === 'message')).toHaveLength(6 * 2 + 4 + 2);
+    expect((await logOf(session)).filter((e) => e.type === 'message')).toHaveLength(6 * 2 + 4 + 2);
     await session.close();
   });
 
@@ -101,7 +102,7 @@ describe('compact_history', () => {
       ]),
       SUMMARY,
     );
-    const session = await newSession({ llm, settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm, settings: { injectHistory: true } });
     const events = collect(session);
     await chatTurns(session, 5);
     await session.prompt('Summarise the old part.');
@@ -115,7 +116,7 @@ describe('compact_history', () => {
       /^\[Earlier conversation compacted: summary of turns 1-4 \(8 messages\); the messages themselves are verbatim in working-memory\/detail\/compact-/,
     );
     for (const section of ['## Goal', '## Decisions', '## Progress', '## Open items', '## Key facts']) expect(note).toContain(section);
-    const archive = readFileSync(join(session.dir, ofType(events, 'compaction_end')[0]!.files[0]!), 'utf8');
+    const archive = await memoryFileOf(session, ofType(events, 'compaction_end')[0]!.files[0]!);
     expect(archive).toContain('Question 4:');
     await session.close();
   });
@@ -130,7 +131,7 @@ describe('compact_history', () => {
         ]),
         summary,
       );
-      const session = await newSession({ llm, settings: { injectHistory: true } });
+      const session = await newSession({ ...store.fresh(), llm, settings: { injectHistory: true } });
       const events = collect(session);
       await chatTurns(session, 4);
       await session.prompt('Compact.');
@@ -143,7 +144,7 @@ describe('compact_history', () => {
       compact({ target: 'all', strategy: 'summarize', keep_recent: 1 }),
       { text: 'done' },
     ]);
-    const session = await newSession({ llm: plain, settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm: plain, settings: { injectHistory: true } });
     const events = collect(session);
     await chatTurns(session, 3);
     await session.prompt('Compact.');
@@ -162,7 +163,7 @@ describe('compact_history', () => {
     for (let n = 1; n <= 4; n++) replies.push({ toolCalls: [{ name: 'fetch', arguments: { n } }] }, { text: `Fetched ${n}.` });
     replies.push(compact({ target: 'tools', keep_recent: 1 }), { text: 'Compacted tools.' });
     const llm = scriptedModel(replies);
-    const session = await newSession({ llm, tools: [fetch], settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm, tools: [fetch], settings: { injectHistory: true } });
     const events = collect(session);
     for (let n = 1; n <= 4; n++) await session.prompt(`Fetch ${n}.`);
     await session.prompt('Compact the tool outputs.');
@@ -182,7 +183,7 @@ describe('compact_history', () => {
     ).toBe(true);
     expect(tools[3]).toMatch(/^Result 4: data/);
     const file = ofType(events, 'compaction_end')[0]!.files[0]!;
-    const archive = readFileSync(join(session.dir, file), 'utf8');
+    const archive = await memoryFileOf(session, file);
     for (let n = 1; n <= 3; n++) expect(archive).toContain(`Result ${n}: ${'data '.repeat(300).trimEnd()}`);
     expect(ofType(events, 'tool_end').at(-1)!.content).toContain('Moved 3 tool outputs');
     // Only archive was asked: nothing is said about summaries.
@@ -201,7 +202,7 @@ describe('compact_history', () => {
     for (let n = 1; n <= 3; n++) replies.push({ toolCalls: [{ name: 'fetch', arguments: { n } }] }, { text: `Fetched ${n}.` });
     replies.push(compact({ target: 'tools', strategy: 'summarize', keep_recent: 1 }), { text: 'Compacted tools.' });
     const llm = withSummaries(scriptedModel(replies), SUMMARY);
-    const session = await newSession({ llm, tools: [fetch], settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm, tools: [fetch], settings: { injectHistory: true } });
     const events = collect(session);
     for (let n = 1; n <= 3; n++) await session.prompt(`Fetch ${n}.`);
     await session.prompt('Compact the tool outputs.');
@@ -227,7 +228,7 @@ describe('compact_history', () => {
       compact({ target: 'conversation', archive_to: 'detail' }),
       { text: 'two' },
     ]);
-    const session = await newSession({ llm, settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm, settings: { injectHistory: true } });
     const events = collect(session);
     await chatTurns(session, 4);
     await session.prompt('Archive to the summary file.');
@@ -240,7 +241,7 @@ describe('compact_history', () => {
     expect(results[3]).toMatch(/archive_to refused: path .* leaves working-memory/);
     expect(results[4]).toMatch(/archive_to refused: absolute path/);
     expect(results[5]).toMatch(/archive_to (must be inside|refused)/);
-    const text = readFileSync(join(session.dir, 'working-memory/detail/session-summary.md'), 'utf8');
+    const text = await memoryFileOf(session, 'working-memory/detail/session-summary.md');
     expect(text.match(/^# Archived conversation/gm)).toHaveLength(2);
     expect(text).toContain('Question 1:');
     expect(text).toContain('Archive to the summary file.'); // turn 5, archived by the second call
@@ -258,7 +259,7 @@ describe('compact_history', () => {
       compact({ target: 'tools' }),
       { text: 'fine' },
     ]);
-    const session = await newSession({ llm });
+    const session = await newSession({ ...store.fresh(), llm });
     const events = collect(session);
     await session.prompt('one');
     await session.prompt('try bad compactions');
@@ -274,12 +275,12 @@ describe('compact_history', () => {
     });
     expect(results[5]!.content).toMatch(/^Nothing to compact: there are no tool outputs/);
     expect(ofType(events, 'compaction_end')).toEqual([]);
-    expect(logEntries(session.dir).filter((e) => e.type === 'compaction')).toEqual([]);
+    expect((await logOf(session)).filter((e) => e.type === 'compaction')).toEqual([]);
     await session.close();
   });
 });
 
-describe('tool output cap at capture', () => {
+describe.each(stores)('tool output cap at capture ($name store)', (store) => {
   it('an output over 2000 lines reaches the model truncated with a note and a path; the full output is in detail/', async () => {
     const big = Array.from({ length: 3000 }, (_, i) => `line ${i + 1}`).join('\n');
     const wide = 'x'.repeat(80 * 1024);
@@ -294,7 +295,7 @@ describe('tool output cap at capture', () => {
       { toolCalls: [{ name: 'dump', arguments: { wide: true } }] },
       { text: 'seen' },
     ]);
-    const session = await newSession({ llm, tools: [dump] });
+    const session = await newSession({ ...store.fresh(), llm, tools: [dump] });
     const events = collect(session);
     await session.prompt('Dump twice.');
     const [lines, bytes] = ofType(events, 'tool_end').map((e) => e.content);
@@ -305,11 +306,11 @@ describe('tool output cap at capture', () => {
         lines!,
       );
     expect(note).not.toBeNull();
-    expect(readFileSync(join(session.dir, note![1]!), 'utf8')).toBe(big);
+    expect(await memoryFileOf(session, note![1]!)).toBe(big);
     expect(Buffer.byteLength(bytes!)).toBeLessThan(52 * 1024);
     expect(bytes).toMatch(/of 80\.0 KB\)\. The full output is in working-memory\/detail\/tool-outputs\/2-turn1\.txt/);
     // The stored history holds the capped text, not the full one.
-    expect(logEntries(session.dir).every((e) => e.type !== 'message' || (e.message.content ?? '').length < 60 * 1024)).toBe(true);
+    expect((await logOf(session)).every((e) => e.type !== 'message' || (e.message.content ?? '').length < 60 * 1024)).toBe(true);
     // The index shows one stable line for all captured outputs.
     const system = llm.requests.at(-1)!.messages[0]!.content!;
     expect(system).toContain('- working-memory/detail/tool-outputs/: full outputs of large tool results');
@@ -318,7 +319,7 @@ describe('tool output cap at capture', () => {
   });
 });
 
-describe('compaction policy', () => {
+describe.each(stores)('compaction policy ($name store)', (store) => {
   const fetch = defineTool({
     name: 'fetch',
     description: 'Fetch',
@@ -344,18 +345,19 @@ describe('compaction policy', () => {
 
   it('"auto": the system compacts at the guide\'s tiers for a model that never does; "llm": only the fallback, never at 20-60 %', async () => {
     const auto = script();
-    const session = await newSession({ llm: auto, tools: [fetch], settings: { injectHistory: true, compaction: 'auto' } });
+    const settings = { injectHistory: true, compaction: 'auto' } as const;
+    const session = await newSession({ ...store.fresh(), llm: auto, tools: [fetch], settings });
     const events = collect(session);
     for (let t = 0; t < 14; t++) await session.prompt(`Fetch page ${t}.`);
     const autoCompactions = ofType(events, 'compaction_end').filter((e) => e.reason === 'auto');
     expect(autoCompactions.length).toBeGreaterThan(0);
     expect(ofType(events, 'compaction_end').filter((e) => e.reason === 'fallback')).toEqual([]);
-    const log = logEntries(session.dir).filter((e) => e.type === 'compaction');
+    const log = (await logOf(session)).filter((e) => e.type === 'compaction');
     expect(log.some((e) => e.type === 'compaction' && e.target === 'tools' && (e.stubs?.length ?? 0) > 0)).toBe(true);
     await session.close();
 
     const llmMode = script();
-    const other = await newSession({ llm: llmMode, tools: [fetch], settings: { injectHistory: true } });
+    const other = await newSession({ ...store.fresh(), llm: llmMode, tools: [fetch], settings: { injectHistory: true } });
     const otherEvents = collect(other);
     for (let t = 0; t < 14; t++) await other.prompt(`Fetch page ${t}.`);
     expect(ofType(otherEvents, 'compaction_end').every((e) => e.reason === 'fallback')).toBe(true);

@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { defineTool } from '../src/tools/tool.js';
-import { collect, independentCount, logEntries, newSession, ofType } from './helpers.js';
+import { collect, independentCount, newSession, ofType } from './helpers.js';
+import { logOf, memoryFileOf, storesUnderTest } from './storage/stores.js';
 
 const WINDOW = 6000;
 const RESERVE = 300;
@@ -16,7 +15,7 @@ const fetchPage = defineTool({
   execute: ({ page }) => `Page ${page}: ` + Array.from({ length: 45 }, (_, i) => `line ${page}.${i} of the manual`).join('; '),
 });
 
-describe('compaction at the threshold', () => {
+describe.each(storesUnderTest('compaction loop'))('compaction at the threshold ($name store)', (store) => {
   it('a tool loop compacts mid-loop when it crosses 75 %, and no request ever exceeds the window', async () => {
     // Five earlier turns of chat, then one turn that fetches eight large pages in a row.
     const replies = [
@@ -25,7 +24,7 @@ describe('compaction at the threshold', () => {
       { text: 'Read all eight pages.' },
     ];
     const llm = scriptedModel(replies, { contextWindow: WINDOW, maxOutputTokens: RESERVE });
-    const session = await newSession({ llm, tools: [fetchPage], settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm, tools: [fetchPage], settings: { injectHistory: true } });
     const events = collect(session);
     for (let t = 0; t < 5; t++) await session.prompt(`Earlier question ${t}`);
     const result = await session.prompt('Read the manual, pages 1 to 8.');
@@ -45,7 +44,7 @@ describe('compaction at the threshold', () => {
     expect(gaps.every((g) => g >= 3)).toBe(true);
     const starts = ofType(events, 'compaction_start').filter((e) => e.turn === 6);
     expect(starts.map((e) => e.request)).toEqual(inLoop.map((e) => e.request));
-    const stubbed = logEntries(session.dir).flatMap((e) => (e.type === 'compaction' ? (e.stubs ?? []) : []));
+    const stubbed = (await logOf(session)).flatMap((e) => (e.type === 'compaction' ? (e.stubs ?? []) : []));
     for (const stub of stubbed) expect(stub.content).toMatch(/^\[Tool output moved to working-memory\/detail\/compact-.*\.md \(call_/);
 
     // Every request stayed inside the window, by our count and by an independent one, and
@@ -60,11 +59,12 @@ describe('compaction at the threshold', () => {
     }
 
     // Lossless: the archived turns are verbatim in detail/, and the log still has every message.
-    const compactions = logEntries(session.dir).filter((e) => e.type === 'compaction');
+    const log = await logOf(session);
+    const compactions = log.filter((e) => e.type === 'compaction');
     const archived = compactions.flatMap((c) => (c.type === 'compaction' ? c.files : []));
-    const text = archived.map((f) => readFileSync(join(session.dir, f), 'utf8')).join('\n');
+    const text = (await Promise.all(archived.map((f) => memoryFileOf(session, f)))).join('\n');
     for (let t = 0; t < 5; t++) {
-      const inLog = logEntries(session.dir).some((e) => e.type === 'message' && e.message.content === `Earlier question ${t}`);
+      const inLog = log.some((e) => e.type === 'message' && e.message.content === `Earlier question ${t}`);
       expect(inLog).toBe(true);
     }
     expect(text).toContain('Earlier question 0');
@@ -87,7 +87,7 @@ describe('compaction at the threshold', () => {
       contextWindow: WINDOW,
       maxOutputTokens: RESERVE,
     });
-    const session = await newSession({ llm, tools: [huge] });
+    const session = await newSession({ ...store.fresh(), llm, tools: [huge] });
     const events = collect(session);
     const result = await session.prompt('Dump it.');
     expect(result.status).toBe('failed');

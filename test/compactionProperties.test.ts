@@ -5,19 +5,17 @@
  * call from its result, always derive a valid message list, never send a request over
  * the window, and never lose what an earlier compaction kept.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import type { HistoryView } from '../src/history/historyView.js';
 import type { LLM, LLMRequest } from '../src/llm/llm.js';
-import type { LogEntry } from '../src/storage/messageLog.js';
 import { ChatMessageSchema, type ChatMessage } from '../src/history/messages.js';
 import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { openSession } from '../src/session/index.js';
+import { openSession, type Session } from '../src/session/index.js';
 import { defineTool } from '../src/tools/tool.js';
-import { independentCount, logEntries, newSession, tempHome } from './helpers.js';
+import { independentCount, newSession } from './helpers.js';
+import { logOf, memoryFileOf, storesUnderTest } from './storage/stores.js';
 
 type Step =
   | { kind: 'chat'; userWords: number; replyWords: number }
@@ -115,15 +113,12 @@ function viewMessages(view: HistoryView): ChatMessage[] {
   return view.items.slice(0, view.length).map((i) => i.message);
 }
 
-/** All text of the files compaction entries name. */
-function archivedText(dir: string, entries: LogEntry[]): string {
-  return entries
-    .flatMap((e) => (e.type === 'compaction' ? e.files : []))
-    .map((f) => readFileSync(join(dir, f), 'utf8'))
-    .join('\n');
+/** All text of `files` (working-memory/… as compaction names them), read through the session's store. */
+async function textOf(session: Session, files: readonly string[]): Promise<string> {
+  return (await Promise.all(files.map((f) => memoryFileOf(session, f)))).join('\n');
 }
 
-describe('compaction properties', () => {
+describe.each(storesUnderTest('compaction property'))('compaction properties ($name store)', (store) => {
   it('random sessions and compactions lose nothing, split nothing, and never exceed the window', async () => {
     const probe = defineTool({
       name: 'probe',
@@ -131,6 +126,8 @@ describe('compaction properties', () => {
       parameters: z.object({ turn: z.number(), call: z.number(), words: z.number() }),
       execute: ({ turn, call, words: n }) => `out${turn}.${call} ${words(n, `o${turn}.${call}w`)}`,
     });
+    // One schema (on Postgres) and home for all runs: each run is a session of its own in them.
+    const where = store.fresh();
     let runs = 0;
     let compactionsSeen = 0;
     let fallbacksSeen = 0;
@@ -163,35 +160,41 @@ describe('compaction properties', () => {
                   };
                 },
               });
-        const home = tempHome();
         const session = await newSession({
           llm,
-          home,
+          ...where,
           tools: [probe],
           settings: { injectHistory: true, compaction: scenario.compaction, keepRecentTurns: 2 },
         });
 
         // Repeated compactions never lose what an earlier one kept: compare each view before and after.
+        // The views are taken as the events fire; the archives are read (through the store)
+        // once the turn is over, since a listener cannot wait. Archives are only ever appended to.
         let before: HistoryView | null = null;
         const problems: string[] = [];
+        const compacted: { turn: number; files: readonly string[]; before: HistoryView; after: HistoryView }[] = [];
         session.on('compaction_start', () => (before = session.history));
         session.on('compaction_end', (e) => {
           compactionsSeen++;
           if (e.reason === 'fallback' || e.reason === 'overflow') fallbacksSeen++;
-          const after = session.history;
-          const kept = new Map(after.items.slice(0, after.length).map((i) => [i.seq, i]));
-          const files = e.files.map((f) => readFileSync(join(session.dir, f), 'utf8')).join('\n');
-          for (const item of before!.items.slice(0, before!.length)) {
-            const now = kept.get(item.seq);
-            if (now && now.message.content === item.message.content) continue;
-            if (!files.includes(item.message.content ?? ''))
-              problems.push(`seq ${item.seq} (${item.message.role}) lost by compaction at turn ${e.turn}`);
-            for (const call of item.message.role === 'assistant' ? (item.message.tool_calls ?? []) : []) {
-              if (!files.includes(call.function.arguments)) problems.push(`call ${call.id} lost`);
-            }
-          }
-          checkPairs(viewMessages(after));
+          compacted.push({ turn: e.turn, files: e.files, before: before!, after: session.history });
         });
+        const checkCompactions = async (): Promise<void> => {
+          for (const { turn, files: names, before, after } of compacted.splice(0)) {
+            const kept = new Map(after.items.slice(0, after.length).map((i) => [i.seq, i]));
+            const files = await textOf(session, names);
+            for (const item of before.items.slice(0, before.length)) {
+              const now = kept.get(item.seq);
+              if (now && now.message.content === item.message.content) continue;
+              if (!files.includes(item.message.content ?? ''))
+                problems.push(`seq ${item.seq} (${item.message.role}) lost by compaction at turn ${turn}`);
+              for (const call of item.message.role === 'assistant' ? (item.message.tool_calls ?? []) : []) {
+                if (!files.includes(call.function.arguments)) problems.push(`call ${call.id} lost`);
+              }
+            }
+            checkPairs(viewMessages(after));
+          }
+        };
 
         for (let t = 0; t < scenario.steps.length; t++) {
           const result = await session.prompt(
@@ -199,6 +202,7 @@ describe('compaction properties', () => {
           );
           // A turn may fail only because a single request could not fit at all; never anything else.
           if (result.status !== 'done') expect(result.error?.kind).toBe('window');
+          await checkCompactions();
         }
         expect(problems).toEqual([]);
 
@@ -210,9 +214,12 @@ describe('compaction properties', () => {
           checkPairs(request.messages);
         }
 
-        // Every message ever added is recoverable from messages.jsonl + detail/ files.
-        const entries = logEntries(session.dir);
-        const archive = archivedText(session.dir, entries);
+        // Every message ever added is recoverable from the log (messages.jsonl, or rows) + detail/ files.
+        const entries = await logOf(session);
+        const archive = await textOf(
+          session,
+          entries.flatMap((e) => (e.type === 'compaction' ? e.files : [])),
+        );
         const live = viewMessages(session.history);
         const liveText = new Set(live.map((m) => m.content));
         for (const entry of entries) {
@@ -224,7 +231,7 @@ describe('compaction properties', () => {
 
         // Resume derives exactly the same history.
         await session.close();
-        const reopened = await openSession(session.id, { llm, home, env: {} });
+        const reopened = await openSession(session.id, { llm, ...where, env: {} });
         expect(reopened.damage).toEqual([]);
         expect(viewMessages(reopened.history)).toEqual(live);
         await reopened.close();

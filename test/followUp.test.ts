@@ -8,6 +8,7 @@ import { openaiChat } from '../src/llm/openaiChat.js';
 import { reminderText } from '../src/prompt/requestTail.js';
 import { scripted, type ChatRequest } from '../src/testing/index.js';
 import { collect, newSession, ofType, testServers } from './helpers.js';
+import { storesUnderTest, type StoreUnderTest } from './storage/stores.js';
 
 const HAIKU = 'Maple leaves drifting\nacross the cold silver pond\nautumn breathes softly';
 const MEMORY = '# Working Memory\n\n## Current task\n- Writing a haiku about autumn for the user.\n';
@@ -25,9 +26,13 @@ const policy = () =>
 
 const serve = testServers();
 
-async function conversation(settings: { recentTurns?: number }) {
+async function conversation(store: StoreUnderTest, settings: { recentTurns?: number }) {
   const server = await serve(policy());
-  const session = await newSession({ llm: openaiChat({ baseURL: server.baseURL, model: 'workmem-test', env: {} }), settings });
+  const session = await newSession({
+    ...store.fresh(),
+    llm: openaiChat({ baseURL: server.baseURL, model: 'workmem-test', env: {} }),
+    settings,
+  });
   const events = collect(session);
   await session.prompt('Write a haiku about autumn.');
   const answer = await session.prompt('now make the second line of that haiku shorter');
@@ -35,9 +40,9 @@ async function conversation(settings: { recentTurns?: number }) {
   return { server, events, answer };
 }
 
-describe('phase 2 keeps the last exchanges', () => {
+describe.each(storesUnderTest('follow-up'))('phase 2 keeps the last exchanges ($name store)', (store) => {
   it('the request after the switch to phase 2 carries the previous exchange (default recentTurns 3)', async () => {
-    const { server, events, answer } = await conversation({});
+    const { server, events, answer } = await conversation(store, {});
     expect(ofType(events, 'mode_changed').map((e) => `${e.from}->${e.to}`)).toEqual(['phase1->phase2']);
     expect(server.requests).toHaveLength(3);
     const followUp = server.requests[2]!.body.messages;
@@ -54,7 +59,7 @@ describe('phase 2 keeps the last exchanges', () => {
   });
 
   it('recentTurns 0 is the strict view: memory and the active turn only', async () => {
-    const { server, answer } = await conversation({ recentTurns: 0 });
+    const { server, answer } = await conversation(store, { recentTurns: 0 });
     const followUp = server.requests[2]!.body.messages;
     expect(followUp.map((m) => m.role)).toEqual(['system', 'user']);
     expect(answer.text).toBe('Which haiku?');

@@ -5,13 +5,12 @@
  */
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { totalTokens } from '../src/history/historyView.js';
 import { loadTokenCounter } from '../src/tokens/tokens.js';
 import { defineTool } from '../src/tools/tool.js';
 import { policyModel, protocolFollower } from '../src/testing/index.js';
 import { collect, newSession, ofType } from './helpers.js';
+import { memoryFileOf, storesUnderTest, type StoreUnderTest } from './storage/stores.js';
 
 const WINDOW = 32_000;
 const RESERVE = 2_000;
@@ -35,14 +34,14 @@ function prompt(t: number): string {
   return `Use the fetch tool with document ${t}.`;
 }
 
-async function runSession(compacts: boolean) {
+async function runSession(store: StoreUnderTest, compacts: boolean) {
   const counter = await loadTokenCounter('gpt-4o');
   const llm = policyModel(protocolFollower({ seed: 5, forgetfulness: 0.2, compacts }), {
     contextWindow: WINDOW,
     maxOutputTokens: RESERVE,
     counter,
   });
-  const session = await newSession({ llm, tools: [fetchTool], settings: { injectHistory: true } });
+  const session = await newSession({ ...store.fresh(), llm, tools: [fetchTool], settings: { injectHistory: true } });
   const events = collect(session);
   for (let t = 1; t <= TURNS; t++) {
     const result = await session.prompt(prompt(t));
@@ -52,9 +51,9 @@ async function runSession(compacts: boolean) {
   return { events, built: ofType(events, 'prompt_built'), compactions: ofType(events, 'compaction_end') };
 }
 
-describe('300-turn sessions with large tool outputs', () => {
+describe.each(storesUnderTest('long session'))('300-turn sessions with large tool outputs ($name store)', (store) => {
   it('a model that compacts on time stays under the threshold on every request; the fallback never fires', async () => {
-    const { built, compactions } = await runSession(true);
+    const { built, compactions } = await runSession(store, true);
     expect(built.length).toBeGreaterThanOrEqual(TURNS * 2);
     const peak = Math.max(...built.map((b) => b.tokens.total));
     console.log(
@@ -66,7 +65,7 @@ describe('300-turn sessions with large tool outputs', () => {
   }, 120_000);
 
   it('a model that never compacts is held inside the window by the fallback', async () => {
-    const { built, compactions } = await runSession(false);
+    const { built, compactions } = await runSession(store, false);
     const peak = Math.max(...built.map((b) => b.tokens.total));
     console.log(`non-compacting model: ${built.length} requests, peak ${peak} tokens, ${compactions.length} fallback compactions`);
     expect(compactions.length).toBeGreaterThan(5);
@@ -82,13 +81,13 @@ describe('300-turn sessions with large tool outputs', () => {
   it('in phase 2 the history kept for phase 1 is archived at the threshold (the horizon): bounded, verbatim, no reminder', async () => {
     const counter = await loadTokenCounter('gpt-4o');
     const llm = policyModel(protocolFollower({ seed: 5, compacts: false }), { contextWindow: WINDOW, maxOutputTokens: RESERVE, counter });
-    const session = await newSession({ llm, tools: [fetchTool] });
+    const session = await newSession({ ...store.fresh(), llm, tools: [fetchTool] });
     const events = collect(session);
     for (let t = 1; t <= 150; t++) expect((await session.prompt(prompt(t))).status).toBe('done');
     const horizon = ofType(events, 'compaction_end').filter((c) => c.reason === 'horizon');
     const reminders = ofType(events, 'reminder');
     const history = totalTokens(session.history);
-    const archive = readFileSync(join(session.dir, horizon[0]!.files[0]!), 'utf8');
+    const archive = await memoryFileOf(session, horizon[0]!.files[0]!);
     await session.close();
     expect(session.state.mode).toBe('phase2');
     expect(horizon.length).toBeGreaterThan(0);

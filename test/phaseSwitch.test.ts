@@ -3,7 +3,8 @@ import { overviewTemplate } from '../src/memory/memoryTemplate.js';
 import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
 import { openSession } from '../src/session/index.js';
 import type { LLMRequest } from '../src/llm/llm.js';
-import { collect, newSession, ofType, tempHome } from './helpers.js';
+import { collect, newSession, ofType } from './helpers.js';
+import { storesUnderTest } from './storage/stores.js';
 
 const write = (content: string): ScriptedReply => ({
   toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content } }],
@@ -11,10 +12,10 @@ const write = (content: string): ScriptedReply => ({
 const REAL = '# Working Memory\n\n## Known facts\n- The user is Ada; the project is a compiler in OCaml.\n';
 const userTexts = (r: LLMRequest) => r.messages.filter((m) => m.role === 'user').map((m) => m.content!.split('\n\n<context_meta>')[0]);
 
-describe('history modes', () => {
+describe.each(storesUnderTest('phase switching'))('history modes ($name store)', (store) => {
   it('template-only memory stays in phase 1, even when the model writes the template back', async () => {
     const llm = scriptedModel([{ text: 'a' }, write(overviewTemplate('en')), { text: 'b' }, { text: 'c' }]);
-    const session = await newSession({ llm });
+    const session = await newSession({ ...store.fresh(), llm });
     const events = collect(session);
     await session.prompt('one');
     await session.prompt('two');
@@ -30,7 +31,7 @@ describe('history modes', () => {
   // old turns it leaves out; the default (3 recent turns) is test/followUp.test.ts's.
   it('a real write switches to phase 2: with recentTurns 0 the next request carries the memory and the active turn only', async () => {
     const llm = scriptedModel([{ text: 'hello' }, write(REAL), { text: 'noted' }, { text: 'Ada' }]);
-    const session = await newSession({ llm, settings: { recentTurns: 0 } });
+    const session = await newSession({ ...store.fresh(), llm, settings: { recentTurns: 0 } });
     const events = collect(session);
     await session.prompt('Hi there.');
     await session.prompt('I am Ada and I write a compiler in OCaml.');
@@ -59,7 +60,7 @@ describe('history modes', () => {
       { text: 'emptied' },
       { text: 'ok' },
     ]);
-    const session = await newSession({ llm, settings: { hybridRecent: 4 } });
+    const session = await newSession({ ...store.fresh(), llm, settings: { hybridRecent: 4 } });
     const events = collect(session);
     for (const text of ['one', 'two', 'three', 'four', 'five']) await session.prompt(text);
     expect(ofType(events, 'mode_changed').map((e) => `${e.from}->${e.to}`)).toEqual(['phase1->phase2', 'phase2->hybrid']);
@@ -73,7 +74,7 @@ describe('history modes', () => {
 
   it('injectHistory pins phase 1 whatever the memory, and /mode can pin and unpin at run time', async () => {
     const llm = scriptedModel([write(REAL), { text: 'ok' }, { text: 'ok' }, { text: 'ok' }, { text: 'ok' }]);
-    const session = await newSession({ llm, settings: { injectHistory: true, recentTurns: 0 } });
+    const session = await newSession({ ...store.fresh(), llm, settings: { injectHistory: true, recentTurns: 0 } });
     await session.prompt('one');
     await session.prompt('two');
     expect(session.state.mode).toBe('phase1');
@@ -90,13 +91,13 @@ describe('history modes', () => {
   });
 
   it('the mode survives a restart', async () => {
-    const home = tempHome();
-    const first = await newSession({ llm: scriptedModel([write(REAL), { text: 'ok' }]), home, settings: { recentTurns: 0 } });
+    const where = store.fresh();
+    const first = await newSession({ llm: scriptedModel([write(REAL), { text: 'ok' }]), ...where, settings: { recentTurns: 0 } });
     await first.prompt('remember this');
     expect(first.state.mode).toBe('phase2');
     await first.close();
     const llm = scriptedModel([{ text: 'still here' }]);
-    const second = await openSession(first.id, { llm, home, env: {}, settings: { recentTurns: 0 } });
+    const second = await openSession(first.id, { llm, ...where, env: {}, settings: { recentTurns: 0 } });
     expect(second.state.mode).toBe('phase2');
     await second.prompt('and now?');
     expect(userTexts(llm.requests[0]!)).toEqual(['and now?']);

@@ -10,7 +10,8 @@ import {
 } from '../src/memory/reminderTracker.js';
 import { openSession } from '../src/session/index.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { collect, logEntries, newSession, ofType, splitTail, tempHome } from './helpers.js';
+import { collect, newSession, ofType, splitTail } from './helpers.js';
+import { logOf, storesUnderTest } from './storage/stores.js';
 
 const config = DEFAULT_REMINDER_CONFIG;
 
@@ -98,12 +99,12 @@ describe('reminder tracker (docs/design.md §5)', () => {
   });
 });
 
-describe('reminders in a session', () => {
+describe.each(storesUnderTest('reminder'))('reminders in a session ($name store)', (store) => {
   const chatty = () => scriptedModel(() => ({ text: 'ok' }));
 
   it('the sixth request carries the reminder in its tail, with the numbers docs/design.md §5 asks for, and nothing of it is stored', async () => {
     const llm = chatty();
-    const session = await newSession({ llm });
+    const session = await newSession({ ...store.fresh(), llm });
     const events = collect(session);
     for (let i = 1; i <= 6; i++) await session.prompt(`message ${i}`);
     const reminders = ofType(events, 'reminder');
@@ -121,7 +122,7 @@ describe('reminders in a session', () => {
     expect(text).toContain('working-memory/overview.md');
     expect(text).toContain('working-memory/detail/');
 
-    const log = JSON.stringify(logEntries(session.dir));
+    const log = JSON.stringify(await logOf(session));
     expect(log).not.toContain('context_meta');
     expect(log).not.toContain('memory_reminder');
     expect(log).not.toContain('WORKING MEMORY');
@@ -132,7 +133,7 @@ describe('reminders in a session', () => {
     for (const language of ['en', 'zh'] as const) {
       const llm = chatty();
       // Noon UTC: the same day in every time zone within ±11 h.
-      const session = await newSession({ llm, now: () => Date.UTC(2026, 2, 14, 12, 0), settings: { language } });
+      const session = await newSession({ ...store.fresh(), llm, now: () => Date.UTC(2026, 2, 14, 12, 0), settings: { language } });
       for (let i = 1; i <= 6; i++) await session.prompt(`message ${i}`);
       const reminder = splitTail(llm.requests[5]!.messages.at(-1)!.content!).reminder!;
       expect(reminder).toContain('working-memory/detail/completed-2026-03-14.md');
@@ -144,7 +145,7 @@ describe('reminders in a session', () => {
   it('a session that runs past midnight names the new day, with no memory write in between', async () => {
     const llm = chatty();
     let t = Date.UTC(2026, 2, 14, 12, 0);
-    const session = await newSession({ llm, now: () => t });
+    const session = await newSession({ ...store.fresh(), llm, now: () => t });
     for (let i = 1; i <= 6; i++) await session.prompt(`message ${i}`);
     expect(splitTail(llm.requests[5]!.messages.at(-1)!.content!).reminder!).toContain('completed-2026-03-14.md');
     t += 24 * 3_600_000; // a day later: the memory is unchanged, the prompt base is not reused
@@ -167,7 +168,7 @@ describe('reminders in a session', () => {
           }
         : { text: 'ok' },
     );
-    const session = await newSession({ llm });
+    const session = await newSession({ ...store.fresh(), llm });
     const events = collect(session);
     for (let i = 1; i <= 8; i++) await session.prompt(`message ${i}`);
     expect(ofType(events, 'memory_updated')).toHaveLength(1);
@@ -178,13 +179,13 @@ describe('reminders in a session', () => {
   });
 
   it('the tracker survives a restart: rounds continue where they were', async () => {
-    const home = tempHome();
-    const first = await newSession({ llm: chatty(), home });
+    const where = store.fresh();
+    const first = await newSession({ llm: chatty(), ...where });
     for (let i = 1; i <= 4; i++) await first.prompt(`message ${i}`);
     await first.close();
 
     const llm = chatty();
-    const second = await openSession(first.id, { llm, home, env: {} });
+    const second = await openSession(first.id, { llm, ...where, env: {} });
     expect(second.state.tracker.rounds).toBe(4);
     const events = collect(second);
     await second.prompt('message 5');
@@ -196,7 +197,7 @@ describe('reminders in a session', () => {
 
   it('escalates across requests when the reminder is ignored, in Chinese when asked', async () => {
     const llm = chatty();
-    const session = await newSession({ llm, settings: { language: 'zh' } });
+    const session = await newSession({ ...store.fresh(), llm, settings: { language: 'zh' } });
     const events = collect(session);
     for (let i = 1; i <= 8; i++) await session.prompt(`消息 ${i}`);
     expect(ofType(events, 'reminder').map((r) => r.level)).toEqual(['gentle', 'firm', 'urgent']);

@@ -3,7 +3,8 @@ import type { SettingsOverrides } from '../src/settings/config.js';
 import type { LLMRequest } from '../src/llm/llm.js';
 import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
 import { openSession, type Session } from '../src/session/index.js';
-import { collect, newSession, ofType, tempHome } from './helpers.js';
+import { collect, newSession, ofType } from './helpers.js';
+import { storesUnderTest, type Where } from './storage/stores.js';
 
 const CLOCK = () => 1_800_000_000_000;
 
@@ -20,8 +21,10 @@ async function run(
   prompts: string[],
   settings: SettingsOverrides,
   restartBefore: number[],
+  where: Where,
+  /** Where the k-th restart opens the session: by default where it was made. */
+  reopenAt: (k: number) => Where = () => where,
 ): Promise<{ requests: LLMRequest[]; events: ReturnType<typeof collect> }> {
-  const home = tempHome();
   const requests: LLMRequest[] = [];
   let next = 0;
   const model = () => {
@@ -35,13 +38,13 @@ async function run(
       ),
     };
   };
-  const options = { settings, now: CLOCK, env: {} };
-  let session: Session = await newSession({ llm: model(), home, ...options });
+  const options = { settings, now: CLOCK, env: {}, ...where };
+  let session: Session = await newSession({ llm: model(), ...options });
   const events = collect(session);
   for (const [i, prompt] of prompts.entries()) {
     if (restartBefore.includes(i)) {
       await session.close();
-      session = await openSession(session.id, { llm: model(), home, ...options });
+      session = await openSession(session.id, { llm: model(), ...options, ...reopenAt(restartBefore.indexOf(i)) });
       session.on('*', (e) => events.push(e));
     }
     const result = await session.prompt(prompt);
@@ -51,22 +54,26 @@ async function run(
   return { requests, events };
 }
 
-describe('resume', () => {
+/** Twelve turns: phase 1 until turn 8, then phase 2; a 2500-token window forces compactions early on. */
+function scenario(): { replies: ScriptedReply[]; prompts: string[]; settings: SettingsOverrides } {
+  const write = (content: string): ScriptedReply => ({
+    toolCalls: [{ id: 'call_write', name: 'write', arguments: { path: 'working-memory/overview.md', content } }],
+  });
+  const replies: ScriptedReply[] = [];
+  const prompts: string[] = [];
+  for (let turn = 1; turn <= 12; turn++) {
+    prompts.push(`Question ${turn}: tell me about topic ${turn}.`);
+    if (turn === 8) replies.push(write(`# Working Memory\n\n## Known facts\n- Topics 1 to 8 were covered; the user likes detail.\n`));
+    replies.push({ text: longText(turn) });
+  }
+  return { replies, prompts, settings: { contextWindow: 2500, reserveOutputTokens: 200 } };
+}
+
+describe.each(storesUnderTest('resume'))('resume ($name store)', (store) => {
   it('after a restart, openSession builds byte-identical prompts: phase switch, compaction and reminders included', async () => {
-    const write = (content: string): ScriptedReply => ({
-      toolCalls: [{ id: 'call_write', name: 'write', arguments: { path: 'working-memory/overview.md', content } }],
-    });
-    const replies: ScriptedReply[] = [];
-    const prompts: string[] = [];
-    for (let turn = 1; turn <= 12; turn++) {
-      prompts.push(`Question ${turn}: tell me about topic ${turn}.`);
-      if (turn === 8) replies.push(write(`# Working Memory\n\n## Known facts\n- Topics 1 to 8 were covered; the user likes detail.\n`));
-      replies.push({ text: longText(turn) });
-    }
-    // Phase 1 until turn 8, then phase 2; a 2500-token window forces compactions early on.
-    const settings: SettingsOverrides = { contextWindow: 2500, reserveOutputTokens: 200 };
-    const straight = await run(replies, prompts, settings, []);
-    const restarted = await run(replies, prompts, settings, [3, 6, 9]);
+    const { replies, prompts, settings } = scenario();
+    const straight = await run(replies, prompts, settings, [], store.fresh());
+    const restarted = await run(replies, prompts, settings, [3, 6, 9], store.fresh());
 
     expect(ofType(straight.events, 'compaction_end').length).toBeGreaterThan(0);
     expect(ofType(straight.events, 'reminder').length).toBeGreaterThan(0);
@@ -77,19 +84,40 @@ describe('resume', () => {
     }
   });
 
+  // Known gap on Postgres until the state store is kept there too (issue 15, pgcore): the
+  // reminder tracker lives in each instance's home, so an instance that resumes a session
+  // another one ran rebuilds it from the log's facts only, and the reminder due after a
+  // compaction is lost (request 4). `it.fails` records that; it goes when the gap is closed.
+  (store.name === 'postgres' ? it.fails : it)(
+    'resumed by another instance (the same store, a home of its own), it builds byte-identical prompts too',
+    async () => {
+      const { replies, prompts, settings } = scenario();
+      const where = store.fresh();
+      const other = store.elsewhere(where);
+      const straight = await run(replies, prompts, settings, [], store.fresh());
+      // Every turn from the third on in the other instance than the one before.
+      const moved = await run(replies, prompts, settings, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11], where, (k) => (k % 2 === 0 ? other : where));
+      expect(ofType(straight.events, 'reminder').length).toBeGreaterThan(0);
+      expect(moved.requests).toHaveLength(straight.requests.length);
+      for (const [i, request] of straight.requests.entries()) {
+        expect(JSON.stringify(moved.requests[i]), `request ${i + 1}`).toBe(JSON.stringify(request));
+      }
+    },
+  );
+
   it('a resumed session carries the whole derived history, token counts read from the log', async () => {
-    const home = tempHome();
-    const first = await newSession({ llm: scriptedModel(() => ({ text: 'fine' })), home });
+    const where = store.fresh();
+    const first = await newSession({ llm: scriptedModel(() => ({ text: 'fine' })), ...where });
     for (let i = 0; i < 5; i++) await first.prompt(`message ${i}`);
     const before = first.history;
     await first.close();
-    const second = await openSession(first.id, { llm: scriptedModel([{ text: 'x' }]), home, env: {} });
+    const second = await openSession(first.id, { llm: scriptedModel([{ text: 'x' }]), ...where, env: {} });
     expect(second.history.length).toBe(before.length);
     expect(second.history.items.slice(0, second.history.length)).toEqual(before.items.slice(0, before.length));
     expect(second.history.cum.slice(0, second.history.length + 1)).toEqual(before.cum.slice(0, before.length + 1));
     // Prefix ids work for opening too.
     await second.close();
-    const third = await openSession(first.id.slice(0, 8), { llm: scriptedModel([]), home, env: {} });
+    const third = await openSession(first.id.slice(0, 8), { llm: scriptedModel([]), ...where, env: {} });
     expect(third.id).toBe(first.id);
     await third.close();
   });
