@@ -16,9 +16,8 @@
  * A session's lease (one writer, fenced by its token) is held only while a request of it
  * is served, so between requests any instance can take it, and the next request may land
  * anywhere: the log, the working memory and the meta are read from Postgres at open, so
- * the conversation continues. (Until the state store is in Postgres too, each instance
- * keeps the reminder tracker and item memory in its own WORKMEM_HOME; the tracker is
- * brought level with the log at open.) Requests of one session that meet in one instance
+ * the conversation continues, and so do the reminder tracker and item memories (the
+ * store's state table): nothing of a session stays in the instance that served it. Requests of one session that meet in one instance
  * share the open session and queue in it (session.enqueue); one that reaches another
  * instance while the session is busy gets 409 with the holder and until when its lease
  * runs (renewed while the turn runs, released as soon as it ends): retry then. The price
@@ -40,6 +39,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  SessionNotFoundError,
   createSession,
   openaiChat,
   openSession,
@@ -108,7 +108,7 @@ export async function startScaleOutService(options: {
         res.setHeader('retry-after', '1');
         return send(res, 409, { error: 'session_in_use', message: error.message, holder, until });
       }
-      if ((error as Error).name === 'SessionNotFoundError') return send(res, 404, { error: (error as Error).message });
+      if (error instanceof SessionNotFoundError) return send(res, 404, { error: (error as Error).message });
       send(res, 500, { error: (error as Error).message });
     });
   });

@@ -6,6 +6,8 @@
 export { createSession, openSession, listSessions, findSession, readSession, removeSession } from './session/registry.js';
 export { Session } from './session/session.js';
 export { SessionInUseError } from './storage/sessionLock.js';
+export { LeaseLostError, SequenceConflictError, SessionNotFoundError } from './storage/storeErrors.js';
+export { SchemaVersionError } from './storage/postgres/schema.js';
 export { postgresStore, type PostgresStoreOptions } from './storage/postgres/postgresStore.js';
 export type { SessionStore, SessionReader } from './storage/sessionStore.js';
 export type { CompactionResult } from './compaction/apply.js';

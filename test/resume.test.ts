@@ -84,11 +84,9 @@ describe.each(storesUnderTest('resume'))('resume ($name store)', (store) => {
     }
   });
 
-  // Known gap on Postgres until the state store is kept there too (issue 15, pgcore): the
-  // reminder tracker lives in each instance's home, so an instance that resumes a session
-  // another one ran rebuilds it from the log's facts only, and the reminder due after a
-  // compaction is lost (request 4). `it.fails` records that; it goes when the gap is closed.
-  (store.name === 'postgres' ? it.fails : it)(
+  // On Postgres the reminder tracker is in the database (its state table), so the instance
+  // that resumes finds the reminder due after a compaction (request 4) as the first left it.
+  it(
     'resumed by another instance (the same store, a home of its own), it builds byte-identical prompts too',
     async () => {
       const { replies, prompts, settings } = scenario();
