@@ -19,6 +19,7 @@ import { runDemo } from '../src/cli/demo.js';
 import type { CliIO } from '../src/cli/cliIO.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { LiveLink } from '../src/viz/liveLink.js';
+import { redactor } from '../src/secrets/redact.js';
 import { openSession } from '../src/session/index.js';
 import { chartOf, renderSvg, toDot } from '../src/viz/statechart.js';
 import { readTrace, startVizServer, type VizServer } from '../src/viz/vizServer.js';
@@ -73,7 +74,60 @@ describe('traces', () => {
       'line 2 of trace.jsonl is damaged and was skipped',
     ]);
   });
+  it('each request is traced as sent, every message body once, and a secret stays masked', async () => {
+    const home = tempHome();
+    const llm = scriptedModel([
+      { toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content: '# Working Memory\n\n- key: sk-abcdefghijklmnopqrstuvwxyz0123\n' } }] },
+      { text: 'noted' },
+      { text: 'again' },
+    ]);
+    const session = await newSession({ llm, home });
+    await session.prompt('remember my key sk-abcdefghijklmnopqrstuvwxyz0123 please');
+    await session.prompt('and now?');
+    await session.close();
+    const text = readFileSync(join(session.dir, 'trace.jsonl'), 'utf8');
+    expect(text).not.toContain('sk-abcdefghijklmnopqrstuvwxyz0123');
+    const records = readTrace(join(session.dir, 'trace.jsonl')).records;
+    const sent = sentFromTrace(records);
+    expect(sent).toHaveLength(llm.requests.length);
+    // Exactly what the model received, with the key masked as every trace line masks it.
+    const masked = (m: unknown) => JSON.parse(redactor([])(JSON.stringify(m))) as unknown;
+    expect(JSON.stringify(llm.requests[0]!.messages)).toContain('sk-abcdefghijklmnopqrstuvwxyz0123');
+    sent.forEach((s, i) => expect(s.messages, `request ${i + 1}`).toEqual(masked(llm.requests[i]!.messages)));
+    const built = records.flatMap((r) => (r.k === 'event' && r.event.type === 'prompt_built' ? [r.event] : []));
+    sent.forEach((s, i) => expect(s.tokens.reduce((a, b) => a + b, 0)).toBe(built[i]!.tokens.total - built[i]!.tokens.calibration));
+    // Each body once: the first user message is carried by every request but traced once.
+    expect(records.filter((r) => r.k === 'message' && r.seq === 1)).toHaveLength(1);
+    expect(records.filter((r) => r.k === 'system').length).toBeLessThan(sent.length);
+  });
 });
+
+/** The messages of each request as the trace tells them (the context view does the same in the page). */
+function sentFromTrace(records: TraceRecord[]): { turn: number; request: number; messages: unknown[]; tokens: number[] }[] {
+  const systems = new Map<string, string>();
+  const bodies = new Map<number, { message: { content?: string | null }; tokens: number }>();
+  const out: { turn: number; request: number; messages: unknown[]; tokens: number[] }[] = [];
+  for (const r of records) {
+    if (r.k === 'system') systems.set(r.hash, r.content);
+    else if (r.k === 'message') bodies.set(r.seq, { message: r.message, tokens: r.tokens });
+    else if (r.k === 'request') {
+      const seqs = r.seqs.flatMap(([first, n]) => Array.from({ length: n }, (_, i) => first + i));
+      const history = seqs.map((seq) => bodies.get(seq)!);
+      const last = history.at(-1)!;
+      out.push({
+        turn: r.turn,
+        request: r.request,
+        messages: [
+          { role: 'system', content: systems.get(r.system) },
+          ...history.slice(0, -1).map((h) => h.message),
+          { ...last.message, content: (last.message.content ?? '') + r.tail },
+        ],
+        tokens: [r.tokens.system + r.tokens.memory, ...history.slice(0, -1).map((h) => h.tokens), last.tokens + r.tokens.tail],
+      });
+    }
+  }
+  return out;
+}
 
 describe('the viz server', () => {
   it('refuses a port in use with a clear message and answers unknown sessions with 404', async () => {

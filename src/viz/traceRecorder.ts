@@ -12,6 +12,7 @@ import { FILE_MODE } from '../storage/atomicWrite.js';
 import type { WorkmemEvent } from '../events.js';
 import { transitionId } from './statechart.js';
 import { TakenTransitions } from './takenTransitions.js';
+import { SentMessages, type SentRecord } from './sentMessages.js';
 
 export const TRACE_FORMAT = 1;
 
@@ -30,7 +31,8 @@ export type TraceRecord =
       request: number | null;
     }
   | { k: 'event'; ts: number; event: TracedEvent }
-  | { k: 'memory'; ts: number; version: number; content: string; turn: number | null };
+  | { k: 'memory'; ts: number; version: number; content: string; turn: number | null }
+  | SentRecord;
 
 type Transition = Parameters<typeof transitionId>[0];
 /** A session event as traced: without its session id (the header has it). */
@@ -83,6 +85,7 @@ export class TraceRecorder {
   private turn: number | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly taken = new TakenTransitions();
+  private readonly sent = new SentMessages();
 
   constructor(
     path: string,
@@ -104,6 +107,10 @@ export class TraceRecorder {
     const transitions = this.taken.see(event) as Transition[] | null;
     if (transitions === null || event.type !== '@xstate.microstep' || this.fd === null) return;
     const machine = (event.actorRef as unknown as { logic?: { id?: string } }).logic?.id ?? 'unknown';
+    // What a request carries, on entering buildPrompt: the prompt is final there (see sentMessages.ts).
+    if (machine === 'turn' && (event.snapshot as { value?: unknown }).value === 'buildPrompt') {
+      for (const record of this.sent.records((event.snapshot as { context?: unknown }).context, this.now())) this.record(record);
+    }
     const context = (event.snapshot as { context?: { turn?: unknown; request?: unknown } }).context;
     const value = (event.snapshot as { value?: unknown }).value;
     const turn = typeof context?.turn === 'number' ? context.turn : null;

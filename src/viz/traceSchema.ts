@@ -20,6 +20,26 @@ const turnError = z.object({
   retryable: z.boolean(),
 });
 const at = { turn: turnNo, request: count, ts: z.number() };
+const promptTokens = z.object({
+  system: z.number(),
+  memory: z.number(),
+  history: z.number(),
+  tail: z.number(),
+  counted: z.number(),
+  calibration: z.number(),
+  total: z.number(),
+  window: z.number().positive(),
+  percent: z.number(),
+  /** Cached input tokens, where the provider reports them (issue 16). */
+  cached: count.optional(),
+});
+const toolCall = z.object({ id: text, type: z.literal('function'), function: z.object({ name: text, arguments: text }) });
+const chatMessage = z.discriminatedUnion('role', [
+  z.object({ role: z.literal('system'), content: text }),
+  z.object({ role: z.literal('user'), content: text }),
+  z.object({ role: z.literal('assistant'), content: text.nullable(), tool_calls: z.array(toolCall).optional() }),
+  z.object({ role: z.literal('tool'), tool_call_id: text, content: text }),
+]);
 
 export const tracedEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('turn_start'), ts: z.number(), turn: turnNo, promptId: text, text }),
@@ -38,17 +58,8 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     mode,
     messages: count,
     range: z.tuple([count, count]),
-    tokens: z.object({
-      system: z.number(),
-      memory: z.number(),
-      history: z.number(),
-      tail: z.number(),
-      counted: z.number(),
-      calibration: z.number(),
-      total: z.number(),
-      window: z.number().positive(),
-      percent: z.number(),
-    }),
+    tokens: promptTokens,
+    cached: count.optional(),
   }),
   z.object({
     type: z.literal('message_end'),
@@ -89,6 +100,7 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     text,
     requests: count,
     error: turnError.optional(),
+    cached: count.optional(),
   }),
   z.object({ type: z.literal('prompt_dropped'), ts: z.number(), promptId: text, text }),
   z.object({ type: z.literal('error'), ts: z.number(), turn: turnNo.optional(), request: count.optional(), error: turnError, fatal: z.boolean() }),
@@ -114,6 +126,20 @@ export const traceRecordSchema = z.discriminatedUnion('k', [
   }),
   z.object({ k: z.literal('event'), ts: z.number(), event: tracedEventSchema }),
   z.object({ k: z.literal('memory'), ts: z.number(), version: count, content: text, turn: turnNo.nullable() }),
+  // What each request sent (sentMessages.ts).
+  z.object({ k: z.literal('system'), ts: z.number(), hash: text, content: text, detailIndexTokens: count.nullable() }),
+  z.object({ k: z.literal('message'), ts: z.number(), seq: count, turn: turnNo, tokens: count, message: chatMessage }),
+  z.object({
+    k: z.literal('request'),
+    ts: z.number(),
+    turn: turnNo,
+    request: count,
+    mode,
+    system: text,
+    seqs: z.array(z.tuple([count, count])),
+    tail: text,
+    tokens: promptTokens,
+  }),
 ]);
 
 /** A LiveLink's messages: who it is, then its records. */
