@@ -24,7 +24,9 @@ import { openSession } from '../src/session/index.js';
 import { chartOf, renderSvg, toDot } from '../src/viz/statechart.js';
 import { readTrace, startVizServer, type VizServer } from '../src/viz/vizServer.js';
 import type { TraceRecord } from '../src/viz/traceRecorder.js';
+import type { WorkmemEvent } from '../src/events.js';
 import { cliPath } from './cliProcess.js';
+import type { RecordedRequest } from '../src/testing/index.js';
 import { newSession, tempHome } from './helpers.js';
 import { auth, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
 
@@ -437,6 +439,7 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
   let home: string;
   let sessionId: string;
   let records: TraceRecord[];
+  let received: RecordedRequest[];
 
   beforeAll(async () => {
     expect(hasChromium, `${CHROMIUM} is missing: .ci/run installs Debian's chromium`).toBe(true);
@@ -446,6 +449,7 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     const io = { stdin: process.stdin, stdout: sink, stderr: sink, env: {}, cwd: '/demo' } as unknown as CliIO;
     const demo = await runDemo(io, { quiet: true, home, showHome: false });
     sessionId = demo.sessionId;
+    received = demo.requests;
     records = readTrace(join(demo.sessionDir, 'trace.jsonl')).records;
     server = await startVizServer({ home });
     browser = await chromium.launch({
@@ -484,6 +488,7 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
   }
 
   const steps = () => records.filter((r): r is Extract<TraceRecord, { k: 'step' }> => r.k === 'step');
+  const builtAtRecord = (r: TraceRecord) => (r as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
 
   it('renders every state of the turn machine, and replay moves the highlight to the expected state', async () => {
     const { page, errors } = await open(`?session=${sessionId}`);
@@ -545,6 +550,82 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     expect(await page.locator('#memory .del').count()).toBeGreaterThan(0);
     expect(await page.textContent('#memory-caption')).toMatch(/^version 2 of \d+/);
     await page.screenshot({ path: join(ARTIFACTS, 'visualizer-memory-diff.png') });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  /** Replay to the step where the given prompt_built was recorded. */
+  async function toRequest(page: Page, built: number): Promise<void> {
+    const at = records.slice(0, records.indexOf(builtEvents()[built]!)).filter((r) => r.k === 'step').length - 1;
+    await page.locator('#slider').evaluate((el, v) => {
+      (el as HTMLInputElement).value = String(v);
+      el.dispatchEvent(new Event('input'));
+    }, at);
+    await page.waitForFunction((i) => document.querySelector('#context')?.getAttribute('data-request') === String(i), built);
+  }
+  const builtEvents = () => records.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
+  const builtAt = (i: number) => (builtEvents()[i] as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
+
+  it('the context view lists exactly the messages the server received, with the token figures of prompt_built', async () => {
+    // The demo's model requests, in order (a summarising compaction would add its own: it sends no tools).
+    const chat = received.filter((r) => r.path.endsWith('/chat/completions') && r.status === 200 && (r.body.tools?.length ?? 0) > 0);
+    expect(chat).toHaveLength(builtEvents().length);
+    const events = records.flatMap((r) => (r.k === 'event' ? [r.event] : []));
+    const phase1 = builtEvents().findIndex((r) => builtAtRecord(r).mode === 'phase1' && builtAtRecord(r).request > 1);
+    const phase2 = builtEvents().findIndex((r) => builtAtRecord(r).mode === 'phase2');
+    const compaction = events.findIndex((e) => e.type === 'compaction_end' && e.replaced > 0);
+    const afterCompaction = builtEvents().findIndex((r) => events.indexOf((r as Extract<TraceRecord, { k: 'event' }>).event) > compaction);
+    expect([phase1, phase2, afterCompaction].every((i) => i >= 0)).toBe(true);
+    const { page, errors } = await open(`?session=${sessionId}`);
+    await page.waitForSelector('#timeline .point');
+    for (const [name, i] of [['phase 1', phase1], ['phase 2', phase2], ['after a compaction', afterCompaction]] as const) {
+      await toRequest(page, i);
+      const shown = await page.evaluate(() => {
+        const messages: { role: string; content: string; calls: string[] }[] = [];
+        for (const part of Array.from(document.querySelectorAll<HTMLElement>("#context .part"))) {
+          const m = Number(part.dataset.message);
+          messages[m] ??= { role: part.dataset.role!, content: '', calls: [] };
+          messages[m]!.content += part.querySelector('.body')!.textContent;
+          for (const call of Array.from(part.querySelectorAll(".call"))) messages[m]!.calls.push(call.textContent!);
+        }
+        const tokens = (group: string) => document.querySelector<HTMLElement>(`#context [data-group="${group}"] h3 .tokens`)?.dataset.tokens;
+        const history = Array.from(document.querySelectorAll<HTMLElement>('#context [data-group="history"] .part > summary .tokens')).map((t) => Number(t.dataset.tokens));
+        return {
+          messages,
+          system: tokens('system'),
+          memory: tokens('memory'),
+          index: tokens('index'),
+          history: tokens('history'),
+          tail: tokens('tail'),
+          perMessage: history,
+          caption: document.querySelector('#context-caption')!.textContent,
+        };
+      });
+      const sent = chat[i]!.body.messages as { role: string; content: string | null; tool_calls?: { function: { name: string; arguments: string } }[] }[];
+      expect(shown.messages.length, name).toBe(sent.length);
+      shown.messages.forEach((m, k) => {
+        const wire = sent[k]!;
+        expect(m.role === 'tail' ? sent[k]!.role : m.role, `${name}: message ${k}`).toBe(wire.role);
+        expect(m.content, `${name}: message ${k}`).toBe(wire.content ?? '');
+        expect(m.calls, `${name}: message ${k}`).toEqual((wire.tool_calls ?? []).map((c) => `${c.function.name}(${c.function.arguments})`));
+      });
+      const t = builtAt(i).tokens;
+      expect(Number(shown.system), name).toBe(t.system);
+      expect(Number(shown.memory) + Number(shown.index), name).toBe(t.memory);
+      expect(Number(shown.history), name).toBe(t.history);
+      expect(shown.perMessage.reduce((a, b) => a + b, 0), name).toBe(t.history);
+      expect(Number(shown.tail), name).toBe(t.tail);
+      expect(shown.caption, name).toContain(`${t.total.toLocaleString('en-US')} tokens (${t.percent} %)`);
+      if (name === 'after a compaction') {
+        const files = (events[compaction] as Extract<WorkmemEvent, { type: 'compaction_end' }>).files;
+        expect(await page.locator('#context .file-link summary').allTextContents()).toEqual(files);
+        await page.locator('#context .file-link summary').first().click();
+        await page.waitForFunction(() => (document.querySelector('#context .file-link pre')?.textContent ?? 'loading…') !== 'loading…');
+        expect(await page.locator('#context .file-link pre').first().textContent()).toMatch(/\S/);
+        expect(await page.locator('#context .file-link pre').first().textContent()).not.toMatch(/^could not open/);
+      }
+      await page.screenshot({ path: join(ARTIFACTS, `visualizer-context-${name.replace(/ /g, '-')}.png`), fullPage: true });
+    }
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -3,6 +3,9 @@
 // run with the visualizer option stream here live. Plain ES module, no dependencies.
 // Record data only ever reaches the page as text (textContent, attributes): never as markup.
 
+import { el, svgEl } from './dom.js';
+import { renderContext } from './contextView.js';
+
 const $ = (selector) => document.querySelector(selector);
 // The per-run token, from the fragment of the URL `workmem viz` printed: sent on every API
 // fetch (Authorization) and on /live (a WebSocket subprotocol: a browser cannot set headers there).
@@ -15,6 +18,8 @@ const state = {
   derived: null,
   step: 0,
   live: new Set(),
+  onlyMachine: false,
+  shownRequest: undefined,
 };
 
 /** An API call with the token; a refusal is said plainly. */
@@ -22,22 +27,6 @@ async function api(path) {
   const response = await fetch(path, { headers: { authorization: `Bearer ${token}` } });
   if (response.status === 401) throw new Error('this page needs the URL `workmem viz` printed, with its #token=…');
   return response;
-}
-
-/** An element with attributes and children (strings become text nodes). */
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
-  node.append(...children.map((c) => (c instanceof Node ? c : String(c))));
-  return node;
-}
-
-/** The same in SVG. */
-function svgEl(tag, attributes = {}, ...children) {
-  const node = document.createElementNS('http://www.w3.org/2000/svg', tag);
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
-  node.append(...children.map((c) => (c instanceof Node ? c : String(c))));
-  return node;
 }
 
 async function main() {
@@ -91,23 +80,43 @@ function showProblems(problems) {
   box.textContent = (problems ?? []).join(' · ');
 }
 
-// What the records say, ordered by step: steps, requests, markers, memory versions.
+// What the records say, ordered by step: steps, requests (with what each sent), markers,
+// memory versions.
 function derive() {
   const steps = [];
   const requests = [];
   const markers = [];
   const memories = [];
-  for (const r of state.records) {
+  const systems = new Map();
+  systems.detailIndexTokens = new Map();
+  const bodies = new Map();
+  const sent = new Map(); // "turn:request" → request record
+  let compactions = [];
+  state.records.forEach((r, idx) => {
     if (r.k === 'step') steps.push(r);
     else if (r.k === 'memory') memories.push({ ...r, at: steps.length - 1 });
+    else if (r.k === 'system') {
+      systems.set(r.hash, r.content);
+      systems.detailIndexTokens.set(r.hash, r.detailIndexTokens);
+    } else if (r.k === 'message') {
+      // A seq can be traced again (a compaction stubbed it): each request reads the version it sent.
+      if (!bodies.has(r.seq)) bodies.set(r.seq, []);
+      bodies.get(r.seq).push({ idx, record: r });
+    } else if (r.k === 'request') sent.set(`${r.turn}:${r.request}`, { ...r, idx });
     else if (r.k === 'event') {
       const e = r.event;
-      if (e.type === 'prompt_built') requests.push({ event: e, at: steps.length - 1 });
+      if (e.type === 'prompt_built') {
+        requests.push({ event: e, at: steps.length - 1, sent: sent.get(`${e.turn}:${e.request}`) ?? null, compactions });
+        compactions = [];
+      }
+      if (e.type === 'compaction_end' && e.replaced > 0) compactions.push(e);
+      if (e.type === 'turn_end' && e.cached != null) for (const q of requests) if (q.event.turn === e.turn) q.turnCached = e.cached;
       const kind = { reminder: 'reminder', memory_updated: 'memory', mode_changed: 'mode', compaction_end: 'compaction' }[e.type];
       if (kind && !(e.type === 'compaction_end' && e.replaced === 0)) markers.push({ kind, event: e, at: steps.length - 1, request: requests.length });
     }
-  }
-  state.derived = { steps, requests, markers, memories };
+  });
+  state.derived = { steps, requests, markers, memories, systems, bodies };
+  state.shownRequest = undefined;
   const slider = $('#slider');
   slider.max = String(Math.max(0, steps.length - 1));
   renderTimeline();
@@ -119,6 +128,7 @@ function setMachine(machine) {
   if (!state.charts.has(machine)) return;
   state.machine = machine;
   for (const b of document.querySelectorAll('#machines button')) b.classList.toggle('on', b.dataset.machine === machine);
+  $('#only-name').textContent = machine;
   showChart();
   if (state.derived) setStep(state.step);
 }
@@ -178,12 +188,85 @@ function setStep(i) {
   $('#slider').value = String(state.step);
   $('#position').textContent = `${state.step + 1} / ${steps.length}`;
   highlight(state.step);
-  describeStep(steps[state.step]);
+  describeStep(state.step);
   renderTimelineCursor();
   renderMemory();
+  showContext();
 }
 
-function describeStep(step) {
+/** The request at step i: the last one built at or before it (-1: none yet). */
+function requestAt(i) {
+  let current = -1;
+  state.derived.requests.forEach((r, k) => {
+    if (r.at <= i) current = k;
+  });
+  return current;
+}
+
+/** The context view follows the replay, redrawn only when the request changes. */
+function showContext() {
+  const index = requestAt(state.step);
+  if (index === state.shownRequest) return;
+  state.shownRequest = index;
+  const { requests, systems, bodies } = state.derived;
+  const r = requests[index];
+  const previous = requests[index - 1];
+  renderContext($('#context'), $('#context-caption'), {
+    request: r?.sent ?? null,
+    built: r?.event ?? null,
+    index,
+    systems,
+    bodies,
+    previous: previous?.sent ?? null,
+    compactions: r?.compactions ?? [],
+    cached: r?.event?.cached ?? r?.turnCached ?? null,
+    loadFile,
+  });
+  $('#context').dataset.request = String(index);
+}
+
+async function loadFile(file) {
+  const response = await api(`/api/sessions/${encodeURIComponent(state.sessionId)}/memory-file?path=${encodeURIComponent(file)}`);
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error);
+  return body.content;
+}
+
+/** Step by `delta` through all steps, or through those of the machine shown only. */
+function move(delta) {
+  const { steps } = state.derived;
+  if (!state.onlyMachine) return setStep(state.step + delta);
+  const direction = Math.sign(delta);
+  let i = state.step;
+  for (let left = Math.abs(delta); left > 0; left--) {
+    let j = i + direction;
+    while (j >= 0 && j < steps.length && steps[j].machine !== state.machine) j += direction;
+    if (j < 0 || j >= steps.length) break;
+    i = j;
+  }
+  setStep(i);
+}
+
+/** Jump to the next or the previous request. */
+function moveRequest(direction) {
+  const { requests } = state.derived;
+  const current = requestAt(state.step);
+  const target = requests[current + direction];
+  if (target) setStep(target.at);
+}
+
+/** The step panel describes the machine shown: its last step at or before step i. */
+function describeStep(i) {
+  const current = state.derived.steps[i];
+  const step = machineStep(i);
+  const other =
+    current.machine === state.machine
+      ? ''
+      : el('div', { class: 'muted', id: 'step-current' }, `this step: ${current.machine} — ${eventLabel(current.event)}`);
+  if (!step) {
+    $('#step').replaceChildren(el('div', {}, el('b', {}, state.machine), ' ', el('span', { class: 'muted' }, 'no step yet')), other);
+    return;
+  }
   const from = step.from.map((s) => s.replace(/^[^.]+\.?/, '') || '(machine)').join(', ');
   const to = step.to.map((s) => s.replace(/^[^.]+\.?/, '')).join(', ') || '(stays)';
   const where = [step.turn != null ? `turn ${step.turn}` : null, step.request != null ? `request ${step.request}` : null].filter(Boolean).join(' · ');
@@ -191,6 +274,7 @@ function describeStep(step) {
     el('div', {}, el('b', {}, step.machine), ' ', el('span', { class: 'muted' }, where)),
     el('div', {}, 'event ', el('span', { class: 'event', id: 'step-event' }, eventLabel(step.event))),
     el('div', {}, `${from} → `, el('b', { id: 'step-target' }, to)),
+    other,
   );
 }
 
@@ -206,8 +290,25 @@ function eventLabel(type) {
 // ---- the request timeline --------------------------------------------------------
 
 const W = 600;
-const H = 170;
-const PAD = { left: 40, right: 8, top: 10, bottom: 18 };
+const PLOT_H = 130;
+const PAD = { left: 40, right: 8, top: 10 };
+const AXIS_H = 16;
+const ROW_H = 13;
+const MARKER_W = 12;
+
+/**
+ * Marker rows: each marker goes in the first row where it clears the one before it, so
+ * that none overlaps another.
+ */
+function markerRows(xs, width = MARKER_W) {
+  const ends = [];
+  return xs.map((x) => {
+    let row = ends.findIndex((end) => end <= x - width);
+    if (row < 0) row = ends.length;
+    ends[row] = x;
+    return row;
+  });
+}
 
 function renderTimeline() {
   const { requests, markers } = state.derived;
@@ -220,11 +321,16 @@ function renderTimeline() {
   const num = (v) => (Number.isFinite(Number(v)) ? Number(v) : 0);
   const window = Math.max(1, ...requests.map((r) => num(r.event.tokens.window)));
   const x = (i) => PAD.left + (requests.length === 1 ? 0 : (i * (W - PAD.left - PAD.right)) / (requests.length - 1));
-  const y = (tokens) => PAD.top + (1 - num(tokens) / window) * (H - PAD.top - PAD.bottom);
+  const y = (tokens) => PAD.top + (1 - num(tokens) / window) * (PLOT_H - PAD.top);
   const points = requests.map((r, i) => `${x(i)},${y(r.event.tokens.total)}`).join(' ');
+  const placed = markers
+    .map((m) => ({ m, mx: x(Math.min(requests.length - 1, Math.max(0, m.request - 1))) }))
+    .sort((a, b) => a.mx - b.mx);
+  const rows = markerRows(placed.map((p) => p.mx));
+  const H = PLOT_H + AXIS_H + (Math.max(-1, ...rows) + 1) * ROW_H + 4;
   const chart = svgEl(
     'svg',
-    { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'prompt tokens per request' },
+    { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'prompt tokens per request, by turn' },
     svgEl(
       'line',
       { class: 'threshold', x1: PAD.left, x2: W - PAD.right, y1: y(window * 0.75), y2: y(window * 0.75) },
@@ -232,10 +338,23 @@ function renderTimeline() {
     ),
     svgEl('text', { class: 'axis', x: 2, y: y(window) + 8 }, `${(window / 1000).toFixed(0)}k`),
     svgEl('text', { class: 'axis', x: 2, y: y(window * 0.75) + 3 }, '75 %'),
-    svgEl('text', { class: 'axis', x: 2, y: H - PAD.bottom }, '0'),
+    svgEl('text', { class: 'axis', x: 2, y: PLOT_H }, '0'),
+    svgEl('line', { class: 'baseline', x1: PAD.left, x2: W - PAD.right, y1: PLOT_H, y2: PLOT_H }),
     svgEl('polyline', { class: 'line', points }),
-    svgEl('line', { class: 'cursor', id: 'timeline-cursor', x1: 0, x2: 0, y1: PAD.top, y2: H - PAD.bottom }),
+    svgEl('line', { class: 'cursor', id: 'timeline-cursor', x1: 0, x2: 0, y1: PAD.top, y2: PLOT_H }),
   );
+  // The x axis: the turn of each turn's first request, thinned so that labels keep apart.
+  chart.append(svgEl('text', { class: 'axis', x: 2, y: PLOT_H + 12 }, 'turn'));
+  let lastLabel = -Infinity;
+  requests.forEach((r, i) => {
+    if (i > 0 && requests[i - 1].event.turn === r.event.turn) return;
+    const label = String(r.event.turn);
+    const lx = x(i);
+    if (lx - lastLabel < 6 + label.length * 6) return;
+    lastLabel = lx;
+    chart.append(svgEl('line', { class: 'tick', x1: lx, x2: lx, y1: PLOT_H, y2: PLOT_H + 3 }));
+    chart.append(svgEl('text', { class: 'axis turn', x: lx, y: PLOT_H + 12, 'text-anchor': 'middle' }, label));
+  });
   requests.forEach((r, i) => {
     const t = r.event.tokens;
     const point = svgEl(
@@ -247,14 +366,14 @@ function renderTimeline() {
         `request ${i + 1} (turn ${r.event.turn}, request ${r.event.request}, ${r.event.mode}): ${t.total.toLocaleString()} tokens, ${t.percent} % of the window`,
       ),
     );
-    point.addEventListener('click', () => setStep(r.at + 1));
+    point.addEventListener('click', () => setStep(r.at));
     chart.append(point);
   });
   const glyph = { reminder: '▲', memory: '✎', mode: '⇄', compaction: '⤓' };
-  for (const m of markers) {
-    const mx = x(Math.min(requests.length - 1, Math.max(0, m.request - 1)));
-    chart.append(svgEl('text', { class: `marker ${m.kind}`, x: mx - 4, y: H - 3 }, glyph[m.kind], svgEl('title', {}, markerText(m))));
-  }
+  placed.forEach(({ m, mx }, k) => {
+    const my = PLOT_H + AXIS_H + rows[k] * ROW_H + 10;
+    chart.append(svgEl('text', { class: `marker ${m.kind}`, x: mx, y: my, 'text-anchor': 'middle' }, glyph[m.kind], svgEl('title', {}, markerText(m))));
+  });
   box.replaceChildren(chart);
 }
 
@@ -277,10 +396,7 @@ function renderTimelineCursor() {
   const { requests } = state.derived;
   const cursor = $('#timeline-cursor');
   if (!cursor || requests.length === 0) return;
-  let current = -1;
-  requests.forEach((r, i) => {
-    if (r.at < state.step) current = i;
-  });
+  const current = requestAt(state.step);
   for (const c of document.querySelectorAll('#timeline .point')) c.classList.toggle('current', Number(c.dataset.index) === current);
   const point = document.querySelector(`#timeline .point[data-index="${current}"]`);
   const cx = point ? point.getAttribute('cx') : '-10';
@@ -371,13 +487,17 @@ function bindControls() {
   for (const b of document.querySelectorAll('#machines button')) b.addEventListener('click', () => setMachine(b.dataset.machine));
   $('#slider').addEventListener('input', (e) => setStep(Number(e.target.value)));
   $('#first').addEventListener('click', () => setStep(0));
-  $('#prev').addEventListener('click', () => setStep(state.step - 1));
-  $('#next').addEventListener('click', () => setStep(state.step + 1));
+  $('#prev').addEventListener('click', () => move(-1));
+  $('#next').addEventListener('click', () => move(1));
+  $('#prev-request').addEventListener('click', () => moveRequest(-1));
+  $('#next-request').addEventListener('click', () => moveRequest(1));
+  $('#only-machine').addEventListener('change', (e) => (state.onlyMachine = e.target.checked));
   $('#last').addEventListener('click', () => setStep(Infinity));
   document.addEventListener('keydown', (e) => {
     if (!state.derived || e.target instanceof HTMLSelectElement) return;
     const moves = { ArrowLeft: -1, ArrowRight: 1, PageUp: -20, PageDown: 20 };
-    if (e.key in moves) setStep(state.step + moves[e.key]);
+    if (e.key in moves) move(moves[e.key]);
+    else if (e.key === '[' || e.key === ']') moveRequest(e.key === '[' ? -1 : 1);
     else if (e.key === 'Home') setStep(0);
     else if (e.key === 'End') setStep(Infinity);
     else return;

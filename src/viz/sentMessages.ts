@@ -2,7 +2,8 @@
  * What each request sent, for the visualizer's context view, at a size a long session can
  * afford: every body is traced once. A `system` record holds the system message when it
  * changes (it changes with the memory), a `message` record each history message the first
- * time a request carries it (by its messages.jsonl seq), and one `request` record per
+ * time a request carries it (by its messages.jsonl seq; again if a compaction stubs it in
+ * place), and one `request` record per
  * request names them: the system message by its hash, the history by runs of seqs, and
  * the tail (context_meta, reminder) appended to the last message, whole. Read from the
  * turn machine's context as it enters buildPrompt, where the prompt is the one sent.
@@ -25,6 +26,8 @@ export type SentRecord =
       /** Appended to the last history message: `<context_meta>` and the reminder when due. */
       tail: string;
       tokens: PromptTokens;
+      /** Tokens kept free for the answer (reserveOutputTokens). */
+      reserved: number | null;
     };
 
 /** The parts of the turn machine's context read here (kept loose: a trace must never break a turn). */
@@ -32,16 +35,16 @@ interface TurnView {
   turn?: unknown;
   request?: unknown;
   mode?: unknown;
-  base?: { systemContent?: unknown } | null;
   prompt?: { messages?: ChatMessage[]; range?: [number, number]; tokens?: PromptTokens } | null;
   history?: { items?: readonly { seq: number; turn: number; tokens: number; message: ChatMessage }[] };
-  statics?: { counter?: { text?(text: string): number } };
+  statics?: { counter?: { text?(text: string): number }; settings?: { reserveOutputTokens?: unknown } };
 }
 
 const INDEX_OPEN = '<detail_index>';
 
 export class SentMessages {
-  private readonly seen = new Set<number>();
+  /** The message each seq was traced with: a compaction that stubs a tool output makes a new one. */
+  private readonly seen = new Map<number, ChatMessage>();
   private readonly systems = new Set<string>();
 
   /** The records a request adds to the trace: the bodies not traced yet, then the request. */
@@ -66,8 +69,8 @@ export class SentMessages {
     for (let i = from; i < to; i++) {
       const item = items[i];
       if (!item) return [];
-      if (!this.seen.has(item.seq)) {
-        this.seen.add(item.seq);
+      if (this.seen.get(item.seq) !== item.message) {
+        this.seen.set(item.seq, item.message);
         out.push({ k: 'message', ts, seq: item.seq, turn: item.turn, tokens: item.tokens, message: item.message });
       }
       const run = seqs.at(-1);
@@ -87,6 +90,7 @@ export class SentMessages {
       seqs,
       tail,
       tokens: prompt.tokens,
+      reserved: typeof c.statics?.settings?.reserveOutputTokens === 'number' ? c.statics.settings.reserveOutputTokens : null,
     });
     return out;
   }

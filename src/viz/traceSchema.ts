@@ -139,6 +139,7 @@ export const traceRecordSchema = z.discriminatedUnion('k', [
     seqs: z.array(z.tuple([count, count])),
     tail: text,
     tokens: promptTokens,
+    reserved: count.nullable(),
   }),
 ]);
 

@@ -14,6 +14,7 @@ import { historyModeMachine } from '../../machines/historyModeMachine.js';
 import { sessionMachine } from '../../machines/sessionMachine.js';
 import { turnMachine } from '../../machines/turnMachine.js';
 import { findSession, listSessions } from '../session/index.js';
+import { memoryFile } from './memoryFile.js';
 import { chartOf, renderSvg, toDot, type ChartModel } from './statechart.js';
 import { TRACE_FORMAT, type TraceRecord } from './traceRecorder.js';
 import { ingestMessageSchema } from './traceSchema.js';
@@ -125,6 +126,13 @@ export async function startVizServer(options: { home: string; port?: number }): 
     if (path === '/api/sessions') {
       const sessions = await listSessions({ home: options.home });
       return json(res, 200, { sessions: sessions.map((s) => ({ ...s, live: live.has(s.id) })) });
+    }
+    const memory = /^\/api\/sessions\/([\w-]+)\/memory-file$/.exec(path);
+    if (memory) {
+      const found = await findSession(memory[1]!, { home: options.home }).catch((error: Error) => error);
+      if (found instanceof Error) return json(res, 404, { error: found.message });
+      const answer = memoryFile(found, url.searchParams.get('path'));
+      return json(res, answer.status, answer.body);
     }
     const trace = /^\/api\/sessions\/([\w-]+)\/trace$/.exec(path);
     if (trace) {
