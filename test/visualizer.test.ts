@@ -277,6 +277,13 @@ describe("the viz server's doors", () => {
       expect(res.body).not.toContain(sessionId.slice(0, 8));
       expect(res.body).not.toContain('"name"');
     }
+    // The context view's archive links open only detail/ and archive/ files of the working memory.
+    for (const file of ['../meta.json', 'detail/../../meta.json', '/etc/passwd', 'overview.md', 'detail/..', 'working-memory/../messages.jsonl', '']) {
+      const res = await rawGet(server.port, `/api/sessions/${sessionId}/memory-file?path=${encodeURIComponent(file)}`, auth(server.token));
+      expect(res.status, file).toBe(400);
+      expect(res.body).not.toContain('secret plan');
+    }
+    expect((await rawGet(server.port, `/api/sessions/${sessionId}/memory-file?path=detail/none.md`, auth(server.token))).status).toBe(404);
     // An absolute-form target is refused too.
     expect((await rawGet(server.port, `http://127.0.0.1:${server.port}/api/sessions`, auth(server.token))).status).toBe(400);
     // WebSocket upgrades, sent raw (a WebSocket client would normalise the path first).
@@ -338,7 +345,7 @@ describe("the viz server's doors", () => {
     link.send(good);
     await until(() => seen.some((m) => m.type === 'record'));
     await new Promise((r) => setTimeout(r, 200));
-    expect(seen.filter((m) => m.type === 'record')).toEqual([{ type: 'record', sessionId: id, record: good }]);
+    expect(seen.filter((m) => m.type === 'record')).toEqual([{ type: 'record', sessionId: id, n: 0, record: good }]);
     expect(server.stats()).toMatchObject({ ingested: 1, dropped: forged.length });
     expect(warnings).toEqual([]);
     link.close();
@@ -664,6 +671,44 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     const reopened = await openSession(session.id, { llm: scriptedModel([]), home, env: {}, trace: false });
     expect(readFileSync(join(reopened.dir, 'trace.jsonl'), 'utf8')).toContain('Stream to the page, please.');
     await reopened.close();
+  });
+
+  it('a page opened in the middle of a live session ends with the same steps as a reload', async () => {
+    // The first answer waits until the page is open: the turn is half done, its records streamed and not yet in trace.jsonl.
+    let release!: () => void;
+    let reached!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const atGate = new Promise<void>((r) => (reached = r));
+    const llm = scriptedModel([
+      async () => {
+        reached();
+        await gate;
+        return { toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content: '# Working Memory\n\n- mid: yes\n' } }] };
+      },
+      { text: 'Half way.' },
+      { text: 'Second turn.' },
+    ]);
+    const session = await newSession({ llm, home, visualizer: server.port });
+    const turn = session.prompt('Open the page now.');
+    await atGate;
+    await until(() => server.stats().ingested > 10);
+    const { page, errors } = await open(`?session=${session.id}`);
+    await page.waitForFunction(() => document.querySelector('#position')?.textContent !== '0 / 0');
+    release();
+    await turn;
+    await session.prompt('And once more.');
+    await session.close();
+    await page.waitForFunction(() => document.querySelector('#live')?.textContent === '● live: none');
+    const live = await page.textContent('#position');
+    const liveRequests = await page.locator('#timeline .point').count();
+    await page.reload();
+    await page.waitForFunction(() => document.querySelector('#position')?.textContent !== '0 / 0');
+    const steps = readTrace(join(session.dir, 'trace.jsonl')).records.filter((r) => r.k === 'step').length;
+    expect(await page.textContent('#position')).toBe(`${steps} / ${steps}`);
+    expect(live).toBe(`${steps} / ${steps}`);
+    expect(liveRequests).toBe(3);
+    expect(errors).toEqual([]);
+    await page.close();
   });
 
   it('an unknown session id or a session without a trace is said plainly on the page', async () => {

@@ -18,6 +18,10 @@ const state = {
   derived: null,
   step: 0,
   live: new Set(),
+  /** The number of the next streamed record the page expects (null: not following a live session). */
+  next: null,
+  loadingId: null,
+  pending: null,
   onlyMachine: false,
   shownRequest: undefined,
 };
@@ -34,7 +38,8 @@ async function main() {
   for (const chart of charts.charts) state.charts.set(chart.machine, chart);
   await refreshSessions();
   showChart();
-  connectLive();
+  // Subscribed before the trace is read: nothing streamed in between is missed.
+  await connectLive();
   const params = new URLSearchParams(location.search);
   if (params.get('machine')) setMachine(params.get('machine'));
   if (params.get('session')) await loadSession(params.get('session'));
@@ -59,19 +64,49 @@ function label(s) {
   return `${s.id.slice(0, 8)} · ${when} · ${s.name ?? s.cwd}`;
 }
 
-async function loadSession(id) {
+/**
+ * Loads a session's trace. For a live session the answer says from which streamed record
+ * (`next`) the page goes on; records streamed while the answer is on its way wait in
+ * `pending`. `keepStep`: a reload keeps the replay where it was unless it followed the end.
+ */
+async function loadSession(id, keepStep = false) {
+  state.loadingId = id;
+  state.pending = [];
   const response = await api(`/api/sessions/${encodeURIComponent(id)}/trace`);
   const body = await response.json();
+  if (state.loadingId !== id) return; // another load began meanwhile
+  const pending = state.pending;
+  state.loadingId = null;
+  state.pending = null;
   if (!response.ok) return showProblems([body.error]);
+  const following = !keepStep || !state.derived || state.step >= state.derived.steps.length - 1;
   state.sessionId = body.sessionId;
+  state.next = Number.isInteger(body.next) ? body.next : null;
   const select = $('#session');
   if (![...select.options].some((o) => o.value === body.sessionId)) select.add(new Option(body.sessionId.slice(0, 8), body.sessionId));
   select.value = body.sessionId;
   state.records = body.records;
   showProblems(body.problems);
   derive();
-  setStep(state.derived.steps.length - 1);
+  setStep(following ? state.derived.steps.length - 1 : state.step);
   history.replaceState(null, '', `?session=${encodeURIComponent(body.sessionId)}&machine=${encodeURIComponent(state.machine)}${location.hash}`);
+  for (const data of pending) streamed(data);
+}
+
+/** A record streamed live: in order it is added; already in the trace answer, skipped; after a gap, the trace is asked for again. */
+function streamed(data) {
+  if (state.pending && data.sessionId === state.loadingId) return void state.pending.push(data);
+  if (data.sessionId !== state.sessionId || state.loadingId) return;
+  if (Number.isInteger(data.n)) {
+    if (state.next !== null && data.n < state.next) return;
+    if (state.next === null || data.n > state.next) return void loadSession(state.sessionId, true);
+    state.next++;
+  }
+  const following = !state.derived || state.step >= state.derived.steps.length - 1;
+  state.records.push(data.record);
+  derive();
+  if (following) setStep(state.derived.steps.length - 1);
+  else $('#position').textContent = `${state.step + 1} / ${state.derived.steps.length}`;
 }
 
 function showProblems(problems) {
@@ -450,23 +485,31 @@ function diffLines(a, b) {
 
 // ---- live sessions -------------------------------------------------------------------
 
+/** Resolves once the server has registered the page (its first `live` message), or after a while. */
 function connectLive() {
   const socket = new WebSocket(`ws://${location.host}/live`, ['workmem', `token.${token}`]);
+  let registered;
+  const listening = new Promise((resolve) => {
+    registered = resolve;
+    setTimeout(resolve, 3000);
+  });
   socket.addEventListener('message', async (message) => {
     const data = JSON.parse(message.data);
     if (data.type === 'live') {
+      registered();
       state.live = new Set(data.sessions);
       if (data.sessions.some((id) => ![...$('#session').options].some((o) => o.value === id))) await refreshSessions();
       markLive();
-    } else if (data.type === 'record' && data.sessionId === state.sessionId) {
-      const following = !state.derived || state.step >= state.derived.steps.length - 1;
-      state.records.push(data.record);
-      derive();
-      if (following) setStep(state.derived.steps.length - 1);
-      else $('#position').textContent = `${state.step + 1} / ${state.derived.steps.length}`;
+    } else if (data.type === 'record') {
+      streamed(data);
     }
   });
-  socket.addEventListener('close', () => setTimeout(connectLive, 2000));
+  socket.addEventListener('close', () => {
+    // Records streamed while the socket was down are missing: ask for the trace again once back.
+    state.next = null;
+    setTimeout(() => connectLive().then(() => state.sessionId && loadSession(state.sessionId, true)), 2000);
+  });
+  return listening;
 }
 
 function markLive() {

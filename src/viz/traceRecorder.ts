@@ -86,6 +86,7 @@ export class TraceRecorder {
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly taken = new TakenTransitions();
   private readonly sent = new SentMessages();
+  private readonly header: TraceRecord;
 
   constructor(
     path: string,
@@ -95,7 +96,8 @@ export class TraceRecorder {
     private readonly redact: (line: string) => string = (line) => line,
   ) {
     this.fd = openSync(path, 'a', FILE_MODE);
-    this.record({ k: 'header', format: TRACE_FORMAT, sessionId, ts: now(), resumed });
+    this.header = { k: 'header', format: TRACE_FORMAT, sessionId, ts: now(), resumed };
+    this.record(this.header);
   }
 
   /**
@@ -175,7 +177,9 @@ export class TraceRecorder {
     this.record({ k: 'memory', ts: this.now(), version, content, turn: this.turn });
   }
 
+  /** A listener gets this run's header first (the live view aligns the stream with the file by it), then every record. */
   onRecord(listener: (record: TraceRecord) => void): () => void {
+    listener(this.header);
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }

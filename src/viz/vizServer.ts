@@ -14,6 +14,7 @@ import { historyModeMachine } from '../../machines/historyModeMachine.js';
 import { sessionMachine } from '../../machines/sessionMachine.js';
 import { turnMachine } from '../../machines/turnMachine.js';
 import { findSession, listSessions } from '../session/index.js';
+import { LiveRecords } from './liveRecords.js';
 import { memoryFile } from './memoryFile.js';
 import { chartOf, renderSvg, toDot, type ChartModel } from './statechart.js';
 import { TRACE_FORMAT, type TraceRecord } from './traceRecorder.js';
@@ -142,7 +143,11 @@ export async function startVizServer(options: { home: string; port?: number }): 
       } catch (error) {
         return json(res, 404, { error: (error as Error).message });
       }
-      return json(res, 200, { sessionId: dir.split(/[/\\]/).pop(), ...readTrace(join(dir, 'trace.jsonl')) });
+      const id = dir.split(/[/\\]/).pop()!;
+      const loaded = readTrace(join(dir, 'trace.jsonl'));
+      // A live session: the file lags behind the stream; the page continues from `next`.
+      const merged = streamed.merge(id, loaded.records);
+      return json(res, 200, { sessionId: id, ...loaded, ...(merged ? { records: merged.records, next: merged.next } : {}) });
     }
     json(res, 404, { error: 'no such page' });
   };
@@ -153,6 +158,7 @@ export async function startVizServer(options: { home: string; port?: number }): 
 
   // The hub: /ingest from sessions, /live to pages.
   const live = new Map<string, WebSocket>();
+  const streamed = new LiveRecords();
   const pages = new Set<WebSocket>();
   const sockets = new WebSocketServer({
     noServer: true,
@@ -201,6 +207,7 @@ export async function startVizServer(options: { home: string; port?: number }): 
         } else if (message.type === 'hello') {
           sessionId = message.sessionId;
           live.set(sessionId, ws);
+          streamed.open(sessionId);
           broadcast({ type: 'live', sessions: [...live.keys()] });
         } else if (
           !sessionId ||
@@ -210,11 +217,14 @@ export async function startVizServer(options: { home: string; port?: number }): 
           dropped++;
         } else {
           ingested++;
-          broadcast({ type: 'record', sessionId, record: message.record });
+          broadcast({ type: 'record', sessionId, n: streamed.add(sessionId, message.record as TraceRecord), record: message.record });
         }
       });
       ws.on('close', () => {
-        if (sessionId && live.get(sessionId) === ws) live.delete(sessionId);
+        if (sessionId && live.get(sessionId) === ws) {
+          live.delete(sessionId);
+          streamed.close(sessionId);
+        }
         broadcast({ type: 'live', sessions: [...live.keys()] });
       });
     });

@@ -1,0 +1,57 @@
+/**
+ * The records each live session has streamed since it connected, so that a page that
+ * opens (or reloads) in the middle of a session gets them all: trace.jsonl lags behind
+ * the stream (the recorder writes within 100 ms of a turn's end), so the file alone misses
+ * the latest records and the stream alone the earlier ones. A session's records are
+ * numbered in the order they came; a page asks for the trace, then applies the streamed
+ * records numbered from the count the trace answer gave, and asks again on a gap.
+ */
+import type { TraceRecord } from './traceRecorder.js';
+
+/** Beyond this many records a session's stream is no longer kept whole (the file is read alone). */
+const KEEP_LIMIT = 200_000;
+
+interface Stream {
+  records: TraceRecord[];
+  /** Records counted so far (more than `records` once past the limit). */
+  count: number;
+  whole: boolean;
+}
+
+export class LiveRecords {
+  private readonly streams = new Map<string, Stream>();
+
+  open(sessionId: string): void {
+    this.streams.set(sessionId, { records: [], count: 0, whole: true });
+  }
+
+  close(sessionId: string): void {
+    this.streams.delete(sessionId);
+  }
+
+  /** Keeps a record; returns its number in the session's stream. */
+  add(sessionId: string, record: TraceRecord): number {
+    const stream = this.streams.get(sessionId);
+    if (!stream) return -1;
+    if (stream.whole && stream.records.length < KEEP_LIMIT) stream.records.push(record);
+    else if (stream.whole) {
+      stream.whole = false;
+      stream.records = [];
+    }
+    return stream.count++;
+  }
+
+  /**
+   * The whole trace of a live session: what the file holds from earlier runs, then this
+   * run as streamed (the file holds a prefix of it, from its header). `next` is the
+   * number of the first streamed record the answer does not include.
+   */
+  merge(sessionId: string, file: TraceRecord[]): { records: TraceRecord[]; next: number } | null {
+    const stream = this.streams.get(sessionId);
+    if (!stream) return null;
+    const header = stream.records[0];
+    if (!stream.whole || header?.k !== 'header') return { records: file, next: stream.count };
+    const start = file.findLastIndex((r) => r.k === 'header' && r.ts === header.ts && r.sessionId === header.sessionId);
+    return { records: [...(start < 0 ? file : file.slice(0, start)), ...stream.records], next: stream.count };
+  }
+}
