@@ -38,7 +38,9 @@ describe('the statechart comes from the machine definitions', () => {
     const model = chartOf(turnMachine);
     const svg = await renderSvg(toDot(model));
     for (const s of model.states.filter((s) => s.parent !== null)) expect(svg).toContain(`id="state:${s.id}"`);
-    for (const t of model.transitions) expect(svg).toContain(`id="t:${t.id}`);
+    // A transition is an edge of its own, or (a loop on a state with several) a class of the one loop edge.
+    const classes = [...svg.matchAll(/<g id="t:[^"]*" class="edge([^"]*)"/g)].flatMap((m) => m[1]!.trim().split(' '));
+    for (const t of model.transitions) expect(svg.includes(`id="t:${t.id}`) || classes.includes(`t:${t.id}`), t.id).toBe(true);
     expect(model.transitions.find((t) => t.source === 'turn.maybeCompact' && t.guard === 'overThreshold')?.label).toBe('always');
     expect(model.states.find((s) => s.id === 'turn.stream')?.invokes).toEqual(['llm']);
   });
@@ -633,6 +635,92 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
       }
       await page.screenshot({ path: join(ARTIFACTS, `visualizer-context-${name.replace(/ /g, '-')}.png`), fullPage: true });
     }
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('at 1024×700 and 1440×900 nothing overlaps, nothing floats over the content, and chart labels and markers keep apart', async () => {
+    const boxes = () => {
+      type Box = { name: string; el: Element; r: DOMRect };
+      const named = (el: Element) => `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.getAttribute('class') ? `.${el.getAttribute('class')!.split(' ').join('.')}` : ''} "${(el.textContent ?? '').trim().slice(0, 30)}"`;
+      const overlaps = (list: Element[], slack = 0.5) => {
+        const out: string[] = [];
+        const items: Box[] = list.map((el) => ({ name: named(el), el, r: el.getBoundingClientRect() })).filter((b) => b.r.width > 0 && b.r.height > 0);
+        for (let i = 0; i < items.length; i++)
+          for (let j = i + 1; j < items.length; j++) {
+            const a = items[i]!;
+            const b = items[j]!;
+            if (a.el.contains(b.el) || b.el.contains(a.el)) continue;
+            const w = Math.min(a.r.right, b.r.right) - Math.max(a.r.left, b.r.left);
+            const h = Math.min(a.r.bottom, b.r.bottom) - Math.max(a.r.top, b.r.top);
+            if (w > slack && h > slack) out.push(`${a.name} × ${b.name}`);
+          }
+        return out;
+      };
+      const all = (selector: string) => Array.from(document.querySelectorAll(selector));
+      const layout = all(
+        'header > *, #controls > *, main > section, aside > section, section > h2, #chart svg, #legend > li, #step > div, #timeline svg, #timeline-legend, #memory, #context .window, #context h3, #context .part > summary, #context .cached, #context p',
+      );
+      const floating = all('body *').filter((el) => ['fixed', 'sticky'].includes(getComputedStyle(el).position)).map(named);
+      return {
+        layout: overlaps(layout),
+        chartLabels: overlaps(all('#chart g.edge text, #chart g.node text, #chart g.cluster text'), 1),
+        markers: overlaps(all('#timeline .marker, #timeline .axis'), 0.5),
+        floating,
+        wider: document.documentElement.scrollWidth - window.innerWidth,
+      };
+    };
+    const compaction = records.findIndex((r) => r.k === 'event' && r.event.type === 'compaction_end' && r.event.replaced > 0);
+    const afterCompaction = builtEvents().findIndex((r) => records.indexOf(r) > compaction);
+    for (const [width, height] of [[1024, 700], [1440, 900]] as const) {
+      const { page, errors } = await open(`?session=${sessionId}`);
+      await page.setViewportSize({ width, height });
+      await page.waitForSelector('#timeline .point');
+      await toRequest(page, afterCompaction);
+      for (const machine of ['turn', 'session', 'historyMode']) {
+        await page.click(`#machines button[data-machine="${machine}"]`);
+        const found = await page.evaluate(boxes);
+        expect(found, `${width}×${height} ${machine}`).toEqual({ layout: [], chartLabels: [], markers: [], floating: [], wider: 0 });
+      }
+      // The replay controls are in the page, above the content: never over it.
+      const controls = await page.locator('#controls').boundingBox();
+      const main = await page.locator('main').boundingBox();
+      expect(controls!.y + controls!.height).toBeLessThanOrEqual(main!.y);
+      await page.click('#machines button[data-machine="turn"]');
+      await page.screenshot({ path: join(ARTIFACTS, `visualizer-${width}x${height}.png`), fullPage: false });
+      expect(errors).toEqual([]);
+      await page.close();
+    }
+  });
+
+  it('the step panel follows the machine shown, and can step through its steps only', async () => {
+    const { page, errors } = await open(`?session=${sessionId}`);
+    await page.waitForSelector('#timeline .point');
+    await page.click('#machines button[data-machine="historyMode"]');
+    await page.check('#only-machine');
+    await page.focus('body');
+    await page.keyboard.press('Home');
+    const seen: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      await page.keyboard.press('ArrowRight');
+      seen.push((await page.textContent('#step b'))!);
+      const position = Number((await page.textContent('#position'))!.split(' / ')[0]) - 1;
+      expect(steps()[position]!.machine).toBe('historyMode');
+    }
+    expect(new Set(seen)).toEqual(new Set(['historyMode']));
+    // Without the filter, a step of another machine still shows the shown machine's state, and says which step it is.
+    await page.uncheck('#only-machine');
+    const other = steps().findIndex((s) => s.machine === 'turn');
+    await page.locator('#slider').evaluate((el, v) => {
+      (el as HTMLInputElement).value = String(v);
+      el.dispatchEvent(new Event('input'));
+    }, other);
+    expect(await page.textContent('#step b')).toBe('historyMode');
+    expect(await page.textContent('#step-current')).toMatch(/^this step: turn — /);
+    // The timeline's x axis is in turns.
+    const turns = await page.locator('#timeline .axis.turn').allTextContents();
+    expect(turns[0]).toBe('1');
+    expect(turns.map(Number).every((t, i, all) => i === 0 || t > all[i - 1]!)).toBe(true);
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -207,7 +207,8 @@ function highlight(i) {
     }
   }
   for (const t of step.transitions) {
-    for (const el of chart.querySelectorAll(`[id="t:${CSS.escape(t)}"], [id^="t:${CSS.escape(t)}#"]`)) el.classList.add('last');
+    // Loops on one state are one edge: each of their transitions is a class of it.
+    for (const el of chart.querySelectorAll(`[id="t:${CSS.escape(t)}"], [id^="t:${CSS.escape(t)}#"], g.edge[class~="t:${CSS.escape(t)}"]`)) el.classList.add('last');
   }
 }
 
@@ -328,8 +329,8 @@ const W = 600;
 const PLOT_H = 130;
 const PAD = { left: 40, right: 8, top: 10 };
 const AXIS_H = 16;
-const ROW_H = 13;
-const MARKER_W = 12;
+const ROW_H = 16;
+const MARKER_W = 16;
 
 /**
  * Marker rows: each marker goes in the first row where it clears the one before it, so
