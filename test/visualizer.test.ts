@@ -632,6 +632,9 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
         await page.waitForFunction(() => (document.querySelector('#context .file-link pre')?.textContent ?? 'loading…') !== 'loading…');
         expect(await page.locator('#context .file-link pre').first().textContent()).toMatch(/\S/);
         expect(await page.locator('#context .file-link pre').first().textContent()).not.toMatch(/^could not open/);
+        // The README's picture (docs/visualizer.jpg is a copy of it).
+        await page.setViewportSize({ width: 1280, height: 900 });
+        await page.screenshot({ path: join(ARTIFACTS, 'visualizer-context.jpg'), type: 'jpeg', quality: 70, fullPage: true });
       }
       await page.screenshot({ path: join(ARTIFACTS, `visualizer-context-${name.replace(/ /g, '-')}.png`), fullPage: true });
     }
