@@ -802,6 +802,34 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     await page.close();
   });
 
+  it('the context view shows the cached share when the trace reports it, and says when a trace has no messages', async () => {
+    const target = await newSession({ llm: scriptedModel([]), home });
+    await target.close();
+    const tokens = { system: 700, memory: 200, history: 250, tail: 50, counted: 1200, calibration: 0, total: 1200, window: 8000, percent: 15 };
+    const trace = [
+      { k: 'header', format: 1, sessionId: target.id, ts: 1, resumed: false },
+      { k: 'system', ts: 2, hash: 'h1', content: 'You are helpful.\n\n<working_memory file="x">\n# m\n</working_memory>\n\n<detail_index>\n(no files yet)\n</detail_index>', detailIndexTokens: 10 },
+      { k: 'message', ts: 2, seq: 1, turn: 1, tokens: 250, message: { role: 'user', content: 'hello' } },
+      { k: 'request', ts: 2, turn: 1, request: 1, mode: 'phase1', system: 'h1', seqs: [[1, 1]], tail: '\n\n<context_meta>\n{}\n</context_meta>', tokens: { ...tokens, cached: 900 }, reserved: 600 },
+      { k: 'step', ts: 3, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'buildPrompt', turn: 1, request: 1 },
+      { k: 'event', ts: 3, event: { type: 'prompt_built', turn: 1, request: 1, mode: 'phase1', messages: 2, range: [0, 1], tokens: { ...tokens, cached: 900 }, ts: 3 } },
+      { k: 'step', ts: 4, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'stream', turn: 1, request: 1 },
+      // A request an older workmem recorded: its breakdown, no messages.
+      { k: 'event', ts: 5, event: { type: 'prompt_built', turn: 1, request: 2, mode: 'phase1', messages: 2, range: [0, 1], tokens, ts: 5 } },
+      { k: 'step', ts: 6, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'stream', turn: 1, request: 2 },
+    ];
+    writeFileSync(join(target.dir, 'trace.jsonl'), trace.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    const { page, errors } = await open(`?session=${target.id}`);
+    await page.waitForFunction(() => document.querySelector('#position')?.textContent === '3 / 3');
+    expect(await page.textContent('#context')).toContain('recorded by an older workmem');
+    await page.click('#prev-request');
+    expect(await page.textContent('#context .cached')).toBe('cached: 900 tokens (75 % of the prompt)');
+    expect(await page.locator('#context .part').count()).toBe(5);
+    expect(await page.textContent('#context .bar-keys')).toContain('reserved output 600');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('an unknown session id or a session without a trace is said plainly on the page', async () => {
     const { page } = await open('?session=deadbeef');
     await page.waitForSelector('#problems:not([hidden])');
