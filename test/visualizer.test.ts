@@ -18,6 +18,7 @@ import { turnMachine } from '../machines/turnMachine.js';
 import { runDemo } from '../src/cli/demo.js';
 import type { CliIO } from '../src/cli/cliIO.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
+import { LLMError } from '../src/llm/llm.js';
 import { LiveLink } from '../src/viz/liveLink.js';
 import { redactor } from '../src/secrets/redact.js';
 import { openSession } from '../src/session/index.js';
@@ -103,6 +104,19 @@ describe('traces', () => {
     // Each body once: the first user message is carried by every request but traced once.
     expect(records.filter((r) => r.k === 'message' && r.seq === 1)).toHaveLength(1);
     expect(records.filter((r) => r.k === 'system').length).toBeLessThan(sent.length);
+  });
+  it('a request built again after an overflow is traced again, as sent the second time', async () => {
+    const home = tempHome();
+    const llm = scriptedModel([{ error: new LLMError('overflow', 'context_length_exceeded') }, { text: 'fits now' }]);
+    const session = await newSession({ llm, home });
+    await session.prompt('a long question');
+    await session.close();
+    const records = readTrace(join(session.dir, 'trace.jsonl')).records;
+    const built = records.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
+    expect(llm.requests).toHaveLength(2);
+    expect(built).toHaveLength(2);
+    const sent = sentFromTrace(records);
+    expect(sent.map((s) => s.messages)).toEqual(llm.requests.map((r) => r.messages));
   });
 });
 

@@ -125,7 +125,7 @@ function derive() {
   const systems = new Map();
   systems.detailIndexTokens = new Map();
   const bodies = new Map();
-  const sent = new Map(); // "turn:request" → request record
+  let sent = null; // the request record waiting for its prompt_built
   let compactions = [];
   state.records.forEach((r, idx) => {
     if (r.k === 'step') steps.push(r);
@@ -137,11 +137,14 @@ function derive() {
       // A seq can be traced again (a compaction stubbed it): each request reads the version it sent.
       if (!bodies.has(r.seq)) bodies.set(r.seq, []);
       bodies.get(r.seq).push({ idx, record: r });
-    } else if (r.k === 'request') sent.set(`${r.turn}:${r.request}`, { ...r, idx });
+    } else if (r.k === 'request') sent = { ...r, idx };
     else if (r.k === 'event') {
       const e = r.event;
       if (e.type === 'prompt_built') {
-        requests.push({ event: e, at: steps.length - 1, sent: sent.get(`${e.turn}:${e.request}`) ?? null, compactions });
+        // A request record comes just before its prompt_built (a request built twice, after an overflow, has two).
+        const match = sent && sent.turn === e.turn && sent.request === e.request ? sent : null;
+        requests.push({ event: e, at: steps.length - 1, sent: match, compactions });
+        sent = null;
         compactions = [];
       }
       if (e.type === 'compaction_end' && e.replaced > 0) compactions.push(e);
