@@ -3,8 +3,12 @@
 // run with the visualizer option stream here live. Plain ES module, no dependencies.
 // Record data only ever reaches the page as text (textContent, attributes): never as markup.
 
-import { el, svgEl } from './dom.js';
+import { el } from './dom.js';
 import { renderContext } from './contextView.js';
+import { renderMemory } from './memoryView.js';
+import { describeStep } from './stepView.js';
+import { renderTimeline, timelineCursor } from './timeline.js';
+import { traceModel } from './traceModel.js';
 
 const $ = (selector) => document.querySelector(selector);
 // The per-run token, from the fragment of the URL `workmem viz` printed: sent on every API
@@ -115,49 +119,12 @@ function showProblems(problems) {
   box.textContent = (problems ?? []).join(' · ');
 }
 
-// What the records say, ordered by step: steps, requests (with what each sent), markers,
-// memory versions.
+/** The model of the records, and the timeline drawn from it. */
 function derive() {
-  const steps = [];
-  const requests = [];
-  const markers = [];
-  const memories = [];
-  const systems = new Map();
-  systems.detailIndexTokens = new Map();
-  const bodies = new Map();
-  let sent = null; // the request record waiting for its prompt_built
-  let compactions = [];
-  state.records.forEach((r, idx) => {
-    if (r.k === 'step') steps.push(r);
-    else if (r.k === 'memory') memories.push({ ...r, at: steps.length - 1 });
-    else if (r.k === 'system') {
-      systems.set(r.hash, r.content);
-      systems.detailIndexTokens.set(r.hash, r.detailIndexTokens);
-    } else if (r.k === 'message') {
-      // A seq can be traced again (a compaction stubbed it): each request reads the version it sent.
-      if (!bodies.has(r.seq)) bodies.set(r.seq, []);
-      bodies.get(r.seq).push({ idx, record: r });
-    } else if (r.k === 'request') sent = { ...r, idx };
-    else if (r.k === 'event') {
-      const e = r.event;
-      if (e.type === 'prompt_built') {
-        // A request record comes just before its prompt_built (a request built twice, after an overflow, has two).
-        const match = sent && sent.turn === e.turn && sent.request === e.request ? sent : null;
-        requests.push({ event: e, at: steps.length - 1, sent: match, compactions });
-        sent = null;
-        compactions = [];
-      }
-      if (e.type === 'compaction_end' && e.replaced > 0) compactions.push(e);
-      if (e.type === 'turn_end' && e.cached != null) for (const q of requests) if (q.event.turn === e.turn) q.turnCached = e.cached;
-      const kind = { reminder: 'reminder', memory_updated: 'memory', mode_changed: 'mode', compaction_end: 'compaction' }[e.type];
-      if (kind && !(e.type === 'compaction_end' && e.replaced === 0)) markers.push({ kind, event: e, at: steps.length - 1, request: requests.length });
-    }
-  });
-  state.derived = { steps, requests, markers, memories, systems, bodies };
+  state.derived = traceModel(state.records);
   state.shownRequest = undefined;
-  const slider = $('#slider');
-  slider.max = String(Math.max(0, steps.length - 1));
-  renderTimeline();
+  $('#slider').max = String(Math.max(0, state.derived.steps.length - 1));
+  renderTimeline($('#timeline'), state.derived.requests, state.derived.markers, setStep);
 }
 
 // ---- the statechart ---------------------------------------------------------------
@@ -227,9 +194,9 @@ function setStep(i) {
   $('#slider').value = String(state.step);
   $('#position').textContent = `${state.step + 1} / ${steps.length}`;
   highlight(state.step);
-  describeStep(state.step);
-  renderTimelineCursor();
-  renderMemory();
+  describeStep($('#step'), state.machine, steps[state.step], machineStep(state.step));
+  timelineCursor(requestAt(state.step));
+  renderMemory($('#memory'), $('#memory-caption'), state.derived.memories, state.step);
   showContext();
 }
 
@@ -294,198 +261,6 @@ function moveRequest(direction) {
   if (target) setStep(target.at);
 }
 
-/** The step panel describes the machine shown: its last step at or before step i. */
-function describeStep(i) {
-  const current = state.derived.steps[i];
-  const step = machineStep(i);
-  const other =
-    current.machine === state.machine
-      ? ''
-      : el('div', { class: 'muted', id: 'step-current' }, `this step: ${current.machine} — ${eventLabel(current.event)}`);
-  if (!step) {
-    $('#step').replaceChildren(el('div', {}, el('b', {}, state.machine), ' ', el('span', { class: 'muted' }, 'no step yet')), other);
-    return;
-  }
-  const from = step.from.map((s) => s.replace(/^[^.]+\.?/, '') || '(machine)').join(', ');
-  const to = step.to.map((s) => s.replace(/^[^.]+\.?/, '')).join(', ') || '(stays)';
-  const where = [step.turn != null ? `turn ${step.turn}` : null, step.request != null ? `request ${step.request}` : null].filter(Boolean).join(' · ');
-  $('#step').replaceChildren(
-    el('div', {}, el('b', {}, step.machine), ' ', el('span', { class: 'muted' }, where)),
-    el('div', {}, 'event ', el('span', { class: 'event', id: 'step-event' }, eventLabel(step.event))),
-    el('div', {}, `${from} → `, el('b', { id: 'step-target' }, to)),
-    other,
-  );
-}
-
-function eventLabel(type) {
-  type = String(type);
-  const actor = /^xstate\.(done|error)\.actor\.(.+)$/.exec(type);
-  if (actor) return `${actor[1]}: ${actor[2]}`;
-  const after = /^xstate\.after\.([^.]+)\./.exec(type);
-  if (after) return `after ${after[1]}`;
-  return type;
-}
-
-// ---- the request timeline --------------------------------------------------------
-
-const W = 600;
-const PLOT_H = 130;
-const PAD = { left: 40, right: 8, top: 10 };
-const AXIS_H = 16;
-const ROW_H = 16;
-const MARKER_W = 16;
-
-/**
- * Marker rows: each marker goes in the first row where it clears the one before it, so
- * that none overlaps another.
- */
-function markerRows(xs, width = MARKER_W) {
-  const ends = [];
-  return xs.map((x) => {
-    let row = ends.findIndex((end) => end <= x - width);
-    if (row < 0) row = ends.length;
-    ends[row] = x;
-    return row;
-  });
-}
-
-function renderTimeline() {
-  const { requests, markers } = state.derived;
-  const box = $('#timeline');
-  if (requests.length === 0) {
-    box.replaceChildren(el('p', { class: 'muted' }, 'No requests recorded.'));
-    return;
-  }
-  // A trace file can be damaged or forged: what is not a number is drawn as 0, and said as it is.
-  const num = (v) => (Number.isFinite(Number(v)) ? Number(v) : 0);
-  const window = Math.max(1, ...requests.map((r) => num(r.event.tokens.window)));
-  const x = (i) => PAD.left + (requests.length === 1 ? 0 : (i * (W - PAD.left - PAD.right)) / (requests.length - 1));
-  const y = (tokens) => PAD.top + (1 - num(tokens) / window) * (PLOT_H - PAD.top);
-  const points = requests.map((r, i) => `${x(i)},${y(r.event.tokens.total)}`).join(' ');
-  const placed = markers
-    .map((m) => ({ m, mx: x(Math.min(requests.length - 1, Math.max(0, m.request - 1))) }))
-    .sort((a, b) => a.mx - b.mx);
-  const rows = markerRows(placed.map((p) => p.mx));
-  const H = PLOT_H + AXIS_H + (Math.max(-1, ...rows) + 1) * ROW_H + 4;
-  const chart = svgEl(
-    'svg',
-    { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'prompt tokens per request, by turn' },
-    svgEl(
-      'line',
-      { class: 'threshold', x1: PAD.left, x2: W - PAD.right, y1: y(window * 0.75), y2: y(window * 0.75) },
-      svgEl('title', {}, `75 % of the ${window.toLocaleString()}-token window`),
-    ),
-    svgEl('text', { class: 'axis', x: 2, y: y(window) + 8 }, `${(window / 1000).toFixed(0)}k`),
-    svgEl('text', { class: 'axis', x: 2, y: y(window * 0.75) + 3 }, '75 %'),
-    svgEl('text', { class: 'axis', x: 2, y: PLOT_H }, '0'),
-    svgEl('line', { class: 'baseline', x1: PAD.left, x2: W - PAD.right, y1: PLOT_H, y2: PLOT_H }),
-    svgEl('polyline', { class: 'line', points }),
-    svgEl('line', { class: 'cursor', id: 'timeline-cursor', x1: 0, x2: 0, y1: PAD.top, y2: PLOT_H }),
-  );
-  // The x axis: the turn of each turn's first request, thinned so that labels keep apart.
-  chart.append(svgEl('text', { class: 'axis', x: 2, y: PLOT_H + 12 }, 'turn'));
-  let lastLabel = -Infinity;
-  requests.forEach((r, i) => {
-    if (i > 0 && requests[i - 1].event.turn === r.event.turn) return;
-    const label = String(r.event.turn);
-    const lx = x(i);
-    if (lx - lastLabel < 6 + label.length * 6) return;
-    lastLabel = lx;
-    chart.append(svgEl('line', { class: 'tick', x1: lx, x2: lx, y1: PLOT_H, y2: PLOT_H + 3 }));
-    chart.append(svgEl('text', { class: 'axis turn', x: lx, y: PLOT_H + 12, 'text-anchor': 'middle' }, label));
-  });
-  requests.forEach((r, i) => {
-    const t = r.event.tokens;
-    const point = svgEl(
-      'circle',
-      { class: 'point', 'data-index': i, cx: x(i), cy: y(t.total), r: 3.5 },
-      svgEl(
-        'title',
-        {},
-        `request ${i + 1} (turn ${r.event.turn}, request ${r.event.request}, ${r.event.mode}): ${t.total.toLocaleString()} tokens, ${t.percent} % of the window`,
-      ),
-    );
-    point.addEventListener('click', () => setStep(r.at));
-    chart.append(point);
-  });
-  const glyph = { reminder: '▲', memory: '✎', mode: '⇄', compaction: '⤓' };
-  placed.forEach(({ m, mx }, k) => {
-    const my = PLOT_H + AXIS_H + rows[k] * ROW_H + 10;
-    chart.append(svgEl('text', { class: `marker ${m.kind}`, x: mx, y: my, 'text-anchor': 'middle' }, glyph[m.kind], svgEl('title', {}, markerText(m))));
-  });
-  box.replaceChildren(chart);
-}
-
-function markerText(m) {
-  const e = m.event;
-  switch (m.kind) {
-    case 'reminder':
-      return `reminder (${e.level}, ${e.reason}): ${e.rounds} requests since the last memory update, ${e.tokensPercent} %`;
-    case 'memory':
-      return `memory written: ${e.path}, ${e.bytes} bytes${e.warning ? ` — ${e.warning}` : ''}`;
-    case 'mode':
-      return `history mode ${e.from} → ${e.to}${e.pinned ? ' (pinned)' : ''}`;
-    case 'compaction':
-      return `compaction (${e.reason}): ${e.replaced} items, ${e.tokensBefore} → ${e.tokensAfter} tokens → ${[].concat(e.files).join(', ')}`;
-  }
-  return '';
-}
-
-function renderTimelineCursor() {
-  const { requests } = state.derived;
-  const cursor = $('#timeline-cursor');
-  if (!cursor || requests.length === 0) return;
-  const current = requestAt(state.step);
-  for (const c of document.querySelectorAll('#timeline .point')) c.classList.toggle('current', Number(c.dataset.index) === current);
-  const point = document.querySelector(`#timeline .point[data-index="${current}"]`);
-  const cx = point ? point.getAttribute('cx') : '-10';
-  cursor.setAttribute('x1', cx);
-  cursor.setAttribute('x2', cx);
-}
-
-// ---- working memory, as it was, with its diff -----------------------------------
-
-function renderMemory() {
-  const { memories } = state.derived;
-  let index = -1;
-  memories.forEach((m, i) => {
-    if (m.at <= state.step) index = i;
-  });
-  const box = $('#memory');
-  if (index < 0) {
-    box.textContent = '';
-    $('#memory-caption').textContent = '';
-    return;
-  }
-  const current = memories[index];
-  const previous = memories[index - 1];
-  $('#memory-caption').textContent = previous
-    ? `version ${index + 1} of ${memories.length}${current.turn != null ? `, turn ${current.turn}` : ''} — changes from the previous version`
-    : `version 1 of ${memories.length}`;
-  const lines = previous
-    ? diffLines(String(previous.content).split('\n'), String(current.content).split('\n'))
-    : String(current.content).split('\n').map((text) => ({ kind: 'same', text }));
-  box.replaceChildren(...lines.map((l) => el('div', { class: l.kind }, `${l.kind === 'add' ? '+ ' : l.kind === 'del' ? '- ' : '  '}${l.text}`)));
-}
-
-/** A line diff by longest common subsequence (memory files are small). */
-function diffLines(a, b) {
-  const n = a.length;
-  const m = b.length;
-  const lcs = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
-  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
-  const out = [];
-  let i = 0;
-  let j = 0;
-  while (i < n && j < m) {
-    if (a[i] === b[j]) out.push({ kind: 'same', text: a[i++] }), j++;
-    else if (lcs[i + 1][j] >= lcs[i][j + 1]) out.push({ kind: 'del', text: a[i++] });
-    else out.push({ kind: 'add', text: b[j++] });
-  }
-  while (i < n) out.push({ kind: 'del', text: a[i++] });
-  while (j < m) out.push({ kind: 'add', text: b[j++] });
-  return out;
-}
 
 // ---- live sessions -------------------------------------------------------------------
 
