@@ -46,6 +46,9 @@ export class SentMessages {
   /** The message each seq was traced with: a compaction that stubs a tool output makes a new one. */
   private readonly seen = new Map<number, ChatMessage>();
   private readonly systems = new Set<string>();
+  private lastSystem: string | null = null;
+  private lastHash = '';
+  private last: { items: readonly unknown[]; from: number; to: number; seqs: [number, number][] } | null = null;
 
   /** The records a request adds to the trace: the bodies not traced yet, then the request. */
   records(context: unknown, ts: number): SentRecord[] {
@@ -56,7 +59,12 @@ export class SentMessages {
     const out: SentRecord[] = [];
     const system = prompt.messages[0];
     const content = system?.role === 'system' ? system.content : '';
-    const hash = createHash('sha256').update(content).digest('base64url').slice(0, 16);
+    // The system message is rebuilt only when the memory changes: hash it only then.
+    if (content !== this.lastSystem) {
+      this.lastSystem = content;
+      this.lastHash = createHash('sha256').update(content).digest('base64url').slice(0, 16);
+    }
+    const hash = this.lastHash;
     if (!this.systems.has(hash)) {
       this.systems.add(hash);
       const index = content.indexOf(INDEX_OPEN);
@@ -65,8 +73,12 @@ export class SentMessages {
       out.push({ k: 'system', ts, hash, content, detailIndexTokens });
     }
     const [from, to] = prompt.range;
-    const seqs: [number, number][] = [];
-    for (let i = from; i < to; i++) {
+    // The history grows at its tip within one view: what the last request carried from the
+    // same view and start is carried again, and only the items after it are looked at.
+    const last = this.last;
+    const reuse = last !== null && last.items === items && last.from === from && last.to <= to;
+    const seqs: [number, number][] = reuse ? last.seqs.map(([seq, n]) => [seq, n]) : [];
+    for (let i = reuse ? last.to : from; i < to; i++) {
       const item = items[i];
       if (!item) return [];
       if (this.seen.get(item.seq) !== item.message) {
@@ -77,9 +89,10 @@ export class SentMessages {
       if (run && run[0] + run[1] === item.seq) run[1]++;
       else seqs.push([item.seq, 1]);
     }
-    const last = items[to - 1]!.message.content ?? '';
+    this.last = { items, from, to, seqs: seqs.map(([seq, n]) => [seq, n]) };
+    const lastText = items[to - 1]!.message.content ?? '';
     const sentLast = prompt.messages.at(-1)?.content ?? '';
-    const tail = sentLast.startsWith(last) ? sentLast.slice(last.length) : '';
+    const tail = sentLast.startsWith(lastText) ? sentLast.slice(lastText.length) : '';
     out.push({
       k: 'request',
       ts,
