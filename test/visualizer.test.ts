@@ -824,10 +824,12 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
       { k: 'header', format: 1, sessionId: target.id, ts: 1, resumed: false },
       { k: 'system', ts: 2, hash: 'h1', content: 'You are helpful.\n\n<working_memory file="x">\n# m\n</working_memory>\n\n<detail_index>\n(no files yet)\n</detail_index>', detailIndexTokens: 10 },
       { k: 'message', ts: 2, seq: 1, turn: 1, tokens: 250, message: { role: 'user', content: 'hello' } },
-      { k: 'request', ts: 2, turn: 1, request: 1, mode: 'phase1', system: 'h1', seqs: [[1, 1]], tail: '\n\n<context_meta>\n{}\n</context_meta>', tokens: { ...tokens, cached: 900 }, reserved: 600 },
+      { k: 'request', ts: 2, turn: 1, request: 1, mode: 'phase1', system: 'h1', seqs: [[1, 1]], tail: '\n\n<context_meta>\n{}\n</context_meta>', tokens: { ...tokens, cacheable: 1100 }, reserved: 600 },
       { k: 'step', ts: 3, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'buildPrompt', turn: 1, request: 1 },
-      { k: 'event', ts: 3, event: { type: 'prompt_built', turn: 1, request: 1, mode: 'phase1', messages: 2, range: [0, 1], tokens: { ...tokens, cached: 900 }, ts: 3 } },
+      { k: 'event', ts: 3, event: { type: 'prompt_built', turn: 1, request: 1, mode: 'phase1', messages: 2, range: [0, 1], tokens: { ...tokens, cacheable: 1100 }, ts: 3 } },
       { k: 'step', ts: 4, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'stream', turn: 1, request: 1 },
+      // The server's usage over the turn (issue 16's turn_end.usage).
+      { k: 'event', ts: 4, event: { type: 'turn_end', turn: 1, promptId: 'p', status: 'done', text: 'ok', requests: 2, usage: { input: 2400, cached: 1800, output: 100 }, ts: 4 } },
       // A request an older workmem recorded: its breakdown, no messages.
       { k: 'event', ts: 5, event: { type: 'prompt_built', turn: 1, request: 2, mode: 'phase1', messages: 2, range: [0, 1], tokens, ts: 5 } },
       { k: 'step', ts: 6, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'stream', turn: 1, request: 2 },
@@ -837,7 +839,8 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     await page.waitForFunction(() => document.querySelector('#position')?.textContent === '3 / 3');
     expect(await page.textContent('#context')).toContain('recorded by an older workmem');
     await page.click('#prev-request');
-    expect(await page.textContent('#context .cached')).toBe('cached: 900 tokens (75 % of the prompt)');
+    expect(await page.textContent('#context .cached')).toBe('cached: 1,800 of 2,400 input tokens (75 %) over the 2 requests of turn 1, as the server reported');
+    expect(await page.textContent('#context .cacheable')).toContain('1,100 tokens');
     expect(await page.locator('#context .part').count()).toBe(5);
     expect(await page.textContent('#context .bar-keys')).toContain('reserved output 600');
     expect(errors).toEqual([]);

@@ -225,7 +225,7 @@ function showContext() {
     bodies,
     previous: previous?.sent ?? null,
     compactions: r?.compactions ?? [],
-    cached: r?.event?.cached ?? r?.turnCached ?? null,
+    usage: r?.turnUsage ?? null,
     loadFile,
   });
   $('#context').dataset.request = String(index);

@@ -110,11 +110,11 @@ function windowBar(tokens, reserved) {
 }
 
 /**
- * view: { request, built, systems, bodies, previous, compactions, cached, loadFile }
+ * view: { request, built, systems, bodies, previous, compactions, usage, loadFile }
  * `compactions` are the compaction_end events between the previous request and this one.
  */
 export function renderContext(box, caption, view) {
-  const { request, built, systems, bodies, previous, compactions, cached } = view;
+  const { request, built, systems, bodies, previous, compactions } = view;
   if (!request) {
     caption.textContent = '';
     const why = built
@@ -151,7 +151,7 @@ export function renderContext(box, caption, view) {
 
   const children = [
     windowBar(tokens, request.reserved),
-    cachedLine(cached, tokens),
+    ...cacheLines(view.usage, tokens, request.turn),
     group(
       'system',
       'System prompt',
@@ -192,11 +192,22 @@ export function renderContext(box, caption, view) {
   box.replaceChildren(...children);
 }
 
-function cachedLine(cached, tokens) {
-  const value = cached ?? tokens.cached;
-  if (value == null || !Number.isFinite(Number(value))) return '';
-  const share = num(tokens.total) ? Math.round((100 * num(value)) / num(tokens.total)) : 0;
-  return el('p', { class: 'cached', 'data-cached': num(value) }, `cached: ${fmt(value)} tokens (${share} % of the prompt)`);
+/** The provider's prompt cache: what it served of the turn's input (turn_end's usage), and the prefix it could serve. */
+function cacheLines(usage, tokens, turn) {
+  const lines = [];
+  if (usage && num(usage.input) > 0) {
+    const share = Math.round((100 * num(usage.cached)) / num(usage.input));
+    lines.push(
+      el(
+        'p',
+        { class: 'cached', 'data-cached': num(usage.cached) },
+        `cached: ${fmt(usage.cached)} of ${fmt(usage.input)} input tokens (${share} %) over the ${fmt(usage.requests)} requests of turn ${turn}, as the server reported`,
+      ),
+    );
+  }
+  if (tokens.cacheable != null && Number.isFinite(Number(tokens.cacheable)))
+    lines.push(el('p', { class: 'muted cacheable' }, `cacheable prefix (everything before the last message): ${fmt(tokens.cacheable)} tokens`));
+  return lines;
 }
 
 function compactionList(compactions, loadFile) {

@@ -32,7 +32,8 @@ export function traceModel(records) {
         compactions = [];
       }
       if (e.type === 'compaction_end' && e.replaced > 0) compactions.push(e);
-      if (e.type === 'turn_end' && e.cached != null) for (const q of requests) if (q.event.turn === e.turn) q.turnCached = e.cached;
+      // What the server reported for the turn's requests (issue 16): the cached share is the turn's.
+      if (e.type === 'turn_end' && e.usage) for (const q of requests) if (q.event.turn === e.turn) q.turnUsage = { ...e.usage, requests: e.requests };
       const kind = { reminder: 'reminder', memory_updated: 'memory', mode_changed: 'mode', compaction_end: 'compaction' }[e.type];
       if (kind && !(e.type === 'compaction_end' && e.replaced === 0)) markers.push({ kind, event: e, at: steps.length - 1, request: requests.length });
     }

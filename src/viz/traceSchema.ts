@@ -20,6 +20,7 @@ const turnError = z.object({
   retryable: z.boolean(),
 });
 const at = { turn: turnNo, request: count, ts: z.number() };
+/** A request record's tokens: prompt_built's, with the cacheable prefix of issue 16 where there is one. */
 const promptTokens = z.object({
   system: z.number(),
   memory: z.number(),
@@ -30,8 +31,7 @@ const promptTokens = z.object({
   total: z.number(),
   window: z.number().positive(),
   percent: z.number(),
-  /** Cached input tokens, where the provider reports them (issue 16). */
-  cached: count.optional(),
+  cacheable: z.number().optional(),
 });
 const toolCall = z.object({ id: text, type: z.literal('function'), function: z.object({ name: text, arguments: text }) });
 const chatMessage = z.discriminatedUnion('role', [
@@ -58,8 +58,17 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     mode,
     messages: count,
     range: z.tuple([count, count]),
-    tokens: promptTokens,
-    cached: count.optional(),
+    tokens: z.object({
+      system: z.number(),
+      memory: z.number(),
+      history: z.number(),
+      tail: z.number(),
+      counted: z.number(),
+      calibration: z.number(),
+      total: z.number(),
+      window: z.number().positive(),
+      percent: z.number(),
+    }),
   }),
   z.object({
     type: z.literal('message_end'),
@@ -100,7 +109,6 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     text,
     requests: count,
     error: turnError.optional(),
-    cached: count.optional(),
   }),
   z.object({ type: z.literal('prompt_dropped'), ts: z.number(), promptId: text, text }),
   z.object({ type: z.literal('error'), ts: z.number(), turn: turnNo.optional(), request: count.optional(), error: turnError, fatal: z.boolean() }),
