@@ -240,7 +240,14 @@ describe("the viz server's doors", () => {
 
   it('no token or a wrong one: 401 on every API and WebSocket route, and not a byte of session data', async () => {
     const wrong = Buffer.alloc(32, 7).toString('base64url');
-    const api = ['/api/sessions', '/api/charts', `/api/sessions/${sessionId}/trace`, `/api/sessions/${sessionId.slice(0, 8)}/trace`];
+    const api = [
+      '/api/sessions',
+      '/api/charts',
+      `/api/sessions/${sessionId}/trace`,
+      `/api/sessions/${sessionId.slice(0, 8)}/trace`,
+      `/api/sessions/${sessionId}/live`,
+      `/api/sessions/${sessionId}/memory-file?path=detail/x.md`,
+    ];
     for (const headers of [{}, auth(wrong), auth(''), auth(server.token.slice(0, -1)), { authorization: server.token }]) {
       for (const path of api) {
         const res = await rawGet(server.port, path, headers);
@@ -263,8 +270,8 @@ describe("the viz server's doors", () => {
       }
     }
     expect(server.stats().ingested).toBe(0);
-    // With the token, the same routes answer.
-    for (const path of api) expect((await rawGet(server.port, path, auth(server.token))).status, path).toBe(200);
+    // With the token, the same routes answer (the detail file does not exist: 404, said plainly).
+    for (const path of api) expect((await rawGet(server.port, path, auth(server.token))).status, path).toBe(path.includes('memory-file') ? 404 : 200);
   });
 
   it('traversal is refused in every route, encoded or not, token or not', async () => {

@@ -8,7 +8,7 @@ import { renderContext } from './contextView.js';
 import { renderMemory } from './memoryView.js';
 import { describeStep } from './stepView.js';
 import { renderTimeline, timelineCursor } from './timeline.js';
-import { traceModel } from './traceModel.js';
+import { traceModel, withStream } from './traceModel.js';
 
 const $ = (selector) => document.querySelector(selector);
 // The per-run token, from the fragment of the URL `workmem viz` printed: sent on every API
@@ -78,6 +78,8 @@ async function loadSession(id, keepStep = false) {
   state.pending = [];
   const response = await api(`/api/sessions/${encodeURIComponent(id)}/trace`);
   const body = await response.json();
+  // A live session: its trace file lags behind; this run as streamed comes on top of it.
+  const live = response.ok ? (await (await api(`/api/sessions/${encodeURIComponent(body.sessionId)}/live`)).json()).live : null;
   if (state.loadingId !== id) return; // another load began meanwhile
   const pending = state.pending;
   state.loadingId = null;
@@ -85,11 +87,11 @@ async function loadSession(id, keepStep = false) {
   if (!response.ok) return showProblems([body.error]);
   const following = !keepStep || !state.derived || state.step >= state.derived.steps.length - 1;
   state.sessionId = body.sessionId;
-  state.next = Number.isInteger(body.next) ? body.next : null;
+  state.next = live ? live.next : null;
   const select = $('#session');
   if (![...select.options].some((o) => o.value === body.sessionId)) select.add(new Option(body.sessionId.slice(0, 8), body.sessionId));
   select.value = body.sessionId;
-  state.records = body.records;
+  state.records = live ? withStream(body.records, live.records) : body.records;
   showProblems(body.problems);
   derive();
   setStep(following ? state.derived.steps.length - 1 : state.step);

@@ -40,3 +40,15 @@ export function traceModel(records) {
   });
   return { steps, requests, markers, memories, systems, bodies };
 }
+
+/**
+ * A live session's trace: what the file holds before this run's header (earlier runs),
+ * then this run as streamed. The file holds a prefix of this run at most (it lags up to a
+ * turn behind). A stream that does not start with its header (too long to keep) adds nothing.
+ */
+export function withStream(file, stream) {
+  const header = stream[0];
+  if (header?.k !== 'header') return file;
+  const start = file.findLastIndex((r) => r.k === 'header' && r.ts === header.ts && r.sessionId === header.sessionId);
+  return [...(start < 0 ? file : file.slice(0, start)), ...stream];
+}

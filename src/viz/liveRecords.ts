@@ -3,8 +3,8 @@
  * opens (or reloads) in the middle of a session gets them all: trace.jsonl lags behind
  * the stream (the recorder writes within 100 ms of a turn's end), so the file alone misses
  * the latest records and the stream alone the earlier ones. A session's records are
- * numbered in the order they came; a page asks for the trace, then applies the streamed
- * records numbered from the count the trace answer gave, and asks again on a gap.
+ * numbered in the order they came; a page reads the trace and this run's stream, then
+ * applies the streamed records numbered from the count it was given, and reads again on a gap.
  */
 import type { TraceRecord } from './traceRecorder.js';
 
@@ -42,16 +42,14 @@ export class LiveRecords {
   }
 
   /**
-   * The whole trace of a live session: what the file holds from earlier runs, then this
-   * run as streamed (the file holds a prefix of it, from its header). `next` is the
-   * number of the first streamed record the answer does not include.
+   * What a live session has streamed in this run (from its header, unless more than the
+   * limit came: then none) and the number of the next record; null for a session not live.
+   * The page puts it after what the trace file holds of earlier runs (the file holds a prefix
+   * of this run: it lags up to a turn behind).
    */
-  merge(sessionId: string, file: TraceRecord[]): { records: TraceRecord[]; next: number } | null {
+  snapshot(sessionId: string): { records: TraceRecord[]; next: number } | null {
     const stream = this.streams.get(sessionId);
     if (!stream) return null;
-    const header = stream.records[0];
-    if (!stream.whole || header?.k !== 'header') return { records: file, next: stream.count };
-    const start = file.findLastIndex((r) => r.k === 'header' && r.ts === header.ts && r.sessionId === header.sessionId);
-    return { records: [...(start < 0 ? file : file.slice(0, start)), ...stream.records], next: stream.count };
+    return { records: stream.whole ? stream.records.slice() : [], next: stream.count };
   }
 }

@@ -86,7 +86,8 @@ export class TraceRecorder {
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly taken = new TakenTransitions();
   private readonly sent = new SentMessages();
-  private readonly header: TraceRecord;
+  /** This run's header: a listener gets it first. */
+  private header: TraceRecord | null = null;
 
   constructor(
     path: string,
@@ -96,8 +97,7 @@ export class TraceRecorder {
     private readonly redact: (line: string) => string = (line) => line,
   ) {
     this.fd = openSync(path, 'a', FILE_MODE);
-    this.header = { k: 'header', format: TRACE_FORMAT, sessionId, ts: now(), resumed };
-    this.record(this.header);
+    this.record({ k: 'header', format: TRACE_FORMAT, sessionId, ts: now(), resumed });
   }
 
   /**
@@ -109,14 +109,12 @@ export class TraceRecorder {
     const transitions = this.taken.see(event) as Transition[] | null;
     if (transitions === null || event.type !== '@xstate.microstep' || this.fd === null) return;
     const machine = (event.actorRef as unknown as { logic?: { id?: string } }).logic?.id ?? 'unknown';
-    // What a request carries, on entering buildPrompt: the prompt is final there (see sentMessages.ts).
-    if (machine === 'turn' && (event.snapshot as { value?: unknown }).value === 'buildPrompt') {
-      for (const record of this.sent.records((event.snapshot as { context?: unknown }).context, this.now())) this.record(record);
-    }
     const context = (event.snapshot as { context?: { turn?: unknown; request?: unknown } }).context;
     const value = (event.snapshot as { value?: unknown }).value;
     const turn = typeof context?.turn === 'number' ? context.turn : null;
     const request = typeof context?.request === 'number' ? context.request : null;
+    // What a request carries, on entering buildPrompt: the prompt is final there (see sentMessages.ts).
+    if (machine === 'turn' && value === 'buildPrompt') for (const record of this.sent.records(context, this.now())) this.record(record);
     const ts = this.now();
     let ids = '';
     let from = '';
@@ -179,7 +177,7 @@ export class TraceRecorder {
 
   /** A listener gets this run's header first (the live view aligns the stream with the file by it), then every record. */
   onRecord(listener: (record: TraceRecord) => void): () => void {
-    listener(this.header);
+    if (this.header) listener(this.header);
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -208,6 +206,7 @@ export class TraceRecorder {
     const json = `${JSON.stringify(record)}\n`;
     const line = this.redact(json);
     this.push(line);
+    if (record.k === 'header') this.header = record;
     if (this.listeners.size === 0) return;
     const shown = line === json ? record : (JSON.parse(line) as TraceRecord);
     for (const listener of this.listeners) listener(shown);

@@ -14,11 +14,11 @@ import { historyModeMachine } from '../../machines/historyModeMachine.js';
 import { sessionMachine } from '../../machines/sessionMachine.js';
 import { turnMachine } from '../../machines/turnMachine.js';
 import { findSession, listSessions } from '../session/index.js';
-import { LiveRecords } from './liveRecords.js';
-import { memoryFile } from './memoryFile.js';
 import { chartOf, renderSvg, toDot, type ChartModel } from './statechart.js';
 import { TRACE_FORMAT, type TraceRecord } from './traceRecorder.js';
 import { ingestMessageSchema } from './traceSchema.js';
+import { LiveRecords } from './liveRecords.js';
+import { memoryFile } from './memoryFile.js';
 import {
   PROTOCOL,
   bearer,
@@ -128,13 +128,11 @@ export async function startVizServer(options: { home: string; port?: number }): 
       const sessions = await listSessions({ home: options.home });
       return json(res, 200, { sessions: sessions.map((s) => ({ ...s, live: live.has(s.id) })) });
     }
+    // The context view's archive links, and what a live session streamed that its trace file lacks yet.
     const memory = /^\/api\/sessions\/([\w-]+)\/memory-file$/.exec(path);
-    if (memory) {
-      const found = await findSession(memory[1]!, { home: options.home }).catch((error: Error) => error);
-      if (found instanceof Error) return json(res, 404, { error: found.message });
-      const answer = memoryFile(found, url.searchParams.get('path'));
-      return json(res, answer.status, answer.body);
-    }
+    if (memory) return json(res, ...(await memoryFile(options.home, memory[1]!, url.searchParams.get('path'))));
+    const stream = /^\/api\/sessions\/([\w-]+)\/live$/.exec(path);
+    if (stream) return json(res, 200, { live: streamed.snapshot(stream[1]!) });
     const trace = /^\/api\/sessions\/([\w-]+)\/trace$/.exec(path);
     if (trace) {
       let dir: string;
@@ -143,11 +141,7 @@ export async function startVizServer(options: { home: string; port?: number }): 
       } catch (error) {
         return json(res, 404, { error: (error as Error).message });
       }
-      const id = dir.split(/[/\\]/).pop()!;
-      const loaded = readTrace(join(dir, 'trace.jsonl'));
-      // A live session: the file lags behind the stream; the page continues from `next`.
-      const merged = streamed.merge(id, loaded.records);
-      return json(res, 200, { sessionId: id, ...loaded, ...(merged ? { records: merged.records, next: merged.next } : {}) });
+      return json(res, 200, { sessionId: dir.split(/[/\\]/).pop(), ...readTrace(join(dir, 'trace.jsonl')) });
     }
     json(res, 404, { error: 'no such page' });
   };
