@@ -18,12 +18,16 @@ import { turnMachine } from '../machines/turnMachine.js';
 import { runDemo } from '../src/cli/demo.js';
 import type { CliIO } from '../src/cli/cliIO.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
+import { LLMError } from '../src/llm/llm.js';
 import { LiveLink } from '../src/viz/liveLink.js';
+import { redactor } from '../src/secrets/redact.js';
 import { openSession } from '../src/session/index.js';
 import { chartOf, renderSvg, toDot } from '../src/viz/statechart.js';
 import { readTrace, startVizServer, type VizServer } from '../src/viz/vizServer.js';
 import type { TraceRecord } from '../src/viz/traceRecorder.js';
+import type { WorkmemEvent } from '../src/events.js';
 import { cliPath } from './cliProcess.js';
+import type { RecordedRequest } from '../src/testing/index.js';
 import { newSession, tempHome } from './helpers.js';
 import { auth, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
 
@@ -35,7 +39,9 @@ describe('the statechart comes from the machine definitions', () => {
     const model = chartOf(turnMachine);
     const svg = await renderSvg(toDot(model));
     for (const s of model.states.filter((s) => s.parent !== null)) expect(svg).toContain(`id="state:${s.id}"`);
-    for (const t of model.transitions) expect(svg).toContain(`id="t:${t.id}`);
+    // A transition is an edge of its own, or (a loop on a state with several) a class of the one loop edge.
+    const classes = [...svg.matchAll(/<g id="t:[^"]*" class="edge([^"]*)"/g)].flatMap((m) => m[1]!.trim().split(' '));
+    for (const t of model.transitions) expect(svg.includes(`id="t:${t.id}`) || classes.includes(`t:${t.id}`), t.id).toBe(true);
     expect(model.transitions.find((t) => t.source === 'turn.maybeCompact' && t.guard === 'overThreshold')?.label).toBe('always');
     expect(model.states.find((s) => s.id === 'turn.stream')?.invokes).toEqual(['llm']);
   });
@@ -73,7 +79,73 @@ describe('traces', () => {
       'line 2 of trace.jsonl is damaged and was skipped',
     ]);
   });
+  it('each request is traced as sent, every message body once, and a secret stays masked', async () => {
+    const home = tempHome();
+    const llm = scriptedModel([
+      { toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content: '# Working Memory\n\n- key: sk-abcdefghijklmnopqrstuvwxyz0123\n' } }] },
+      { text: 'noted' },
+      { text: 'again' },
+    ]);
+    const session = await newSession({ llm, home });
+    await session.prompt('remember my key sk-abcdefghijklmnopqrstuvwxyz0123 please');
+    await session.prompt('and now?');
+    await session.close();
+    const text = readFileSync(join(session.dir, 'trace.jsonl'), 'utf8');
+    expect(text).not.toContain('sk-abcdefghijklmnopqrstuvwxyz0123');
+    const records = readTrace(join(session.dir, 'trace.jsonl')).records;
+    const sent = sentFromTrace(records);
+    expect(sent).toHaveLength(llm.requests.length);
+    // Exactly what the model received, with the key masked as every trace line masks it.
+    const masked = (m: unknown) => JSON.parse(redactor([])(JSON.stringify(m))) as unknown;
+    expect(JSON.stringify(llm.requests[0]!.messages)).toContain('sk-abcdefghijklmnopqrstuvwxyz0123');
+    sent.forEach((s, i) => expect(s.messages, `request ${i + 1}`).toEqual(masked(llm.requests[i]!.messages)));
+    const built = records.flatMap((r) => (r.k === 'event' && r.event.type === 'prompt_built' ? [r.event] : []));
+    sent.forEach((s, i) => expect(s.tokens.reduce((a, b) => a + b, 0)).toBe(built[i]!.tokens.total - built[i]!.tokens.calibration));
+    // Each body once: the first user message is carried by every request but traced once.
+    expect(records.filter((r) => r.k === 'message' && r.seq === 1)).toHaveLength(1);
+    expect(records.filter((r) => r.k === 'system').length).toBeLessThan(sent.length);
+  });
+  it('a request built again after an overflow is traced again, as sent the second time', async () => {
+    const home = tempHome();
+    const llm = scriptedModel([{ error: new LLMError('overflow', 'context_length_exceeded') }, { text: 'fits now' }]);
+    const session = await newSession({ llm, home });
+    await session.prompt('a long question');
+    await session.close();
+    const records = readTrace(join(session.dir, 'trace.jsonl')).records;
+    const built = records.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
+    expect(llm.requests).toHaveLength(2);
+    expect(built).toHaveLength(2);
+    const sent = sentFromTrace(records);
+    expect(sent.map((s) => s.messages)).toEqual(llm.requests.map((r) => r.messages));
+  });
 });
+
+/** The messages of each request as the trace tells them (the context view does the same in the page). */
+function sentFromTrace(records: TraceRecord[]): { turn: number; request: number; messages: unknown[]; tokens: number[] }[] {
+  const systems = new Map<string, string>();
+  const bodies = new Map<number, { message: { content?: string | null }; tokens: number }>();
+  const out: { turn: number; request: number; messages: unknown[]; tokens: number[] }[] = [];
+  for (const r of records) {
+    if (r.k === 'system') systems.set(r.hash, r.content);
+    else if (r.k === 'message') bodies.set(r.seq, { message: r.message, tokens: r.tokens });
+    else if (r.k === 'request') {
+      const seqs = r.seqs.flatMap(([first, n]) => Array.from({ length: n }, (_, i) => first + i));
+      const history = seqs.map((seq) => bodies.get(seq)!);
+      const last = history.at(-1)!;
+      out.push({
+        turn: r.turn,
+        request: r.request,
+        messages: [
+          { role: 'system', content: systems.get(r.system) },
+          ...history.slice(0, -1).map((h) => h.message),
+          { ...last.message, content: (last.message.content ?? '') + r.tail },
+        ],
+        tokens: [r.tokens.system + r.tokens.memory, ...history.slice(0, -1).map((h) => h.tokens), last.tokens + r.tokens.tail],
+      });
+    }
+  }
+  return out;
+}
 
 describe('the viz server', () => {
   it('refuses a port in use with a clear message and answers unknown sessions with 404', async () => {
@@ -168,7 +240,14 @@ describe("the viz server's doors", () => {
 
   it('no token or a wrong one: 401 on every API and WebSocket route, and not a byte of session data', async () => {
     const wrong = Buffer.alloc(32, 7).toString('base64url');
-    const api = ['/api/sessions', '/api/charts', `/api/sessions/${sessionId}/trace`, `/api/sessions/${sessionId.slice(0, 8)}/trace`];
+    const api = [
+      '/api/sessions',
+      '/api/charts',
+      `/api/sessions/${sessionId}/trace`,
+      `/api/sessions/${sessionId.slice(0, 8)}/trace`,
+      `/api/sessions/${sessionId}/live`,
+      `/api/sessions/${sessionId}/memory-file?path=detail/x.md`,
+    ];
     for (const headers of [{}, auth(wrong), auth(''), auth(server.token.slice(0, -1)), { authorization: server.token }]) {
       for (const path of api) {
         const res = await rawGet(server.port, path, headers);
@@ -191,8 +270,8 @@ describe("the viz server's doors", () => {
       }
     }
     expect(server.stats().ingested).toBe(0);
-    // With the token, the same routes answer.
-    for (const path of api) expect((await rawGet(server.port, path, auth(server.token))).status, path).toBe(200);
+    // With the token, the same routes answer (the detail file does not exist: 404, said plainly).
+    for (const path of api) expect((await rawGet(server.port, path, auth(server.token))).status, path).toBe(path.includes('memory-file') ? 404 : 200);
   });
 
   it('traversal is refused in every route, encoded or not, token or not', async () => {
@@ -221,6 +300,13 @@ describe("the viz server's doors", () => {
       expect(res.body).not.toContain(sessionId.slice(0, 8));
       expect(res.body).not.toContain('"name"');
     }
+    // The context view's archive links open only detail/ and archive/ files of the working memory.
+    for (const file of ['../meta.json', 'detail/../../meta.json', '/etc/passwd', 'overview.md', 'detail/..', 'working-memory/../messages.jsonl', '']) {
+      const res = await rawGet(server.port, `/api/sessions/${sessionId}/memory-file?path=${encodeURIComponent(file)}`, auth(server.token));
+      expect(res.status, file).toBe(400);
+      expect(res.body).not.toContain('secret plan');
+    }
+    expect((await rawGet(server.port, `/api/sessions/${sessionId}/memory-file?path=detail/none.md`, auth(server.token))).status).toBe(404);
     // An absolute-form target is refused too.
     expect((await rawGet(server.port, `http://127.0.0.1:${server.port}/api/sessions`, auth(server.token))).status).toBe(400);
     // WebSocket upgrades, sent raw (a WebSocket client would normalise the path first).
@@ -282,7 +368,7 @@ describe("the viz server's doors", () => {
     link.send(good);
     await until(() => seen.some((m) => m.type === 'record'));
     await new Promise((r) => setTimeout(r, 200));
-    expect(seen.filter((m) => m.type === 'record')).toEqual([{ type: 'record', sessionId: id, record: good }]);
+    expect(seen.filter((m) => m.type === 'record')).toEqual([{ type: 'record', sessionId: id, n: 0, record: good }]);
     expect(server.stats()).toMatchObject({ ingested: 1, dropped: forged.length });
     expect(warnings).toEqual([]);
     link.close();
@@ -383,6 +469,7 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
   let home: string;
   let sessionId: string;
   let records: TraceRecord[];
+  let received: RecordedRequest[];
 
   beforeAll(async () => {
     expect(hasChromium, `${CHROMIUM} is missing: .ci/run installs Debian's chromium`).toBe(true);
@@ -392,6 +479,7 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     const io = { stdin: process.stdin, stdout: sink, stderr: sink, env: {}, cwd: '/demo' } as unknown as CliIO;
     const demo = await runDemo(io, { quiet: true, home, showHome: false });
     sessionId = demo.sessionId;
+    received = demo.requests;
     records = readTrace(join(demo.sessionDir, 'trace.jsonl')).records;
     server = await startVizServer({ home });
     browser = await chromium.launch({
@@ -430,6 +518,7 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
   }
 
   const steps = () => records.filter((r): r is Extract<TraceRecord, { k: 'step' }> => r.k === 'step');
+  const builtAtRecord = (r: TraceRecord) => (r as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
 
   it('renders every state of the turn machine, and replay moves the highlight to the expected state', async () => {
     const { page, errors } = await open(`?session=${sessionId}`);
@@ -495,6 +584,171 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     await page.close();
   });
 
+  /** Replay to the step where the given prompt_built was recorded. */
+  async function toRequest(page: Page, built: number): Promise<void> {
+    const at = records.slice(0, records.indexOf(builtEvents()[built]!)).filter((r) => r.k === 'step').length - 1;
+    await page.locator('#slider').evaluate((el, v) => {
+      (el as HTMLInputElement).value = String(v);
+      el.dispatchEvent(new Event('input'));
+    }, at);
+    await page.waitForFunction((i) => document.querySelector('#context')?.getAttribute('data-request') === String(i), built);
+  }
+  const builtEvents = () => records.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
+  const builtAt = (i: number) => (builtEvents()[i] as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
+
+  it('the context view lists exactly the messages the server received, with the token figures of prompt_built', async () => {
+    // The demo's model requests, in order (a summarising compaction would add its own: it sends no tools).
+    const chat = received.filter((r) => r.path.endsWith('/chat/completions') && r.status === 200 && (r.body.tools?.length ?? 0) > 0);
+    expect(chat).toHaveLength(builtEvents().length);
+    const events = records.flatMap((r) => (r.k === 'event' ? [r.event] : []));
+    const phase1 = builtEvents().findIndex((r) => builtAtRecord(r).mode === 'phase1' && builtAtRecord(r).request > 1);
+    const phase2 = builtEvents().findIndex((r) => builtAtRecord(r).mode === 'phase2');
+    const compaction = events.findIndex((e) => e.type === 'compaction_end' && e.replaced > 0);
+    const afterCompaction = builtEvents().findIndex((r) => events.indexOf((r as Extract<TraceRecord, { k: 'event' }>).event) > compaction);
+    expect([phase1, phase2, afterCompaction].every((i) => i >= 0)).toBe(true);
+    const { page, errors } = await open(`?session=${sessionId}`);
+    await page.waitForSelector('#timeline .point');
+    for (const [name, i] of [['phase 1', phase1], ['phase 2', phase2], ['after a compaction', afterCompaction]] as const) {
+      await toRequest(page, i);
+      const shown = await page.evaluate(() => {
+        const messages: { role: string; content: string; calls: string[] }[] = [];
+        for (const part of Array.from(document.querySelectorAll<HTMLElement>("#context .part"))) {
+          const m = Number(part.dataset.message);
+          messages[m] ??= { role: part.dataset.role!, content: '', calls: [] };
+          messages[m]!.content += part.querySelector('.body')!.textContent;
+          for (const call of Array.from(part.querySelectorAll(".call"))) messages[m]!.calls.push(call.textContent!);
+        }
+        const tokens = (group: string) => document.querySelector<HTMLElement>(`#context [data-group="${group}"] h3 .tokens`)?.dataset.tokens;
+        const history = Array.from(document.querySelectorAll<HTMLElement>('#context [data-group="history"] .part > summary .tokens')).map((t) => Number(t.dataset.tokens));
+        return {
+          messages,
+          system: tokens('system'),
+          memory: tokens('memory'),
+          index: tokens('index'),
+          history: tokens('history'),
+          tail: tokens('tail'),
+          perMessage: history,
+          caption: document.querySelector('#context-caption')!.textContent,
+        };
+      });
+      const sent = chat[i]!.body.messages as { role: string; content: string | null; tool_calls?: { function: { name: string; arguments: string } }[] }[];
+      expect(shown.messages.length, name).toBe(sent.length);
+      shown.messages.forEach((m, k) => {
+        const wire = sent[k]!;
+        expect(m.role === 'tail' ? sent[k]!.role : m.role, `${name}: message ${k}`).toBe(wire.role);
+        expect(m.content, `${name}: message ${k}`).toBe(wire.content ?? '');
+        expect(m.calls, `${name}: message ${k}`).toEqual((wire.tool_calls ?? []).map((c) => `${c.function.name}(${c.function.arguments})`));
+      });
+      const t = builtAt(i).tokens;
+      expect(Number(shown.system), name).toBe(t.system);
+      expect(Number(shown.memory) + Number(shown.index), name).toBe(t.memory);
+      expect(Number(shown.history), name).toBe(t.history);
+      expect(shown.perMessage.reduce((a, b) => a + b, 0), name).toBe(t.history);
+      expect(Number(shown.tail), name).toBe(t.tail);
+      expect(shown.caption, name).toContain(`${t.total.toLocaleString('en-US')} tokens (${t.percent} %)`);
+      if (name === 'after a compaction') {
+        const files = (events[compaction] as Extract<WorkmemEvent, { type: 'compaction_end' }>).files;
+        expect(await page.locator('#context .file-link summary').allTextContents()).toEqual(files);
+        await page.locator('#context .file-link summary').first().click();
+        await page.waitForFunction(() => (document.querySelector('#context .file-link pre')?.textContent ?? 'loading…') !== 'loading…');
+        expect(await page.locator('#context .file-link pre').first().textContent()).toMatch(/\S/);
+        expect(await page.locator('#context .file-link pre').first().textContent()).not.toMatch(/^could not open/);
+        // The README's picture (docs/visualizer.jpg is a copy of it).
+        await page.setViewportSize({ width: 1280, height: 900 });
+        await page.screenshot({ path: join(ARTIFACTS, 'visualizer-context.jpg'), type: 'jpeg', quality: 70, fullPage: true });
+      }
+      await page.screenshot({ path: join(ARTIFACTS, `visualizer-context-${name.replace(/ /g, '-')}.png`), fullPage: true });
+    }
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('at 1024×700 and 1440×900 nothing overlaps, nothing floats over the content, and chart labels and markers keep apart', async () => {
+    const boxes = () => {
+      type Box = { name: string; el: Element; r: DOMRect };
+      const named = (el: Element) => `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.getAttribute('class') ? `.${el.getAttribute('class')!.split(' ').join('.')}` : ''} "${(el.textContent ?? '').trim().slice(0, 30)}"`;
+      const overlaps = (list: Element[], slack = 0.5) => {
+        const out: string[] = [];
+        const items: Box[] = list.map((el) => ({ name: named(el), el, r: el.getBoundingClientRect() })).filter((b) => b.r.width > 0 && b.r.height > 0);
+        for (let i = 0; i < items.length; i++)
+          for (let j = i + 1; j < items.length; j++) {
+            const a = items[i]!;
+            const b = items[j]!;
+            if (a.el.contains(b.el) || b.el.contains(a.el)) continue;
+            const w = Math.min(a.r.right, b.r.right) - Math.max(a.r.left, b.r.left);
+            const h = Math.min(a.r.bottom, b.r.bottom) - Math.max(a.r.top, b.r.top);
+            if (w > slack && h > slack) out.push(`${a.name} × ${b.name}`);
+          }
+        return out;
+      };
+      const all = (selector: string) => Array.from(document.querySelectorAll(selector));
+      const layout = all(
+        'header > *, #controls > *, main > section, aside > section, section > h2, #chart svg, #legend > li, #step > div, #timeline svg, #timeline-legend, #memory, #context .window, #context h3, #context .part > summary, #context .cached, #context p',
+      );
+      const floating = all('body *').filter((el) => ['fixed', 'sticky'].includes(getComputedStyle(el).position)).map(named);
+      return {
+        layout: overlaps(layout),
+        chartLabels: overlaps(all('#chart g.edge text, #chart g.node text, #chart g.cluster text'), 1),
+        markers: overlaps(all('#timeline .marker, #timeline .axis'), 0.5),
+        floating,
+        wider: document.documentElement.scrollWidth - window.innerWidth,
+      };
+    };
+    const compaction = records.findIndex((r) => r.k === 'event' && r.event.type === 'compaction_end' && r.event.replaced > 0);
+    const afterCompaction = builtEvents().findIndex((r) => records.indexOf(r) > compaction);
+    for (const [width, height] of [[1024, 700], [1440, 900]] as const) {
+      const { page, errors } = await open(`?session=${sessionId}`);
+      await page.setViewportSize({ width, height });
+      await page.waitForSelector('#timeline .point');
+      await toRequest(page, afterCompaction);
+      for (const machine of ['turn', 'session', 'historyMode']) {
+        await page.click(`#machines button[data-machine="${machine}"]`);
+        const found = await page.evaluate(boxes);
+        expect(found, `${width}×${height} ${machine}`).toEqual({ layout: [], chartLabels: [], markers: [], floating: [], wider: 0 });
+      }
+      // The replay controls are in the page, above the content: never over it.
+      const controls = await page.locator('#controls').boundingBox();
+      const main = await page.locator('main').boundingBox();
+      expect(controls!.y + controls!.height).toBeLessThanOrEqual(main!.y);
+      await page.click('#machines button[data-machine="turn"]');
+      await page.screenshot({ path: join(ARTIFACTS, `visualizer-${width}x${height}.png`), fullPage: false });
+      expect(errors).toEqual([]);
+      await page.close();
+    }
+  });
+
+  it('the step panel follows the machine shown, and can step through its steps only', async () => {
+    const { page, errors } = await open(`?session=${sessionId}`);
+    await page.waitForSelector('#timeline .point');
+    await page.click('#machines button[data-machine="historyMode"]');
+    await page.check('#only-machine');
+    await page.focus('body');
+    await page.keyboard.press('Home');
+    const seen: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      await page.keyboard.press('ArrowRight');
+      seen.push((await page.textContent('#step b'))!);
+      const position = Number((await page.textContent('#position'))!.split(' / ')[0]) - 1;
+      expect(steps()[position]!.machine).toBe('historyMode');
+    }
+    expect(new Set(seen)).toEqual(new Set(['historyMode']));
+    // Without the filter, a step of another machine still shows the shown machine's state, and says which step it is.
+    await page.uncheck('#only-machine');
+    const other = steps().findIndex((s) => s.machine === 'turn');
+    await page.locator('#slider').evaluate((el, v) => {
+      (el as HTMLInputElement).value = String(v);
+      el.dispatchEvent(new Event('input'));
+    }, other);
+    expect(await page.textContent('#step b')).toBe('historyMode');
+    expect(await page.textContent('#step-current')).toMatch(/^this step: turn — /);
+    // The timeline's x axis is in turns.
+    const turns = await page.locator('#timeline .axis.turn').allTextContents();
+    expect(turns[0]).toBe('1');
+    expect(turns.map(Number).every((t, i, all) => i === 0 || t > all[i - 1]!)).toBe(true);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('a session running live updates the open page', async () => {
     const llm = scriptedModel([
       {
@@ -529,6 +783,75 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     const reopened = await openSession(session.id, { llm: scriptedModel([]), home, env: {}, trace: false });
     expect(readFileSync(join(reopened.dir, 'trace.jsonl'), 'utf8')).toContain('Stream to the page, please.');
     await reopened.close();
+  });
+
+  it('a page opened in the middle of a live session ends with the same steps as a reload', async () => {
+    // The first answer waits until the page is open: the turn is half done, its records streamed and not yet in trace.jsonl.
+    let release!: () => void;
+    let reached!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const atGate = new Promise<void>((r) => (reached = r));
+    const llm = scriptedModel([
+      async () => {
+        reached();
+        await gate;
+        return { toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content: '# Working Memory\n\n- mid: yes\n' } }] };
+      },
+      { text: 'Half way.' },
+      { text: 'Second turn.' },
+    ]);
+    const session = await newSession({ llm, home, visualizer: server.port });
+    const turn = session.prompt('Open the page now.');
+    await atGate;
+    await until(() => server.stats().ingested > 10);
+    const { page, errors } = await open(`?session=${session.id}`);
+    await page.waitForFunction(() => document.querySelector('#position')?.textContent !== '0 / 0');
+    release();
+    await turn;
+    await session.prompt('And once more.');
+    await session.close();
+    await page.waitForFunction(() => document.querySelector('#live')?.textContent === '● live: none');
+    const live = await page.textContent('#position');
+    const liveRequests = await page.locator('#timeline .point').count();
+    await page.reload();
+    await page.waitForFunction(() => document.querySelector('#position')?.textContent !== '0 / 0');
+    const steps = readTrace(join(session.dir, 'trace.jsonl')).records.filter((r) => r.k === 'step').length;
+    expect(await page.textContent('#position')).toBe(`${steps} / ${steps}`);
+    expect(live).toBe(`${steps} / ${steps}`);
+    expect(liveRequests).toBe(3);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('the context view shows the cached share when the trace reports it, and says when a trace has no messages', async () => {
+    const target = await newSession({ llm: scriptedModel([]), home });
+    await target.close();
+    const tokens = { system: 700, memory: 200, history: 250, tail: 50, counted: 1200, calibration: 0, total: 1200, window: 8000, percent: 15 };
+    const trace = [
+      { k: 'header', format: 1, sessionId: target.id, ts: 1, resumed: false },
+      { k: 'system', ts: 2, hash: 'h1', content: 'You are helpful.\n\n<working_memory file="x">\n# m\n</working_memory>\n\n<detail_index>\n(no files yet)\n</detail_index>', detailIndexTokens: 10 },
+      { k: 'message', ts: 2, seq: 1, turn: 1, tokens: 250, message: { role: 'user', content: 'hello' } },
+      { k: 'request', ts: 2, turn: 1, request: 1, mode: 'phase1', system: 'h1', seqs: [[1, 1]], tail: '\n\n<context_meta>\n{}\n</context_meta>', tokens: { ...tokens, cacheable: 1100 }, reserved: 600 },
+      { k: 'step', ts: 3, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'buildPrompt', turn: 1, request: 1 },
+      { k: 'event', ts: 3, event: { type: 'prompt_built', turn: 1, request: 1, mode: 'phase1', messages: 2, range: [0, 1], tokens: { ...tokens, cacheable: 1100 }, ts: 3 } },
+      { k: 'step', ts: 4, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'stream', turn: 1, request: 1 },
+      // The server's usage over the turn (issue 16's turn_end.usage).
+      { k: 'event', ts: 4, event: { type: 'turn_end', turn: 1, promptId: 'p', status: 'done', text: 'ok', requests: 2, usage: { input: 2400, cached: 1800, output: 100 }, ts: 4 } },
+      // A request an older workmem recorded: its breakdown, no messages.
+      { k: 'event', ts: 5, event: { type: 'prompt_built', turn: 1, request: 2, mode: 'phase1', messages: 2, range: [0, 1], tokens, ts: 5 } },
+      { k: 'step', ts: 6, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'stream', turn: 1, request: 2 },
+    ];
+    writeFileSync(join(target.dir, 'trace.jsonl'), trace.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    const { page, errors } = await open(`?session=${target.id}`);
+    await page.waitForFunction(() => document.querySelector('#position')?.textContent === '3 / 3');
+    expect(await page.textContent('#context')).toContain('recorded by an older workmem');
+    await page.click('#prev-request');
+    expect(await page.textContent('#context .cached')).toBe('cached: 1,800 of 2,400 input tokens (75 %) over the 2 requests of turn 1, as the server reported');
+    expect(await page.textContent('#context .cacheable')).toContain('1,100 tokens');
+    expect(await page.locator('#context .part').count()).toBe(5);
+    expect(await page.textContent('#context .bar-keys')).toContain('reserved output 600');
+    expect(errors).toEqual([]);
+    await page.close();
   });
 
   it('an unknown session id or a session without a trace is said plainly on the page', async () => {

@@ -3,6 +3,13 @@
 // run with the visualizer option stream here live. Plain ES module, no dependencies.
 // Record data only ever reaches the page as text (textContent, attributes): never as markup.
 
+import { el } from './dom.js';
+import { renderContext } from './contextView.js';
+import { renderMemory } from './memoryView.js';
+import { describeStep } from './stepView.js';
+import { renderTimeline, timelineCursor } from './timeline.js';
+import { traceModel, withStream } from './traceModel.js';
+
 const $ = (selector) => document.querySelector(selector);
 // The per-run token, from the fragment of the URL `workmem viz` printed: sent on every API
 // fetch (Authorization) and on /live (a WebSocket subprotocol: a browser cannot set headers there).
@@ -15,6 +22,12 @@ const state = {
   derived: null,
   step: 0,
   live: new Set(),
+  /** The number of the next streamed record the page expects (null: not following a live session). */
+  next: null,
+  loadingId: null,
+  pending: null,
+  onlyMachine: false,
+  shownRequest: undefined,
 };
 
 /** An API call with the token; a refusal is said plainly. */
@@ -24,28 +37,13 @@ async function api(path) {
   return response;
 }
 
-/** An element with attributes and children (strings become text nodes). */
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
-  node.append(...children.map((c) => (c instanceof Node ? c : String(c))));
-  return node;
-}
-
-/** The same in SVG. */
-function svgEl(tag, attributes = {}, ...children) {
-  const node = document.createElementNS('http://www.w3.org/2000/svg', tag);
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
-  node.append(...children.map((c) => (c instanceof Node ? c : String(c))));
-  return node;
-}
-
 async function main() {
   const charts = await (await api('/api/charts')).json();
   for (const chart of charts.charts) state.charts.set(chart.machine, chart);
   await refreshSessions();
   showChart();
-  connectLive();
+  // Subscribed before the trace is read: nothing streamed in between is missed.
+  await connectLive();
   const params = new URLSearchParams(location.search);
   if (params.get('machine')) setMachine(params.get('machine'));
   if (params.get('session')) await loadSession(params.get('session'));
@@ -70,19 +68,51 @@ function label(s) {
   return `${s.id.slice(0, 8)} · ${when} · ${s.name ?? s.cwd}`;
 }
 
-async function loadSession(id) {
+/**
+ * Loads a session's trace. For a live session the answer says from which streamed record
+ * (`next`) the page goes on; records streamed while the answer is on its way wait in
+ * `pending`. `keepStep`: a reload keeps the replay where it was unless it followed the end.
+ */
+async function loadSession(id, keepStep = false) {
+  state.loadingId = id;
+  state.pending = [];
   const response = await api(`/api/sessions/${encodeURIComponent(id)}/trace`);
   const body = await response.json();
+  // A live session: its trace file lags behind; this run as streamed comes on top of it.
+  const live = response.ok ? (await (await api(`/api/sessions/${encodeURIComponent(body.sessionId)}/live`)).json()).live : null;
+  if (state.loadingId !== id) return; // another load began meanwhile
+  const pending = state.pending;
+  state.loadingId = null;
+  state.pending = null;
   if (!response.ok) return showProblems([body.error]);
+  const following = !keepStep || !state.derived || state.step >= state.derived.steps.length - 1;
   state.sessionId = body.sessionId;
+  state.next = live ? live.next : null;
   const select = $('#session');
   if (![...select.options].some((o) => o.value === body.sessionId)) select.add(new Option(body.sessionId.slice(0, 8), body.sessionId));
   select.value = body.sessionId;
-  state.records = body.records;
+  state.records = live ? withStream(body.records, live.records) : body.records;
   showProblems(body.problems);
   derive();
-  setStep(state.derived.steps.length - 1);
+  setStep(following ? state.derived.steps.length - 1 : state.step);
   history.replaceState(null, '', `?session=${encodeURIComponent(body.sessionId)}&machine=${encodeURIComponent(state.machine)}${location.hash}`);
+  for (const data of pending) streamed(data);
+}
+
+/** A record streamed live: in order it is added; already in the trace answer, skipped; after a gap, the trace is asked for again. */
+function streamed(data) {
+  if (state.pending && data.sessionId === state.loadingId) return void state.pending.push(data);
+  if (data.sessionId !== state.sessionId || state.loadingId) return;
+  if (Number.isInteger(data.n)) {
+    if (state.next !== null && data.n < state.next) return;
+    if (state.next === null || data.n > state.next) return void loadSession(state.sessionId, true);
+    state.next++;
+  }
+  const following = !state.derived || state.step >= state.derived.steps.length - 1;
+  state.records.push(data.record);
+  derive();
+  if (following) setStep(state.derived.steps.length - 1);
+  else $('#position').textContent = `${state.step + 1} / ${state.derived.steps.length}`;
 }
 
 function showProblems(problems) {
@@ -91,26 +121,12 @@ function showProblems(problems) {
   box.textContent = (problems ?? []).join(' · ');
 }
 
-// What the records say, ordered by step: steps, requests, markers, memory versions.
+/** The model of the records, and the timeline drawn from it. */
 function derive() {
-  const steps = [];
-  const requests = [];
-  const markers = [];
-  const memories = [];
-  for (const r of state.records) {
-    if (r.k === 'step') steps.push(r);
-    else if (r.k === 'memory') memories.push({ ...r, at: steps.length - 1 });
-    else if (r.k === 'event') {
-      const e = r.event;
-      if (e.type === 'prompt_built') requests.push({ event: e, at: steps.length - 1 });
-      const kind = { reminder: 'reminder', memory_updated: 'memory', mode_changed: 'mode', compaction_end: 'compaction' }[e.type];
-      if (kind && !(e.type === 'compaction_end' && e.replaced === 0)) markers.push({ kind, event: e, at: steps.length - 1, request: requests.length });
-    }
-  }
-  state.derived = { steps, requests, markers, memories };
-  const slider = $('#slider');
-  slider.max = String(Math.max(0, steps.length - 1));
-  renderTimeline();
+  state.derived = traceModel(state.records);
+  state.shownRequest = undefined;
+  $('#slider').max = String(Math.max(0, state.derived.steps.length - 1));
+  renderTimeline($('#timeline'), state.derived.requests, state.derived.markers, setStep);
 }
 
 // ---- the statechart ---------------------------------------------------------------
@@ -119,6 +135,7 @@ function setMachine(machine) {
   if (!state.charts.has(machine)) return;
   state.machine = machine;
   for (const b of document.querySelectorAll('#machines button')) b.classList.toggle('on', b.dataset.machine === machine);
+  $('#only-name').textContent = machine;
   showChart();
   if (state.derived) setStep(state.step);
 }
@@ -162,7 +179,8 @@ function highlight(i) {
     }
   }
   for (const t of step.transitions) {
-    for (const el of chart.querySelectorAll(`[id="t:${CSS.escape(t)}"], [id^="t:${CSS.escape(t)}#"]`)) el.classList.add('last');
+    // Loops on one state are one edge: each of their transitions is a class of it.
+    for (const el of chart.querySelectorAll(`[id="t:${CSS.escape(t)}"], [id^="t:${CSS.escape(t)}#"], g.edge[class~="t:${CSS.escape(t)}"]`)) el.classList.add('last');
   }
 }
 
@@ -178,179 +196,101 @@ function setStep(i) {
   $('#slider').value = String(state.step);
   $('#position').textContent = `${state.step + 1} / ${steps.length}`;
   highlight(state.step);
-  describeStep(steps[state.step]);
-  renderTimelineCursor();
-  renderMemory();
+  describeStep($('#step'), state.machine, steps[state.step], machineStep(state.step));
+  timelineCursor(requestAt(state.step));
+  renderMemory($('#memory'), $('#memory-caption'), state.derived.memories, state.step);
+  showContext();
 }
 
-function describeStep(step) {
-  const from = step.from.map((s) => s.replace(/^[^.]+\.?/, '') || '(machine)').join(', ');
-  const to = step.to.map((s) => s.replace(/^[^.]+\.?/, '')).join(', ') || '(stays)';
-  const where = [step.turn != null ? `turn ${step.turn}` : null, step.request != null ? `request ${step.request}` : null].filter(Boolean).join(' · ');
-  $('#step').replaceChildren(
-    el('div', {}, el('b', {}, step.machine), ' ', el('span', { class: 'muted' }, where)),
-    el('div', {}, 'event ', el('span', { class: 'event', id: 'step-event' }, eventLabel(step.event))),
-    el('div', {}, `${from} → `, el('b', { id: 'step-target' }, to)),
-  );
-}
-
-function eventLabel(type) {
-  type = String(type);
-  const actor = /^xstate\.(done|error)\.actor\.(.+)$/.exec(type);
-  if (actor) return `${actor[1]}: ${actor[2]}`;
-  const after = /^xstate\.after\.([^.]+)\./.exec(type);
-  if (after) return `after ${after[1]}`;
-  return type;
-}
-
-// ---- the request timeline --------------------------------------------------------
-
-const W = 600;
-const H = 170;
-const PAD = { left: 40, right: 8, top: 10, bottom: 18 };
-
-function renderTimeline() {
-  const { requests, markers } = state.derived;
-  const box = $('#timeline');
-  if (requests.length === 0) {
-    box.replaceChildren(el('p', { class: 'muted' }, 'No requests recorded.'));
-    return;
-  }
-  // A trace file can be damaged or forged: what is not a number is drawn as 0, and said as it is.
-  const num = (v) => (Number.isFinite(Number(v)) ? Number(v) : 0);
-  const window = Math.max(1, ...requests.map((r) => num(r.event.tokens.window)));
-  const x = (i) => PAD.left + (requests.length === 1 ? 0 : (i * (W - PAD.left - PAD.right)) / (requests.length - 1));
-  const y = (tokens) => PAD.top + (1 - num(tokens) / window) * (H - PAD.top - PAD.bottom);
-  const points = requests.map((r, i) => `${x(i)},${y(r.event.tokens.total)}`).join(' ');
-  const chart = svgEl(
-    'svg',
-    { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'prompt tokens per request' },
-    svgEl(
-      'line',
-      { class: 'threshold', x1: PAD.left, x2: W - PAD.right, y1: y(window * 0.75), y2: y(window * 0.75) },
-      svgEl('title', {}, `75 % of the ${window.toLocaleString()}-token window`),
-    ),
-    svgEl('text', { class: 'axis', x: 2, y: y(window) + 8 }, `${(window / 1000).toFixed(0)}k`),
-    svgEl('text', { class: 'axis', x: 2, y: y(window * 0.75) + 3 }, '75 %'),
-    svgEl('text', { class: 'axis', x: 2, y: H - PAD.bottom }, '0'),
-    svgEl('polyline', { class: 'line', points }),
-    svgEl('line', { class: 'cursor', id: 'timeline-cursor', x1: 0, x2: 0, y1: PAD.top, y2: H - PAD.bottom }),
-  );
-  requests.forEach((r, i) => {
-    const t = r.event.tokens;
-    const point = svgEl(
-      'circle',
-      { class: 'point', 'data-index': i, cx: x(i), cy: y(t.total), r: 3.5 },
-      svgEl(
-        'title',
-        {},
-        `request ${i + 1} (turn ${r.event.turn}, request ${r.event.request}, ${r.event.mode}): ${t.total.toLocaleString()} tokens, ${t.percent} % of the window`,
-      ),
-    );
-    point.addEventListener('click', () => setStep(r.at + 1));
-    chart.append(point);
-  });
-  const glyph = { reminder: '▲', memory: '✎', mode: '⇄', compaction: '⤓' };
-  for (const m of markers) {
-    const mx = x(Math.min(requests.length - 1, Math.max(0, m.request - 1)));
-    chart.append(svgEl('text', { class: `marker ${m.kind}`, x: mx - 4, y: H - 3 }, glyph[m.kind], svgEl('title', {}, markerText(m))));
-  }
-  box.replaceChildren(chart);
-}
-
-function markerText(m) {
-  const e = m.event;
-  switch (m.kind) {
-    case 'reminder':
-      return `reminder (${e.level}, ${e.reason}): ${e.rounds} requests since the last memory update, ${e.tokensPercent} %`;
-    case 'memory':
-      return `memory written: ${e.path}, ${e.bytes} bytes${e.warning ? ` — ${e.warning}` : ''}`;
-    case 'mode':
-      return `history mode ${e.from} → ${e.to}${e.pinned ? ' (pinned)' : ''}`;
-    case 'compaction':
-      return `compaction (${e.reason}): ${e.replaced} items, ${e.tokensBefore} → ${e.tokensAfter} tokens → ${[].concat(e.files).join(', ')}`;
-  }
-  return '';
-}
-
-function renderTimelineCursor() {
-  const { requests } = state.derived;
-  const cursor = $('#timeline-cursor');
-  if (!cursor || requests.length === 0) return;
+/** The request at step i: the last one built at or before it (-1: none yet). */
+function requestAt(i) {
   let current = -1;
-  requests.forEach((r, i) => {
-    if (r.at < state.step) current = i;
+  state.derived.requests.forEach((r, k) => {
+    if (r.at <= i) current = k;
   });
-  for (const c of document.querySelectorAll('#timeline .point')) c.classList.toggle('current', Number(c.dataset.index) === current);
-  const point = document.querySelector(`#timeline .point[data-index="${current}"]`);
-  const cx = point ? point.getAttribute('cx') : '-10';
-  cursor.setAttribute('x1', cx);
-  cursor.setAttribute('x2', cx);
+  return current;
 }
 
-// ---- working memory, as it was, with its diff -----------------------------------
-
-function renderMemory() {
-  const { memories } = state.derived;
-  let index = -1;
-  memories.forEach((m, i) => {
-    if (m.at <= state.step) index = i;
+/** The context view follows the replay, redrawn only when the request changes. */
+function showContext() {
+  const index = requestAt(state.step);
+  if (index === state.shownRequest) return;
+  state.shownRequest = index;
+  const { requests, systems, bodies } = state.derived;
+  const r = requests[index];
+  const previous = requests[index - 1];
+  renderContext($('#context'), $('#context-caption'), {
+    request: r?.sent ?? null,
+    built: r?.event ?? null,
+    index,
+    systems,
+    bodies,
+    previous: previous?.sent ?? null,
+    compactions: r?.compactions ?? [],
+    usage: r?.turnUsage ?? null,
+    loadFile,
   });
-  const box = $('#memory');
-  if (index < 0) {
-    box.textContent = '';
-    $('#memory-caption').textContent = '';
-    return;
-  }
-  const current = memories[index];
-  const previous = memories[index - 1];
-  $('#memory-caption').textContent = previous
-    ? `version ${index + 1} of ${memories.length}${current.turn != null ? `, turn ${current.turn}` : ''} — changes from the previous version`
-    : `version 1 of ${memories.length}`;
-  const lines = previous
-    ? diffLines(String(previous.content).split('\n'), String(current.content).split('\n'))
-    : String(current.content).split('\n').map((text) => ({ kind: 'same', text }));
-  box.replaceChildren(...lines.map((l) => el('div', { class: l.kind }, `${l.kind === 'add' ? '+ ' : l.kind === 'del' ? '- ' : '  '}${l.text}`)));
+  $('#context').dataset.request = String(index);
 }
 
-/** A line diff by longest common subsequence (memory files are small). */
-function diffLines(a, b) {
-  const n = a.length;
-  const m = b.length;
-  const lcs = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
-  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
-  const out = [];
-  let i = 0;
-  let j = 0;
-  while (i < n && j < m) {
-    if (a[i] === b[j]) out.push({ kind: 'same', text: a[i++] }), j++;
-    else if (lcs[i + 1][j] >= lcs[i][j + 1]) out.push({ kind: 'del', text: a[i++] });
-    else out.push({ kind: 'add', text: b[j++] });
-  }
-  while (i < n) out.push({ kind: 'del', text: a[i++] });
-  while (j < m) out.push({ kind: 'add', text: b[j++] });
-  return out;
+async function loadFile(file) {
+  const response = await api(`/api/sessions/${encodeURIComponent(state.sessionId)}/memory-file?path=${encodeURIComponent(file)}`);
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error);
+  return body.content;
 }
+
+/** Step by `delta` through all steps, or through those of the machine shown only. */
+function move(delta) {
+  const { steps } = state.derived;
+  if (!state.onlyMachine) return setStep(state.step + delta);
+  const direction = Math.sign(delta);
+  let i = state.step;
+  for (let left = Math.abs(delta); left > 0; left--) {
+    let j = i + direction;
+    while (j >= 0 && j < steps.length && steps[j].machine !== state.machine) j += direction;
+    if (j < 0 || j >= steps.length) break;
+    i = j;
+  }
+  setStep(i);
+}
+
+/** Jump to the next or the previous request. */
+function moveRequest(direction) {
+  const { requests } = state.derived;
+  const current = requestAt(state.step);
+  const target = requests[current + direction];
+  if (target) setStep(target.at);
+}
+
 
 // ---- live sessions -------------------------------------------------------------------
 
+/** Resolves once the server has registered the page (its first `live` message), or after a while. */
 function connectLive() {
   const socket = new WebSocket(`ws://${location.host}/live`, ['workmem', `token.${token}`]);
+  let registered;
+  const listening = new Promise((resolve) => {
+    registered = resolve;
+    setTimeout(resolve, 3000);
+  });
   socket.addEventListener('message', async (message) => {
     const data = JSON.parse(message.data);
     if (data.type === 'live') {
+      registered();
       state.live = new Set(data.sessions);
       if (data.sessions.some((id) => ![...$('#session').options].some((o) => o.value === id))) await refreshSessions();
       markLive();
-    } else if (data.type === 'record' && data.sessionId === state.sessionId) {
-      const following = !state.derived || state.step >= state.derived.steps.length - 1;
-      state.records.push(data.record);
-      derive();
-      if (following) setStep(state.derived.steps.length - 1);
-      else $('#position').textContent = `${state.step + 1} / ${state.derived.steps.length}`;
+    } else if (data.type === 'record') {
+      streamed(data);
     }
   });
-  socket.addEventListener('close', () => setTimeout(connectLive, 2000));
+  socket.addEventListener('close', () => {
+    // Records streamed while the socket was down are missing: ask for the trace again once back.
+    state.next = null;
+    setTimeout(() => connectLive().then(() => state.sessionId && loadSession(state.sessionId, true)), 2000);
+  });
+  return listening;
 }
 
 function markLive() {
@@ -371,13 +311,17 @@ function bindControls() {
   for (const b of document.querySelectorAll('#machines button')) b.addEventListener('click', () => setMachine(b.dataset.machine));
   $('#slider').addEventListener('input', (e) => setStep(Number(e.target.value)));
   $('#first').addEventListener('click', () => setStep(0));
-  $('#prev').addEventListener('click', () => setStep(state.step - 1));
-  $('#next').addEventListener('click', () => setStep(state.step + 1));
+  $('#prev').addEventListener('click', () => move(-1));
+  $('#next').addEventListener('click', () => move(1));
+  $('#prev-request').addEventListener('click', () => moveRequest(-1));
+  $('#next-request').addEventListener('click', () => moveRequest(1));
+  $('#only-machine').addEventListener('change', (e) => (state.onlyMachine = e.target.checked));
   $('#last').addEventListener('click', () => setStep(Infinity));
   document.addEventListener('keydown', (e) => {
     if (!state.derived || e.target instanceof HTMLSelectElement) return;
     const moves = { ArrowLeft: -1, ArrowRight: 1, PageUp: -20, PageDown: 20 };
-    if (e.key in moves) setStep(state.step + moves[e.key]);
+    if (e.key in moves) move(moves[e.key]);
+    else if (e.key === '[' || e.key === ']') moveRequest(e.key === '[' ? -1 : 1);
     else if (e.key === 'Home') setStep(0);
     else if (e.key === 'End') setStep(Infinity);
     else return;

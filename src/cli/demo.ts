@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { CliIO, Flags } from './cliIO.js';
 import type { WorkmemEvent } from '../events.js';
 import { defineTool } from '../tools/tool.js';
-import { protocolFollower, startTestServer } from '../testing/index.js';
+import { protocolFollower, startTestServer, type RecordedRequest } from '../testing/index.js';
 import { ChatController } from './chat.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import type { CliConfig } from './config.js';
@@ -87,6 +87,8 @@ export interface DemoResult {
   asked: number;
   sessionId: string;
   sessionDir: string;
+  /** What the test server received, for tests that compare it with the trace. */
+  requests: RecordedRequest[];
 }
 
 export async function runDemo(io: CliIO, options: { quiet: boolean; home: string; showHome: boolean; seed?: number }): Promise<DemoResult> {
@@ -151,7 +153,7 @@ export async function runDemo(io: CliIO, options: { quiet: boolean; home: string
     say(`Replay:   ${selfCommand()} viz --session ${session.id}${home}   (then open the printed address)`);
     say(`Memory:   ${selfCommand()} memory show ${session.id.slice(0, 8)}${home}`);
     await chat.close();
-    return { events, correct, asked: FACTS.length, sessionId: session.id, sessionDir: session.dir };
+    return { events, correct, asked: FACTS.length, sessionId: session.id, sessionDir: session.dir, requests: server.requests };
   } finally {
     await server.close();
   }

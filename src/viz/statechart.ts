@@ -129,18 +129,28 @@ export function toDot(model: ChartModel): string {
     if (first)
       lines.push(`  ${q(anchor(s.id))} -> ${q(compound.has(first.id) ? anchor(first.id) : first.id)} [style=dotted, arrowsize=0.5];`);
   }
+  // Transitions without a target (actions only) are loops on their source. Several loops on
+  // one state are drawn as one, its label a line per transition (dot piles the labels of
+  // separate loops on one another); each transition's id is a class of that edge.
+  const loops = new Map<string, ChartTransition[]>();
+  for (const t of model.transitions) if (t.targets.length === 0) loops.set(t.source, [...(loops.get(t.source) ?? []), t]);
+  const labelOf = (t: ChartTransition): string => `${t.label}${t.guard ? ` [${t.guard}]` : ''}`;
+  const from = (t: ChartTransition): string => (compound.has(t.source) ? any(t.source) : t.source);
+  const ltail = (t: ChartTransition): string => (compound.has(t.source) && t.source !== root.id ? `, ltail=${q(`cluster_${t.source}`)}` : '');
+  for (const list of loops.values()) {
+    const t = list[0]!;
+    const classes = list.length > 1 ? `, class=${q(list.map((l) => `t:${l.id}`).join(' '))}` : '';
+    const label = list.map(labelOf).join('\n');
+    lines.push(`  ${q(from(t))} -> ${q(from(t))} [id=${q(`t:${t.id}`)}, label=${q(label)}${ltail(t)}, style=dotted${classes}];`);
+  }
   for (const t of model.transitions) {
+    if (t.targets.length === 0) continue;
     // From a compound state ("any state in it") the edge leaves its cluster.
-    const from = compound.has(t.source) ? any(t.source) : t.source;
-    const tail = compound.has(t.source) && t.source !== root.id ? `, ltail=${q(`cluster_${t.source}`)}` : '';
-    const label = `${t.label}${t.guard ? ` [${t.guard}]` : ''}`;
-    // A transition without a target (only actions) is a loop on its source.
-    const targets = t.targets.length ? t.targets : [null];
-    targets.forEach((target, i) => {
-      const to = target === null ? from : compound.has(target) ? anchor(target) : target;
-      const head = target !== null && compound.has(target) && target !== root.id ? `, lhead=${q(`cluster_${target}`)}` : '';
-      const style = t.label === 'always' ? ', style=dashed' : t.targets.length === 0 ? ', style=dotted' : '';
-      lines.push(`  ${q(from)} -> ${q(to)} [id=${q(`t:${t.id}${i ? `#${i}` : ''}`)}, label=${q(label)}${tail}${head}${style}];`);
+    t.targets.forEach((target, i) => {
+      const to = compound.has(target) ? anchor(target) : target;
+      const head = compound.has(target) && target !== root.id ? `, lhead=${q(`cluster_${target}`)}` : '';
+      const style = t.label === 'always' ? ', style=dashed' : '';
+      lines.push(`  ${q(from(t))} -> ${q(to)} [id=${q(`t:${t.id}${i ? `#${i}` : ''}`)}, label=${q(labelOf(t))}${ltail(t)}${head}${style}];`);
     });
   }
   lines.push('}');

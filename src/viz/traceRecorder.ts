@@ -12,6 +12,7 @@ import type { TraceWriter } from '../storage/sessionStore.js';
 import type { WorkmemEvent } from '../events.js';
 import { transitionId } from './statechart.js';
 import { TakenTransitions } from './takenTransitions.js';
+import { SentMessages, type SentRecord } from './sentMessages.js';
 
 export const TRACE_FORMAT = 1;
 
@@ -30,7 +31,8 @@ export type TraceRecord =
       request: number | null;
     }
   | { k: 'event'; ts: number; event: TracedEvent }
-  | { k: 'memory'; ts: number; version: number; content: string; turn: number | null };
+  | { k: 'memory'; ts: number; version: number; content: string; turn: number | null }
+  | SentRecord;
 
 type Transition = Parameters<typeof transitionId>[0];
 /** A session event as traced: without its session id (the header has it). */
@@ -83,6 +85,9 @@ export class TraceRecorder {
   private turn: number | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly taken = new TakenTransitions();
+  private readonly sent = new SentMessages();
+  /** This run's header: a listener gets it first. */
+  private header: TraceRecord | null = null;
 
   constructor(
     writer: TraceWriter,
@@ -108,6 +113,8 @@ export class TraceRecorder {
     const value = (event.snapshot as { value?: unknown }).value;
     const turn = typeof context?.turn === 'number' ? context.turn : null;
     const request = typeof context?.request === 'number' ? context.request : null;
+    // What a request carries, on entering buildPrompt: the prompt is final there (see sentMessages.ts).
+    if (machine === 'turn' && value === 'buildPrompt') for (const record of this.sent.records(context, this.now())) this.record(record);
     const ts = this.now();
     let ids = '';
     let from = '';
@@ -168,7 +175,9 @@ export class TraceRecorder {
     this.record({ k: 'memory', ts: this.now(), version, content, turn: this.turn });
   }
 
+  /** A listener gets this run's header first (the live view aligns the stream with the file by it), then every record. */
   onRecord(listener: (record: TraceRecord) => void): () => void {
+    if (this.header) listener(this.header);
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -194,6 +203,7 @@ export class TraceRecorder {
     const json = `${JSON.stringify(record)}\n`;
     const line = this.redact(json);
     this.push(line);
+    if (record.k === 'header') this.header = record;
     if (this.listeners.size === 0) return;
     const shown = line === json ? record : (JSON.parse(line) as TraceRecord);
     for (const listener of this.listeners) listener(shown);

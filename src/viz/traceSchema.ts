@@ -20,6 +20,26 @@ const turnError = z.object({
   retryable: z.boolean(),
 });
 const at = { turn: turnNo, request: count, ts: z.number() };
+/** A request record's tokens: prompt_built's, with the cacheable prefix of issue 16 where there is one. */
+const promptTokens = z.object({
+  system: z.number(),
+  memory: z.number(),
+  history: z.number(),
+  tail: z.number(),
+  counted: z.number(),
+  calibration: z.number(),
+  total: z.number(),
+  window: z.number().positive(),
+  percent: z.number(),
+  cacheable: z.number().optional(),
+});
+const toolCall = z.object({ id: text, type: z.literal('function'), function: z.object({ name: text, arguments: text }) });
+const chatMessage = z.discriminatedUnion('role', [
+  z.object({ role: z.literal('system'), content: text }),
+  z.object({ role: z.literal('user'), content: text }),
+  z.object({ role: z.literal('assistant'), content: text.nullable(), tool_calls: z.array(toolCall).optional() }),
+  z.object({ role: z.literal('tool'), tool_call_id: text, content: text }),
+]);
 
 export const tracedEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('turn_start'), ts: z.number(), turn: turnNo, promptId: text, text }),
@@ -114,6 +134,21 @@ export const traceRecordSchema = z.discriminatedUnion('k', [
   }),
   z.object({ k: z.literal('event'), ts: z.number(), event: tracedEventSchema }),
   z.object({ k: z.literal('memory'), ts: z.number(), version: count, content: text, turn: turnNo.nullable() }),
+  // What each request sent (sentMessages.ts).
+  z.object({ k: z.literal('system'), ts: z.number(), hash: text, content: text, detailIndexTokens: count.nullable() }),
+  z.object({ k: z.literal('message'), ts: z.number(), seq: count, turn: turnNo, tokens: count, message: chatMessage }),
+  z.object({
+    k: z.literal('request'),
+    ts: z.number(),
+    turn: turnNo,
+    request: count,
+    mode,
+    system: text,
+    seqs: z.array(z.tuple([count, count])),
+    tail: text,
+    tokens: promptTokens,
+    reserved: count.nullable(),
+  }),
 ]);
 
 /** A LiveLink's messages: who it is, then its records. */

@@ -18,6 +18,8 @@ import type { SessionStore } from '../storage/sessionStore.js';
 import { chartOf, renderSvg, toDot, type ChartModel } from './statechart.js';
 import { TRACE_FORMAT, type TraceRecord } from './traceRecorder.js';
 import { ingestMessageSchema } from './traceSchema.js';
+import { LiveRecords } from './liveRecords.js';
+import { memoryFile } from './memoryFile.js';
 import {
   PROTOCOL,
   bearer,
@@ -129,6 +131,11 @@ export async function startVizServer(options: { home: string; port?: number; sto
       const sessions = await listSessions(where);
       return json(res, 200, { sessions: sessions.map((s) => ({ ...s, live: live.has(s.id) })) });
     }
+    // The context view's archive links, and what a live session streamed that its trace file lacks yet.
+    const memory = /^\/api\/sessions\/([\w-]+)\/memory-file$/.exec(path);
+    if (memory) return json(res, ...(await memoryFile(options.home, memory[1]!, url.searchParams.get('path'))));
+    const stream = /^\/api\/sessions\/([\w-]+)\/live$/.exec(path);
+    if (stream) return json(res, 200, { live: streamed.snapshot(stream[1]!) });
     const trace = /^\/api\/sessions\/([\w-]+)\/trace$/.exec(path);
     if (trace) {
       let session: Awaited<ReturnType<typeof readSession>>;
@@ -148,6 +155,7 @@ export async function startVizServer(options: { home: string; port?: number; sto
 
   // The hub: /ingest from sessions, /live to pages.
   const live = new Map<string, WebSocket>();
+  const streamed = new LiveRecords();
   const pages = new Set<WebSocket>();
   const sockets = new WebSocketServer({
     noServer: true,
@@ -196,6 +204,7 @@ export async function startVizServer(options: { home: string; port?: number; sto
         } else if (message.type === 'hello') {
           sessionId = message.sessionId;
           live.set(sessionId, ws);
+          streamed.open(sessionId);
           broadcast({ type: 'live', sessions: [...live.keys()] });
         } else if (
           !sessionId ||
@@ -205,11 +214,14 @@ export async function startVizServer(options: { home: string; port?: number; sto
           dropped++;
         } else {
           ingested++;
-          broadcast({ type: 'record', sessionId, record: message.record });
+          broadcast({ type: 'record', sessionId, n: streamed.add(sessionId, message.record as TraceRecord), record: message.record });
         }
       });
       ws.on('close', () => {
-        if (sessionId && live.get(sessionId) === ws) live.delete(sessionId);
+        if (sessionId && live.get(sessionId) === ws) {
+          live.delete(sessionId);
+          streamed.close(sessionId);
+        }
         broadcast({ type: 'live', sessions: [...live.keys()] });
       });
     });

@@ -1,0 +1,110 @@
+/**
+ * What each request sent, for the visualizer's context view, at a size a long session can
+ * afford: every body is traced once. A `system` record holds the system message when it
+ * changes (it changes with the memory), a `message` record each history message the first
+ * time a request carries it (by its messages.jsonl seq; again if a compaction stubs it in
+ * place), and one `request` record per
+ * request names them: the system message by its hash, the history by runs of seqs, and
+ * the tail (context_meta, reminder) appended to the last message, whole. Read from the
+ * turn machine's context as it enters buildPrompt, where the prompt is the one sent.
+ */
+import { createHash } from 'node:crypto';
+import type { ChatMessage, HistoryMode, PromptTokens } from '../events.js';
+
+export type SentRecord =
+  | { k: 'system'; ts: number; hash: string; content: string; detailIndexTokens: number | null }
+  | { k: 'message'; ts: number; seq: number; turn: number; tokens: number; message: ChatMessage }
+  | {
+      k: 'request';
+      ts: number;
+      turn: number;
+      request: number;
+      mode: HistoryMode;
+      system: string;
+      /** The history sent, as runs [first seq, count] in order. */
+      seqs: [number, number][];
+      /** Appended to the last history message: `<context_meta>` and the reminder when due. */
+      tail: string;
+      tokens: PromptTokens;
+      /** Tokens kept free for the answer (reserveOutputTokens). */
+      reserved: number | null;
+    };
+
+/** The parts of the turn machine's context read here (kept loose: a trace must never break a turn). */
+interface TurnView {
+  turn?: unknown;
+  request?: unknown;
+  mode?: unknown;
+  prompt?: { messages?: ChatMessage[]; range?: [number, number]; tokens?: PromptTokens } | null;
+  history?: { items?: readonly { seq: number; turn: number; tokens: number; message: ChatMessage }[] };
+  statics?: { counter?: { text?(text: string): number }; settings?: { reserveOutputTokens?: unknown } };
+}
+
+const INDEX_OPEN = '<detail_index>';
+
+export class SentMessages {
+  /** The message each seq was traced with: a compaction that stubs a tool output makes a new one. */
+  private readonly seen = new Map<number, ChatMessage>();
+  private readonly systems = new Set<string>();
+  private lastSystem: string | null = null;
+  private lastHash = '';
+  private last: { items: readonly unknown[]; from: number; to: number; seqs: [number, number][] } | null = null;
+
+  /** The records a request adds to the trace: the bodies not traced yet, then the request. */
+  records(context: unknown, ts: number): SentRecord[] {
+    const c = context as TurnView | undefined;
+    const prompt = c?.prompt;
+    const items = c?.history?.items;
+    if (!prompt?.messages || !prompt.range || !prompt.tokens || !items || typeof c.turn !== 'number' || typeof c.request !== 'number') return [];
+    const out: SentRecord[] = [];
+    const system = prompt.messages[0];
+    const content = system?.role === 'system' ? system.content : '';
+    // The system message is rebuilt only when the memory changes: hash it only then.
+    if (content !== this.lastSystem) {
+      this.lastSystem = content;
+      this.lastHash = createHash('sha256').update(content).digest('base64url').slice(0, 16);
+    }
+    const hash = this.lastHash;
+    if (!this.systems.has(hash)) {
+      this.systems.add(hash);
+      const index = content.indexOf(INDEX_OPEN);
+      const counter = c.statics?.counter;
+      const detailIndexTokens = index >= 0 && typeof counter?.text === 'function' ? counter.text(content.slice(index)) : null;
+      out.push({ k: 'system', ts, hash, content, detailIndexTokens });
+    }
+    const [from, to] = prompt.range;
+    // The history grows at its tip within one view: what the last request carried from the
+    // same view and start is carried again, and only the items after it are looked at.
+    const last = this.last;
+    const reuse = last !== null && last.items === items && last.from === from && last.to <= to;
+    const seqs: [number, number][] = reuse ? last.seqs.map(([seq, n]) => [seq, n]) : [];
+    for (let i = reuse ? last.to : from; i < to; i++) {
+      const item = items[i];
+      if (!item) return [];
+      if (this.seen.get(item.seq) !== item.message) {
+        this.seen.set(item.seq, item.message);
+        out.push({ k: 'message', ts, seq: item.seq, turn: item.turn, tokens: item.tokens, message: item.message });
+      }
+      const run = seqs.at(-1);
+      if (run && run[0] + run[1] === item.seq) run[1]++;
+      else seqs.push([item.seq, 1]);
+    }
+    this.last = { items, from, to, seqs: seqs.map(([seq, n]) => [seq, n]) };
+    const lastText = items[to - 1]!.message.content ?? '';
+    const sentLast = prompt.messages.at(-1)?.content ?? '';
+    const tail = sentLast.startsWith(lastText) ? sentLast.slice(lastText.length) : '';
+    out.push({
+      k: 'request',
+      ts,
+      turn: c.turn,
+      request: c.request,
+      mode: c.mode as HistoryMode,
+      system: hash,
+      seqs,
+      tail,
+      tokens: prompt.tokens,
+      reserved: typeof c.statics?.settings?.reserveOutputTokens === 'number' ? c.statics.settings.reserveOutputTokens : null,
+    });
+    return out;
+  }
+}
