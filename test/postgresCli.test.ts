@@ -266,6 +266,18 @@ describe.skipIf(!available)('the CLI on sessions kept in Postgres', () => {
         ]);
         const missing = await fetch(new URL('/api/sessions/ffffffff/trace', page), { headers: auth(token) });
         expect(missing.status).toBe(404);
+        // The context view's archive links read the session's memory from the database too.
+        const db = new pg.Client({ connectionString: url });
+        await db.connect();
+        await db.query(
+          `INSERT INTO workmem.memory_files (session_id, path, parent, kind, content) VALUES ($1, 'detail/compact-1.md', 'detail', 'file', '# Archived turns 1-2')`,
+          [id],
+        );
+        await db.end();
+        const archive = await fetch(new URL(`/api/sessions/${id}/memory-file?path=working-memory/detail/compact-1.md`, page), { headers: auth(token) });
+        expect(await archive.json()).toEqual({ content: '# Archived turns 1-2' });
+        const absent = await fetch(new URL(`/api/sessions/${id}/memory-file?path=detail/none.md`, page), { headers: auth(token) });
+        expect(absent.status).toBe(404);
         viz.child.kill('SIGINT');
         expect(await viz.closed).toBe(0);
       } finally {

@@ -133,7 +133,7 @@ export async function startVizServer(options: { home: string; port?: number; sto
     }
     // The context view's archive links, and what a live session streamed that its trace file lacks yet.
     const memory = /^\/api\/sessions\/([\w-]+)\/memory-file$/.exec(path);
-    if (memory) return json(res, ...(await memoryFile(options.home, memory[1]!, url.searchParams.get('path'))));
+    if (memory) return json(res, ...(await memoryFile(where, memory[1]!, url.searchParams.get('path'))));
     const stream = /^\/api\/sessions\/([\w-]+)\/live$/.exec(path);
     if (stream) return json(res, 200, { live: streamed.snapshot(stream[1]!) });
     const trace = /^\/api\/sessions\/([\w-]+)\/trace$/.exec(path);
