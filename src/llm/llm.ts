@@ -27,6 +27,14 @@ export interface CacheBreakpoint {
   chars?: number;
 }
 
+import type { TokenUsage } from '../events.js';
+export type { TokenUsage };
+
+/** Two token counts added up (the first may be missing). */
+export function sumUsage(a: TokenUsage | null | undefined, b: TokenUsage): TokenUsage {
+  return a ? { input: a.input + b.input, cached: a.cached + b.cached, output: a.output + b.output } : b;
+}
+
 export interface LLMUsage {
   promptTokens: number;
   completionTokens: number;
