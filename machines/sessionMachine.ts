@@ -299,6 +299,7 @@ function turnEnd(context: SessionContext): SessionEvent {
     text: last.text,
     requests: last.requests,
     ...(last.error ? { error: last.error } : {}),
+    ...(last.usage ? { usage: last.usage } : {}),
   };
 }
 

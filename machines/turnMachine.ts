@@ -18,9 +18,9 @@ import {
   overThreshold,
   tokensBeforeCompaction,
 } from '../src/compaction/policy.js';
-import type { CompactionReason, SessionEvent, TurnStatus } from '../src/events.js';
+import type { CompactionReason, SessionEvent, TokenUsage, TurnStatus } from '../src/events.js';
 import type { HistoryMode } from '../src/history/historyView.js';
-import { jitterOf, toTurnError, type TurnError } from '../src/llm/llm.js';
+import { jitterOf, sumUsage, toTurnError, type TurnError } from '../src/llm/llm.js';
 import type { ToolCall } from '../src/history/messages.js';
 import { buildPrompt, promptBase, type BuiltPrompt } from '../src/prompt/promptBuilder.js';
 import { checkRound, markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/reminderTracker.js';
@@ -63,6 +63,7 @@ export interface TurnContext extends Omit<TurnInput, 'statics'> {
   text: string;
   status: TurnStatus | 'running';
   error: TurnError | null;
+  usage: TokenUsage | null;
 }
 
 export type TurnEvent = { type: 'abort' } | { type: 'mode.changed'; mode: HistoryMode };
@@ -79,6 +80,12 @@ function calibrationFrom(usage: LlmOutput['usage'], counted: number, previous: n
   if (!usage || !Number.isFinite(usage.promptTokens)) return previous;
   const plausible = usage.promptTokens >= counted / 4 && usage.promptTokens <= counted * 4 + 2000;
   return plausible ? Math.round(usage.promptTokens - counted) : previous;
+}
+
+/** The turn's usage so far plus one request's, when the server reported it. */
+function addUsage(sum: TokenUsage | null, usage: LlmOutput['usage']): TokenUsage | null {
+  if (!usage) return sum;
+  return sumUsage(sum, { input: usage.promptTokens, cached: usage.cachedPromptTokens ?? 0, output: usage.completionTokens });
 }
 
 /**
@@ -137,6 +144,7 @@ export const turnMachine = setup({
         text: output.message.content ?? '',
         toolCalls: output.message.tool_calls ?? [],
         calibration: calibrationFrom(output.usage, context.prompt!.tokens.counted, context.calibration),
+        usage: addUsage(context.usage, output.usage),
         error: null,
       };
     }),
@@ -180,6 +188,7 @@ export const turnMachine = setup({
     text: '',
     status: 'running',
     error: null,
+    usage: null,
   }),
   initial: 'loadMemory',
   on: {
@@ -515,5 +524,6 @@ export const turnMachine = setup({
     calibration: context.calibration,
     base: context.base,
     tailHint: context.prompt?.tokens.tail ?? context.tailHint ?? 0,
+    ...(context.usage ? { usage: context.usage } : {}),
   }),
 });

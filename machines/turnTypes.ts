@@ -3,7 +3,7 @@
  * the types the turn machine (turnMachine.ts) and src/actors/ agree on.
  */
 import type { CompactionTarget } from '../src/compaction/plan.js';
-import type { CompactionReason, TurnStatus } from '../src/events.js';
+import type { CompactionReason, TokenUsage, TurnStatus } from '../src/events.js';
 import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
 import type { LLMUsage, TurnError } from '../src/llm/llm.js';
 import type { AssistantMessage, ToolCall } from '../src/history/messages.js';
@@ -51,6 +51,8 @@ export interface TurnOutput {
   calibration: number;
   base: PromptBase | null;
   tailHint: number;
+  /** The server's token counts, summed over the turn's requests that reported them. */
+  usage?: TokenUsage;
 }
 
 /** What the turn's actors do, for one session; src/actors/ implements it over storage, the model and the tools. */

@@ -62,8 +62,20 @@ export interface PromptTokens {
   calibration: number;
   /** counted + calibration: what the request costs. */
   total: number;
+  /**
+   * Our count of the request before its last message (tools, system prompt, memory, the
+   * history carried): the prefix a provider's prompt cache can serve, where the breakpoints go.
+   */
+  cacheable: number;
   window: number;
   percent: number;
+}
+
+/** Input and output tokens as the server reported them; `cached` of `input` came from its prompt cache. */
+export interface TokenUsage {
+  input: number;
+  cached: number;
+  output: number;
 }
 
 export type ReminderLevel = 'gentle' | 'firm' | 'urgent';
@@ -103,7 +115,17 @@ export type SessionEvent =
       files: string[];
     }
   | { type: 'retry'; turn: number; request: number; attempt: number; delayMs: number; error: TurnError }
-  | { type: 'turn_end'; turn: number; promptId: string; status: TurnStatus; text: string; requests: number; error?: TurnError }
+  | {
+      type: 'turn_end';
+      turn: number;
+      promptId: string;
+      status: TurnStatus;
+      text: string;
+      requests: number;
+      error?: TurnError;
+      /** Summed over the turn's requests whose usage the server reported (absent: none did). */
+      usage?: TokenUsage;
+    }
   | { type: 'prompt_dropped'; promptId: string; text: string }
   | { type: 'error'; turn?: number; request?: number; error: TurnError; fatal: boolean };
 

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { cliStart, itemMemory, orchestrationOverhead, resume, SMOKE, throughput, tokenEfficiency, traceCost } from './bench/benchmarks.js';
 import { median, p99, quantile, table, type Row } from './bench/harness.js';
+import { cacheEconomics } from './bench/cacheEconomics.js';
 
 function wellFormed(rows: Row[]): void {
   expect(rows.length).toBeGreaterThan(0);
@@ -87,4 +88,28 @@ describe('benchmarks (smoke sizes)', () => {
     const items = await itemMemory(SMOKE);
     wellFormed(items);
   }, 60_000);
+
+  it('cache economics: workmem and both peers, explicit and automatic caching, with a verdict on ours only', async () => {
+    const rows = await cacheEconomics(12);
+    wellFormed(rows);
+    const shares = rows.filter((r) => r.metric.startsWith('Cached share'));
+    expect(shares.map((r) => `${r.metric.split(', ').at(-1)} / ${r.case}`)).toEqual(
+      ['explicit caching', 'automatic caching'].flatMap((c) =>
+        [
+          'workmem, phase 1 pinned',
+          'workmem, auto (phase 1 → 2)',
+          'workmem, phase 1 with compactions (32k window)',
+          'peer: naive full history',
+          'peer: summarise at 75 %',
+        ].map((n) => `${c} / ${n}`),
+      ),
+    );
+    for (const row of shares) {
+      expect(row.median).toBeGreaterThanOrEqual(0);
+      expect(row.median).toBeLessThanOrEqual(100);
+      expect(row.target !== null).toBe(row.case.startsWith('workmem'));
+    }
+    // A 12-turn session reuses its prefix: something is cached in phase 1, with either kind of caching.
+    expect(shares.filter((r) => r.case === 'workmem, phase 1 pinned').every((r) => r.median! > 0)).toBe(true);
+  }, 120_000);
 });

@@ -37,7 +37,7 @@ describe('workmem run', () => {
     expect(first.stdout).toContain('Noted: your name is Ada.');
     // Decorations (tool calls, memory writes) go to stderr too; the status line is last.
     expect(first.stderr).toMatch(
-      /(^|\n)\[workmem-test · [\d,]+ \/ 32,768 tokens \(\d+ %\) · phase\d · \d since memory update\] session [0-9a-f-]{36}\n$/,
+      /(^|\n)\[workmem-test · [\d,]+ \/ 32,768 tokens \(\d+ %\) · phase\d · \d since memory update · \d+ % of input cached\] session [0-9a-f-]{36}\n$/,
     );
     const id = /session ([0-9a-f-]{36})/.exec(first.stderr)![1]!;
     const again = await cli(['run', '--continue', 'What is my name?'], { env, cwd });

@@ -63,7 +63,7 @@ function built(total: number, window = SETTINGS.contextWindow): NonNullable<Poli
   const percent = Math.round((total / window) * 100);
   return {
     meta: { tokens_used: total, tokens_max: window, tokens_percent: percent, messages_in_history: 0, messages_sent: 0, working_memory_size: 0 },
-    tokens: { system: 0, memory: 0, history: 0, tail: TAIL, counted: total, calibration: 0, total, window, percent },
+    tokens: { system: 0, memory: 0, history: 0, tail: TAIL, counted: total, calibration: 0, total, cacheable: 0, window, percent },
   };
 }
 

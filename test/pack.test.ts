@@ -127,6 +127,10 @@ describe('the packed package, installed in an empty project', () => {
       [
         "import { createSession, openaiChat } from 'workmem';",
         "import { startTestServer, protocolFollower } from 'workmem/testing';",
+        // The AI SDK is an optional peer: not installed here, and neither entry needs it to load.
+        "import { aiSdkModel } from 'workmem/ai-sdk';",
+        "if (typeof aiSdkModel !== 'function') throw new Error('workmem/ai-sdk exports no aiSdkModel');",
+        "await import('ai').then(() => { throw new Error('ai is installed: this smoke test must run without it'); }, () => {});",
         'const server = await startTestServer({ policy: protocolFollower({ seed: 1 }) });',
         "const llm = openaiChat({ baseURL: server.baseURL, apiKey: 'test', model: 'workmem-test' });",
         "const session = await createSession({ llm, home: process.env.WORKMEM_HOME, cwd: '/pack-test' });",
@@ -150,8 +154,15 @@ describe('the packed package, installed in an empty project', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
       .map((m) => m[1]!)
-      .filter((b) => /from 'workmem(\/testing)?'/.test(b) && !/@keyv\/sqlite|postgresStore/.test(b));
+      .filter((b) => /from 'workmem(\/testing|\/ai-sdk)?'/.test(b) && !/@keyv\/sqlite|postgresStore/.test(b));
     expect(blocks.length, 'README blocks that import workmem').toBeGreaterThanOrEqual(2);
+    // A block that uses an AI SDK provider gets the versions we test with, as a user would install them.
+    if (blocks.some((b) => /from '@ai-sdk\//.test(b))) {
+      const ours = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+      const wanted = ['ai', '@ai-sdk/openai-compatible'].map((name) => `${name}@${ours.devDependencies[name]}`);
+      const args = ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', ...wanted];
+      ok(run('npm', args, project, INSTALL_TIMEOUT), 'npm install ai');
+    }
     const ts = (await import('typescript')).default;
     const { startTestServer, protocolFollower } = await import(join(ROOT, 'dist', 'src', 'testing', 'index.js'));
     const server = await startTestServer({ policy: protocolFollower({ seed: 1 }) });
@@ -176,7 +187,7 @@ describe('the packed package, installed in an empty project', () => {
     } finally {
       await server.close();
     }
-  }, 120_000);
+  }, 420_000); // INSTALL_TIMEOUT + 2 minutes: the AI SDK is installed for the block that uses it
 
   it('npx workmem --help, and rpc --help names a documentation file that exists', () => {
     expect(ok(run('npx', ['workmem', '--help'], project), 'workmem --help')).toMatch(/Commands:[\s\S]*\bdemo\b[\s\S]*\bviz\b/);

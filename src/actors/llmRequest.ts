@@ -61,7 +61,12 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
 
   try {
     const response = await deps.llm.complete(
-      { messages: input.prompt.messages, tools: input.prompt.tools, maxOutputTokens: input.maxOutputTokens },
+      {
+        messages: input.prompt.messages,
+        tools: input.prompt.tools,
+        maxOutputTokens: input.maxOutputTokens,
+        cacheBreakpoints: input.prompt.cacheBreakpoints,
+      },
       {
         signal,
         onText: (delta) => {

@@ -13,6 +13,7 @@ import { protocolFollower, startTestServer, type RecordedRequest } from '../test
 import { ChatController } from './chat.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import type { CliConfig } from './config.js';
+import type { LLM } from '../llm/llm.js';
 import { paint, terminalOutput, type Output } from './render.js';
 import { makeLLM, selfCommand, startSession } from './runtime.js';
 
@@ -91,7 +92,17 @@ export interface DemoResult {
   requests: RecordedRequest[];
 }
 
-export async function runDemo(io: CliIO, options: { quiet: boolean; home: string; showHome: boolean; seed?: number }): Promise<DemoResult> {
+export async function runDemo(
+  io: CliIO,
+  options: {
+    quiet: boolean;
+    home: string;
+    showHome: boolean;
+    seed?: number;
+    /** Another client for the same server (the tests run the demo through aiSdkModel too); default the CLI's. */
+    makeLLM?: (config: CliConfig) => LLM;
+  },
+): Promise<DemoResult> {
   const out = terminalOutput(io.stdout, io.env);
   const quiet = options.quiet;
   const server = await startTestServer({
@@ -118,7 +129,7 @@ export async function runDemo(io: CliIO, options: { quiet: boolean; home: string
       contextWindow: DEMO_WINDOW,
       maxOutputTokens: 600,
     };
-    const llm = makeLLM(config);
+    const llm = (options.makeLLM ?? makeLLM)(config);
     const session = await startSession(config, llm, { cwd: io.cwd, name: 'workmem demo', tools: [fetch] }, {});
     const sink: Output = quiet ? { write: () => {}, color: false } : out;
     const chat = new ChatController(session, sink, { config, llm, io });

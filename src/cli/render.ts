@@ -88,14 +88,16 @@ export function renderEvents(session: Session, out: Output, answer?: Output): ()
   });
 }
 
-/** model · tokens used / window (%) · history mode · rounds since the last memory update */
+/** model · tokens used / window (%) · history mode · rounds since the last memory update · input served by the prompt cache */
 export function statusLine(session: Session): string {
   const state = session.state;
   const tokens = state.lastPrompt;
   const used = tokens
     ? `${tokens.total.toLocaleString('en-US')} / ${tokens.window.toLocaleString('en-US')} tokens (${tokens.percent} %)`
     : `0 / ${session.model.contextWindow.toLocaleString('en-US')} tokens`;
-  return `[${terminalLine(session.model.name)} · ${used} · ${state.mode}${state.pinned ? ' (pinned)' : ''} · ${state.tracker.rounds} since memory update]`;
+  // The server's own counts, when it reports them: how much of the input its prompt cache served.
+  const cached = state.usage?.input ? ` · ${Math.round((100 * state.usage.cached) / state.usage.input)} % of input cached` : '';
+  return `[${terminalLine(session.model.name)} · ${used} · ${state.mode}${state.pinned ? ' (pinned)' : ''} · ${state.tracker.rounds} since memory update${cached}]`;
 }
 
 function clip(text: string, n: number): string {

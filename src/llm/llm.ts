@@ -13,11 +13,33 @@ export interface LLMRequest {
   messages: ChatMessage[];
   tools: readonly ToolSpec[];
   maxOutputTokens: number;
+  /**
+   * Where the stable parts of the request end, for a provider with explicit prompt caching
+   * (Anthropic's cache_control allows 4): after the system prompt, after the working
+   * memory, after the history prefix. Automatic prefix caching (OpenAI's) needs none.
+   */
+  cacheBreakpoints?: readonly CacheBreakpoint[];
+}
+
+/** The end of a stable part: message `message`, or only its first `chars` characters. */
+export interface CacheBreakpoint {
+  message: number;
+  chars?: number;
+}
+
+import type { TokenUsage } from '../events.js';
+export type { TokenUsage };
+
+/** Two token counts added up (the first may be missing). */
+export function sumUsage(a: TokenUsage | null | undefined, b: TokenUsage): TokenUsage {
+  return a ? { input: a.input + b.input, cached: a.cached + b.cached, output: a.output + b.output } : b;
 }
 
 export interface LLMUsage {
   promptTokens: number;
   completionTokens: number;
+  /** Of promptTokens, those read from the provider's prompt cache (when it says). */
+  cachedPromptTokens?: number;
 }
 
 export interface LLMResponse {

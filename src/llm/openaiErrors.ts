@@ -6,10 +6,7 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { redact, type Redact } from '../secrets/redact.js';
 import { LLMError, type LLMErrorKind } from './llm.js';
-
-/** The messages servers use for a prompt that does not fit (OpenAI, vLLM, llama.cpp, Ollama, …). */
-const OVERFLOW =
-  /context_length_exceeded|exceed_context_size|maximum context length|context length exceeded|exceeds? (?:the )?(?:available |maximum |model'?s? )?context (?:size|length|window)|context size has been exceeded|prompt is too long|input is too long|too many tokens|reduce the length of the messages/i;
+import { OVERFLOW, headerLookup, retryAfter, shouldRetryHeader } from './errorHints.js';
 
 export function classify(error: unknown, watchdog: { userAborted: boolean; timedOut: boolean }, secret: string | Redact = ''): LLMError {
   const hide: Redact = typeof secret === 'string' ? (text) => redact(text, secret) : secret;
@@ -45,9 +42,9 @@ export function classify(error: unknown, watchdog: { userAborted: boolean; timed
               ? 'auth'
               : 'bad_request';
     // The server's verdict wins over ours, both ways (as OpenAI's own clients do).
-    const shouldRetry = shouldRetryHeader(error.headers);
+    const shouldRetry = shouldRetryHeader(headerLookup(error.headers));
     const said = shouldRetry === false ? `${message} (the server asked not to retry: x-should-retry: false)` : message;
-    const hints = kind === 'rate_limit' || kind === 'server' || shouldRetry ? retryAfter(error.headers) : {};
+    const hints = kind === 'rate_limit' || kind === 'server' || shouldRetry ? retryAfter(headerLookup(error.headers)) : {};
     return new LLMError(kind, said, { status, ...hints, ...(shouldRetry === undefined ? {} : { shouldRetry }), cause: error });
   }
   if (error instanceof SyntaxError)
@@ -57,22 +54,6 @@ export function classify(error: unknown, watchdog: { userAborted: boolean; timed
     return new LLMError('network', `the connection was cut mid-stream (${causeOf(error) ?? message})`, { cause: error });
   }
   return new LLMError('bad_response', message, { cause: error });
-}
-
-function shouldRetryHeader(headers: Headers | undefined): boolean | undefined {
-  const value = headers?.get('x-should-retry')?.trim().toLowerCase();
-  return value === 'true' ? true : value === 'false' ? false : undefined;
-}
-
-function retryAfter(headers: Headers | undefined): { retryAfterMs?: number } {
-  const ms = Number(headers?.get('retry-after-ms'));
-  if (Number.isFinite(ms) && ms >= 0 && headers?.get('retry-after-ms')) return { retryAfterMs: ms };
-  const raw = headers?.get('retry-after');
-  if (!raw) return {};
-  const seconds = Number(raw);
-  if (Number.isFinite(seconds)) return { retryAfterMs: Math.max(0, seconds * 1000) };
-  const date = Date.parse(raw);
-  return Number.isNaN(date) ? {} : { retryAfterMs: Math.max(0, date - Date.now()) };
 }
 
 function innermostCause(error: unknown): string | undefined {

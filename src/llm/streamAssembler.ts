@@ -4,10 +4,18 @@ import type { AssistantMessage } from '../history/messages.js';
 import { LLMError, type LLMResponse, type LLMUsage } from './llm.js';
 
 /** The server's token counts, when they are counts: a broken server's are ignored (we count ourselves). */
-export function usageOf(usage: { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined): LLMUsage | null {
+export function usageOf(
+  usage: { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: unknown } | null | undefined,
+): LLMUsage | null {
   const count = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
   if (!usage || !count(usage.prompt_tokens) || !count(usage.completion_tokens)) return null;
-  return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };
+  // OpenAI's automatic prefix caching reports its hits here.
+  const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)?.cached_tokens;
+  return {
+    promptTokens: usage.prompt_tokens,
+    completionTokens: usage.completion_tokens,
+    ...(count(cached) && cached <= usage.prompt_tokens ? { cachedPromptTokens: cached } : {}),
+  };
 }
 
 /** Collects a streamed completion: text, tool calls split over many chunks, usage. */

@@ -13,6 +13,7 @@ import type { ReminderDue } from '../memory/reminderTracker.js';
 import { renderTail, type ContextMeta } from './requestTail.js';
 import { neutraliseTags } from './structuralTags.js';
 import type { TokenCounter } from '../tokens/tokens.js';
+import type { CacheBreakpoint } from '../llm/llm.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { OVERVIEW_PATH, type MemorySnapshot } from '../memory/memoryRules.js';
 import { byteSize as formatBytes } from '../format/byteSize.js';
@@ -22,6 +23,8 @@ export interface PromptBase {
   memoryVersion: number;
   relevant: string;
   systemContent: string;
+  /** Characters of systemContent that are the system prompt (stable), before the memory. */
+  stableChars?: number;
   /** System message + tool definitions + reply priming. */
   tokens: number;
   /** The memory block's share of `tokens`, for the breakdown. */
@@ -60,6 +63,7 @@ export function promptBase(
     memoryVersion: memory.version,
     relevant: memory.relevant ?? '',
     systemContent,
+    stableChars: systemPromptText.length,
     tokens: counter.requestBase(systemContent, tools),
     memoryTokens: counter.text(block),
     memoryBytes: memory.bytes,
@@ -77,6 +81,8 @@ export interface BuiltPrompt {
   reminder: ReminderDue | null;
   /** The injected history range [from, to) of the view. */
   range: [number, number];
+  /** Where the stable parts end (system prompt, memory, history before the last message), for explicit caching. */
+  cacheBreakpoints: CacheBreakpoint[];
 }
 
 export interface PromptPlan {
@@ -123,9 +129,16 @@ export function buildPrompt(plan: PromptPlan): BuiltPrompt {
 
   const messages: ChatMessage[] = [{ role: 'system', content: base.systemContent }, ...messagesBetween(history, from, to - 1), lastMessage];
   const tail = lastTokens - last.tokens;
+  // The history before the last message is the same in the next request in phase 1 (and within a tool loop in any mode).
+  const cacheBreakpoints: CacheBreakpoint[] = [
+    ...(base.stableChars ? [{ message: 0, chars: base.stableChars }] : []),
+    { message: 0 },
+    ...(messages.length > 2 ? [{ message: messages.length - 2 }] : []),
+  ];
   return {
     messages,
     tools: plan.tools,
+    cacheBreakpoints,
     tokens: {
       system: base.tokens - base.memoryTokens,
       memory: base.memoryTokens,
@@ -134,6 +147,7 @@ export function buildPrompt(plan: PromptPlan): BuiltPrompt {
       counted: total - plan.calibration,
       calibration: plan.calibration,
       total,
+      cacheable: withoutLast - plan.calibration,
       window: plan.window,
       percent: percentOf(total, plan.window),
     },

@@ -1,7 +1,7 @@
 /** What a session is created or opened with, and what it reports back: the public shapes of the session API. */
 import type { InspectionEvent } from 'xstate';
 import type Keyv from 'keyv';
-import type { SessionEvent, TurnStatus } from '../events.js';
+import type { SessionEvent, TokenUsage, TurnStatus } from '../events.js';
 import type { HistoryMode } from '../history/historyView.js';
 import type { LLM, TurnError } from '../llm/llm.js';
 import type { TrackerState } from '../memory/reminderTracker.js';
@@ -70,6 +70,8 @@ export interface TurnResult {
   text: string;
   requests: number;
   error?: TurnError;
+  /** The server's token counts for the turn (cached: input read from its prompt cache). */
+  usage?: TokenUsage;
 }
 
 export interface SessionState {
@@ -83,6 +85,8 @@ export interface SessionState {
   tracker: TrackerState;
   /** Token figures of the last request built, if any. */
   lastPrompt: Extract<SessionEvent, { type: 'prompt_built' }>['tokens'] | null;
+  /** The server's token counts since the session was opened (absent: it reported none). */
+  usage?: TokenUsage;
 }
 
 export interface SessionIndexEntry {

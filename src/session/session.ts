@@ -18,6 +18,7 @@ import { totalTokens, type HistoryMode, type HistoryView } from '../history/hist
 import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
 import { latestUserText, relevantMemories } from '../itemMemory/relevantMemories.js';
 import { promptProblem } from '../llm/captureBounds.js';
+import { sumUsage } from '../llm/llm.js';
 import type { TrackerState } from '../memory/reminderTracker.js';
 import { systemPrompt } from '../prompt/systemPrompt.js';
 import { ConfigError, type resolveSettings } from '../settings/config.js';
@@ -72,6 +73,7 @@ export class Session {
   private live: LiveLink | null = null;
   private closed = false;
   private lastPrompt: SessionState['lastPrompt'] = null;
+  private usage: SessionState['usage'];
   private readonly initialMemory: MemorySnapshot;
 
   constructor(parts: SessionParts) {
@@ -260,6 +262,7 @@ export class Session {
       queued: c.queue.length,
       tracker: c.tracker,
       lastPrompt: this.lastPrompt,
+      ...(this.usage ? { usage: this.usage } : {}),
     };
   }
 
@@ -313,6 +316,7 @@ export class Session {
   private dispatch(raw: SessionEvent): void {
     const event = this.bus.publish(raw);
     if (event.type === 'prompt_built') this.lastPrompt = event.tokens;
+    if (event.type === 'turn_end' && event.usage) this.usage = sumUsage(this.usage, event.usage);
     if (event.type === 'turn_end')
       this.settle(event.promptId, {
         promptId: event.promptId,
@@ -321,6 +325,7 @@ export class Session {
         text: event.text,
         requests: event.requests,
         ...(event.error ? { error: event.error } : {}),
+        ...(event.usage ? { usage: event.usage } : {}),
       });
     if (event.type === 'prompt_dropped')
       this.settle(event.promptId, { promptId: event.promptId, turn: null, status: 'aborted', text: '', requests: 0 });

@@ -3,7 +3,7 @@
  * the demo, and anyone's own tests without an API key.
  */
 export { startTestServer } from './testServer.js';
-export type { TestServer, TestServerOptions, RecordedRequest, Fault, FaultPlan } from './testServer.js';
+export type { TestServer, TestServerOptions, RecordedRequest, Fault, FaultPlan, PromptCaching, PromptCacheOptions } from './testServer.js';
 export { scripted } from './scripted.js';
 export type { ScriptedResponse } from './scripted.js';
 export { protocolFollower, statedFacts } from './protocolFollower.js';

@@ -3,7 +3,9 @@
  * POST /v1/chat/completions (SSE streaming framed like OpenAI's: role chunk, content and
  * tool-call deltas, the finish chunk, the usage chunk, [DONE]; or one JSON response) and
  * GET /v1/models, on 127.0.0.1 at a random port. A policy decides the replies; faults
- * are injected on demand; every request is recorded for assertions.
+ * are injected on demand; every request is recorded for assertions. Usage reports the
+ * prompt tokens a provider's prompt cache would have served (promptCache.ts). POST
+ * /v1/responses is answered with a 404 that says what to use instead, and recorded.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,9 +14,10 @@ import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
 import type { ChatRequest, Policy, PolicyReply } from './wire.js';
 import type { Fault, FaultPlan } from './faults.js';
 import { checkRequest, unpairedTools } from './requestChecks.js';
+import { PromptCache, type PromptCacheOptions, type PromptCaching } from './promptCache.js';
 import { applyReplyFaults, completionOf, sleep, streamChunks, writeStream, wireToolCalls, type Completion } from './sseStream.js';
 
-export type { Fault, FaultPlan };
+export type { Fault, FaultPlan, PromptCaching, PromptCacheOptions };
 export { unpairedTools };
 
 export interface TestServerOptions {
@@ -39,6 +42,13 @@ export interface TestServerOptions {
   reportUsage?: boolean;
   /** Scale reported prompt tokens, like a server whose tokenizer differs from ours (default 1). */
   promptTokenScale?: number;
+  /**
+   * Prefix caching as providers do it, reported as `usage.prompt_tokens_details.cached_tokens`
+   * (default 'automatic': OpenAI's, 1,024-token blocks; 'explicit': Anthropic's, at
+   * `cache_control` breakpoints; 'off'). A session is the body's `prompt_cache_key`, else
+   * the `x-session-id` header, else the whole server.
+   */
+  promptCaching?: PromptCaching | PromptCacheOptions;
 }
 
 export interface RecordedRequest {
@@ -51,6 +61,8 @@ export interface RecordedRequest {
   /** The HTTP status sent. */
   status: number;
   promptTokens: number;
+  /** Of promptTokens, those the prompt cache served (0 when caching is off). */
+  cachedTokens: number;
 }
 
 export interface TestServer {
@@ -72,6 +84,8 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
   const requests: RecordedRequest[] = [];
   const injected: (Fault | readonly Fault[] | null)[] = [];
   let chatIndex = 0;
+  const caching = options.promptCaching ?? 'automatic';
+  const cache = new PromptCache(counter, typeof caching === 'string' ? { mode: caching } : caching);
 
   const faultsFor = (index: number, body: ChatRequest): Fault[] => {
     const planned = injected.length
@@ -94,6 +108,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     if (req.method === 'GET' && path === '/v1/models') {
       return sendJson(res, 200, { object: 'list', data: [{ id: model, object: 'model', created: 1_700_000_000, owned_by: 'workmem' }] });
     }
+    if (req.method === 'POST' && path === '/v1/responses') return refuseResponses(req, res);
     if (req.method !== 'POST' || path !== '/v1/chat/completions')
       return sendError(res, 404, `no route for ${req.method} ${path}`, 'invalid_request_error');
     if (options.apiKey && req.headers.authorization !== `Bearer ${options.apiKey}`) {
@@ -113,6 +128,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     const index = chatIndex++;
     const faults = faultsFor(index, body);
     const promptTokens = promptTokensOf(counter, body);
+    const session = typeof body.prompt_cache_key === 'string' ? body.prompt_cache_key : String(req.headers['x-session-id'] ?? '');
     const record: RecordedRequest = {
       index,
       method: req.method,
@@ -122,6 +138,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
       faults,
       status: 200,
       promptTokens,
+      cachedTokens: 0,
     };
     requests.push(record);
     const fault = <T extends Fault['type']>(type: T) => faults.find((f): f is Extract<Fault, { type: T }> => f.type === type);
@@ -164,10 +181,14 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     }
     reply = applyReplyFaults(reply, faults);
     const completion = completionOf(reply);
+    // Only a request that is answered reads or writes the cache.
+    record.cachedTokens = cache.lookup(body, session, promptTokens);
+    const scale = options.promptTokenScale ?? 1;
     const usage = {
-      prompt_tokens: Math.round(promptTokens * (options.promptTokenScale ?? 1)),
+      prompt_tokens: Math.round(promptTokens * scale),
       completion_tokens: countCompletion(counter, completion),
       total_tokens: 0,
+      ...(cache.enabled ? { prompt_tokens_details: { cached_tokens: Math.round(record.cachedTokens * scale) } } : {}),
     };
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
     const id = `chatcmpl-${randomBytes(12).toString('hex')}`;
@@ -217,6 +238,36 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
         usage,
       } as never);
     await writeStream(res, chunks, faults, options.chunkDelayMs ?? 0);
+  }
+
+  /** AI SDK's default OpenAI provider speaks the Responses API: say so, and record the attempt. */
+  async function refuseResponses(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = (await readBody(req)) ?? '';
+    let body: unknown = null;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      // recorded as sent: null
+    }
+    requests.push({
+      index: -1,
+      method: 'POST',
+      path: '/v1/responses',
+      headers: redactHeaders(req.headers),
+      body: body as ChatRequest,
+      faults: [],
+      status: 404,
+      promptTokens: 0,
+      cachedTokens: 0,
+    });
+    sendError(
+      res,
+      404,
+      'workmem test server: POST /v1/responses (the Responses API) is not served; it speaks Chat Completions (POST /v1/chat/completions). ' +
+        "With the AI SDK use openai.chat('<model>') from @ai-sdk/openai, or @ai-sdk/openai-compatible.",
+      'invalid_request_error',
+      'responses_api_not_served',
+    );
   }
 
   await new Promise<void>((resolve, reject) => {

@@ -1,0 +1,222 @@
+/**
+ * The `llm` over any Vercel AI SDK language model (Anthropic, Google, Bedrock, Mistral,
+ * Ollama, OpenAI-compatible servers, …): one doStream per request, assembling text and
+ * tool-call deltas, usage with cached input tokens, the caller's abort and a stall
+ * watchdog, and every failure as an LLMError the turn machine acts on. The model is
+ * called directly (LanguageModelV3), so the AI SDK neither retries nor runs tools: the
+ * turn machine does both, as with openaiChat.
+ */
+import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
+import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse, type LLMUsage } from '../llm/llm.js';
+import type { AssistantMessage } from '../history/messages.js';
+import { modelLimits } from '../llm/models.js';
+import { redactor } from '../secrets/redact.js';
+import { Watchdog } from '../llm/streamWatchdog.js';
+import type { RetryPolicy } from '../settings/settings.js';
+import { ConfigError } from '../settings/config.js';
+import { promptOf, toolsOf } from './aiSdkPrompt.js';
+import { classifyAiSdk } from './aiSdkErrors.js';
+
+export interface AiSdkModelOptions {
+  /** Default: from the known-models table by the model's id, else 32768. */
+  contextWindow?: number;
+  /** Tokens reserved for the answer; default min(the table's, window / 4). */
+  maxOutputTokens?: number;
+  /** Retries of a failed request by the turn machine; default its policy's. */
+  maxRetries?: number;
+  /** Until the response starts, and the longest time without content inside a stream. Default 120 s. */
+  timeoutMs?: number;
+  /** A separate (often cheaper) model for compaction summaries, called the same way. */
+  compactionModel?: LanguageModelV3;
+  /**
+   * 'explicit' marks cache breakpoints (Anthropic cache_control, Bedrock cachePoint,
+   * cache_control for OpenAI-compatible gateways) after the system prompt, the working
+   * memory and the history prefix; 'automatic' sends none (OpenAI-style prefix caching).
+   * Default: explicit for Anthropic and Bedrock models, else automatic.
+   */
+  caching?: 'explicit' | 'automatic';
+  temperature?: number;
+  headers?: Record<string, string>;
+  /** Passed to every call (e.g. `{ anthropic: { thinking: … } }`). */
+  providerOptions?: LanguageModelV3CallOptions['providerOptions'];
+  /** Values never to be written or reported (an API key you passed to the provider). */
+  secrets?: readonly string[];
+}
+
+export interface AiSdkModel extends LLM {
+  readonly provider: string;
+  readonly compactionModel: string;
+  readonly caching: 'explicit' | 'automatic';
+}
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+
+export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = {}): AiSdkModel {
+  checkModel(model, 'model');
+  if (options.compactionModel !== undefined) checkModel(options.compactionModel, 'compactionModel');
+  const limits = modelLimits(model.modelId);
+  const contextWindow = options.contextWindow ?? limits.contextWindow;
+  const maxOutputTokens = options.maxOutputTokens ?? Math.min(limits.maxOutputTokens, Math.floor(contextWindow / 4));
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const secrets = [...(options.secrets ?? [])];
+  const hide = redactor(secrets);
+  const caching = options.caching ?? (/anthropic|bedrock/i.test(model.provider) ? 'explicit' : 'automatic');
+  const retry: Partial<RetryPolicy> = options.maxRetries === undefined ? {} : { maxRetries: options.maxRetries };
+
+  const callOptions = (request: LLMRequest, signal: AbortSignal): LanguageModelV3CallOptions => ({
+    prompt: promptOf(request, caching === 'explicit'),
+    maxOutputTokens: request.maxOutputTokens,
+    ...(request.tools.length ? { tools: toolsOf(request.tools) } : {}),
+    ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+    ...(options.headers ? { headers: options.headers } : {}),
+    ...(options.providerOptions ? { providerOptions: options.providerOptions } : {}),
+    abortSignal: signal,
+  });
+
+  const run = async (
+    use: LanguageModelV3,
+    request: LLMRequest,
+    signal: AbortSignal,
+    onText: (delta: string) => void,
+  ): Promise<LLMResponse> => {
+    const watchdog = new Watchdog(timeoutMs, signal);
+    const assembled = new PartAssembler();
+    try {
+      const { stream } = await use.doStream(callOptions(request, watchdog.signal));
+      watchdog.arm();
+      const reader = stream.getReader();
+      // A provider's stream ends when its fetch is aborted; a stream that ignores the signal is cancelled.
+      const cancel = (): void => void reader.cancel().catch(() => {});
+      watchdog.signal.addEventListener('abort', cancel, { once: true });
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          if (value.type === 'error') throw new StreamError(value.error);
+          const { text, progress } = assembled.add(value);
+          if (progress) watchdog.arm();
+          if (text) onText(text);
+        }
+      } finally {
+        watchdog.signal.removeEventListener('abort', cancel);
+        reader.releaseLock();
+      }
+      watchdog.check();
+      return assembled.finish();
+    } catch (error) {
+      throw classifyAiSdk(error instanceof StreamError ? error.value : error, watchdog, hide);
+    } finally {
+      watchdog.stop();
+    }
+  };
+
+  return {
+    model: model.modelId,
+    provider: model.provider,
+    contextWindow,
+    maxOutputTokens,
+    compactionModel: (options.compactionModel ?? model).modelId,
+    caching,
+    retry,
+    secrets,
+    complete: (request: LLMRequest, call: LLMCallOptions) => run(model, request, call.signal, call.onText),
+    summarize: (request: LLMRequest, call: { signal: AbortSignal }) =>
+      run(options.compactionModel ?? model, request, call.signal, () => {}),
+  };
+}
+
+function checkModel(model: unknown, what: string): void {
+  const m = model as Partial<LanguageModelV3> | null;
+  if (typeof model === 'string')
+    throw new ConfigError(
+      `aiSdkModel: ${what} must be a provider's model object (e.g. anthropic('claude-sonnet-4-5')), not the string ${JSON.stringify(model)}`,
+    );
+  if (!m || typeof m !== 'object' || typeof m.doStream !== 'function')
+    throw new ConfigError(`aiSdkModel: ${what} is not an AI SDK language model (it has no doStream)`);
+  if (m.specificationVersion !== 'v3')
+    throw new ConfigError(
+      `aiSdkModel: ${what} implements the AI SDK's language model specification ${String(m.specificationVersion)}; workmem needs v3 (ai 6 and its providers)`,
+    );
+}
+
+/** An error part of the stream, carried out of the loop to be classified. */
+class StreamError extends Error {
+  constructor(readonly value: unknown) {
+    super('stream error');
+  }
+}
+
+/** Collects a stream's parts: text, tool calls (from their deltas or whole), usage, the finish. */
+class PartAssembler {
+  private text = '';
+  private readonly calls = new Map<string, { name: string; input: string; done: boolean }>();
+  private finishReason: string | null = null;
+  private usage: LLMUsage | null = null;
+
+  add(part: LanguageModelV3StreamPart): { text: string; progress: boolean } {
+    switch (part.type) {
+      case 'text-delta':
+        this.text += part.delta;
+        return { text: part.delta, progress: part.delta.length > 0 };
+      case 'reasoning-delta':
+        return { text: '', progress: part.delta.length > 0 };
+      case 'tool-input-start':
+        this.calls.set(part.id, { name: part.toolName, input: '', done: false });
+        return { text: '', progress: true };
+      case 'tool-input-delta': {
+        const call = this.calls.get(part.id);
+        if (call && !call.done) call.input += part.delta;
+        return { text: '', progress: part.delta.length > 0 };
+      }
+      case 'tool-call':
+        if (part.providerExecuted) return { text: '', progress: true };
+        // The whole call is authoritative over the deltas that preceded it.
+        this.calls.set(part.toolCallId, { name: part.toolName, input: part.input, done: true });
+        return { text: '', progress: true };
+      case 'finish':
+        this.finishReason = finishOf(part.finishReason.unified, part.finishReason.raw);
+        this.usage = usageOf(part.usage);
+        return { text: '', progress: true };
+      default:
+        return { text: '', progress: false };
+    }
+  }
+
+  finish(): LLMResponse {
+    if (this.finishReason === null)
+      throw new LLMError('network', 'the stream ended before the model finished (no finish part); the connection was probably cut');
+    const message: AssistantMessage = { role: 'assistant', content: this.text || null };
+    const calls = [...this.calls.entries()];
+    if (calls.length)
+      message.tool_calls = calls.map(([id, c], i) => ({
+        id: id || `call_${i}`,
+        type: 'function',
+        function: { name: c.name, arguments: c.input },
+      }));
+    return { message, usage: this.usage, finishReason: this.finishReason };
+  }
+}
+
+/** The AI SDK's unified reasons in Chat Completions words, which the rest of workmem speaks. */
+function finishOf(unified: string, raw: string | undefined): string {
+  switch (unified) {
+    case 'tool-calls':
+      return 'tool_calls';
+    case 'content-filter':
+      return 'content_filter';
+    case 'stop':
+    case 'length':
+      return unified;
+    default:
+      return raw ?? unified;
+  }
+}
+
+function usageOf(usage: LanguageModelV3Usage): LLMUsage | null {
+  const count = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+  const input = usage.inputTokens.total;
+  const output = usage.outputTokens.total;
+  if (!count(input) || !count(output)) return null;
+  const cached = usage.inputTokens.cacheRead;
+  return { promptTokens: input, completionTokens: output, ...(count(cached) && cached <= input ? { cachedPromptTokens: cached } : {}) };
+}

@@ -1,0 +1,107 @@
+/**
+ * workmem's request (Chat Completions messages) as an AI SDK LanguageModelV3 prompt, with
+ * cache breakpoints where the request says its stable parts end, for providers with
+ * explicit prompt caching.
+ */
+import type { LanguageModelV3FunctionTool, LanguageModelV3Message, SharedV3ProviderOptions } from '@ai-sdk/provider';
+import type { CacheBreakpoint, LLMRequest } from '../llm/llm.js';
+import type { ChatMessage } from '../history/messages.js';
+import type { ToolSpec } from '../tools/tool.js';
+
+/** Anthropic allows 4 cache_control breakpoints per request. */
+export const MAX_BREAKPOINTS = 4;
+
+/**
+ * One breakpoint, in each provider's own words: Anthropic's cacheControl, Bedrock's
+ * cachePoint, and cache_control on the wire for OpenAI-compatible gateways that pass it on
+ * (OpenRouter, LiteLLM, workmem's test server).
+ */
+export const CACHE_MARK: SharedV3ProviderOptions = {
+  anthropic: { cacheControl: { type: 'ephemeral' } },
+  bedrock: { cachePoint: { type: 'default' } },
+  openaiCompatible: { cache_control: { type: 'ephemeral' } },
+};
+
+export function toolsOf(tools: readonly ToolSpec[]): LanguageModelV3FunctionTool[] {
+  return tools.map((t) => ({ type: 'function', name: t.name, description: t.description, inputSchema: t.parameters as never }));
+}
+
+/**
+ * The prompt. With `explicit`, a message a breakpoint names is marked (its last part too,
+ * where providers read it), and a breakpoint inside a system message splits it in two, so
+ * the part before (the stable system prompt) is cached on its own.
+ */
+export function promptOf(request: LLMRequest, explicit: boolean): LanguageModelV3Message[] {
+  const marks = explicit ? breakpointsOf(request.cacheBreakpoints ?? [], request.messages.length) : new Map<number, number[]>();
+  const names = new Map<string, string>();
+  const out: LanguageModelV3Message[] = [];
+  request.messages.forEach((message, index) => {
+    for (const call of message.role === 'assistant' ? (message.tool_calls ?? []) : []) names.set(call.id, call.function.name);
+    const cuts = marks.get(index);
+    if (!cuts) return void out.push(messageOf(message, names, false));
+    // Only a system message is split; elsewhere a breakpoint marks the whole message.
+    if (message.role !== 'system') return void out.push(messageOf(message, names, true));
+    let from = 0;
+    for (const end of cuts) {
+      if (end <= from || from >= message.content.length) continue;
+      out.push({ role: 'system', content: message.content.slice(from, end), providerOptions: CACHE_MARK });
+      from = end;
+    }
+    if (from < message.content.length) out.push({ role: 'system', content: message.content.slice(from) });
+  });
+  return out;
+}
+
+/** Breakpoints by message, as cut points in its text; at most MAX_BREAKPOINTS, the last ones kept (they cover the most). */
+function breakpointsOf(breakpoints: readonly CacheBreakpoint[], messages: number): Map<number, number[]> {
+  const valid = breakpoints.filter((b) => Number.isInteger(b.message) && b.message >= 0 && b.message < messages).slice(-MAX_BREAKPOINTS);
+  const byMessage = new Map<number, number[]>();
+  for (const b of valid) byMessage.set(b.message, [...(byMessage.get(b.message) ?? []), b.chars ?? Number.MAX_SAFE_INTEGER]);
+  for (const cuts of byMessage.values()) cuts.sort((a, b) => a - b);
+  return byMessage;
+}
+
+function messageOf(message: ChatMessage, names: Map<string, string>, mark: boolean): LanguageModelV3Message {
+  const options = mark ? { providerOptions: CACHE_MARK } : {};
+  switch (message.role) {
+    case 'system':
+      return { role: 'system', content: message.content, ...options };
+    case 'user':
+      return { role: 'user', content: [{ type: 'text', text: message.content, ...options }], ...options };
+    case 'assistant': {
+      const calls = (message.tool_calls ?? []).map((c) => ({
+        type: 'tool-call' as const,
+        toolCallId: c.id,
+        toolName: c.function.name,
+        input: parseArguments(c.function.arguments),
+      }));
+      const parts = [...(message.content ? [{ type: 'text' as const, text: message.content }] : []), ...calls];
+      if (!parts.length) parts.push({ type: 'text', text: '' });
+      if (mark) Object.assign(parts[parts.length - 1]!, options);
+      return { role: 'assistant', content: parts, ...options };
+    }
+    case 'tool':
+      return {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: message.tool_call_id,
+            toolName: names.get(message.tool_call_id) ?? 'unknown',
+            output: { type: 'text', value: message.content },
+            ...options,
+          },
+        ],
+        ...options,
+      };
+  }
+}
+
+/** The model's arguments as sent back: parsed when they are JSON, else the text it wrote. */
+function parseArguments(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}

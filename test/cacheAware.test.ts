@@ -1,0 +1,131 @@
+/**
+ * Cache-aware requests: the system prompt, the working memory and the history go out as
+ * separate parts, with breakpoints for a provider with explicit caching, and the server's
+ * cached input tokens come back in turn_end, the turn's result and the status line.
+ */
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { LanguageModelV3CallOptions } from '@ai-sdk/provider';
+import { MockLanguageModelV3, simulateReadableStream } from 'ai/test';
+import { describe, expect, it } from 'vitest';
+import { aiSdkModel } from '../src/aiSdk/index.js';
+import { openaiChat } from '../src/llm/openaiChat.js';
+import { statusLine } from '../src/cli/render.js';
+import { collect, newSession, ofType, testServers } from './helpers.js';
+
+const serve = testServers();
+const question = (i: number) => `Question ${i}: ${'tell me more about the parser and its error recovery '.repeat(40)}`;
+const marked = (m: Record<string, unknown>) =>
+  !!m.cache_control || (Array.isArray(m.content) && m.content.some((p: { cache_control?: unknown }) => p.cache_control));
+
+describe('explicit caching through aiSdkModel', () => {
+  it('sends the system prompt and the memory as two marked parts and marks the history prefix; the cache serves most of the input', async () => {
+    const server = await serve(() => ({ content: 'Noted.' }), { promptCaching: 'explicit' });
+    const provider = createOpenAICompatible({ name: 'workmem-test', baseURL: server.baseURL, apiKey: 'test', includeUsage: true });
+    const llm = aiSdkModel(provider.chatModel('workmem-test'), { caching: 'explicit' });
+    const session = await newSession({ llm, settings: { injectHistory: true } });
+    const events = collect(session);
+    for (let i = 1; i <= 6; i++) await session.prompt(question(i));
+
+    const body = server.requests.at(-1)!.body;
+    const messages = body.messages as unknown as Record<string, unknown>[];
+    // The system prompt, then the memory, each a system message with a breakpoint.
+    expect(messages.slice(0, 2).map((m) => [m.role, marked(m)])).toEqual([
+      ['system', true],
+      ['system', true],
+    ]);
+    expect(String(messages[1]!.content)).toMatch(/^\n\n<working_memory file="working-memory\/overview\.md">/);
+    expect(String(messages[0]!.content)).not.toContain('<working_memory file=');
+    // The history before the last message is marked, the last (with the tail) is not; 3 marks in all (Anthropic allows 4).
+    expect(marked(messages.at(-2)!)).toBe(true);
+    expect(marked(messages.at(-1)!)).toBe(false);
+    expect(messages.filter(marked)).toHaveLength(3);
+
+    const ends = ofType(events, 'turn_end');
+    expect(ends[0]!.usage).toMatchObject({ cached: 0 });
+    for (const end of ends.slice(1)) {
+      expect(end.usage!.cached).toBeGreaterThan(0);
+      expect(end.usage!.cached).toBeLessThan(end.usage!.input);
+    }
+    // Each turn the cache serves everything but the last exchange (the previous question was sent with
+    // the tail, so as it is now it is new): a share that grows with the history.
+    const shares = ends.slice(1).map((e) => e.usage!.cached / e.usage!.input);
+    expect(shares).toEqual([...shares].sort((x, y) => x - y));
+    const last = ends.at(-1)!.usage!;
+    expect(last.cached / last.input).toBeGreaterThan(0.7);
+    expect(server.requests.at(-1)!.cachedTokens).toBe(last.cached);
+    // prompt_built says how much of the request is the cacheable prefix.
+    const built = ofType(events, 'prompt_built').at(-1)!.tokens;
+    expect(built.cacheable).toBeGreaterThan(built.system + built.memory);
+    expect(built.cacheable).toBeLessThan(built.counted);
+    // The status line shows the share of input the cache served.
+    expect(statusLine(session)).toMatch(/ · \d+ % of input cached\]$/);
+    await session.close();
+  });
+
+  it('hands the AI SDK at most 4 breakpoints as Anthropic cacheControl (and Bedrock cachePoint); none when caching is automatic', async () => {
+    const stream = () => ({
+      stream: simulateReadableStream({
+        chunks: [
+          { type: 'text-delta' as const, id: 't', delta: 'ok' },
+          {
+            type: 'finish' as const,
+            finishReason: { unified: 'stop' as const, raw: 'stop' },
+            usage: {
+              inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: undefined },
+              outputTokens: { total: 1, text: 1, reasoning: undefined },
+            },
+          },
+        ],
+      }),
+    });
+    const anthropicLike = new MockLanguageModelV3({
+      provider: 'anthropic.messages',
+      modelId: 'claude-sonnet-4-5',
+      doStream: async () => stream(),
+    });
+    const llm = aiSdkModel(anthropicLike);
+    expect(llm.caching).toBe('explicit');
+    const session = await newSession({ llm, settings: { injectHistory: true } });
+    await session.prompt('first');
+    await session.prompt('second');
+    const prompt = (anthropicLike.doStreamCalls.at(-1) as LanguageModelV3CallOptions).prompt;
+    const marks = prompt.flatMap((m, i) => (m.providerOptions?.anthropic ? [i] : []));
+    expect(marks).toEqual([0, 1, prompt.length - 2]);
+    expect(prompt[0]!.providerOptions).toMatchObject({
+      anthropic: { cacheControl: { type: 'ephemeral' } },
+      bedrock: { cachePoint: { type: 'default' } },
+    });
+    await session.close();
+
+    const plain = new MockLanguageModelV3({ provider: 'openai.chat', modelId: 'gpt-4o', doStream: async () => stream() });
+    const automatic = await newSession({ llm: aiSdkModel(plain), settings: { injectHistory: true } });
+    await automatic.prompt('first');
+    const sent = (plain.doStreamCalls[0] as LanguageModelV3CallOptions).prompt;
+    expect(sent.filter((m) => m.role === 'system')).toHaveLength(1);
+    expect(sent.some((m) => m.providerOptions)).toBe(false);
+    await automatic.close();
+  });
+});
+
+describe('automatic caching through openaiChat', () => {
+  it('one system message as today; the cached tokens the server reports reach turn_end and the turn result', async () => {
+    const server = await serve(() => ({ content: 'Noted.' }));
+    const session = await newSession({
+      llm: openaiChat({ baseURL: server.baseURL, apiKey: 'test', model: 'workmem-test', env: {} }),
+      settings: { injectHistory: true },
+    });
+    const events = collect(session);
+    let result;
+    for (let i = 1; i <= 4; i++) result = await session.prompt(question(i));
+    const messages = server.requests.at(-1)!.body.messages;
+    expect(messages.filter((m) => m.role === 'system')).toHaveLength(1);
+    expect(JSON.stringify(messages)).not.toContain('cache_control');
+    const usage = ofType(events, 'turn_end').at(-1)!.usage!;
+    expect(usage.cached % 1024).toBe(0);
+    expect(usage.cached).toBeGreaterThan(0);
+    expect(usage.cached).toBe(server.requests.at(-1)!.cachedTokens);
+    expect(result!.usage).toEqual(usage);
+    expect(session.state.usage!.input).toBe(server.requests.reduce((n, r) => n + r.promptTokens, 0));
+    await session.close();
+  });
+});

@@ -1,0 +1,175 @@
+/**
+ * One suite, two clients of the same local test server: openaiChat (the openai SDK) and
+ * aiSdkModel over @ai-sdk/openai-compatible. The README's library example, the demo's
+ * conversation and the compaction paths (overflow, the fallback with a separate
+ * compaction model, compact_history summarize) must behave the same through both.
+ */
+import { PassThrough } from 'node:stream';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import { aiSdkModel } from '../src/aiSdk/index.js';
+import { openaiChat } from '../src/llm/openaiChat.js';
+import type { LLM } from '../src/llm/llm.js';
+import { createSession, openSession } from '../src/session/index.js';
+import { defineTool } from '../src/tools/tool.js';
+import { protocolFollower, type ChatRequest, type Policy } from '../src/testing/index.js';
+import { SUMMARIZER_MARK } from '../src/compaction/summarizer.js';
+import { runDemo } from '../src/cli/demo.js';
+import type { CliIO } from '../src/cli/cliIO.js';
+import { collect, newSession, ofType, tempHome, testServers } from './helpers.js';
+
+interface ClientOptions {
+  contextWindow?: number;
+  maxOutputTokens?: number;
+  compactionModel?: string;
+}
+
+const CLIENTS: { name: string; make: (baseURL: string, options?: ClientOptions) => LLM }[] = [
+  {
+    name: 'openaiChat',
+    make: (baseURL, options = {}) => openaiChat({ baseURL, apiKey: 'test', model: 'workmem-test', env: {}, ...options }),
+  },
+  {
+    name: 'aiSdkModel',
+    make: (baseURL, { compactionModel, ...options } = {}) => {
+      const provider = createOpenAICompatible({ name: 'workmem-test', baseURL, apiKey: 'test', includeUsage: true });
+      return aiSdkModel(provider.chatModel('workmem-test'), {
+        ...options,
+        ...(compactionModel ? { compactionModel: provider.chatModel(compactionModel) } : {}),
+      });
+    },
+  },
+];
+
+const SUMMARY =
+  '## Goal\n- Plan a trip.\n\n## Decisions\n- Train, not plane.\n\n## Progress\n- Dates chosen.\n\n## Open items\n- Hotel.\n\n## Key facts\n- city: Lyon';
+const isSummaryRequest = (body: ChatRequest): boolean => String(body.messages[0]?.content ?? '').includes(SUMMARIZER_MARK);
+
+describe.each(CLIENTS)('through $name', ({ make }) => {
+  const serve = testServers();
+
+  it("the README's library example: a session with instructions and a tool, its events, reopened with its history", async () => {
+    const server = await serve(protocolFollower({ seed: 1 }));
+    const llm = make(server.baseURL);
+    const home = tempHome();
+    const weather = defineTool({
+      name: 'weather',
+      description: 'The weather in a city',
+      parameters: z.object({ city: z.string() }),
+      execute: async ({ city }) => `Sunny in ${city}`,
+    });
+    const session = await createSession({
+      llm,
+      home,
+      cwd: '/work/project',
+      env: {},
+      instructions: 'You are a helpful assistant.',
+      tools: [weather],
+    });
+    const types: string[] = [];
+    session.on('*', (event) => void types.push(event.type));
+    const result = await session.prompt('Hi! My name is Ada.');
+    expect(result.status).toBe('done');
+    expect(result.text.length).toBeGreaterThan(0);
+    for (const type of ['turn_start', 'prompt_built', 'message_delta', 'turn_end']) expect(types).toContain(type);
+    await session.close();
+    const first = server.requests[0]!.body;
+    expect(first.messages[0]!.content).toMatch(/^You are a helpful assistant\./);
+    expect(first.tools?.map((t) => t.function.name)).toContain('weather');
+
+    const again = await openSession(session.id, { llm, home, env: {} });
+    expect((await again.prompt('What is my name?')).status).toBe('done');
+    await again.close();
+    // The reopened session carries the earlier turn, as it was sent.
+    const reopened = server.requests.at(-1)!.body.messages;
+    expect(reopened.some((m) => m.role === 'user' && String(m.content).startsWith('Hi! My name is Ada.'))).toBe(true);
+  });
+
+  it("the demo's conversation: a reminder, memory written, phase 1 → 2, a compaction, every fact answered from memory", async () => {
+    const sink = new PassThrough().resume();
+    const io = { stdin: process.stdin, stdout: sink, stderr: sink, env: {}, cwd: '/demo' } as unknown as CliIO;
+    const demo = await runDemo(io, {
+      quiet: true,
+      home: tempHome(),
+      showHome: false,
+      makeLLM: (config) => make(config.baseURL!, { contextWindow: config.contextWindow!, maxOutputTokens: config.maxOutputTokens! }),
+    });
+    expect(demo.correct).toBe(demo.asked);
+    expect(ofType(demo.events, 'reminder').length).toBeGreaterThan(0);
+    expect(ofType(demo.events, 'memory_updated').length).toBeGreaterThan(0);
+    expect(ofType(demo.events, 'mode_changed').map((e) => `${e.from} → ${e.to}`)).toEqual(['phase1 → phase2']);
+    expect(ofType(demo.events, 'compaction_end').filter((e) => e.replaced > 0).length).toBeGreaterThan(0);
+    expect(ofType(demo.events, 'turn_end').every((e) => e.status === 'done')).toBe(true);
+  }, 60_000);
+
+  it('a context-overflow error compacts once and retries; a second one fails clearly', async () => {
+    let overflows = 0;
+    const server = await serve(() => ({ content: 'fits now' }), {
+      faults: (_, body) => (!isSummaryRequest(body) && overflows > 0 ? (overflows--, { type: 'context_length' }) : null),
+    });
+    const session = await newSession({ llm: make(server.baseURL), settings: { injectHistory: true } });
+    const events = collect(session);
+    for (let i = 0; i < 6; i++) await session.prompt(`Earlier turn ${i}: ${'words '.repeat(200)}`);
+    overflows = 1;
+    expect(await session.prompt('This one overflows on the server.')).toMatchObject({ status: 'done', text: 'fits now' });
+    expect(ofType(events, 'compaction_end')).toEqual([expect.objectContaining({ reason: 'overflow', turn: 7 })]);
+    const turnRequests = server.requests.filter((r) => !isSummaryRequest(r.body));
+    const [refused, retried] = turnRequests.slice(-2);
+    expect(refused!.status).toBe(400);
+    expect(retried!.promptTokens).toBeLessThan(refused!.promptTokens);
+    overflows = 2;
+    const again = await session.prompt('Overflow twice.');
+    expect(again).toMatchObject({ status: 'failed', error: { kind: 'overflow' } });
+    expect(again.error!.message).toMatch(/maximum context length/);
+    await session.close();
+  });
+
+  it('the fallback at 75 % compacts to half, its summary made by the separate compaction model', async () => {
+    const policy: Policy = (body) => (isSummaryRequest(body) ? { content: SUMMARY } : { content: 'Noted.' });
+    const server = await serve(policy);
+    const llm = make(server.baseURL, { contextWindow: 6_000, maxOutputTokens: 500, compactionModel: 'workmem-summary' });
+    const session = await newSession({ llm, settings: { injectHistory: true } });
+    const events = collect(session);
+    for (let i = 0; i < 12; i++) await session.prompt(`Turn ${i}: ${'detail '.repeat(300)}`);
+    const fallbacks = ofType(events, 'compaction_end').filter((e) => e.reason === 'fallback');
+    expect(fallbacks.length).toBeGreaterThan(0);
+    expect(fallbacks[0]!.tokensAfter).toBeLessThan(fallbacks[0]!.tokensBefore);
+    const summaries = server.requests.filter((r) => isSummaryRequest(r.body));
+    expect(summaries.length).toBeGreaterThan(0);
+    expect(summaries.every((r) => r.body.model === 'workmem-summary')).toBe(true);
+    expect(server.requests.filter((r) => !isSummaryRequest(r.body)).every((r) => r.body.model === 'workmem-test')).toBe(true);
+    // No request the model saw was over the window.
+    for (const built of ofType(events, 'prompt_built')) expect(built.tokens.total).toBeLessThan(6_000);
+    await session.close();
+  });
+
+  it('compact_history with summarize: the summary replaces the old turns in the next request', async () => {
+    let turn = 0;
+    const policy: Policy = (body) => {
+      if (isSummaryRequest(body)) return { content: SUMMARY };
+      const last = body.messages.at(-1)!;
+      if (last.role === 'user' && String(last.content).startsWith('Please compact')) {
+        turn++;
+        return {
+          toolCalls: [
+            { name: 'compact_history', arguments: JSON.stringify({ target: 'conversation', strategy: 'summarize', keep_recent: 1 }) },
+          ],
+        };
+      }
+      return { content: 'ok' };
+    };
+    const server = await serve(policy);
+    const session = await newSession({ llm: make(server.baseURL), settings: { injectHistory: true } });
+    const events = collect(session);
+    for (let i = 1; i <= 5; i++) await session.prompt(`Question ${i}: ${'context '.repeat(100)}`);
+    await session.prompt('Please compact the old part.');
+    expect(turn).toBe(1);
+    expect(ofType(events, 'tool_end')[0]!.content).toContain('replaced by a structured summary');
+    await session.prompt('And now?');
+    const note = String(server.requests.at(-1)!.body.messages[1]!.content);
+    expect(note).toMatch(/^\[Earlier conversation compacted: summary of turns 1-4/);
+    expect(note).toContain('## Key facts');
+    await session.close();
+  });
+});
