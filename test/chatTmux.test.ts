@@ -1,0 +1,228 @@
+/**
+ * workmem chat on a real terminal: the built CLI runs in tmux (a server of its own, -L),
+ * against the local test server; keys go in with send-keys, pastes with load-buffer and
+ * paste-buffer -p (bracketed, as a terminal pastes), and the screen is read back with
+ * capture-pane. (Run `npm run build` before this file alone.)
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
+import { CLEARED_NOTICE, EXIT_NOTICE } from '../src/cli/lineEditor.js';
+import { cliPath } from './cliProcess.js';
+import { tempHome } from './helpers.js';
+
+const TMUX = '/usr/bin/tmux';
+const hasTmux = existsSync(TMUX);
+
+class Tmux {
+  readonly socket = `workmem-chat-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  private started = false;
+
+  constructor(private readonly env: Record<string, string>) {}
+
+  tmux(...args: string[]): string {
+    return execFileSync(TMUX, ['-L', this.socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
+  }
+
+  /** `workmem chat <args>` in a fresh 120×50 pane; the pane stays after the process ends, to read its status. */
+  start(args: string[], cwd: string): void {
+    const env = Object.entries(this.env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+    this.tmux('new-session', '-d', '-x', '120', '-y', '50', '-c', cwd, ...env, process.execPath, cliPath(), 'chat', ...args);
+    this.started = true;
+    this.tmux('set-option', '-g', 'remain-on-exit', 'on');
+  }
+
+  keys(...keys: string[]): void {
+    this.tmux('send-keys', ...keys);
+  }
+
+  type(text: string): void {
+    this.tmux('send-keys', '-l', text);
+  }
+
+  /** Paste as a terminal does: bracketed (the application asked for it). */
+  paste(text: string, dir: string): void {
+    const file = join(dir, 'paste.txt');
+    writeFileSync(file, text);
+    this.tmux('load-buffer', '-b', 'test', file);
+    this.tmux('paste-buffer', '-p', '-b', 'test');
+  }
+
+  screen(): string {
+    return this.tmux('capture-pane', '-p', '-J', '-S', '-500');
+  }
+
+  /** The process has ended: its exit status, or null while it runs. */
+  exitStatus(): number | null {
+    const [dead, status] = this.tmux('list-panes', '-F', '#{pane_dead} #{pane_dead_status}').trim().split(' ');
+    return dead === '1' ? Number(status) : null;
+  }
+
+  async until<T>(what: string, check: () => T | null | undefined | false, timeoutMs = 15_000): Promise<T> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const value = check();
+      if (value) return value;
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; the screen:\n${this.screen()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Waits for `pattern` to occur `count` times on the screen. */
+  seen(pattern: string | RegExp, count = 1, timeoutMs?: number): Promise<string> {
+    const re = typeof pattern === 'string' ? new RegExp(escape(pattern), 'g') : new RegExp(pattern.source, 'g');
+    return this.until(`${re} ×${count}`, () => {
+      const screen = this.screen();
+      return (screen.match(re)?.length ?? 0) >= count ? screen : null;
+    }, timeoutMs);
+  }
+
+  kill(): void {
+    if (this.started) this.tmux('kill-server');
+    this.started = false;
+  }
+}
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** The prompt, once drawn and empty: the last line of the screen that has text. */
+function lastLine(screen: string): string {
+  return screen.trimEnd().split('\n').at(-1) ?? '';
+}
+
+let server: TestServer;
+let home: string;
+let tmux: Tmux;
+const cwd = tempHome();
+
+/** The user messages the server received, each once, in order. */
+function userMessages(): string[] {
+  const seen: string[] = [];
+  for (const r of server.requests)
+    for (const m of r.body.messages) if (m.role === 'user' && typeof m.content === 'string' && !seen.includes(m.content)) seen.push(m.content);
+  return seen;
+}
+
+/** The session's trace, read once the chat has ended. */
+function traceEvents(dir: string): Record<string, any>[] {
+  const sessions = join(dir, 'sessions');
+  const files = readdirSync(sessions).flatMap((d) => readdirSync(join(sessions, d)).map((id) => join(sessions, d, id, 'trace.jsonl')));
+  return files
+    .filter((f) => existsSync(f))
+    .flatMap((f) => readFileSync(f, 'utf8').trim().split('\n'))
+    .map((line) => JSON.parse(line) as { k: string; event?: Record<string, any> })
+    .filter((r) => r.k === 'event')
+    .map((r) => r.event!);
+}
+
+/** The user's text as sent, without the tail the request adds to the last message. */
+const withoutTail = (text: string): string => text.split('\n\n<context_meta>')[0]!;
+
+beforeAll(async () => {
+  expect(existsSync(cliPath()), 'build the CLI first: npm run build').toBe(true);
+  server = await startTestServer({ policy: protocolFollower({ seed: 3 }) });
+});
+afterAll(async () => server.close());
+afterEach(() => tmux?.kill());
+
+function startChat(args: string[] = [], extra: Record<string, string> = {}): Promise<string> {
+  home = tempHome();
+  tmux = new Tmux({ WORKMEM_HOME: home, OPENAI_BASE_URL: server.baseURL, WORKMEM_MODEL: 'workmem-test', NO_COLOR: '1', ...extra });
+  tmux.start(args, cwd);
+  return tmux.seen('/help for commands', 1, 20_000).then(() => tmux.until('the prompt', () => lastLine(tmux.screen()) === '›' && tmux.screen()));
+}
+
+describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
+  it('a pasted block of 5 lines is one message and one turn; Enter sends it', async () => {
+    await startChat();
+    const before = server.requests.length;
+    const lines = ['first line of the paste', 'second line', 'third line', 'fourth line', 'fifth line'];
+    tmux.paste(lines.join('\n'), cwd);
+    const screen = await tmux.seen('… fifth line');
+    expect(server.requests.length).toBe(before); // a paste does not send
+    expect(screen).toContain(`› ${lines[0]}\n… ${lines[1]}\n… ${lines[2]}\n… ${lines[3]}\n… ${lines[4]}`);
+    tmux.keys('Enter');
+    await tmux.seen(/\[workmem-test · [\d,]+ \/ 32,768 tokens/);
+    const sent = server.requests.slice(before);
+    expect(sent.length).toBeGreaterThanOrEqual(1);
+    // Every request of the turn ends with the same user message, the 5 lines; none of the lines went alone.
+    for (const r of sent) {
+      const users = r.body.messages.filter((m) => m.role === 'user');
+      expect(withoutTail(String(users.at(-1)!.content))).toBe(lines.join('\n'));
+    }
+    expect(userMessages().map(withoutTail).filter((m) => lines.some((l) => m.includes(l)))).toEqual([lines.join('\n')]);
+
+    // Typed lines: a trailing backslash continues, Ctrl-J inserts a newline.
+    tmux.type('typed one\\');
+    tmux.keys('Enter');
+    tmux.type('typed two');
+    tmux.keys('C-j');
+    tmux.type('typed three');
+    await tmux.seen('… typed three');
+    tmux.keys('Enter');
+    await tmux.seen(/\[workmem-test · /, 2);
+    expect(userMessages().map(withoutTail)).toContain('typed one\ntyped two\ntyped three');
+    tmux.keys('C-d');
+    await tmux.until('exit', () => tmux.exitStatus() !== null);
+    expect(tmux.exitStatus()).toBe(0);
+    const turns = traceEvents(home).filter((e) => e.type === 'turn_start');
+    expect(turns.map((t) => t.text)).toEqual([lines.join('\n'), 'typed one\ntyped two\ntyped three']);
+  });
+
+  it('Ctrl-C at the prompt clears the line and says so; a second Ctrl-C on the empty line exits', async () => {
+    await startChat();
+    const before = server.requests.length;
+    tmux.type('a thought I drop');
+    await tmux.seen('› a thought I drop');
+    tmux.keys('C-c');
+    const screen = await tmux.seen(CLEARED_NOTICE);
+    expect(lastLine(screen)).toBe('›');
+    expect(tmux.exitStatus()).toBeNull();
+    // A key in between disarms: Ctrl-C on the empty line warns again.
+    tmux.type('x');
+    tmux.keys('BSpace', 'C-c');
+    await tmux.seen(EXIT_NOTICE);
+    expect(tmux.exitStatus()).toBeNull();
+    tmux.keys('C-c');
+    await tmux.until('exit', () => tmux.exitStatus() !== null);
+    expect(tmux.exitStatus()).toBe(0);
+    expect(server.requests.length).toBe(before); // nothing was sent
+  });
+
+  it('Esc stops a running turn and the chat goes on; Ctrl-C during a turn stops it too', async () => {
+    await startChat();
+    server.inject({ type: 'stall', afterChunks: 3, ms: 60_000 });
+    tmux.type('Tell me a story.');
+    tmux.keys('Enter');
+    await tmux.seen('● ');
+    const started = Date.now();
+    tmux.keys('Escape');
+    await tmux.seen('(stopped)');
+    expect(Date.now() - started).toBeLessThan(10_000); // not the 60 s stall
+    await tmux.until('the prompt', () => lastLine(tmux.screen()) === '›');
+    expect(tmux.exitStatus()).toBeNull();
+
+    server.inject({ type: 'stall', afterChunks: 3, ms: 60_000 });
+    tmux.type('Another story.');
+    tmux.keys('Enter');
+    await tmux.seen('● ', 2);
+    tmux.keys('C-c');
+    await tmux.seen('(stopped)', 2);
+    await tmux.seen('(stopping the turn — Ctrl-C again to exit)');
+    await tmux.until('the prompt', () => lastLine(tmux.screen()) === '›');
+    expect(tmux.exitStatus()).toBeNull();
+
+    tmux.type('My cat is Tom.');
+    tmux.keys('Enter');
+    await tmux.seen('Noted: your cat is Tom.');
+    tmux.type('/exit');
+    tmux.keys('Enter');
+    await tmux.until('exit', () => tmux.exitStatus() !== null);
+    const ends = traceEvents(home).filter((e) => e.type === 'turn_end');
+    expect(ends.map((e) => e.status)).toEqual(['aborted', 'aborted', 'done']);
+  });
+});
