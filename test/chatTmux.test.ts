@@ -225,4 +225,100 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
     const ends = traceEvents(home).filter((e) => e.type === 'turn_end');
     expect(ends.map((e) => e.status)).toEqual(['aborted', 'aborted', 'done']);
   });
+
+  it('/context shows the last request by part, with the figures of its prompt_built event, and what compactions archived where', async () => {
+    await startChat(['--mode', 'phase1']); // pinned: automatic switching would leave phase 1 after the first memory write
+    tmux.type('/context');
+    tmux.keys('Enter');
+    await tmux.seen('Context of the next request (an estimate before your message: turn 1) · phase1');
+    const said = ['My dog is Rex.', 'My cat is Tom.', 'I live in Oslo.', 'My car is red.', 'I like tea.', 'My bike is blue.'];
+    for (const [i, text] of said.entries()) {
+      tmux.type(text);
+      tmux.keys('Enter');
+      await tmux.seen(/\[workmem-test · [\d,]+ \/ 32,768 tokens/, i + 1);
+    }
+    tmux.type('/compact');
+    tmux.keys('Enter');
+    await tmux.seen(/⤓ compacted \(manual\)/);
+    tmux.type('What is my dog?');
+    tmux.keys('Enter');
+    await tmux.seen('Your dog is Rex.');
+    tmux.type('/context');
+    tmux.keys('Enter');
+    await tmux.seen('Context of the last request');
+    tmux.type('/mode phase2');
+    tmux.keys('Enter');
+    tmux.type('What is my cat?');
+    tmux.keys('Enter');
+    await tmux.seen('Your cat is Tom.');
+    tmux.type('/context');
+    tmux.keys('Enter');
+    await tmux.seen('Context of the last request', 2);
+    await tmux.until('the prompt', () => lastLine(tmux.screen()) === '›');
+    const screen = tmux.screen();
+    tmux.type('/exit');
+    tmux.keys('Enter');
+    await tmux.until('exit', () => tmux.exitStatus() !== null);
+
+    const built = traceEvents(home).filter((e) => e.type === 'prompt_built');
+    const outputs = screen.split('Context of the last request: ').slice(1);
+    expect(outputs).toHaveLength(2);
+    const modes: string[] = [];
+    for (const output of outputs) {
+      const [, turn, request, mode] = /^turn (\d+), request (\d+) · (\w+)/.exec(output)!;
+      const event = built.find((e) => e.turn === Number(turn) && e.request === Number(request))!;
+      expect(event, `a prompt_built for turn ${turn}, request ${request}`).toBeDefined();
+      // The last request of its turn: the latest built before /context was typed.
+      expect(built.filter((e) => e.turn === Number(turn)).at(-1)).toBe(event);
+      modes.push(mode!);
+      expect(mode).toBe(event.mode);
+      const figure = (label: string): number => {
+        const match = new RegExp(`^  ${escape(label)}\\s+(-?[\\d,]+)`, 'm').exec(output);
+        expect(match, `a row for ${label}`).not.toBeNull();
+        return Number(match![1]!.replaceAll(',', ''));
+      };
+      const t = event.tokens;
+      expect(figure('system prompt')).toBe(t.system);
+      expect(figure('working memory') + figure('detail index')).toBe(t.memory);
+      expect(figure(`history · ${mode}`)).toBe(t.history);
+      expect(figure('tail')).toBe(t.tail);
+      expect(figure('total')).toBe(t.total);
+      expect(output).toMatch(new RegExp(`^  total\\s+[\\d,]+\\s+${t.percent} %\\s+of ${t.window.toLocaleString('en-US')} tokens`, 'm'));
+      const [from, to] = event.range as [number, number];
+      expect(output).toMatch(new RegExp(`messages ${from + 1}–${to} of \\d+`));
+      // The bar: 60 cells, the 75 % line, the output reserve at the end.
+      const bar = /^  \[([SMDHT·|r]{60})\]$/m.exec(output)![1]!;
+      expect(bar.indexOf('|')).toBe(45);
+      expect(bar.endsWith('r')).toBe(true);
+      expect(output).toContain('| 75 % (24,576 tokens)');
+      // The compaction: listed with its file, which exists, and its note in the history carried (phase 1).
+      const compacted = /^  turn \d+ \(manual\): (\d+) items, [\d,]+ → [\d,]+ tokens → (\S+)$/m.exec(output);
+      expect(compacted, 'the compaction, with its file').not.toBeNull();
+      const file = compacted![2]!;
+      const sessionDir = readdirSync(join(home, 'sessions')).map((d) => join(home, 'sessions', d));
+      expect(sessionDir.some((d) => readdirSync(d).some((id) => existsSync(join(d, id, file)) || existsSync(join(d, id, 'working-memory', file))))).toBe(true);
+      if (mode === 'phase1') expect(output).toMatch(new RegExp(`^  message 1 \\(turn 1, [\\d,]+ tokens\\): a note for archived turns → ${escape(file)}$`, 'm'));
+    }
+    expect(modes).toEqual(['phase1', 'phase2']);
+  });
+
+  it('--no-session: the chat works and /context too; nothing is left in the home or the temporary directory', async () => {
+    const tmp = tempHome();
+    await startChat(['--no-session'], { TMPDIR: tmp });
+    await tmux.seen('--no-session: nothing is kept');
+    expect(readdirSync(tmp).filter((f) => f.startsWith('workmem-throwaway-'))).toHaveLength(1);
+    tmux.type('My dog is Rex.');
+    tmux.keys('Enter');
+    await tmux.seen('Noted: your dog is Rex.');
+    tmux.type('/context');
+    tmux.keys('Enter');
+    await tmux.seen('Context of the last request: turn 1');
+    tmux.keys('C-c');
+    await tmux.seen(EXIT_NOTICE);
+    tmux.keys('C-c');
+    await tmux.until('exit', () => tmux.exitStatus() !== null);
+    expect(tmux.exitStatus()).toBe(0);
+    expect(readdirSync(tmp)).toEqual([]);
+    expect(existsSync(home) ? readdirSync(home) : []).toEqual([]);
+  });
 });

@@ -150,7 +150,7 @@ function archives(b: ContextBreakdown): string[] {
     lines.push('Compactions in this chat:');
     for (const c of b.compactions)
       lines.push(
-        `  turn ${c.turn} (${c.reason}): ${c.replaced} items, ${n(c.tokensBefore)} → ${n(c.tokensAfter)} tokens → ${terminalLine(c.files.join(', '))}`,
+        `  turn ${c.turn} (${c.reason}): ${c.replaced} items, history ${n(c.tokensBefore)} → ${n(c.tokensAfter)} tokens → ${terminalLine(c.files.join(', '))}`,
       );
   }
   const marks = b.history.marks;
