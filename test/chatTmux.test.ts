@@ -26,10 +26,14 @@ class Tmux {
     return execFileSync(TMUX, ['-L', this.socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
   }
 
-  /** `workmem chat <args>` in a fresh 120×50 pane; the pane stays after the process ends, to read its status. */
+  /**
+   * `workmem chat <args>` in a fresh 120×50 pane, through sh, which prints the exit status
+   * when it ends (tmux's own pane_dead_status is sometimes never filled in); the pane stays.
+   */
   start(args: string[], cwd: string): void {
     const env = Object.entries(this.env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-    this.tmux('new-session', '-d', '-x', '120', '-y', '50', '-c', cwd, ...env, process.execPath, cliPath(), 'chat', ...args);
+    const command = [process.execPath, cliPath(), 'chat', ...args].map((a) => `'${a.replaceAll("'", `'\\''`)}'`).join(' ');
+    this.tmux('new-session', '-d', '-x', '120', '-y', '50', '-c', cwd, ...env, `${command}; echo "[exit $?]"`);
     this.started = true;
     this.tmux('set-option', '-g', 'remain-on-exit', 'on');
   }
@@ -56,8 +60,8 @@ class Tmux {
 
   /** The process has ended: its exit status, or null while it runs. */
   exitStatus(): number | null {
-    const [dead, status] = this.tmux('list-panes', '-F', '#{pane_dead} #{pane_dead_status}').trim().split(' ');
-    return dead === '1' ? Number(status) : null;
+    const status = /^\[exit (\d+)\]$/m.exec(this.screen());
+    return status ? Number(status[1]) : null;
   }
 
   async until<T>(what: string, check: () => T | null | undefined | false, timeoutMs = 15_000): Promise<T> {
@@ -77,6 +81,14 @@ class Tmux {
       const screen = this.screen();
       return (screen.match(re)?.length ?? 0) >= count ? screen : null;
     }, timeoutMs);
+  }
+
+  /** Idle at an empty prompt (keys sent before it would reach a running command). */
+  prompt(): Promise<string> {
+    return this.until('the prompt', () => {
+      const screen = this.screen();
+      return lastLine(screen) === '›' && screen;
+    });
   }
 
   kill(): void {
@@ -133,7 +145,7 @@ function startChat(args: string[] = [], extra: Record<string, string> = {}): Pro
   home = tempHome();
   tmux = new Tmux({ WORKMEM_HOME: home, OPENAI_BASE_URL: server.baseURL, WORKMEM_MODEL: 'workmem-test', NO_COLOR: '1', ...extra });
   tmux.start(args, cwd);
-  return tmux.seen('/help for commands', 1, 20_000).then(() => tmux.until('the prompt', () => lastLine(tmux.screen()) === '›' && tmux.screen()));
+  return tmux.seen('/help for commands', 1, 20_000).then(() => tmux.prompt());
 }
 
 describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
@@ -166,6 +178,7 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
     tmux.keys('Enter');
     await tmux.seen(/\[workmem-test · /, 2);
     expect(userMessages().map(withoutTail)).toContain('typed one\ntyped two\ntyped three');
+    await tmux.prompt();
     tmux.keys('C-d');
     await tmux.until('exit', () => tmux.exitStatus() !== null);
     expect(tmux.exitStatus()).toBe(0);
@@ -203,7 +216,7 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
     tmux.keys('Escape');
     await tmux.seen('(stopped)');
     expect(Date.now() - started).toBeLessThan(10_000); // not the 60 s stall
-    await tmux.until('the prompt', () => lastLine(tmux.screen()) === '›');
+    await tmux.prompt();
     expect(tmux.exitStatus()).toBeNull();
 
     server.inject({ type: 'stall', afterChunks: 3, ms: 60_000 });
@@ -213,7 +226,7 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
     tmux.keys('C-c');
     await tmux.seen('(stopped)', 2);
     await tmux.seen('(stopping the turn — Ctrl-C again to exit)');
-    await tmux.until('the prompt', () => lastLine(tmux.screen()) === '›');
+    await tmux.prompt();
     expect(tmux.exitStatus()).toBeNull();
 
     tmux.type('My cat is Tom.');
@@ -254,7 +267,7 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
     tmux.type('/context');
     tmux.keys('Enter');
     await tmux.seen('Context of the last request', 2);
-    await tmux.until('the prompt', () => lastLine(tmux.screen()) === '›');
+    await tmux.prompt();
     const screen = tmux.screen();
     tmux.type('/exit');
     tmux.keys('Enter');
@@ -292,7 +305,7 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
       expect(bar.endsWith('r')).toBe(true);
       expect(output).toContain('| 75 % (24,576 tokens)');
       // The compaction: listed with its file, which exists, and its note in the history carried (phase 1).
-      const compacted = /^  turn \d+ \(manual\): (\d+) items, [\d,]+ → [\d,]+ tokens → (\S+)$/m.exec(output);
+      const compacted = /^  turn \d+ \(manual\): (\d+) items, history [\d,]+ → [\d,]+ tokens → (\S+)$/m.exec(output);
       expect(compacted, 'the compaction, with its file').not.toBeNull();
       const file = compacted![2]!;
       const sessionDir = readdirSync(join(home, 'sessions')).map((d) => join(home, 'sessions', d));
@@ -313,6 +326,7 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
     tmux.type('/context');
     tmux.keys('Enter');
     await tmux.seen('Context of the last request: turn 1');
+    await tmux.prompt();
     tmux.keys('C-c');
     await tmux.seen(EXIT_NOTICE);
     tmux.keys('C-c');

@@ -126,4 +126,33 @@ describe('line editor', () => {
     expect(run([ctrl('d')], false, state).effects).toEqual([]);
     expect(run([ctrl('d')]).effects).toEqual([{ type: 'exit' }]);
   });
+
+  it('a long paste is one edit and one redraw, however long; Ctrl-C ends a paste whose end never came', async () => {
+    const text = Array.from({ length: 5_000 }, (_, i) => `line ${i} of a long paste`).join('\r\n');
+    const keys = await keysOf(`\u001b[200~${text}\u001b[201~`);
+    let state = initialEditor();
+    let redraws = 0;
+    let effects = 0;
+    for (const key of keys) {
+      const step = pressKey(state, key, false);
+      state = step.state;
+      if (step.redraw) redraws++;
+      effects += step.effects.length;
+    }
+    expect(redraws).toBe(1);
+    expect(effects).toBe(0);
+    expect(state.lines).toHaveLength(5_000);
+    expect(state.lines[4_999]).toBe('line 4999 of a long paste');
+    expect([state.row, state.col]).toEqual([4_999, 'line 4999 of a long paste'.length]);
+    // Pasted in the middle of a line: the line's rest follows the paste.
+    const middle = run([...typed('ab'), { name: 'left' }, ...(await keysOf('\u001b[200~1\n2\u001b[201~'))]);
+    expect(middle.state.lines).toEqual(['a1', '2b']);
+    // A paste that never ends: Ctrl-C leaves it, drops it, and clears the line.
+    const stuck = run([...typed('kept?'), ...(await keysOf('\u001b[200~half'))]);
+    expect(stuck.state.mode).toBe('pasting');
+    const after = run([ctrl('c')], false, stuck.state);
+    expect(after.state.mode).toBe('editing');
+    expect(editorText(after.state)).toBe('');
+    expect(after.effects).toEqual([{ type: 'notice', text: CLEARED_NOTICE }]);
+  });
 });

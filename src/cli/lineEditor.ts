@@ -30,8 +30,8 @@ export interface EditorState {
   past: string[];
   /** Which of `past` is shown (past.length: the text being written). */
   recall: number;
-  /** Pasting, the last key was a carriage return: a line feed right after it ends the same line. */
-  pastedCR: boolean;
+  /** The text of the paste under way, inserted whole when it ends (one edit, one redraw, however long). */
+  pasted: string;
 }
 
 export type EditorEffect =
@@ -54,7 +54,7 @@ export const STOPPING_NOTICE = '(stopping the turn — Ctrl-C again to exit)';
 const PAST_LIMIT = 200;
 
 export function initialEditor(past: string[] = []): EditorState {
-  return { mode: 'editing', lines: [''], row: 0, col: 0, armed: false, past, recall: past.length, pastedCR: false };
+  return { mode: 'editing', lines: [''], row: 0, col: 0, armed: false, past, recall: past.length, pasted: '' };
 }
 
 export function editorText(state: EditorState): string {
@@ -62,12 +62,13 @@ export function editorText(state: EditorState): string {
 }
 
 export function pressKey(state: EditorState, key: Key, busy: boolean): EditorStep {
-  if (key.name === 'paste-start') return step({ ...state, mode: 'pasting', armed: false, pastedCR: false });
-  if (key.name === 'paste-end') return step({ ...state, mode: 'editing' });
-  if (state.mode === 'pasting') return pasted(state, key);
+  if (key.name === 'paste-start') return step({ ...state, mode: 'pasting', armed: false, pasted: '' });
+  if (key.name === 'paste-end') return edit(insertText({ ...state, mode: 'editing', pasted: '' }, state.pasted));
+  // Ctrl-C ends a paste whose end never came (and then does what it does).
+  if (state.mode === 'pasting' && !(key.ctrl && key.name === 'c')) return step({ ...state, pasted: state.pasted + pastedText(key) });
 
   const armed = state.armed;
-  const s: EditorState = { ...state, armed: false };
+  const s: EditorState = { ...state, armed: false, mode: 'editing', pasted: '' };
   if (key.ctrl && key.name === 'c') {
     if (busy) return armed ? step(s, [{ type: 'exit' }]) : step({ ...s, armed: true }, [{ type: 'interrupt' }, notice(STOPPING_NOTICE)]);
     if (editorText(s) !== '') return step({ ...s, ...blank(), armed: true, recall: s.past.length }, [notice(CLEARED_NOTICE)], true);
@@ -130,12 +131,24 @@ export function pressKey(state: EditorState, key: Key, busy: boolean): EditorSte
   return edit(insert(s, printable(key)));
 }
 
-function pasted(before: EditorState, key: Key): EditorStep {
-  const state = { ...before, pastedCR: key.name === 'return' };
-  if (key.name === 'enter' && before.pastedCR) return step(state);
-  if (key.name === 'return' || key.name === 'enter') return edit(newline(state));
-  if (key.name === 'tab') return edit(insert(state, '\t'));
-  return edit(insert(state, key.ctrl || key.meta ? '' : printable(key)));
+/** What a key of a paste adds: Return and line feed a newline (CR LF and CR become LF when inserted), a tab a tab. */
+function pastedText(key: Key): string {
+  if (key.name === 'return') return '\r';
+  if (key.name === 'enter') return '\n';
+  if (key.name === 'tab') return '\t';
+  return key.ctrl || key.meta ? '' : printable(key);
+}
+
+/** Text of several lines, inserted at the cursor. */
+function insertText(s: EditorState, text: string): EditorState {
+  const pieces = text.replace(/\r\n?/g, '\n').split('\n');
+  const line = s.lines[s.row]!;
+  const before = line.slice(0, s.col);
+  const after = line.slice(s.col);
+  if (pieces.length === 1) return { ...s, lines: replace(s.lines, s.row, before + pieces[0]! + after), col: s.col + pieces[0]!.length };
+  const last = pieces.at(-1)!;
+  const lines = [...s.lines.slice(0, s.row), before + pieces[0]!, ...pieces.slice(1, -1), last + after, ...s.lines.slice(s.row + 1)];
+  return { ...s, lines, row: s.row + pieces.length - 1, col: last.length };
 }
 
 /** What a key types: its text, without control characters (a stray escape sequence types nothing). */

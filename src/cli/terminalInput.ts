@@ -32,6 +32,8 @@ export class TerminalInput {
   private readonly actions: InputAction[] = [];
   private waiting: ((action: InputAction) => void) | null = null;
   private readonly onKey = (_: string | undefined, key: Key | undefined): void => this.key(key ?? {});
+  /** The terminal went away: nothing more will be typed. */
+  private readonly onEnd = (): void => this.requestExit();
 
   constructor(
     private readonly stdin: NodeJS.ReadStream,
@@ -44,12 +46,14 @@ export class TerminalInput {
     emitKeypressEvents(this.stdin, { escapeCodeTimeout: ESCAPE_TIMEOUT_MS } as never);
     this.stdin.setRawMode(true);
     this.stdin.on('keypress', this.onKey);
+    this.stdin.on('end', this.onEnd);
     this.stdin.resume();
     this.stdout.write(PASTE_ON);
   }
 
   stop(): void {
     this.stdin.off('keypress', this.onKey);
+    this.stdin.off('end', this.onEnd);
     this.stdin.setRawMode(false);
     this.stdin.pause();
     this.stdout.write(PASTE_OFF);
@@ -105,7 +109,7 @@ export class TerminalInput {
   }
 
   private notice(text: string): void {
-    if (this.busy) return this.on.notice(text);
+    if (this.busy) return this.on.notice(`\n${text}`); // the answer may be streaming: a line of its own
     this.finishLine();
     this.on.notice(text);
     this.drawn = false;
