@@ -69,7 +69,7 @@ class Tmux {
     for (;;) {
       const value = check();
       if (value) return value;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; the screen:\n${this.screen()}`);
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; the screen:\n${this.started ? this.screen() : '(closed)'}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -334,5 +334,17 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
     expect(tmux.exitStatus()).toBe(0);
     expect(readdirSync(tmp)).toEqual([]);
     expect(existsSync(home) ? readdirSync(home) : []).toEqual([]);
+    tmux.kill();
+
+    // The terminal closes under a running chat (a hang-up; every write then fails): nothing is left either.
+    await startChat(['--no-session'], { TMPDIR: tmp });
+    expect(readdirSync(tmp)).toHaveLength(1);
+    tmux.type('My cat is Tom.');
+    tmux.keys('Enter');
+    await tmux.seen('Noted: your cat is Tom.');
+    tmux.kill();
+    await tmux.until('the temporary home removed', () => readdirSync(tmp).length === 0, 10_000).catch((error: Error) => {
+      throw new Error(`${error.message}\nleft: ${readdirSync(tmp, { recursive: true }).join(', ')}`);
+    });
   });
 });

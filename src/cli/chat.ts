@@ -167,7 +167,7 @@ export async function main({ flags }: { flags: Flags; positionals: string[] }, i
   }
 }
 
-async function chat({ config, throwaway }: CommandConfig, flags: Flags, io: CliIO): Promise<number> {
+async function chat({ config, throwaway, onSignals }: CommandConfig, flags: Flags, io: CliIO): Promise<number> {
   const llm = makeLLM(config);
   const session = await startSession(
     config,
@@ -186,7 +186,7 @@ async function chat({ config, throwaway }: CommandConfig, flags: Flags, io: CliI
   chat.banner();
 
   try {
-    if (io.stdin.isTTY && io.stdout.isTTY) await terminalLoop(chat, out, io);
+    if (io.stdin.isTTY && io.stdout.isTTY) await terminalLoop(chat, out, io, onSignals);
     else await lineLoop(chat, out, io);
   } finally {
     await chat.close();
@@ -195,7 +195,7 @@ async function chat({ config, throwaway }: CommandConfig, flags: Flags, io: CliI
 }
 
 /** Input from a terminal: the line editor, bracketed paste, Ctrl-C and Esc as the help says. */
-async function terminalLoop(chat: ChatController, out: Output, io: CliIO): Promise<void> {
+async function terminalLoop(chat: ChatController, out: Output, io: CliIO, onSignals: CommandConfig['onSignals']): Promise<void> {
   const input = new TerminalInput(
     io.stdin,
     io.stdout,
@@ -212,8 +212,9 @@ async function terminalLoop(chat: ChatController, out: Output, io: CliIO): Promi
     chat.session.abort();
     input.requestExit();
   };
-  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-  for (const signal of signals) process.on(signal, stop);
+  onSignals(stop);
+  // A terminal that went away fails every write (EIO): the chat still closes its session (and removes a --no-session home).
+  io.stdout.on('error', stop);
   input.start();
   try {
     for (;;) {
@@ -222,7 +223,6 @@ async function terminalLoop(chat: ChatController, out: Output, io: CliIO): Promi
       if ((await handleLine(chat, out, action.text)) === 'exit' || input.exitRequested) break;
     }
   } finally {
-    for (const signal of signals) process.off(signal, stop);
     input.stop();
   }
 }

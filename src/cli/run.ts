@@ -26,7 +26,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   }
 }
 
-async function runTurn(text: string, { config, throwaway }: CommandConfig, flags: Flags, io: CliIO): Promise<number> {
+async function runTurn(text: string, { config, throwaway, onSignals }: CommandConfig, flags: Flags, io: CliIO): Promise<number> {
   const llm = makeLLM(config);
   const session = await startSession(
     config,
@@ -40,8 +40,7 @@ async function runTurn(text: string, { config, throwaway }: CommandConfig, flags
     io.env,
   );
   // A throwaway session is removed at the end: Ctrl-C stops the turn rather than the process, so the end comes.
-  const stop = (): void => session.abort();
-  if (throwaway) process.on('SIGINT', stop).on('SIGTERM', stop);
+  if (throwaway) onSignals(() => session.abort());
   try {
     if (flags.json) {
       session.on('*', (event) => io.stdout.write(`${JSON.stringify(event)}\n`));
@@ -57,7 +56,6 @@ async function runTurn(text: string, { config, throwaway }: CommandConfig, flags
     }
     return 0;
   } finally {
-    process.off('SIGINT', stop).off('SIGTERM', stop);
     await session.close();
   }
 }

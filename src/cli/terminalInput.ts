@@ -54,9 +54,13 @@ export class TerminalInput {
   stop(): void {
     this.stdin.off('keypress', this.onKey);
     this.stdin.off('end', this.onEnd);
-    this.stdin.setRawMode(false);
     this.stdin.pause();
-    this.stdout.write(PASTE_OFF);
+    if (this.stdout.writable) this.stdout.write(PASTE_OFF);
+    try {
+      this.stdin.setRawMode(false);
+    } catch {
+      // The terminal is gone (a hang-up): there is no mode to restore.
+    }
   }
 
   /** Show the prompt (with whatever was typed meanwhile) and wait for a text to send, or for exit. */
