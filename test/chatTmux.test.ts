@@ -4,107 +4,14 @@
  * paste-buffer -p (bracketed, as a terminal pastes), and the screen is read back with
  * capture-pane. (Run `npm run build` before this file alone.)
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
 import { CLEARED_NOTICE, EXIT_NOTICE } from '../src/cli/lineEditor.js';
 import { cliPath } from './cliProcess.js';
 import { tempHome } from './helpers.js';
-
-const TMUX = '/usr/bin/tmux';
-const hasTmux = existsSync(TMUX);
-
-class Tmux {
-  readonly socket = `workmem-chat-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  private started = false;
-
-  constructor(private readonly env: Record<string, string>) {}
-
-  tmux(...args: string[]): string {
-    return execFileSync(TMUX, ['-L', this.socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
-  }
-
-  /**
-   * `workmem chat <args>` in a fresh 120×50 pane, through sh, which prints the exit status
-   * when it ends (tmux's own pane_dead_status is sometimes never filled in); the pane stays.
-   */
-  start(args: string[], cwd: string): void {
-    const env = Object.entries(this.env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-    const command = [process.execPath, cliPath(), 'chat', ...args].map((a) => `'${a.replaceAll("'", `'\\''`)}'`).join(' ');
-    this.tmux('new-session', '-d', '-x', '120', '-y', '50', '-c', cwd, ...env, `${command}; echo "[exit $?]"`);
-    this.started = true;
-    this.tmux('set-option', '-g', 'remain-on-exit', 'on');
-  }
-
-  keys(...keys: string[]): void {
-    this.tmux('send-keys', ...keys);
-  }
-
-  type(text: string): void {
-    this.tmux('send-keys', '-l', text);
-  }
-
-  /** Paste as a terminal does: bracketed (the application asked for it). */
-  paste(text: string, dir: string): void {
-    const file = join(dir, 'paste.txt');
-    writeFileSync(file, text);
-    this.tmux('load-buffer', '-b', 'test', file);
-    this.tmux('paste-buffer', '-p', '-b', 'test');
-  }
-
-  screen(): string {
-    return this.tmux('capture-pane', '-p', '-J', '-S', '-500');
-  }
-
-  /** The process has ended: its exit status, or null while it runs. */
-  exitStatus(): number | null {
-    const status = /^\[exit (\d+)\]$/m.exec(this.screen());
-    return status ? Number(status[1]) : null;
-  }
-
-  async until<T>(what: string, check: () => T | null | undefined | false, timeoutMs = 15_000): Promise<T> {
-    const end = Date.now() + timeoutMs;
-    for (;;) {
-      const value = check();
-      if (value) return value;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; the screen:\n${this.started ? this.screen() : '(closed)'}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
-  /** Waits for `pattern` to occur `count` times on the screen. */
-  seen(pattern: string | RegExp, count = 1, timeoutMs?: number): Promise<string> {
-    const re = typeof pattern === 'string' ? new RegExp(escape(pattern), 'g') : new RegExp(pattern.source, 'g');
-    return this.until(`${re} ×${count}`, () => {
-      const screen = this.screen();
-      return (screen.match(re)?.length ?? 0) >= count ? screen : null;
-    }, timeoutMs);
-  }
-
-  /** Idle at an empty prompt (keys sent before it would reach a running command). */
-  prompt(): Promise<string> {
-    return this.until('the prompt', () => {
-      const screen = this.screen();
-      return lastLine(screen) === '›' && screen;
-    });
-  }
-
-  kill(): void {
-    if (this.started) this.tmux('kill-server');
-    this.started = false;
-  }
-}
-
-function escape(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** The prompt, once drawn and empty: the last line of the screen that has text. */
-function lastLine(screen: string): string {
-  return screen.trimEnd().split('\n').at(-1) ?? '';
-}
+import { Tmux, escape, hasTmux, lastLine } from './tmuxChat.js';
 
 let server: TestServer;
 let home: string;
@@ -115,7 +22,8 @@ const cwd = tempHome();
 function userMessages(): string[] {
   const seen: string[] = [];
   for (const r of server.requests)
-    for (const m of r.body.messages) if (m.role === 'user' && typeof m.content === 'string' && !seen.includes(m.content)) seen.push(m.content);
+    for (const m of r.body.messages)
+      if (m.role === 'user' && typeof m.content === 'string' && !seen.includes(m.content)) seen.push(m.content);
   return seen;
 }
 
@@ -166,7 +74,11 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
       const users = r.body.messages.filter((m) => m.role === 'user');
       expect(withoutTail(String(users.at(-1)!.content))).toBe(lines.join('\n'));
     }
-    expect(userMessages().map(withoutTail).filter((m) => lines.some((l) => m.includes(l)))).toEqual([lines.join('\n')]);
+    expect(
+      userMessages()
+        .map(withoutTail)
+        .filter((m) => lines.some((l) => m.includes(l))),
+    ).toEqual([lines.join('\n')]);
 
     // Typed lines: a trailing backslash continues, Ctrl-J inserts a newline.
     tmux.type('typed one\\');
@@ -309,8 +221,13 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
       expect(compacted, 'the compaction, with its file').not.toBeNull();
       const file = compacted![2]!;
       const sessionDir = readdirSync(join(home, 'sessions')).map((d) => join(home, 'sessions', d));
-      expect(sessionDir.some((d) => readdirSync(d).some((id) => existsSync(join(d, id, file)) || existsSync(join(d, id, 'working-memory', file))))).toBe(true);
-      if (mode === 'phase1') expect(output).toMatch(new RegExp(`^  message 1 \\(turn 1, [\\d,]+ tokens\\): a note for archived turns → ${escape(file)}$`, 'm'));
+      expect(
+        sessionDir.some((d) =>
+          readdirSync(d).some((id) => existsSync(join(d, id, file)) || existsSync(join(d, id, 'working-memory', file))),
+        ),
+      ).toBe(true);
+      if (mode === 'phase1')
+        expect(output).toMatch(new RegExp(`^  message 1 \\(turn 1, [\\d,]+ tokens\\): a note for archived turns → ${escape(file)}$`, 'm'));
     }
     expect(modes).toEqual(['phase1', 'phase2']);
   });
@@ -343,8 +260,10 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
     tmux.keys('Enter');
     await tmux.seen('Noted: your cat is Tom.');
     tmux.kill();
-    await tmux.until('the temporary home removed', () => readdirSync(tmp).length === 0, 10_000).catch((error: Error) => {
-      throw new Error(`${error.message}\nleft: ${readdirSync(tmp, { recursive: true }).join(', ')}`);
-    });
+    await tmux
+      .until('the temporary home removed', () => readdirSync(tmp).length === 0, 10_000)
+      .catch((error: Error) => {
+        throw new Error(`${error.message}\nleft: ${readdirSync(tmp, { recursive: true }).join(', ')}`);
+      });
   });
 });

@@ -73,9 +73,14 @@ describe('context breakdown', () => {
       const parts = b.groups.find((g) => g.key === 'tail')!.parts!;
       if (reminder) {
         expect(tail.reminder).not.toBeNull();
-        const meta = sent.at(-1)!.content!.slice(sent.at(-1)!.content!.lastIndexOf('\n\n<context_meta>'), sent.at(-1)!.content!.indexOf('\n\n<memory_reminder'));
+        const meta = sent
+          .at(-1)!
+          .content!.slice(sent.at(-1)!.content!.lastIndexOf('\n\n<context_meta>'), sent.at(-1)!.content!.indexOf('\n\n<memory_reminder'));
         expect(parts[0]!.tokens).toBe(session.counter.text(meta));
-        expect(parts[1]).toEqual({ label: `reminder (${reminder.level}, ${reminder.reason})`, tokens: event.tokens.tail - parts[0]!.tokens });
+        expect(parts[1]).toEqual({
+          label: `reminder (${reminder.level}, ${reminder.reason})`,
+          tokens: event.tokens.tail - parts[0]!.tokens,
+        });
         expect(parts[1]!.tokens).toBeGreaterThan(50);
       } else {
         expect(tail.reminder).toBeNull();
@@ -92,7 +97,13 @@ describe('context breakdown', () => {
     expect(result.changed).toBeGreaterThan(0);
     await session.prompt('question 8');
     const last = ofType(events, 'prompt_built').at(-1)!;
-    const b = contextBreakdown({ request: last, history: session.history, memory: session.record.memory.lastSnapshot!, reminder: null, ...common });
+    const b = contextBreakdown({
+      request: last,
+      history: session.history,
+      memory: session.record.memory.lastSnapshot!,
+      reminder: null,
+      ...common,
+    });
     expect(b.history.marks).toEqual([{ kind: 'note', index: 0, turn: 1, tokens: session.history.items[0]!.tokens, file: result.files[0] }]);
     expect(existsSync(join(session.dir, result.files[0]!))).toBe(true);
     await session.close();

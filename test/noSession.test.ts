@@ -46,7 +46,9 @@ describe('--no-session', () => {
     ] as const) {
       const result = await cli([command, '--no-session', flag, ...(command === 'run' ? ['hi'] : [])], { env, cwd: tempHome() });
       expect(result.code, `${command} ${flag}`).toBe(2);
-      expect(result.stderr).toMatch(new RegExp(`^workmem ${command}: --no-session keeps nothing, so it does not go with --${flag.slice(2).split('=')[0]}\\n$`));
+      expect(result.stderr).toMatch(
+        new RegExp(`^workmem ${command}: --no-session keeps nothing, so it does not go with --${flag.slice(2).split('=')[0]}\\n$`),
+      );
       expect(result.stderr).not.toContain('secret');
     }
     expect(existsSync(home)).toBe(false);

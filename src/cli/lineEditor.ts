@@ -34,11 +34,7 @@ export interface EditorState {
   pasted: string;
 }
 
-export type EditorEffect =
-  | { type: 'submit'; text: string }
-  | { type: 'exit' }
-  | { type: 'interrupt' }
-  | { type: 'notice'; text: string };
+export type EditorEffect = { type: 'submit'; text: string } | { type: 'exit' } | { type: 'interrupt' } | { type: 'notice'; text: string };
 
 export interface EditorStep {
   state: EditorState;
@@ -79,7 +75,8 @@ export function pressKey(state: EditorState, key: Key, busy: boolean): EditorSte
 
   const line = s.lines[s.row]!;
   if (key.name === 'return' && !key.meta && !key.ctrl) {
-    if (line.endsWith('\\') && s.col === line.length) return edit(newline({ ...s, lines: replace(s.lines, s.row, line.slice(0, -1)), col: line.length - 1 }));
+    if (line.endsWith('\\') && s.col === line.length)
+      return edit(newline({ ...s, lines: replace(s.lines, s.row, line.slice(0, -1)), col: line.length - 1 }));
     return submit(s);
   }
   // Ctrl-J arrives as "\n" (named enter); Alt-Enter as ESC + "\r".
@@ -125,7 +122,9 @@ export function pressKey(state: EditorState, key: Key, busy: boolean): EditorSte
     case 'up':
       return edit(s.row > 0 ? { ...s, row: s.row - 1, col: Math.min(s.col, s.lines[s.row - 1]!.length) } : recallPast(s, -1));
     case 'down':
-      return edit(s.row < s.lines.length - 1 ? { ...s, row: s.row + 1, col: Math.min(s.col, s.lines[s.row + 1]!.length) } : recallPast(s, 1));
+      return edit(
+        s.row < s.lines.length - 1 ? { ...s, row: s.row + 1, col: Math.min(s.col, s.lines[s.row + 1]!.length) } : recallPast(s, 1),
+      );
   }
   if (key.meta) return step(s);
   return edit(insert(s, printable(key)));

@@ -67,7 +67,8 @@ export class TerminalInput {
   read(): Promise<InputAction> {
     this.busy = false;
     const queued = this.actions.shift();
-    if (queued?.type === 'submit') this.stdout.write(`${this.look.first}${queued.text.split('\n').map(shown).join(`\r\n${this.look.next}`)}\r\n`);
+    if (queued?.type === 'submit')
+      this.stdout.write(`${this.look.first}${queued.text.split('\n').map(shown).join(`\r\n${this.look.next}`)}\r\n`);
     if (queued) return Promise.resolve(this.taken(queued));
     this.drawn = false;
     this.draw();
