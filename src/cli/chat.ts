@@ -1,20 +1,27 @@
 /**
  * workmem chat: an interactive session. The answer streams as it arrives; a status line
- * follows each turn; slash commands inspect and steer the session. Ctrl-C stops the
- * running turn, a second Ctrl-C exits. ChatController is also what `workmem demo` drives.
+ * follows each turn; slash commands inspect and steer the session. On a terminal the
+ * prompt is the line editor of terminalInput.ts (keys in HELP); from a pipe, one message
+ * a line. ChatController is also what `workmem demo` drives.
  */
 import { createInterface } from 'node:readline';
 import type { CliIO, Flags } from './cliIO.js';
 import type { CompactionTarget } from '../compaction/plan.js';
 import type { LLM } from '../llm/llm.js';
 import { listSessions, type Session } from '../session/index.js';
-import { loadConfig, type CliConfig } from './config.js';
+import { settingsOf, type CliConfig } from './config.js';
+import { commandConfig, type CommandConfig } from './throwawayHome.js';
+import { ContextWatch, renderContext } from './contextView.js';
+import { resolveSettings } from '../settings/config.js';
 import { paint, renderEvents, statusLine, terminalOutput, type Output } from './render.js';
 import { inspectOption, makeLLM, startSession, storeOption } from './runtime.js';
 import { terminalLine, terminalText } from './terminalText.js';
+import { TerminalInput } from './terminalInput.js';
+import { STOPPING_NOTICE } from './lineEditor.js';
 
 const HELP = `Slash commands:
   /memory                          show working-memory/overview.md
+  /context                         what the last request held: tokens by part, the window, compactions
   /detail [<file>]                 list detail/ files, or show one
   /compact [conversation|tools|all]  compact the history now
   /mode [auto|phase1|phase2|hybrid]  show or set the history mode
@@ -22,24 +29,29 @@ const HELP = `Slash commands:
   /new                             start a new session
   /resume <id>                     switch to another session
   /help  /exit
-Ctrl-C stops the running turn; a second Ctrl-C exits.`;
+Keys: Enter sends. A pasted block is one message, newlines and all. For several lines,
+end a line with \\ and press Enter, or press Ctrl-J (or Alt-Enter) for a new line.
+Ctrl-C clears the line; on an empty line, a second Ctrl-C exits (so does Ctrl-D).
+Esc or Ctrl-C stops a running turn (what it wrote is kept); Ctrl-C twice exits.`;
 
 export class ChatController {
   private stopRendering: () => void = () => {};
+  private watch: ContextWatch;
 
   constructor(
     public session: Session,
     private readonly out: Output,
-    private readonly context: { config: CliConfig; llm: LLM; io: CliIO },
+    private readonly context: { config: CliConfig; llm: LLM; io: CliIO; throwaway?: boolean },
   ) {
     this.stopRendering = renderEvents(session, out);
+    this.watch = this.watchContext(session);
   }
 
   /** Handle one input line; resolves to 'exit' when the user is done. */
   async handle(line: string): Promise<'exit' | void> {
     const text = line.trim();
     if (!text) return;
-    if (text.startsWith('/')) return this.command(text);
+    if (text.startsWith('/') && !text.includes('\n')) return this.command(text);
     const result = await this.session.prompt(text);
     if (result.status === 'failed' && result.error) this.say('red', `the turn failed: ${terminalLine(result.error.message)}`);
     this.say('dim', statusLine(this.session));
@@ -47,6 +59,7 @@ export class ChatController {
 
   async close(): Promise<void> {
     this.stopRendering();
+    this.watch.close();
     await this.session.close();
   }
 
@@ -57,6 +70,7 @@ export class ChatController {
       `workmem chat · ${terminalLine(s.model.name)} · session ${s.id} (${s.history.length ? 'resumed' : 'new'}) · ${s.state.mode}`,
     );
     this.say('dim', `working memory: ${terminalLine(s.dir)}/working-memory/overview.md · /help for commands`);
+    if (this.context.throwaway) this.say('dim', '--no-session: nothing is kept; the session is removed when the chat ends');
     for (const problem of s.damage) this.say('yellow', `! ${terminalLine(problem)}`);
   }
 
@@ -72,6 +86,8 @@ export class ChatController {
         return this.print(HELP);
       case 'memory':
         return this.print((await memory.snapshot()).content.trimEnd());
+      case 'context':
+        return this.print(renderContext(await this.watch.breakdown()));
       case 'detail': {
         if (arg)
           return this.print(
@@ -118,11 +134,18 @@ export class ChatController {
         await this.close();
         this.session = next;
         this.stopRendering = renderEvents(next, this.out);
+        this.watch = this.watchContext(next);
         return this.banner();
       }
       default:
         return this.say('red', `unknown command /${name} (/help lists them)`);
     }
+  }
+
+  private watchContext(session: Session): ContextWatch {
+    const { config, llm, io } = this.context;
+    const turn = resolveSettings(llm, settingsOf(config), io.env).turn;
+    return new ContextWatch(session, { ...turn, language: session.record.meta.language }, config.instructions);
   }
 
   /** Text from files, the model or the user: made terminal-safe here. */
@@ -136,15 +159,15 @@ export class ChatController {
 }
 
 export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
-  const config = loadConfig(flags, io.env);
+  const command = commandConfig(flags, io.env);
   try {
-    return await chat(config, flags, io);
+    return await chat(command, flags, io);
   } finally {
-    await config.store?.close(); // a database's connections, once every session is closed
+    await command.done(); // a database's connections once every session is closed; a --no-session home
   }
 }
 
-async function chat(config: CliConfig, flags: Flags, io: CliIO): Promise<number> {
+async function chat({ config, throwaway, onSignals }: CommandConfig, flags: Flags, io: CliIO): Promise<number> {
   const llm = makeLLM(config);
   const session = await startSession(
     config,
@@ -159,37 +182,79 @@ async function chat(config: CliConfig, flags: Flags, io: CliIO): Promise<number>
     io.env,
   );
   const out = terminalOutput(io.stdout, io.env);
-  const chat = new ChatController(session, out, { config, llm, io });
+  const chat = new ChatController(session, out, { config, llm, io, throwaway: throwaway !== null });
   chat.banner();
 
-  const rl = createInterface({ input: io.stdin, output: io.stdout, terminal: Boolean(io.stdin.isTTY) });
+  try {
+    if (io.stdin.isTTY && io.stdout.isTTY) await terminalLoop(chat, out, io, onSignals);
+    else await lineLoop(chat, out, io);
+  } finally {
+    await chat.close();
+  }
+  return 0;
+}
+
+/** Input from a terminal: the line editor, bracketed paste, Ctrl-C and Esc as the help says. */
+async function terminalLoop(chat: ChatController, out: Output, io: CliIO, onSignals: CommandConfig['onSignals']): Promise<void> {
+  const input = new TerminalInput(
+    io.stdin,
+    io.stdout,
+    { first: paint(out, 'green', '› '), next: paint(out, 'green', '… '), width: 2 },
+    {
+      interrupt: () => {
+        if (chat.session.state.running) chat.session.abort();
+      },
+      notice: (text) => out.write(`${paint(out, 'yellow', text)}\n`),
+    },
+  );
+  // A signal from outside (kill -INT, a closed terminal) ends the chat as Ctrl-C twice would.
+  const stop = (): void => {
+    chat.session.abort();
+    input.requestExit();
+  };
+  onSignals(stop);
+  // A terminal that went away fails every write (EIO): the chat still closes its session (and removes a --no-session home).
+  io.stdout.on('error', stop);
+  input.start();
+  try {
+    for (;;) {
+      const action = await input.read();
+      if (action.type === 'exit') break;
+      if ((await handleLine(chat, out, action.text)) === 'exit' || input.exitRequested) break;
+    }
+  } finally {
+    input.stop();
+  }
+}
+
+/** Input from a pipe or a file: one message a line. */
+async function lineLoop(chat: ChatController, out: Output, io: CliIO): Promise<void> {
+  const rl = createInterface({ input: io.stdin, output: io.stdout, terminal: false });
   rl.setPrompt(paint(out, 'green', '› '));
   let lastInterrupt = 0;
   const interrupt = (): void => {
     const now = Date.now();
     if (chat.session.state.running && now - lastInterrupt > 2000) {
       chat.session.abort();
-      out.write(`\n${paint(out, 'yellow', '(stopping the turn — Ctrl-C again to exit)')}\n`);
+      out.write(`\n${paint(out, 'yellow', STOPPING_NOTICE)}\n`);
       lastInterrupt = now;
       return;
     }
     rl.close();
   };
-  rl.on('SIGINT', interrupt);
   process.on('SIGINT', interrupt);
   try {
     rl.prompt();
     for await (const line of rl) {
-      if (
-        (await chat.handle(line).catch((error: Error) => void out.write(`${paint(out, 'red', terminalLine(error.message))}\n`))) === 'exit'
-      )
-        break;
+      if ((await handleLine(chat, out, line)) === 'exit') break;
       rl.prompt();
     }
   } finally {
     process.off('SIGINT', interrupt);
     rl.close();
-    await chat.close();
   }
-  return 0;
+}
+
+function handleLine(chat: ChatController, out: Output, text: string): Promise<'exit' | void> {
+  return chat.handle(text).catch((error: Error) => void out.write(`${paint(out, 'red', terminalLine(error.message))}\n`));
 }

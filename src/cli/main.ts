@@ -68,22 +68,25 @@ interface Command {
 const COMMANDS: Record<string, Command> = {
   chat: {
     summary: 'an interactive session, streamed',
-    usage: `workmem chat [--continue | --session <id>] [--name <name>]
+    usage: `workmem chat [--continue | --session <id> | --no-session] [--name <name>]
 
-Talk to the model in a session with working memory. Slash commands: /memory /detail
-/compact [conversation|tools|all] /mode [auto|phase1|phase2|hybrid] /sessions /new
-/resume <id> /help /exit. Ctrl-C stops the running turn; a second Ctrl-C exits.
+Talk to the model in a session with working memory. Slash commands: /memory /context
+/detail /compact [conversation|tools|all] /mode [auto|phase1|phase2|hybrid] /sessions
+/new /resume <id> /help /exit. Enter sends; a pasted block is one message; a line ending
+in \\ continues, and Ctrl-J or Alt-Enter start a new line. Ctrl-C clears the line, and
+on an empty line a second Ctrl-C exits; Esc or Ctrl-C stops a running turn.
 
   -c, --continue      resume the newest session of this directory
   --session <id>      resume a session (an id or its first characters)
   --name <name>       name a new session
+  --no-session        a throwaway chat: kept in a temporary home, removed at exit
 ${INSPECT_HELP}`,
-    options: { ...SESSION_OPTIONS, name: { type: 'string' } },
+    options: { ...SESSION_OPTIONS, name: { type: 'string' }, 'no-session': { type: 'boolean' } },
     load: () => import('./chat.js'),
   },
   run: {
     summary: 'one turn: print the answer, or the events as JSON lines',
-    usage: `workmem run "<prompt>" [--json] [--continue | --session <id>]
+    usage: `workmem run "<prompt>" [--json] [--continue | --session <id> | --no-session]
 echo "<prompt>" | workmem run [...]
 
 Runs one turn and prints the answer as it streams: stdout carries only the answer; tool
@@ -92,8 +95,9 @@ prompt is read from stdin. Exits 1 if the turn fails.
 
   --json              print every event as one JSON line instead
   -c, --continue      continue the newest session of this directory
-  --session <id>      continue a given session`,
-    options: { ...SESSION_OPTIONS, json: { type: 'boolean' } },
+  --session <id>      continue a given session
+  --no-session        a throwaway turn: nothing is kept (a temporary home, removed at the end)`,
+    options: { ...SESSION_OPTIONS, json: { type: 'boolean' }, 'no-session': { type: 'boolean' } },
     load: () => import('./run.js'),
   },
   rpc: {

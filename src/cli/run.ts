@@ -4,7 +4,7 @@
  * writes and the status line go to stderr. The exit code says whether the turn succeeded.
  */
 import type { CliIO, Flags } from './cliIO.js';
-import { loadConfig, type CliConfig } from './config.js';
+import { commandConfig, type CommandConfig } from './throwawayHome.js';
 import { renderEvents, statusLine, terminalOutput } from './render.js';
 import { makeLLM, startSession } from './runtime.js';
 import { terminalLine } from './terminalText.js';
@@ -18,15 +18,15 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
         ? 'give the prompt, e.g. workmem run "What changed?"'
         : 'give the prompt, e.g. workmem run "What changed?" or echo "What changed?" | workmem run (stdin was empty)',
     );
-  const config = loadConfig(flags, io.env);
+  const command = commandConfig(flags, io.env);
   try {
-    return await runTurn(text, config, flags, io);
+    return await runTurn(text, command, flags, io);
   } finally {
-    await config.store?.close(); // a database's connections, once the session is closed
+    await command.done(); // a database's connections once the session is closed; a --no-session home
   }
 }
 
-async function runTurn(text: string, config: CliConfig, flags: Flags, io: CliIO): Promise<number> {
+async function runTurn(text: string, { config, throwaway, onSignals }: CommandConfig, flags: Flags, io: CliIO): Promise<number> {
   const llm = makeLLM(config);
   const session = await startSession(
     config,
@@ -39,6 +39,8 @@ async function runTurn(text: string, config: CliConfig, flags: Flags, io: CliIO)
     },
     io.env,
   );
+  // A throwaway session is removed at the end: Ctrl-C stops the turn rather than the process, so the end comes.
+  if (throwaway) onSignals(() => session.abort());
   try {
     if (flags.json) {
       session.on('*', (event) => io.stdout.write(`${JSON.stringify(event)}\n`));
@@ -46,7 +48,7 @@ async function runTurn(text: string, config: CliConfig, flags: Flags, io: CliIO)
       renderEvents(session, terminalOutput(io.stderr, io.env), terminalOutput(io.stdout, io.env));
     }
     const result = await session.prompt(text);
-    if (!flags.json) io.stderr.write(`${statusLine(session)} session ${session.id}\n`);
+    if (!flags.json) io.stderr.write(`${statusLine(session)} ${throwaway ? 'no session kept' : `session ${session.id}`}\n`);
     if (result.status !== 'done') {
       if (!flags.json)
         io.stderr.write(`workmem run: the turn ${result.status}${result.error ? `: ${terminalLine(result.error.message)}` : ''}\n`);

@@ -1,0 +1,81 @@
+/**
+ * --no-session: a throwaway run. The configuration is read as usual (flags, environment,
+ * <home>/config.json), but sessions go to a temporary home that is removed when the
+ * command ends, so nothing is left in the sessions home, nor anywhere else on disk.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Flags } from './cliIO.js';
+import { loadConfig, type CliConfig } from './config.js';
+import { UsageError } from './usageError.js';
+
+export interface CommandConfig {
+  config: CliConfig;
+  /** Set for --no-session: the temporary home, removed by `done`. */
+  throwaway: string | null;
+  /** Close the database, if any, and remove the temporary home, if any. */
+  done(): Promise<void>;
+  /**
+   * Send SIGINT, SIGTERM and SIGHUP to `handler` until `done` has finished: a closing
+   * terminal sends more than one hang-up, and the second must not cut the cleanup short.
+   */
+  onSignals(handler: () => void): void;
+}
+
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+function signalRoute(): { onSignals(handler: () => void): void; release(): void } {
+  const handlers: (() => void)[] = [];
+  const route = (): void => {
+    for (const handler of handlers) handler();
+  };
+  return {
+    onSignals(handler) {
+      if (!handlers.length) for (const signal of SIGNALS) process.on(signal, route);
+      handlers.push(handler);
+    },
+    release() {
+      if (handlers.length) for (const signal of SIGNALS) process.off(signal, route);
+      handlers.length = 0;
+    },
+  };
+}
+
+/** The configuration a chat or run command works with, throwaway or not. */
+export function commandConfig(flags: Flags, env: NodeJS.ProcessEnv): CommandConfig {
+  const signals = signalRoute();
+  if (!flags['no-session']) {
+    const config = loadConfig(flags, env);
+    const done = async (): Promise<void> => {
+      try {
+        await config.store?.close();
+      } finally {
+        signals.release();
+      }
+    };
+    return { config, throwaway: null, done, onSignals: signals.onSignals };
+  }
+  for (const flag of ['session', 'continue', 'database-url', 'inspect', 'inspect-port'])
+    if (flags[flag] !== undefined) throw new UsageError(`--no-session keeps nothing, so it does not go with --${flag}`);
+  // A database named in the environment is not used: the throwaway session lives in the temporary home.
+  const config = loadConfig(flags, { ...env, WORKMEM_DATABASE_URL: '' });
+  const home = mkdtempSync(join(tmpdir(), 'workmem-throwaway-'));
+  // Should the command end without reaching `done` (an uncaught error), the process's exit still removes it.
+  const atExit = (): void => rmSync(home, { recursive: true, force: true });
+  process.once('exit', atExit);
+  return {
+    config: { ...config, home },
+    throwaway: home,
+    done: async () => {
+      try {
+        await rm(home, { recursive: true, force: true, maxRetries: 3 });
+        process.off('exit', atExit);
+      } finally {
+        signals.release();
+      }
+    },
+    onSignals: signals.onSignals,
+  };
+}

@@ -1,0 +1,239 @@
+/**
+ * What a request held, group by group: system prompt, working memory, detail index,
+ * history (which mode, which range), tail (<context_meta>, the reminder) — tokens and
+ * share of the window each, the 75 % line and the output reserve, and what compactions
+ * archived and where. Pure: built from the prompt_built event of the request (or, before
+ * the first, an estimate of the next), the history view and memory it was built from,
+ * and the compaction_end events. `/context` in chat prints it; the visualizer can use it.
+ *
+ * The groups add up to the event's figures exactly: the parts the event does not split
+ * (working memory and detail index, context_meta and reminder) are split by counting one
+ * part and giving the other the rest.
+ */
+import type { CompactionReason, HistoryMode, PromptTokens, ReminderLevel, ReminderReason } from '../events.js';
+import { injectedRange, tokensBetween, type CarrySettings, type HistoryView } from '../history/historyView.js';
+import type { MemorySnapshot } from '../memory/memoryRules.js';
+import type { MemoryLanguage } from '../memory/memoryTemplate.js';
+import type { TokenCounter } from '../tokens/tokens.js';
+import type { ToolSpec } from '../tools/tool.js';
+import { NOTE_PREFIX, STUB_PREFIX } from '../compaction/plan.js';
+import { memoryBlock, percentOf, promptBase } from './promptBuilder.js';
+import { renderTail, type ContextMeta } from './requestTail.js';
+
+/** The fields of a prompt_built event the breakdown reads. */
+export interface BuiltRequest {
+  turn: number;
+  request: number;
+  mode: HistoryMode;
+  range: [number, number];
+  tokens: PromptTokens;
+}
+
+export interface CompactionRecord {
+  turn: number;
+  reason: CompactionReason;
+  replaced: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  files: readonly string[];
+}
+
+export interface BreakdownSources {
+  /** The request, or an estimate of the next (nextRequestEstimate) with `estimate` set. */
+  request: BuiltRequest;
+  estimate?: boolean;
+  /** The history view the request's range indexes (the view when it was built). */
+  history: HistoryView;
+  /** The working memory the request carried. */
+  memory: MemorySnapshot;
+  /** The reminder the request carried, if any. */
+  reminder: { level: ReminderLevel; reason: ReminderReason } | null;
+  counter: Pick<TokenCounter, 'text'>;
+  language: MemoryLanguage;
+  /** Output tokens reserved for the answer. */
+  reserveOutputTokens: number;
+  /** Share of the window at which the system compacts (0.75). */
+  threshold: number;
+  compactions: readonly CompactionRecord[];
+}
+
+export type GroupKey = 'system' | 'memory' | 'detail_index' | 'history' | 'tail';
+
+export interface ContextGroup {
+  key: GroupKey;
+  label: string;
+  tokens: number;
+  /** Of the window, in percent with one decimal. */
+  percent: number;
+  /** What the group holds, in a few words. */
+  about: string;
+  parts?: { label: string; tokens: number }[];
+}
+
+/** A compaction's trace in the history a request carried: a note for archived turns, or a stub for a moved tool output. */
+export interface ArchiveMark {
+  kind: 'note' | 'stub';
+  index: number;
+  turn: number;
+  tokens: number;
+  file: string | null;
+}
+
+export interface ContextBreakdown {
+  turn: number;
+  request: number;
+  estimate: boolean;
+  mode: HistoryMode;
+  window: number;
+  /** Our count of the request; `total` adds the server's calibration. */
+  counted: number;
+  calibration: number;
+  total: number;
+  percent: number;
+  threshold: { percent: number; tokens: number };
+  reserveOutputTokens: number;
+  /** The window less the request and the output reserve. */
+  free: number;
+  groups: ContextGroup[];
+  history: { from: number; to: number; length: number; firstTurn: number | null; lastTurn: number | null; marks: ArchiveMark[] };
+  compactions: readonly CompactionRecord[];
+}
+
+export function contextBreakdown(src: BreakdownSources): ContextBreakdown {
+  const { request, history, counter } = src;
+  const t = request.tokens;
+  const [from, to] = request.range;
+  const window = t.window;
+  const pct = (n: number): number => Math.round((n / window) * 1000) / 10;
+  const group = (key: GroupKey, label: string, tokens: number, about: string, parts?: ContextGroup['parts']): ContextGroup => ({
+    key,
+    label,
+    tokens,
+    percent: pct(tokens),
+    about,
+    ...(parts ? { parts } : {}),
+  });
+
+  const block = memoryBlock(src.memory);
+  const indexAt = block.lastIndexOf('<detail_index>');
+  const indexTokens = Math.min(t.memory, counter.text(block.slice(indexAt)));
+  const files = src.memory.detail.length;
+
+  const sent = to - from;
+  const items = history.items.slice(from, Math.min(to, history.length));
+  const turns = items.map((i) => i.turn);
+  const meta: ContextMeta = {
+    tokens_used: t.total,
+    tokens_max: window,
+    tokens_percent: t.percent,
+    messages_in_history: Math.max(to, history.length),
+    messages_sent: sent,
+    working_memory_size: src.memory.bytes,
+  };
+  const metaTokens = src.reminder ? Math.min(t.tail, counter.text(renderTail(meta, null, src.language))) : t.tail;
+  const tailParts = [{ label: '<context_meta>', tokens: metaTokens }];
+  if (src.reminder) tailParts.push({ label: `reminder (${src.reminder.level}, ${src.reminder.reason})`, tokens: t.tail - metaTokens });
+
+  const range = sent === 0 ? 'no messages' : `messages ${from + 1}–${to} of ${Math.max(to, history.length)}`;
+  const turnSpan = turns.length ? ` (turns ${spanOf(turns)})` : '';
+  const groups = [
+    group('system', 'system prompt', t.system, 'role, memory duties, tool definitions'),
+    group('memory', 'working memory', t.memory - indexTokens, `overview.md, ${src.memory.bytes} bytes`),
+    group('detail_index', 'detail index', indexTokens, `${files} file${files === 1 ? '' : 's'} in detail/`),
+    group('history', `history · ${request.mode}`, t.history, `${range}${turnSpan}`),
+    group('tail', 'tail', t.tail, src.reminder ? '<context_meta> and a reminder' : '<context_meta>', tailParts),
+  ];
+  const thresholdTokens = Math.floor(src.threshold * window);
+  return {
+    turn: request.turn,
+    request: request.request,
+    estimate: src.estimate === true,
+    mode: request.mode,
+    window,
+    counted: t.counted,
+    calibration: t.calibration,
+    total: t.total,
+    percent: t.percent,
+    threshold: { percent: Math.round(src.threshold * 1000) / 10, tokens: thresholdTokens },
+    reserveOutputTokens: src.reserveOutputTokens,
+    free: Math.max(0, window - t.total - src.reserveOutputTokens),
+    groups,
+    history: {
+      from,
+      to,
+      length: Math.max(to, history.length),
+      firstTurn: turns.length ? Math.min(...turns) : null,
+      lastTurn: turns.length ? Math.max(...turns) : null,
+      marks: archiveMarks(history, from, Math.min(to, history.length)),
+    },
+    compactions: src.compactions,
+  };
+}
+
+/** Before a session's first request: what the next would hold besides the user's message. */
+export function nextRequestEstimate(src: {
+  systemPrompt: string;
+  tools: readonly ToolSpec[];
+  memory: MemorySnapshot;
+  history: HistoryView;
+  mode: HistoryMode;
+  /** The turn the next message opens. */
+  turn: number;
+  carry: CarrySettings;
+  calibration: number;
+  window: number;
+  counter: TokenCounter;
+  language: MemoryLanguage;
+}): BuiltRequest {
+  const base = promptBase(src.systemPrompt, src.memory, src.tools, src.counter);
+  const range = src.history.length ? injectedRange(src.history, src.mode, src.turn, src.carry) : ([0, 0] as [number, number]);
+  const history = tokensBetween(src.history, range[0], range[1]);
+  const withoutTail = base.tokens + history;
+  const meta: ContextMeta = {
+    tokens_used: withoutTail + src.calibration,
+    tokens_max: src.window,
+    tokens_percent: percentOf(withoutTail + src.calibration, src.window),
+    messages_in_history: src.history.length,
+    messages_sent: range[1] - range[0],
+    working_memory_size: src.memory.bytes,
+  };
+  const tail = src.counter.text(renderTail(meta, null, src.language));
+  const counted = withoutTail + tail;
+  const total = counted + src.calibration;
+  return {
+    turn: src.turn,
+    request: 1,
+    mode: src.mode,
+    range,
+    tokens: {
+      system: base.tokens - base.memoryTokens,
+      memory: base.memoryTokens,
+      history,
+      tail,
+      counted,
+      calibration: src.calibration,
+      total,
+      window: src.window,
+      percent: percentOf(total, src.window),
+    },
+  };
+}
+
+const FILE_NAMED = /(?:verbatim (?:to|in)|moved to) (\S+?)\.?(?=[\s\]]|$)/u;
+
+function archiveMarks(history: HistoryView, from: number, to: number): ArchiveMark[] {
+  const marks: ArchiveMark[] = [];
+  for (let i = from; i < to; i++) {
+    const item = history.items[i]!;
+    const content = typeof item.message.content === 'string' ? item.message.content : '';
+    const kind = content.startsWith(NOTE_PREFIX) ? 'note' : content.startsWith(STUB_PREFIX) ? 'stub' : null;
+    if (kind) marks.push({ kind, index: i, turn: item.turn, tokens: item.tokens, file: FILE_NAMED.exec(content)?.[1] ?? null });
+  }
+  return marks;
+}
+
+function spanOf(turns: number[]): string {
+  const first = Math.min(...turns);
+  const last = Math.max(...turns);
+  return first === last ? `${first}` : `${first}–${last}`;
+}
