@@ -213,6 +213,8 @@ export function nextRequestEstimate(src: {
       counted,
       calibration: src.calibration,
       total,
+      // Everything but the next message (which carries the tail) is the prefix a cache can serve.
+      cacheable: withoutTail,
       window: src.window,
       percent: percentOf(total, src.window),
     },
