@@ -17,22 +17,15 @@ import { protocolFollower, startTestServer, type TestServer } from '../src/testi
 import { startVizServer } from '../src/viz/vizServer.js';
 import { cliPath, runCli } from './cliProcess.js';
 import { tempHome } from './helpers.js';
-import { usePostgres } from './storage/postgresServer.js';
+import { adminQuery, usePostgres } from './storage/postgresServer.js';
 import { auth } from './vizProbes.js';
 
 const { available, server: serverOf } = usePostgres('CLI reader');
 
 const PASSWORD = 'pw-never-shown-42';
 
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: serverOf().url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
+/** Run `sql` on the server's own database. */
+const admin = (sql: string): Promise<void> => adminQuery(serverOf().url, sql);
 
 /** A database of its own (the CLI uses the store's default schema), with a password in its URL (trust auth: never checked, never to be printed). */
 async function withDatabase(run: (url: string, where: string) => Promise<void>): Promise<void> {

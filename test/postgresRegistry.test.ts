@@ -8,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { postgresStore } from '../src/storage/postgres/postgresStore.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { findSession, listSessions, openSession, removeSession } from '../src/session/index.js';
@@ -18,20 +17,12 @@ import { TRACKER_KEY } from '../src/session/options.js';
 import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
 import { runCli as cli } from './cliProcess.js';
 import { collect, newSession, ofType, tempHome } from './helpers.js';
-import { usePostgres } from './storage/postgresServer.js';
+import { adminQuery, usePostgres } from './storage/postgresServer.js';
 
 const { available, server: serverOf } = usePostgres('registry and CLI');
 
 /** Run `sql` on the server's own database. */
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: serverOf().url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
+const admin = (sql: string): Promise<void> => adminQuery(serverOf().url, sql);
 
 /** A database of its own (the CLI uses the store's default schema), dropped at the end. */
 async function withDatabase(run: (url: URL) => Promise<void>): Promise<void> {

@@ -5,7 +5,7 @@
  * (Anthropic's `{ type: 'overloaded_error', message }`, OpenAI's `{ message, code }`).
  */
 import { LLMError, type LLMErrorKind } from '../llm/llm.js';
-import { OVERFLOW, headerLookup, retryAfter, shouldRetryHeader } from '../llm/errorHints.js';
+import { OVERFLOW, headerLookup, kindOfStatus, retryAfter, shouldRetryHeader } from '../llm/errorHints.js';
 import type { Redact } from '../secrets/redact.js';
 
 /** The AI SDK marks its errors with global symbols: read them without importing the SDK. */
@@ -75,16 +75,7 @@ function fromApiCall(error: APICallErrorShape, hide: Redact): LLMError {
   }
   const typed = /"(?:type|status|code)"\s*:\s*"(\w+)"/g;
   const bodyKind = [...body.matchAll(typed)].map((m) => TYPE_KINDS[m[1]!]).find((k) => k && k !== 'bad_request');
-  const kind: LLMErrorKind =
-    status === 408
-      ? 'timeout'
-      : status === 429
-        ? 'rate_limit'
-        : status === 409 || status >= 500
-          ? 'server'
-          : status === 401 || status === 403
-            ? 'auth'
-            : (bodyKind ?? 'bad_request');
+  const kind: LLMErrorKind = kindOfStatus(status, bodyKind ?? 'bad_request');
   // Anthropic's 529 and Google's 503 say the model is overloaded: a wait, like a rate limit.
   const overloaded = status === 529 || /overloaded/i.test(`${message} ${body}`);
   const header = headerLookup(error.responseHeaders);

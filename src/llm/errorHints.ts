@@ -1,7 +1,8 @@
 /**
  * What any provider's error says that the turn machine acts on, whichever client read
- * it: a prompt that does not fit (each server's wording), and when to retry.
+ * it: a prompt that does not fit (each server's wording), what a status means, and when to retry.
  */
+import type { LLMErrorKind } from './llm.js';
 
 /**
  * The messages servers use for a prompt that does not fit: OpenAI (context_length_exceeded),
@@ -11,6 +12,15 @@
  */
 export const OVERFLOW =
   /context_length_exceeded|exceed_context_size|maximum context length|context length exceeded|exceeds? (?:the )?(?:available |maximum |model'?s? )?context (?:size|length|window)|context size has been exceeded|prompt is too long|input is too long|too many tokens|reduce the length of the messages|input token count.{0,40} exceeds the maximum number of tokens/i;
+
+/** What an HTTP status says of an error, the same for every client; `otherwise` for the 4xx that none names. */
+export function kindOfStatus(status: number, otherwise: LLMErrorKind = 'bad_request'): LLMErrorKind {
+  if (status === 408) return 'timeout';
+  if (status === 429) return 'rate_limit';
+  if (status === 409 || status >= 500) return 'server';
+  if (status === 401 || status === 403) return 'auth';
+  return otherwise;
+}
 
 /** A header's value, case-insensitive, from either shape a client keeps them in. */
 export type HeaderLookup = (name: string) => string | null | undefined;

@@ -5,8 +5,8 @@
  */
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { redact, type Redact } from '../secrets/redact.js';
-import { LLMError, type LLMErrorKind } from './llm.js';
-import { OVERFLOW, headerLookup, retryAfter, shouldRetryHeader } from './errorHints.js';
+import { LLMError } from './llm.js';
+import { OVERFLOW, headerLookup, kindOfStatus, retryAfter, shouldRetryHeader } from './errorHints.js';
 
 export function classify(error: unknown, watchdog: { userAborted: boolean; timedOut: boolean }, secret: string | Redact = ''): LLMError {
   const hide: Redact = typeof secret === 'string' ? (text) => redact(text, secret) : secret;
@@ -31,16 +31,7 @@ export function classify(error: unknown, watchdog: { userAborted: boolean; timed
     if (OVERFLOW.test(`${code} ${message}`))
       return new LLMError('overflow', message, { ...(status === undefined ? {} : { status }), cause: error });
     if (status === undefined) return new LLMError('server', `the server sent an error in the stream: ${message}`, { cause: error });
-    const kind: LLMErrorKind =
-      status === 408
-        ? 'timeout'
-        : status === 429
-          ? 'rate_limit'
-          : status === 409 || status >= 500
-            ? 'server'
-            : status === 401 || status === 403
-              ? 'auth'
-              : 'bad_request';
+    const kind = kindOfStatus(status);
     // The server's verdict wins over ours, both ways (as OpenAI's own clients do).
     const shouldRetry = shouldRetryHeader(headerLookup(error.headers));
     const said = shouldRetry === false ? `${message} (the server asked not to retry: x-should-retry: false)` : message;

@@ -126,3 +126,15 @@ export function usePostgres(what: string): { available: boolean; server: () => P
     },
   };
 }
+
+/** Run `sql` on the server's own database (to make or drop a database of a test's own). */
+export async function adminQuery(url: string, sql: string): Promise<void> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
