@@ -3,7 +3,8 @@
  * holder, when the lease expires (by the server's clock, so hosts' clocks never disagree)
  * and a fencing token that grows at every takeover. Every write checks the token under a
  * share lock on that row (see fence()), so a holder paused past its expiry and taken over
- * can write nothing when it comes back; a takeover waits for a write in flight to commit.
+ * can write nothing when it comes back; a takeover waits for a write in flight to commit,
+ * and a holder paused inside a write has it ended by the server after a lease's length.
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
