@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cliStart, FULL, itemMemory, orchestrationOverhead, resume, throughput, tokenEfficiency, traceCost } from './benchmarks.js';
 import { machine, now, table, type Row } from './harness.js';
+import { PG_LOAD_FULL, postgresLoad } from './postgresLoad.js';
 
 const started = now();
 const rows: Row[] = [];
@@ -16,6 +17,7 @@ const steps: [string, () => Promise<Row[]> | Row[]][] = [
   ['trace cost', () => traceCost(FULL)],
   ['CLI start', () => cliStart(FULL)],
   ['item memory', () => itemMemory(FULL)],
+  ['Postgres load', () => postgresLoad(PG_LOAD_FULL)],
 ];
 for (const [name, run] of steps) {
   const t = now();
