@@ -151,8 +151,11 @@ export async function poolCases(run: PgRun, sessions: number): Promise<void> {
     if (letGo) await letGo;
     else held.forEach((c) => c.release());
     if (letGoAfter === null) {
-      if (result.status !== 'failed' || !CLEAR.test(result.error?.message ?? '') || !/timeout/i.test(result.error?.message ?? ''))
-        problems.push(`expected a clear timeout, got ${result.status}: ${result.error?.message}`);
+      // Clear: it names the server the pool reaches (not a default), and says it timed out.
+      const server = new URL(run.server.url);
+      const named = `PostgreSQL at postgres://${server.host}${server.pathname}?schema=${schema}: `;
+      if (result.status !== 'failed' || !result.error?.message.startsWith(named) || !/timeout/i.test(result.error.message))
+        problems.push(`expected a timeout naming ${named}, got ${result.status}: ${result.error?.message}`);
     } else if (result.status !== 'done')
       problems.push(`the turn did not wait for the connection: ${result.status} ${result.error?.message}`);
     const after = await session.prompt(`[H ${session.state.turn + 1}] pool back`);
@@ -181,7 +184,8 @@ export async function raceCases(run: PgRun, trials: number): Promise<void> {
   const schema = newSchema();
   const store = postgresStore({ connectionString: run.server.url, schema });
   await store.list(); // the schema made before the racers start
-  const gone = postgresStore({ connectionString: run.server.url, schema, leaseMs: 50, renewMs: 0 });
+  // A holder that dies: its lease of 300 ms runs out, never released (not less: a write of its own may not pause longer).
+  const gone = postgresStore({ connectionString: run.server.url, schema, leaseMs: 300, renewMs: 0 });
   const script = builtFile('test/reliability/pgRacer.js');
   const children = Array.from({ length: RACERS }, () =>
     spawn(process.execPath, [script, run.server.url, schema, run.home], { stdio: ['pipe', 'pipe', 'inherit'] }),
@@ -203,7 +207,7 @@ export async function raceCases(run: PgRun, trials: number): Promise<void> {
       if (kind !== 'create it') {
         const made = await (kind === 'open it (free)' ? store : gone).create({ meta: metaOf(id) });
         if (kind === 'open it (free)') await made.close();
-        else await sleep(60); // the holder "dies": its lease of 50 ms runs out, never released
+        else await sleep(320);
       }
       const at = Date.now() + 40;
       const answers = await Promise.all(children.map((_, i) => ask(i, `${kind === 'create it' ? 'create' : 'open'} ${id} ${at}`)));

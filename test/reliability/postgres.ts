@@ -87,11 +87,22 @@ export async function postgresCases(scale: PostgresScale, seed = 1): Promise<Fam
     await client.connect();
     run.figures.push(`PostgreSQL ${(await client.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version}`);
     await client.end();
-    if (scale.kills) await killCases(run, scale.kills);
-    if (scale.stops) await stopCases(run, scale.stops);
-    if (scale.restarts) await restartCases(run, scale.restarts);
-    if (scale.poolSessions) await poolCases(run, scale.poolSessions);
-    if (scale.races) await raceCases(run, scale.races);
+    const cases: [string, number, (run: PgRun, n: number) => Promise<void>][] = [
+      ['SIGKILL', scale.kills, killCases],
+      ['SIGSTOP', scale.stops, stopCases],
+      ['restart', scale.restarts, restartCases],
+      ['pool', scale.poolSessions, poolCases],
+      ['races', scale.races, raceCases],
+    ];
+    for (const [name, n, runCase] of cases) {
+      if (!n) continue;
+      try {
+        await runCase(run, n);
+      } catch (error) {
+        // A case that throws is a failure of its own, and the others still run.
+        tally.add(`${name}: the case itself`, { survived: false, detail: `threw ${(error as Error).stack ?? error}` });
+      }
+    }
   } finally {
     await model.close();
     await server.stop();

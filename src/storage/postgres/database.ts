@@ -154,15 +154,24 @@ function isOurs(error: Error): boolean {
 
 function describeServer(options: ConnectionOptions): { location: string; password: string | null } {
   if (options.connectionString !== undefined) {
-    try {
-      const url = new URL(options.connectionString);
-      const password = url.password ? decodeURIComponent(url.password) : null;
-      return { location: `postgres://${url.host || 'localhost'}${url.pathname || '/'}`, password };
-    } catch {
-      throw new TypeError('postgresStore: the connectionString is not a postgres:// URL');
-    }
+    const described = describeUrl(options.connectionString);
+    if (!described) throw new TypeError('postgresStore: the connectionString is not a postgres:// URL');
+    return described;
   }
-  const pool = options.pool as unknown as { options?: { host?: string; port?: number; database?: string } };
+  const pool = options.pool as unknown as { options?: { connectionString?: string; host?: string; port?: number; database?: string } };
   const o = pool.options ?? {};
+  // A host's pool made from a connection string names its server there, not in host/port.
+  const described = typeof o.connectionString === 'string' ? describeUrl(o.connectionString) : null;
+  if (described) return described;
   return { location: `postgres://${o.host ?? 'localhost'}${o.port ? `:${o.port}` : ''}/${o.database ?? ''}`, password: null };
+}
+
+function describeUrl(connectionString: string): { location: string; password: string | null } | null {
+  try {
+    const url = new URL(connectionString);
+    const password = url.password ? decodeURIComponent(url.password) : null;
+    return { location: `postgres://${url.host || 'localhost'}${url.pathname || '/'}`, password };
+  } catch {
+    return null;
+  }
 }
