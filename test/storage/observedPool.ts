@@ -9,6 +9,8 @@ import pg from 'pg';
 export interface QueryObserver {
   sent?(text: string): void;
   done?(text: string): void;
+  /** An error to give the caller instead of the server's answer: a statement done, its answer lost (the connection cut). */
+  fail?(text: string): Error | null;
 }
 
 export function observedPool(config: pg.PoolConfig, observer: QueryObserver): pg.Pool {
@@ -22,7 +24,9 @@ export function observedPool(config: pg.PoolConfig, observer: QueryObserver): pg
       if (typeof last === 'function') {
         args[args.length - 1] = (error: unknown, result: unknown) => {
           if (!error) observer.done?.(text);
-          (last as (e: unknown, r: unknown) => void)(error, result);
+          // Given the error, pg-pool drops this connection, as it would a cut one.
+          const lost = error ? null : (observer.fail?.(text) ?? null);
+          (last as (e: unknown, r: unknown) => void)(lost ?? error, lost ? undefined : result);
         };
         return (super.query as (...a: unknown[]) => never)(...args);
       }
@@ -30,6 +34,8 @@ export function observedPool(config: pg.PoolConfig, observer: QueryObserver): pg
       if (result instanceof Promise) {
         return result.then((value: unknown) => {
           observer.done?.(text);
+          const lost = observer.fail?.(text);
+          if (lost) throw lost;
           return value;
         }) as never;
       }

@@ -73,6 +73,9 @@ export class PostgresSessionStorage implements SessionStorage {
 }
 
 class PostgresSessionLog implements SessionLog {
+  /** An append that failed without an answer: it may be in the table (see settle). */
+  private unsure: { seq: number; body: string } | null = null;
+
   constructor(
     private readonly db: Database,
     private readonly id: string,
@@ -111,16 +114,33 @@ class PostgresSessionLog implements SessionLog {
 
   /** One statement: written only while our token holds and `expectedSeq` is next; `sync` is moot (each commit is durable). */
   async append<E extends NewEntry>(entry: E, options: { expectedSeq: number; sync: boolean }): Promise<E & { seq: number; ts: number }> {
-    if (options.expectedSeq !== this.next) throw new SequenceConflictError(this.id, options.expectedSeq, this.next);
+    let expected = options.expectedSeq;
+    if (this.unsure) {
+      // An earlier append that failed without an answer is settled first (or this one fails too).
+      const { seq } = this.unsure;
+      // In the table after all: the caller, which counted without it, meant the seq after it.
+      if ((await this.settle(this.unsure)) && expected === seq) expected = this.next;
+    }
+    if (expected !== this.next) throw new SequenceConflictError(this.id, expected, this.next);
     const full = { seq: this.next, ts: this.now(), ...entry } as E & { seq: number; ts: number };
     const { s } = this.db;
-    const rows = await this.db.query(
-      `WITH ${fence(s)}
-       INSERT INTO ${s}.entries (session_id, seq, body)
-       SELECT $1, $3, $4 FROM fence WHERE $3 = (SELECT coalesce(max(seq), 0) + 1 FROM ${s}.entries WHERE session_id = $1)
-       ON CONFLICT DO NOTHING RETURNING seq`,
-      [this.id, this.token, full.seq, this.redact(JSON.stringify(full))],
-    );
+    const body = this.redact(JSON.stringify(full));
+    let rows: unknown[];
+    try {
+      rows = await this.db.query(
+        `WITH ${fence(s)}
+         INSERT INTO ${s}.entries (session_id, seq, body)
+         SELECT $1, $3, $4 FROM fence WHERE $3 = (SELECT coalesce(max(seq), 0) + 1 FROM ${s}.entries WHERE session_id = $1)
+         ON CONFLICT DO NOTHING RETURNING seq`,
+        [this.id, this.token, full.seq, body],
+      );
+    } catch (error) {
+      // The statement may have committed and only its answer been lost (the connection
+      // cut after it): the row is looked for, now or before the next append.
+      this.unsure = { seq: full.seq, body };
+      if (await this.settle(this.unsure).catch(() => false)) return full;
+      throw error;
+    }
     if (!rows.length) {
       const now = await this.db.query<{ token: string | null; next: string }>(
         `SELECT (SELECT token FROM ${s}.leases WHERE session_id = $1) AS token,
@@ -128,7 +148,7 @@ class PostgresSessionLog implements SessionLog {
         [this.id],
       );
       if (now[0]?.token !== this.token) throw await leaseLost(this.db, s, this.id, this.token);
-      throw new SequenceConflictError(this.id, options.expectedSeq, Number(now[0]!.next));
+      throw new SequenceConflictError(this.id, expected, Number(now[0]!.next));
     }
     this.next++;
     return full;
@@ -136,5 +156,21 @@ class PostgresSessionLog implements SessionLog {
 
   async sync(): Promise<void> {
     /* every append was committed before it resolved */
+  }
+
+  /**
+   * Whether an append whose answer was lost is in the table: if so it counts as written
+   * (the next seq moves past it), if not it never was; either way it is settled. Throws
+   * while the server cannot be asked, and the append that called it fails.
+   */
+  private async settle(unsure: { seq: number; body: string }): Promise<boolean> {
+    const rows = await this.db.query<{ body: string }>(`SELECT body FROM ${this.db.s}.entries WHERE session_id = $1 AND seq = $2`, [
+      this.id,
+      unsure.seq,
+    ]);
+    this.unsure = null;
+    const landed = rows[0]?.body === unsure.body;
+    if (landed && this.next === unsure.seq) this.next++;
+    return landed;
   }
 }
