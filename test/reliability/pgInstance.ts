@@ -69,11 +69,11 @@ async function main(): Promise<void> {
   const first = session.state.turn + 1;
   for (let t = first; t < first + config.turns; t++) {
     const result = await session.prompt(`[${config.tag} ${t}] ${'Context for the turn. '.repeat(4)}`);
-    say(`TURN ${t} ${result.status}${result.error ? ` ${result.error.message.replace(/\n/g, ' ')}` : ''}`);
+    say(`TURN ${result.turn ?? t} ${result.status}${result.error ? ` ${result.error.message.replace(/\n/g, ' ')}` : ''}`);
     if (result.status === 'failed') {
       // Refused once: a second try must be refused too, then this instance gives up.
       const again = await session.prompt(`[${config.tag} ${t + 1}] once more`);
-      say(`TURN ${t + 1} ${again.status}${again.error ? ` ${again.error.message.replace(/\n/g, ' ')}` : ''}`);
+      say(`TURN ${again.turn ?? t + 1} ${again.status}${again.error ? ` ${again.error.message.replace(/\n/g, ' ')}` : ''}`);
       break;
     }
   }

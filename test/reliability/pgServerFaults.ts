@@ -49,6 +49,11 @@ function acking(session: Session): Map<number, string> {
   return acked;
 }
 
+/** An error as the figures quote it: the server's address (it changes every run) as <server>. */
+function shortened(message: string): string {
+  return message.replace(/^PostgreSQL at \S+: /, 'PostgreSQL at <server>: ').replace(/127\.0\.0\.1:\d+/g, '127.0.0.1:<port>');
+}
+
 const CLEAR = /^(PostgreSQL at postgres:\/\/|session [0-9a-f-]+: )/;
 
 export async function restartCases(run: PgRun, trials: number): Promise<void> {
@@ -72,12 +77,7 @@ export async function restartCases(run: PgRun, trials: number): Promise<void> {
     else {
       outcomes.failed++;
       const message = result.error?.message ?? '';
-      errors.add(
-        message
-          .replace(/[0-9a-f-]{36}/g, '<id>')
-          .replace(/:\d+\//, ':<port>/')
-          .slice(0, 160),
-      );
+      errors.add(shortened(message));
       if (!CLEAR.test(message)) problems.push(`the turn failed without naming the server: ${result.status} ${message}`);
     }
     const after = await session.prompt(`[R ${session.state.turn + 1}] after restart ${t}`);
@@ -168,7 +168,7 @@ export async function poolCases(run: PgRun, sessions: number): Promise<void> {
         : 'the host holds every connection, lets go after 300 ms',
       { survived: problems.length === 0, lost: checked.lost, detail: problems.join('; ') },
       letGoAfter === null
-        ? `waited ${waited} ms, then: ${(result.error?.message ?? result.status).replace(/:\d+\//, ':<port>/').slice(0, 120)}`
+        ? `waited ${waited} ms, then: ${shortened(result.error?.message ?? result.status)}`
         : `waited ${waited} ms, then done`,
     );
   }

@@ -151,6 +151,7 @@ async function killCases(run: PgRun, trials: number): Promise<void> {
   const acked = new Map<number, string>();
   const takeovers: number[] = [];
   let midTurn = 0;
+  const done = new Set<number>();
   for (let t = 0; t < trials; t++) {
     const problems: string[] = [];
     const child = startInstance(instanceConfig(run, schema, id, `K${t}x`, 1_000));
@@ -162,9 +163,16 @@ async function killCases(run: PgRun, trials: number): Promise<void> {
     const killedAt = Date.now();
     await child.exited;
     for (const [seq, hash] of acksOf(child.lines)) acked.set(seq, hash);
-    const turnsDone = child.lines.filter((l) => / done$/.test(l)).length;
-    const started = child.lines.filter((l) => l.startsWith('ACK')).length;
-    if (started > turnsDone * 2 || turnsDone === 0) midTurn++;
+    // Turns it reported done: each one's answer must be in the log after the takeover.
+    for (const line of child.lines) if (/^TURN \d+ done$/.test(line)) done.add(Number(line.split(' ')[1]));
+    // Mid-turn: killed while a prompt() was pending (its last word is not a turn's end).
+    if (
+      !child.lines
+        .filter((l) => !l.startsWith('STDERR'))
+        .at(-1)
+        ?.startsWith('TURN ')
+    )
+      midTurn++;
     // Before the lease ends: refused, naming the dead holder and when its lease ends.
     let until = 0;
     try {
@@ -189,8 +197,13 @@ async function killCases(run: PgRun, trials: number): Promise<void> {
       try {
         const log = await checkLog(run.server.url, schema, id);
         const missing = lostAcks(acked, log.entries);
-        lost = missing.lost;
+        const answered = new Set(
+          log.entries.map((e) => (e.type === 'message' && e.message.role === 'assistant' && !e.message.tool_calls?.length ? e.turn : -1)),
+        );
+        const unanswered = [...done].filter((n) => !answered.has(n));
+        lost = missing.lost + unanswered.length;
         problems.push(...log.problems, ...missing.problems, ...historyProblems(session.history));
+        if (unanswered.length) problems.push(`turns ${unanswered.join(', ')} were reported done, but their answers are not in the log`);
         const off = session.on('message_end', (e) => acked.set(e.seq, sha(JSON.stringify(e.message))));
         const result = await session.prompt(`[P${t}x ${session.state.turn + 1}] after the kill`);
         off();
@@ -209,7 +222,7 @@ async function killCases(run: PgRun, trials: number): Promise<void> {
   }
   const log = await checkLog(run.server.url, schema, id);
   run.figures.push(
-    `SIGKILL: ${trials} kills on one session, ${midTurn} of them mid-turn; ${acked.size} acknowledged messages checked after every takeover; ` +
+    `SIGKILL: ${trials} kills on one session, ${midTurn} of them mid-turn (a prompt() pending); ${done.size} turns reported done and ${acked.size} acknowledged messages checked after every takeover; ` +
       `${log.entries.length} entries in the end; takeover ${Math.round(median(takeovers))} ms after the kill (median, max ${Math.max(...takeovers)} ms; lease ${LEASE_MS} ms, renewed every ${RENEW_MS} ms)`,
   );
   await store.close();
