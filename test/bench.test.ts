@@ -99,6 +99,9 @@ describe('benchmarks (smoke sizes)', () => {
         'Postgres: throughput',
         'Postgres: turn latency under load',
         'Postgres: round trips per request',
+        'Postgres: throughput',
+        'Postgres: turn latency under load',
+        'Postgres: round trips per request',
         'Postgres: orchestration overhead per request',
         'Postgres: orchestration overhead per request',
         'Postgres: overhead ratio',
@@ -106,7 +109,7 @@ describe('benchmarks (smoke sizes)', () => {
         'Postgres: orchestration overhead per request',
         'Postgres: overhead ratio',
       ]);
-      expect(rows.slice(3).map((r) => r.case)).toEqual([
+      expect(rows.slice(6).map((r) => r.case)).toEqual([
         '100 messages in the log, state in the home',
         '400 messages in the log, state in the home',
         '400 / 100 messages, state in the home',
@@ -114,10 +117,11 @@ describe('benchmarks (smoke sizes)', () => {
         '400 messages in the log, state in memory',
         '400 / 100 messages, state in memory',
       ]);
-      expect(rows[0]!.case).toBe('2 instances × 3 sessions, all at once (one process)');
+      expect(rows[0]!.case).toBe('2 instances × 3 sessions at once, state in the home');
+      expect(rows[3]!.case).toBe('2 instances × 3 sessions at once, state in memory');
       // Every request reaches the database: at least the user message and the answer are appended.
       expect(rows[2]!.median).toBeGreaterThanOrEqual(2);
-      expect(rows[3]!.note).toMatch(/\d+\.\d round trips and \d+\.\d\d ms of this process's CPU a request/);
+      expect(rows[6]!.note).toMatch(/\d+\.\d round trips and \d+\.\d\d ms of this process's CPU a request/);
     },
     120_000,
   );

@@ -75,7 +75,8 @@ export async function postgresLoad(scale: PostgresLoadScale, url?: string): Prom
   // The machine's load at the start: the figures of a shared machine are read with it.
   const where = `Postgres ${version} on loopback${server ? ', fsync off' : ''}; load average ${loadavg()[0]!.toFixed(1)} at the start`;
   try {
-    const rows = await load(scale, instances, () => statements, where);
+    const rows: Row[] = [];
+    for (const [stateIn, state] of STATE_IN) rows.push(...(await load(scale, instances, () => statements, where, stateIn, state())));
     rows.push(...(await historyGrowth(scale, instances[0]!, () => statements, connectionString, schema, where)));
     return rows;
   } finally {
@@ -89,7 +90,20 @@ export async function postgresLoad(scale: PostgresLoadScale, url?: string): Prom
   }
 }
 
-async function load(scale: PostgresLoadScale, instances: Instance[], counted: () => number, where: string): Promise<Row[]> {
+/** The two places the sessions' state (index, reminder tracker) is kept: the home's files (the default), and memory. */
+const STATE_IN: [string, () => Keyv | undefined][] = [
+  ['state in the home', () => undefined],
+  ['state in memory', () => new Keyv()],
+];
+
+async function load(
+  scale: PostgresLoadScale,
+  instances: Instance[],
+  counted: () => number,
+  where: string,
+  stateIn: string,
+  state: Keyv | undefined,
+): Promise<Row[]> {
   const sessions: Session[] = [];
   for (const instance of instances) {
     // Created 20 at a time per instance, as a service would as users arrive.
@@ -98,7 +112,15 @@ async function load(scale: PostgresLoadScale, instances: Instance[], counted: ()
       sessions.push(
         ...(await Promise.all(
           Array.from({ length: batch }, () =>
-            createSession({ llm: zeroLatencyModel(), home: instance.home, store: instance.store, cwd: '/bench', env: {}, trace: false }),
+            createSession({
+              llm: zeroLatencyModel(),
+              home: instance.home,
+              store: instance.store,
+              cwd: '/bench',
+              env: {},
+              trace: false,
+              ...(state ? { stateStore: state } : {}),
+            }),
           ),
         )),
       );
@@ -123,7 +145,7 @@ async function load(scale: PostgresLoadScale, instances: Instance[], counted: ()
   const seconds = (now() - start) / 1000;
   const trips = (counted() - before) / requests;
   await Promise.all(sessions.map((s) => s.close()));
-  const label = `${instances.length} instances × ${scale.sessionsPerInstance} sessions, all at once (one process)`;
+  const label = `${instances.length} instances × ${scale.sessionsPerInstance} sessions at once, ${stateIn}`;
   return [
     {
       metric: 'Postgres: throughput',
@@ -133,7 +155,7 @@ async function load(scale: PostgresLoadScale, instances: Instance[], counted: ()
       unit: 'requests/s',
       target: null,
       met: null,
-      note: `(${where})`,
+      note: `(the instances: stores of their own in one process; ${where})`,
     },
     {
       metric: 'Postgres: turn latency under load',
@@ -159,15 +181,12 @@ async function historyGrowth(
 ): Promise<Row[]> {
   const counter = await loadTokenCounter('gpt-4o');
   const rows: Row[] = [];
-  // The session's state (index, reminder tracker) where it is kept by default, in the
-  // home's files (an atomic write a turn), and in memory: what the Postgres store itself costs.
-  for (const [stateIn, stateStore] of [
-    ['state in the home', undefined],
-    ['state in memory', () => new Keyv()],
-  ] as const) {
+  // The state in the home's files costs an atomic write a turn; in memory, what remains is
+  // what the Postgres store itself costs.
+  for (const [stateIn, stateStore] of STATE_IN) {
     const medians: number[] = [];
     for (const size of scale.historySizes) {
-      const state = stateStore?.();
+      const state = stateStore();
       const options = {
         llm: zeroLatencyModel(),
         home: instance.home,
