@@ -4,7 +4,7 @@
  * stops it, so it is never a shared one): instances killed and stopped mid-turn, the
  * server restarted mid-turn, the pool exhausted, instances racing for one session.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { postgresStore } from '../src/storage/postgres/postgresStore.js';
@@ -12,6 +12,7 @@ import { newSession, tempHome } from './helpers.js';
 import { checkLog, dropSchema } from './reliability/pgCommon.js';
 import { postgresCases, type PostgresScale } from './reliability/postgres.js';
 import type { FamilyResult } from './reliability/report.js';
+import { metaFor } from './storage/contract.js';
 import { observedPool } from './storage/observedPool.js';
 import { postgresBin, usePostgres } from './storage/postgresServer.js';
 
@@ -118,6 +119,38 @@ describe.skipIf(!available)('the Postgres fault matrix (fast subset)', () => {
       } finally {
         await store.close();
         await pool.end();
+        await dropSchema(url, schema);
+      }
+    },
+    60_000,
+  );
+
+  it.skipIf(!shared.available)(
+    'a session closed while its lease is being renewed is free at once: the renewal cannot land after the release',
+    async () => {
+      const url = shared.server().url;
+      const schema = `workmem_t_${randomBytes(6).toString('hex')}`;
+      // Renewed every millisecond: a renewal is nearly always in flight when the session closes.
+      const a = postgresStore({ connectionString: url, schema, leaseMs: 10_000, renewMs: 1 });
+      const b = postgresStore({ connectionString: url, schema, leaseMs: 10_000 });
+      try {
+        const id = randomUUID();
+        await (await a.create({ meta: metaFor(id) })).close();
+        const refused: string[] = [];
+        for (let i = 0; i < 40; i++) {
+          const held = await a.open(id);
+          await new Promise((resolve) => setTimeout(resolve, i % 5));
+          await held.close();
+          try {
+            await (await b.open(id)).close();
+          } catch (error) {
+            refused.push(`${i}: ${(error as Error).message}`);
+          }
+        }
+        expect(refused).toEqual([]);
+      } finally {
+        await a.close();
+        await b.close();
         await dropSchema(url, schema);
       }
     },
