@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { cliStart, itemMemory, orchestrationOverhead, resume, SMOKE, throughput, tokenEfficiency, traceCost } from './bench/benchmarks.js';
 import { median, p99, quantile, table, type Row } from './bench/harness.js';
 import { cacheEconomics } from './bench/cacheEconomics.js';
+import { PG_LOAD_SMOKE, postgresLoad } from './bench/postgresLoad.js';
+import { postgresBin } from './storage/postgresServer.js';
 
 function wellFormed(rows: Row[]): void {
   expect(rows.length).toBeGreaterThan(0);
@@ -112,4 +114,39 @@ describe('benchmarks (smoke sizes)', () => {
     // A 12-turn session reuses its prefix: something is cached in phase 1, with either kind of caching.
     expect(shares.filter((r) => r.case === 'workmem, phase 1 pinned').every((r) => r.median! > 0)).toBe(true);
   }, 120_000);
+  it.skipIf(!process.env.WORKMEM_TEST_DATABASE_URL && !postgresBin())(
+    'the Postgres load bench: N instances × M sessions, round trips counted, 100 vs 400 messages',
+    async () => {
+      const rows = await postgresLoad(PG_LOAD_SMOKE);
+      wellFormed(rows);
+      expect(rows.map((r) => r.metric)).toEqual([
+        'Postgres: throughput',
+        'Postgres: turn latency under load',
+        'Postgres: round trips per request',
+        'Postgres: throughput',
+        'Postgres: turn latency under load',
+        'Postgres: round trips per request',
+        'Postgres: orchestration overhead per request',
+        'Postgres: orchestration overhead per request',
+        'Postgres: overhead ratio',
+        'Postgres: orchestration overhead per request',
+        'Postgres: orchestration overhead per request',
+        'Postgres: overhead ratio',
+      ]);
+      expect(rows.slice(6).map((r) => r.case)).toEqual([
+        '100 messages in the log, state in Postgres',
+        '400 messages in the log, state in Postgres',
+        '400 / 100 messages, state in Postgres',
+        '100 messages in the log, state in memory',
+        '400 messages in the log, state in memory',
+        '400 / 100 messages, state in memory',
+      ]);
+      expect(rows[0]!.case).toBe('2 instances × 3 sessions at once, state in Postgres');
+      expect(rows[3]!.case).toBe('2 instances × 3 sessions at once, state in memory');
+      // Every request reaches the database: at least the user message and the answer are appended.
+      expect(rows[2]!.median).toBeGreaterThanOrEqual(2);
+      expect(rows[6]!.note).toMatch(/\d+\.\d round trips and \d+\.\d\d ms of this process's CPU a request/);
+    },
+    120_000,
+  );
 });

@@ -6,6 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cliStart, FULL, itemMemory, orchestrationOverhead, resume, throughput, tokenEfficiency, traceCost } from './benchmarks.js';
 import { machine, now, table, type Row } from './harness.js';
 import { cacheEconomics } from './cacheEconomics.js';
+import { PG_LOAD_FULL, postgresLoad } from './postgresLoad.js';
 
 const started = now();
 const rows: Row[] = [];
@@ -18,6 +19,7 @@ const steps: [string, () => Promise<Row[]> | Row[]][] = [
   ['CLI start', () => cliStart(FULL)],
   ['item memory', () => itemMemory(FULL)],
   ['cache economics', () => cacheEconomics(FULL.efficiencyTurns)],
+  ['Postgres load', () => postgresLoad(PG_LOAD_FULL)],
 ];
 for (const [name, run] of steps) {
   const t = now();

@@ -6,8 +6,9 @@
  *
  *   --only <family,...>  run some families (the keys of FAMILIES below)
  *   --no-write           print, leave docs/RELIABILITY.md as it is
+ *   (--only with just families of their own section, e.g. postgres, rewrites only those sections)
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { machine } from '../bench/harness.js';
 import { cliCases } from './cli.js';
@@ -18,8 +19,10 @@ import { guardCases } from './guard.js';
 import { hostileCases } from './hostile.js';
 import { llmCases } from './llm.js';
 import { lockCases } from './lock.js';
+import { PG_FULL, postgresCases, postgresSection } from './postgres.js';
 import { table, type FamilyResult } from './report.js';
 import { secretCases } from './secrets.js';
+import { spliceSection } from './section.js';
 import { soak } from './soak.js';
 import { storeCases } from './store.js';
 import { streamCases } from './streams.js';
@@ -39,6 +42,12 @@ const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   guard: () => guardCases({ reads: 1500 }),
   llm: () => llmCases({ full: true }),
   store: () => storeCases(40),
+  postgres: () => postgresCases(PG_FULL),
+};
+
+/** Families with a section of their own: `--only` with just these rewrites their section in docs/RELIABILITY.md. */
+const SECTIONS: Record<string, { heading: string; render: (result: FamilyResult, seconds: number) => string }> = {
+  postgres: postgresSection,
 };
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'no-write': { type: 'boolean' } } });
@@ -53,12 +62,18 @@ if (unknown.length) {
 
 const started = performance.now();
 const results: FamilyResult[] = [];
+const all: FamilyResult[] = [];
+const sections: [string, string][] = [];
 const timings: string[] = [];
 for (const name of chosen) {
   const t = performance.now();
   process.stderr.write(`reliability: ${name}…`);
-  results.push(await FAMILIES[name]!());
+  const result = await FAMILIES[name]!();
   const seconds = (performance.now() - t) / 1000;
+  all.push(result);
+  const own = SECTIONS[name];
+  if (own) sections.push([own.heading, own.render(result, seconds)]);
+  else results.push(result);
   timings.push(`${name} ${seconds.toFixed(0)} s`);
   process.stderr.write(` ${seconds.toFixed(1)} s\n`);
 }
@@ -90,6 +105,7 @@ const doc = [
   '',
   ...(failures.length ? failures.map((f) => `- ${f.family} / ${f.fault}: ${f.detail}`) : ['None.']),
   '',
+  ...sections.map(([, text]) => text),
 ].join('\n');
 
 process.stdout.write(`${doc}\n`);
@@ -97,8 +113,15 @@ if (!values['no-write'] && !values.only) {
   mkdirSync('docs', { recursive: true });
   writeFileSync('docs/RELIABILITY.md', doc);
   process.stderr.write('reliability: written to docs/RELIABILITY.md\n');
+} else if (!values['no-write'] && chosen.every((name) => SECTIONS[name]) && existsSync('docs/RELIABILITY.md')) {
+  // Only families with their own section: those sections are replaced, the rest kept.
+  let kept = readFileSync('docs/RELIABILITY.md', 'utf8');
+  for (const [heading, text] of sections) kept = spliceSection(kept, heading, text);
+  writeFileSync('docs/RELIABILITY.md', kept);
+  process.stderr.write(`reliability: ${sections.map(([h]) => h.slice(3)).join(', ')} written to docs/RELIABILITY.md\n`);
 }
-const lost = rows.reduce((n, r) => n + r.lost, 0);
-const notSurvived = rows.reduce((n, r) => n + r.tried - r.survived, 0);
+const allRows = all.flatMap((r) => r.rows);
+const lost = allRows.reduce((n, r) => n + r.lost, 0);
+const notSurvived = allRows.reduce((n, r) => n + r.tried - r.survived, 0);
 process.stderr.write(`reliability: ${notSurvived} case(s) did not survive, ${lost} lost\n`);
 process.exit(notSurvived || lost ? 1 : 0);

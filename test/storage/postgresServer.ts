@@ -5,7 +5,8 @@
  * auth for loopback, stopped and removed at the end. Null when neither is available;
  * the tests that need it are then skipped.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync, mkdtempSync, readdirSync, rmSync, chownSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,8 @@ export interface PostgresServer {
   url: string;
   /** Stop the server and remove its data (a no-op for a server we did not start). */
   stop(): Promise<void>;
+  /** Stop the server (fast: sessions cut), wait `downMs`, start it again; only on a server started here. */
+  restart?(downMs?: number): Promise<void>;
 }
 
 /** The directory holding initdb and pg_ctl, or null when PostgreSQL is not installed. */
@@ -50,6 +53,11 @@ export async function startPostgres(bin: string): Promise<PostgresServer> {
     const result = spawnSync(command, argv as string[], { encoding: 'utf8', timeout: 60_000 });
     if (result.status !== 0) throw new Error(`${tool} failed (${result.status ?? result.signal}): ${result.stderr || result.stdout}`);
   };
+  // The same, without blocking the event loop: a restart happens while sessions run turns.
+  const runAsync = async (tool: string, args: string[]) => {
+    const [command, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', join(bin, tool), ...args]] : [join(bin, tool), args];
+    await promisify(execFile)(command, argv as string[], { encoding: 'utf8', timeout: 60_000 });
+  };
   try {
     if (asRoot) {
       const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
@@ -70,6 +78,11 @@ export async function startPostgres(bin: string): Promise<PostgresServer> {
     await client.end();
     return {
       url: `postgres://postgres@127.0.0.1:${port}/${database}`,
+      restart: async (downMs = 0) => {
+        await runAsync('pg_ctl', ['stop', '-w', '-D', data, '-m', 'fast']);
+        if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
+        await runAsync('pg_ctl', ['start', '-w', '-t', '60', '-D', data, '-l', join(root, 'server.log'), '-o', settings]);
+      },
       stop: async () => {
         try {
           run('pg_ctl', ['stop', '-D', data, '-m', 'immediate']);

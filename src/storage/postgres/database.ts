@@ -29,7 +29,16 @@ export class Database {
   private ready: Promise<Pool> | null = null;
   private readonly secret: string | null;
 
-  constructor(private readonly options: ConnectionOptions) {
+  /**
+   * `idleInTransactionMs`: how long the server lets one of our transactions wait for its
+   * next statement before ending it (0: no limit). A holder paused inside a fenced write
+   * (SIGSTOP, a frozen VM) holds a share lock on its lease row, and a takeover would wait
+   * on it for as long as the pause lasts; ended, the write is rolled back and the takeover goes on.
+   */
+  constructor(
+    private readonly options: ConnectionOptions,
+    private readonly idleInTransactionMs = 0,
+  ) {
     if (!options || (typeof options.connectionString !== 'string' && !options.pool)) {
       throw new TypeError('postgresStore needs a connectionString or a pool');
     }
@@ -59,16 +68,25 @@ export class Database {
     } catch (error) {
       throw this.named(error);
     }
+    // A connection the server ends between our statements (a restart, the idle limit
+    // below) emits 'error' on the client we hold: unheard, it would crash the host.
+    let broken: Error | undefined;
+    const onError = (error: Error): void => void (broken ??= error);
+    client.on('error', onError);
     try {
-      await client.query('BEGIN');
+      // One round trip: the limit holds for this transaction only (SET LOCAL).
+      const ms = Math.ceil(this.idleInTransactionMs);
+      await client.query(ms > 0 ? `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${ms}` : 'BEGIN');
       const result = await work(client);
       await client.query('COMMIT');
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
+      await client.query('ROLLBACK').catch((failed: Error) => void (broken ??= failed));
       throw this.named(error);
     } finally {
-      client.release();
+      client.removeListener('error', onError);
+      // Given the error, the pool drops the connection instead of handing it out again.
+      client.release(broken);
     }
   }
 
@@ -136,15 +154,24 @@ function isOurs(error: Error): boolean {
 
 function describeServer(options: ConnectionOptions): { location: string; password: string | null } {
   if (options.connectionString !== undefined) {
-    try {
-      const url = new URL(options.connectionString);
-      const password = url.password ? decodeURIComponent(url.password) : null;
-      return { location: `postgres://${url.host || 'localhost'}${url.pathname || '/'}`, password };
-    } catch {
-      throw new TypeError('postgresStore: the connectionString is not a postgres:// URL');
-    }
+    const described = describeUrl(options.connectionString);
+    if (!described) throw new TypeError('postgresStore: the connectionString is not a postgres:// URL');
+    return described;
   }
-  const pool = options.pool as unknown as { options?: { host?: string; port?: number; database?: string } };
+  const pool = options.pool as unknown as { options?: { connectionString?: string; host?: string; port?: number; database?: string } };
   const o = pool.options ?? {};
+  // A host's pool made from a connection string names its server there, not in host/port.
+  const described = typeof o.connectionString === 'string' ? describeUrl(o.connectionString) : null;
+  if (described) return described;
   return { location: `postgres://${o.host ?? 'localhost'}${o.port ? `:${o.port}` : ''}/${o.database ?? ''}`, password: null };
+}
+
+function describeUrl(connectionString: string): { location: string; password: string | null } | null {
+  try {
+    const url = new URL(connectionString);
+    const password = url.password ? decodeURIComponent(url.password) : null;
+    return { location: `postgres://${url.host || 'localhost'}${url.pathname || '/'}`, password };
+  } catch {
+    return null;
+  }
 }

@@ -3,7 +3,8 @@
  * holder, when the lease expires (by the server's clock, so hosts' clocks never disagree)
  * and a fencing token that grows at every takeover. Every write checks the token under a
  * share lock on that row (see fence()), so a holder paused past its expiry and taken over
- * can write nothing when it comes back; a takeover waits for a write in flight to commit.
+ * can write nothing when it comes back; a takeover waits for a write in flight to commit,
+ * and a holder paused inside a write has it ended by the server after a lease's length.
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -83,6 +84,8 @@ export async function leaseLost(db: Database | PoolClient, s: string, id: string
 export class PostgresLease implements Lease {
   private timer: NodeJS.Timeout | null = null;
   private released = false;
+  /** The renewal sent last, settled or not: release waits for it. */
+  private renewing: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly db: Database,
@@ -100,6 +103,12 @@ export class PostgresLease implements Lease {
 
   async renew(): Promise<void> {
     if (this.released) throw new LeaseLostError(`session ${this.id}: its lease was released`);
+    const renewal = this.extend();
+    this.renewing = renewal.catch(() => {});
+    return renewal;
+  }
+
+  private async extend(): Promise<void> {
     const { s } = this.db;
     const rows = await this.db.query(
       `UPDATE ${s}.leases SET expires_at = clock_timestamp() + $3 * interval '1 millisecond'
@@ -116,6 +125,9 @@ export class PostgresLease implements Lease {
     if (this.released) return;
     this.released = true;
     this.stop();
+    // A renewal still on its way, on another connection, could land after the release and
+    // hold the closed session for a lease more: it goes first.
+    await this.renewing;
     // Only our own lease: one taken over by a newer token is left alone.
     await this.db.query(`UPDATE ${this.db.s}.leases SET expires_at = '-infinity' WHERE session_id = $1 AND token = $2`, [this.id, this.token]);
   }

@@ -9,7 +9,8 @@ import { checkEntry, type Damage, type LogEntry, type NewEntry } from '../messag
 import { firstLine, SessionMetaSchema, type SessionMeta } from '../sessionMeta.js';
 import type { PoolClient } from 'pg';
 import type { DamageReport, LogRead, MemoryWrite, MetaRead, Redact, SessionLog, SessionStorage } from '../sessionStore.js';
-import { SequenceConflictError } from '../storeErrors.js';
+import { LeaseLostError, SequenceConflictError } from '../storeErrors.js';
+import { PathRefusedError } from '../sandboxPath.js';
 import type { Database } from './database.js';
 import { fence, holdFence, leaseLost, type PostgresLease } from './postgresLease.js';
 import { PostgresMemoryFiles } from './postgresMemoryFiles.js';
@@ -55,13 +56,21 @@ export class PostgresSessionStorage implements SessionStorage {
   /** One transaction: the lease's row held, the files written, the entry inserted; all or nothing. */
   async commit<E extends NewEntry>(files: readonly MemoryWrite[], entry: E, options: { expectedSeq: number }): Promise<E & { seq: number; ts: number }> {
     const { log, memory } = this;
-    if (options.expectedSeq !== log.nextSeq) throw new SequenceConflictError(this.id, options.expectedSeq, log.nextSeq);
+    await log.expecting(options.expectedSeq);
     const full = log.stamp(entry);
-    await this.db.transaction(async (client) => {
-      await holdFence(client, this.db.s, this.id, this.lease.token);
-      for (const file of files) await memory.writeIn(client, memory.relOf(file.path), file.content, file.append);
-      await log.insertIn(client, full);
-    });
+    try {
+      await this.db.transaction(async (client) => {
+        await holdFence(client, this.db.s, this.id, this.lease.token);
+        for (const file of files) await memory.writeIn(client, memory.relOf(file.path), file.content, file.append);
+        await log.insertIn(client, full);
+      });
+    } catch (error) {
+      // Refused inside the transaction: nothing was written. Cut off: it may have committed.
+      if (!(error instanceof SequenceConflictError || error instanceof LeaseLostError || error instanceof PathRefusedError)) {
+        if (await log.answerLost(full)) return full;
+      }
+      throw error;
+    }
     log.advance();
     return full;
   }
@@ -89,6 +98,9 @@ export class PostgresSessionStorage implements SessionStorage {
 }
 
 export class PostgresSessionLog implements SessionLog {
+  /** An append that failed without an answer: it may be in the table (see settle). */
+  private unsure: { seq: number; body: string } | null = null;
+
   constructor(
     private readonly db: Database,
     private readonly id: string,
@@ -108,16 +120,23 @@ export class PostgresSessionLog implements SessionLog {
 
   /** One statement: written only while our token holds and `expectedSeq` is next; `sync` is moot (each commit is durable). */
   async append<E extends NewEntry>(entry: E, options: { expectedSeq: number; sync: boolean }): Promise<E & { seq: number; ts: number }> {
-    if (options.expectedSeq !== this.next) throw new SequenceConflictError(this.id, options.expectedSeq, this.next);
-    const full = { seq: this.next, ts: this.now(), ...entry } as E & { seq: number; ts: number };
+    const expected = await this.expecting(options.expectedSeq);
+    const full = this.stamp(entry);
     const { s } = this.db;
-    const rows = await this.db.query(
-      `WITH ${fence(s)}
-       INSERT INTO ${s}.entries (session_id, seq, body)
-       SELECT $1, $3, $4 FROM fence WHERE $3 = (SELECT coalesce(max(seq), 0) + 1 FROM ${s}.entries WHERE session_id = $1)
-       ON CONFLICT DO NOTHING RETURNING seq`,
-      [this.id, this.token, full.seq, this.redact(JSON.stringify(full))],
-    );
+    const body = this.redact(JSON.stringify(full));
+    let rows: unknown[];
+    try {
+      rows = await this.db.query(
+        `WITH ${fence(s)}
+         INSERT INTO ${s}.entries (session_id, seq, body)
+         SELECT $1, $3, $4 FROM fence WHERE $3 = (SELECT coalesce(max(seq), 0) + 1 FROM ${s}.entries WHERE session_id = $1)
+         ON CONFLICT DO NOTHING RETURNING seq`,
+        [this.id, this.token, full.seq, body],
+      );
+    } catch (error) {
+      if (await this.answerLost(full)) return full;
+      throw error;
+    }
     if (!rows.length) {
       const now = await this.db.query<{ token: string | null; next: string }>(
         `SELECT (SELECT token FROM ${s}.leases WHERE session_id = $1) AS token,
@@ -125,10 +144,51 @@ export class PostgresSessionLog implements SessionLog {
         [this.id],
       );
       if (now[0]?.token !== this.token) throw await leaseLost(this.db, s, this.id, this.token);
-      throw new SequenceConflictError(this.id, options.expectedSeq, Number(now[0]!.next));
+      throw new SequenceConflictError(this.id, expected, Number(now[0]!.next));
     }
     this.next++;
     return full;
+  }
+
+  /**
+   * The seq an append (or a commit) expecting `expectedSeq` may take: an earlier write that
+   * failed without an answer is settled first (or this one fails too); if it was in the table
+   * after all, a caller that counted without it meant the seq after it.
+   */
+  async expecting(expectedSeq: number): Promise<number> {
+    let expected = expectedSeq;
+    if (this.unsure) {
+      const { seq } = this.unsure;
+      if ((await this.settle(this.unsure)) && expected === seq) expected = this.next;
+    }
+    if (expected !== this.next) throw new SequenceConflictError(this.id, expected, this.next);
+    return expected;
+  }
+
+  /**
+   * A write of `full` failed: its statement (or transaction) may have committed and only its
+   * answer been lost (the connection cut after it). True when it is in the table; otherwise it
+   * is looked for again before the next append.
+   */
+  async answerLost(full: NewEntry & { seq: number }): Promise<boolean> {
+    this.unsure = { seq: full.seq, body: this.redact(JSON.stringify(full)) };
+    return this.settle(this.unsure).catch(() => false);
+  }
+
+  /**
+   * Whether an append whose answer was lost is in the table: if so it counts as written
+   * (the next seq moves past it), if not it never was; either way it is settled. Throws
+   * while the server cannot be asked, and the append that called it fails.
+   */
+  private async settle(unsure: { seq: number; body: string }): Promise<boolean> {
+    const rows = await this.db.query<{ body: string }>(`SELECT body FROM ${this.db.s}.entries WHERE session_id = $1 AND seq = $2`, [
+      this.id,
+      unsure.seq,
+    ]);
+    this.unsure = null;
+    const landed = rows[0]?.body === unsure.body;
+    if (landed && this.next === unsure.seq) this.next++;
+    return landed;
   }
 
   async sync(): Promise<void> {

@@ -31,9 +31,10 @@ class PostgresStore implements SessionStore {
   private readonly holder = holderName();
 
   constructor(options: PostgresStoreOptions) {
-    this.db = new Database(options);
     const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     if (!(Number.isFinite(leaseMs) && leaseMs > 0)) throw new TypeError(`postgresStore: leaseMs must be a positive number, got ${leaseMs}`);
+    // A write paused for longer than a lease is ended by the server, so it cannot hold off a takeover.
+    this.db = new Database(options, leaseMs);
     this.timing = { leaseMs, renewMs: options.renewMs ?? Math.floor(leaseMs / 3) };
   }
 
