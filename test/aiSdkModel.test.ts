@@ -144,6 +144,28 @@ describe('aiSdkModel over the AI SDK mock model', () => {
     expect(deltas.join('').length).toBeLessThan('a long answer that keeps coming'.length);
   });
 
+  it('an endless answer (text or tool input) is cut past twice the requested maximum and not retried', async () => {
+    for (const delta of ['text-delta', 'tool-input-delta'] as const) {
+      let cancelled = false;
+      const endless = new MockLanguageModelV3({
+        doStream: async () => ({
+          stream: new ReadableStream<LanguageModelV3StreamPart>({
+            start: (c) => c.enqueue(delta === 'tool-input-delta' ? { type: 'tool-input-start', id: 'c1', toolName: 'echo' } : { type: 'text-start', id: 't' }),
+            pull: (c) => c.enqueue(delta === 'text-delta' ? { type: 'text-delta', id: 't', delta: 'word '.repeat(20) } : { type: 'tool-input-delta', id: 'c1', delta: '"aaaa",'.repeat(15) }),
+            cancel: () => void (cancelled = true),
+          }),
+        }),
+      });
+      const deltas: string[] = [];
+      const error = await aiSdkModel(endless).complete(REQUEST, call(undefined, deltas)).catch((e: unknown) => e);
+      expect(error, delta).toBeInstanceOf(LLMError);
+      expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
+      expect((error as Error).message).toMatch(/more output than requested \(over 4,096 characters for at most 100 tokens\)/);
+      expect(deltas.join('').length).toBeLessThanOrEqual(4_096);
+      expect(cancelled, `${delta}: the stream is cancelled`).toBe(true);
+    }
+  });
+
   it('a stream that stalls times out; one that ends without a finish is a cut connection', async () => {
     const stalled = new MockLanguageModelV3({
       doStream: async () => ({

@@ -12,6 +12,7 @@ import type { AssistantMessage } from '../history/messages.js';
 import { modelLimits } from '../llm/models.js';
 import { redactor } from '../secrets/redact.js';
 import { Watchdog } from '../llm/streamWatchdog.js';
+import { outputLimitChars, outputOverrun } from '../llm/outputLimit.js';
 import type { RetryPolicy } from '../settings/settings.js';
 import { ConfigError } from '../settings/config.js';
 import { promptOf, toolsOf } from './aiSdkPrompt.js';
@@ -85,6 +86,7 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
       const { stream } = await use.doStream(callOptions(request, watchdog.signal));
       watchdog.arm();
       const reader = stream.getReader();
+      const limit = outputLimitChars(request.maxOutputTokens);
       // A provider's stream ends when its fetch is aborted; a stream that ignores the signal is cancelled.
       const cancel = (): void => void reader.cancel().catch(() => {});
       watchdog.signal.addEventListener('abort', cancel, { once: true });
@@ -95,6 +97,10 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
           if (value.type === 'error') throw new StreamError(value.error);
           const { text, progress } = assembled.add(value);
           if (progress) watchdog.arm();
+          if (assembled.outputChars > limit) {
+            watchdog.cut();
+            throw outputOverrun(limit, request.maxOutputTokens);
+          }
           if (text) onText(text);
         }
       } finally {
@@ -152,8 +158,15 @@ class PartAssembler {
   private readonly calls = new Map<string, { name: string; input: string; done: boolean }>();
   private finishReason: string | null = null;
   private usage: LLMUsage | null = null;
+  /** Text, reasoning and tool-call input received so far, for the output limit. */
+  outputChars = 0;
 
   add(part: LanguageModelV3StreamPart): { text: string; progress: boolean } {
+    if (part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-input-delta') this.outputChars += part.delta.length;
+    return this.take(part);
+  }
+
+  private take(part: LanguageModelV3StreamPart): { text: string; progress: boolean } {
     switch (part.type) {
       case 'text-delta':
         this.text += part.delta;

@@ -9,7 +9,8 @@
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ConfigError } from '../settings/config.js';
-import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse } from './llm.js';
+import { outputLimitChars, outputOverrun } from './outputLimit.js';
+import type { LLM, LLMCallOptions, LLMRequest, LLMResponse } from './llm.js';
 import { modelLimits } from './models.js';
 import { redact, redactor } from '../secrets/redact.js';
 import { userinfoSecrets, withoutUserinfo } from './baseUrl.js';
@@ -125,12 +126,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
           if (progress) watchdog.arm();
           if (assembled.outputChars > limit) {
             watchdog.cut();
-            throw new LLMError(
-              'bad_response',
-              `the server sent more output than requested (over ${limit.toLocaleString('en-US')} characters for at most ` +
-                `${request.maxOutputTokens.toLocaleString('en-US')} tokens): the answer was cut and not retried, since the server ignores the limit`,
-              { shouldRetry: false },
-            );
+            throw outputOverrun(limit, request.maxOutputTokens);
           }
           if (text) call.onText(text);
         }
@@ -168,12 +164,5 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
   };
 }
 
-/**
- * Characters of output past which a stream is cut: twice the requested maximum, at 4
- * characters a token (English runs ~4, code ~3, Chinese ~1: never short of a real answer).
- */
-export function outputLimitChars(maxOutputTokens: number): number {
-  return Math.max(4_096, 2 * 4 * maxOutputTokens);
-}
-
+export { outputLimitChars };
 export { redact };
