@@ -212,7 +212,13 @@ export const turnMachine = setup({
                 context.base.relevant === (event.output.relevant ?? '') &&
                 context.base.today === event.output.today
                   ? context.base
-                  : promptBase(context.statics.systemPrompt, event.output, context.statics.tools, context.statics.counter),
+                  : promptBase(
+                      context.statics.systemPrompt,
+                      event.output,
+                      context.statics.tools,
+                      context.statics.counter,
+                      context.statics.settings.memoryPosition,
+                    ),
             })),
             {
               type: 'report',

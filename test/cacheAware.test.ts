@@ -129,3 +129,50 @@ describe('automatic caching through openaiChat', () => {
     await session.close();
   });
 });
+
+describe('explicit caching with memoryPosition', () => {
+  /** Six turns through aiSdkModel on explicit caching; the model writes its memory in turn 4. */
+  async function run(memoryPosition: 'before-history' | 'after-history') {
+    const server = await serve(
+      (body) => {
+        const last = body.messages.at(-1)!;
+        return last.role === 'user' && String(last.content).includes('Question 4:')
+          ? { toolCalls: [{ id: 'call_w', name: 'write', arguments: JSON.stringify({ path: 'working-memory/overview.md', content: '# Working Memory\n\n- The parser recovers at statement ends.\n' }) }] }
+          : { content: 'Noted.' };
+      },
+      { promptCaching: 'explicit' },
+    );
+    const provider = createOpenAICompatible({ name: 'workmem-test', baseURL: server.baseURL, apiKey: 'test', includeUsage: true });
+    const session = await newSession({ llm: aiSdkModel(provider.chatModel('workmem-test'), { caching: 'explicit' }), settings: { injectHistory: true, memoryPosition } });
+    for (let i = 1; i <= 6; i++) await session.prompt(question(i));
+    await session.close();
+    const afterWrite = server.requests.findIndex((r) => (r.body.messages.at(-1) as { role: string }).role === 'tool');
+    expect(afterWrite).toBeGreaterThan(0);
+    return { server, afterWrite };
+  }
+
+  it("'after-history': the system prompt is one marked part without the memory, the history before the last message is marked, and a memory write keeps the history cached", async () => {
+    const after = await run('after-history');
+    const before = await run('before-history');
+    const messages = after.server.requests.at(-1)!.body.messages as unknown as Record<string, unknown>[];
+    expect(messages.filter((m) => m.role === 'system')).toHaveLength(1);
+    expect(marked(messages[0]!)).toBe(true);
+    expect(String(messages[0]!.content)).not.toContain('<working_memory file=');
+    expect(marked(messages.at(-2)!)).toBe(true);
+    expect(marked(messages.at(-1)!)).toBe(false);
+    expect(messages.filter(marked)).toHaveLength(2);
+    // The memory block is read after the history, at the start of the last message (which is never cached).
+    const lastText = JSON.stringify(messages.at(-1)!.content);
+    expect(lastText.startsWith('"<working_memory file=\\"working-memory/overview.md\\">')).toBe(true);
+    expect(lastText).toContain('The parser recovers at statement ends.');
+
+    // The request after the write: before the history, the whole history is new to the cache; after it, only the last exchange.
+    const share = ({ server, afterWrite }: Awaited<ReturnType<typeof run>>) => server.requests[afterWrite]!.cachedTokens / server.requests[afterWrite]!.promptTokens;
+    expect(share(after)).toBeGreaterThan(0.7);
+    expect(share(before)).toBeLessThan(0.5);
+    // Over the session, after the history the cache serves more of the input.
+    const total = ({ server }: Awaited<ReturnType<typeof run>>) =>
+      server.requests.reduce((n, r) => n + r.cachedTokens, 0) / server.requests.reduce((n, r) => n + r.promptTokens, 0);
+    expect(total(after)).toBeGreaterThan(total(before));
+  });
+});

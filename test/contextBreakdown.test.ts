@@ -109,3 +109,55 @@ describe('context breakdown', () => {
     await session.close();
   });
 });
+
+describe("context breakdown with memoryPosition 'after-history'", () => {
+  it('lists the groups in the order sent (history before the memory), adds up to each event, and estimates the prefix without the memory', async () => {
+    const llm = scriptedModel(() => ({ text: 'ok' }));
+    const session = await newSession({ llm, settings: { historyMode: 'phase1', memoryPosition: 'after-history' } });
+    const events = collect(session);
+    const wm = join(session.dir, 'working-memory');
+    writeFileSync(join(wm, 'overview.md'), '# Working Memory\n\n## Current task\nPlan the garden.\n');
+    mkdirSync(join(wm, 'detail'), { recursive: true });
+    writeFileSync(join(wm, 'detail', 'roses.md'), '# Rose varieties\n\nDavid Austin, climbing roses.\n');
+    const memory = await session.record.memory.snapshot();
+    const estimate = (position: 'before-history' | 'after-history') =>
+      nextRequestEstimate({
+        systemPrompt: systemPrompt({ fallbackThreshold: 0.75, toolNames: session.tools.map((t) => t.name) }),
+        tools: session.tools.map((t) => t.spec),
+        memory,
+        history: session.history,
+        mode: session.state.mode,
+        turn: 1,
+        carry: { hybridRecent: 10, recentTurns: 3 },
+        calibration: 0,
+        window: session.model.contextWindow,
+        counter: session.counter,
+        language: 'en',
+        memoryPosition: position,
+      });
+    const [after, before] = [estimate('after-history'), estimate('before-history')];
+    const seen: { history: HistoryView; memory: MemorySnapshot }[] = [];
+    session.on('prompt_built', () => seen.push({ history: session.history, memory: session.record.memory.lastSnapshot! }));
+    for (let i = 1; i <= 3; i++) await session.prompt(`question ${i} about the garden: ${'roses and tulips, '.repeat(12)}`);
+    const built = ofType(events, 'prompt_built');
+    expect(after.tokens.system).toBe(built[0]!.tokens.system);
+    expect(after.tokens.memory).toBe(built[0]!.tokens.memory);
+    // The next message carries the memory: the cacheable prefix is the system prompt (and the history, none yet).
+    expect(after.tokens.cacheable).toBe(after.tokens.system);
+    expect(before.tokens.cacheable).toBe(before.tokens.system + before.tokens.memory);
+
+    const common = { counter: session.counter, language: 'en', reserveOutputTokens: 4_096, threshold: 0.75, compactions: [], memoryPosition: 'after-history' } as const;
+    for (const [i, event] of built.entries()) {
+      const b = contextBreakdown({ request: event, ...seen[i]!, reminder: null, ...common } as BreakdownSources);
+      expect(b.groups.map((g) => g.key)).toEqual(['system', 'history', 'memory', 'detail_index', 'tail']);
+      const tokens = Object.fromEntries(b.groups.map((g) => [g.key, g.tokens]));
+      expect(tokens.system).toBe(event.tokens.system);
+      expect(tokens.memory! + tokens.detail_index!).toBe(event.tokens.memory);
+      expect(b.groups.reduce((n, g) => n + g.tokens, 0)).toBe(event.tokens.counted);
+      // The detail index as sent (at the start of the last message), counted on its own.
+      const last = llm.requests[i]!.messages.at(-1)!.content!;
+      expect(tokens.detail_index).toBe(session.counter.text(last.slice(last.indexOf('<detail_index>'), last.indexOf('</detail_index>') + '</detail_index>'.length)));
+    }
+    await session.close();
+  });
+});

@@ -84,6 +84,23 @@ describe.each(storesUnderTest('resume'))('resume ($name store)', (store) => {
     }
   });
 
+  it("with memoryPosition 'after-history' too: the memory before the last message, byte-identical after restarts", async () => {
+    const { replies, prompts, settings } = scenario();
+    const after = { ...settings, memoryPosition: 'after-history' as const };
+    const straight = await run(replies, prompts, after, [], store.fresh());
+    const restarted = await run(replies, prompts, after, [3, 6, 9], store.fresh());
+    expect(ofType(straight.events, 'compaction_end').length).toBeGreaterThan(0);
+    expect(ofType(straight.events, 'mode_changed').map((e) => e.to)).toEqual(['phase2']);
+    for (const request of straight.requests) {
+      expect(request.messages[0]!.content).not.toContain('<working_memory file=');
+      expect(request.messages.at(-1)!.content!.startsWith('<working_memory file=')).toBe(true);
+    }
+    expect(restarted.requests).toHaveLength(straight.requests.length);
+    for (const [i, request] of straight.requests.entries()) {
+      expect(JSON.stringify(restarted.requests[i]), `request ${i + 1}`).toBe(JSON.stringify(request));
+    }
+  });
+
   // On Postgres the reminder tracker is in the database (its state table), so the instance
   // that resumes finds the reminder due after a compaction (request 4) as the first left it.
   it(

@@ -105,6 +105,29 @@ describe('traces', () => {
     expect(records.filter((r) => r.k === 'message' && r.seq === 1)).toHaveLength(1);
     expect(records.filter((r) => r.k === 'system').length).toBeLessThan(sent.length);
   });
+  it("with memoryPosition 'after-history' each request is traced as sent too: the memory block once per version, before the last message", async () => {
+    const home = tempHome();
+    const llm = scriptedModel([
+      { text: 'first' },
+      { toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content: '# Working Memory\n\n- roses\n' } }] },
+      { text: 'noted' },
+      { text: 'again' },
+    ]);
+    const session = await newSession({ llm, home, settings: { memoryPosition: 'after-history', historyMode: 'phase1' } });
+    for (const q of ['hello', 'remember roses', 'and now?']) await session.prompt(q);
+    await session.close();
+    const records = readTrace(join(session.dir, 'trace.jsonl')).records;
+    const sent = sentFromTrace(records);
+    expect(sent.map((s) => s.messages)).toEqual(llm.requests.map((r) => r.messages));
+    const built = records.flatMap((r) => (r.k === 'event' && r.event.type === 'prompt_built' ? [r.event] : []));
+    sent.forEach((s, i) => expect(s.tokens.reduce((a, b) => a + b, 0)).toBe(built[i]!.tokens.total - built[i]!.tokens.calibration));
+    // One system record per memory version (two here), each with the memory block it put before the last message.
+    const systems = records.filter((r) => r.k === 'system');
+    expect(systems).toHaveLength(2);
+    expect(new Set(systems.map((r) => (r as Extract<TraceRecord, { k: 'system' }>).content)).size).toBe(1);
+    for (const r of systems) expect((r as Extract<TraceRecord, { k: 'system' }>).memory).toMatch(/^<working_memory file=/);
+  });
+
   it('a request built again after an overflow is traced again, as sent the second time', async () => {
     const home = tempHome();
     const llm = scriptedModel([{ error: new LLMError('overflow', 'context_length_exceeded') }, { text: 'fits now' }]);
@@ -123,24 +146,31 @@ describe('traces', () => {
 /** The messages of each request as the trace tells them (the context view does the same in the page). */
 function sentFromTrace(records: TraceRecord[]): { turn: number; request: number; messages: unknown[]; tokens: number[] }[] {
   const systems = new Map<string, string>();
+  // With memoryPosition 'after-history': the memory block that opens the last message.
+  const memories = new Map<string, string>();
   const bodies = new Map<number, { message: { content?: string | null }; tokens: number }>();
   const out: { turn: number; request: number; messages: unknown[]; tokens: number[] }[] = [];
   for (const r of records) {
-    if (r.k === 'system') systems.set(r.hash, r.content);
+    if (r.k === 'system') {
+      systems.set(r.hash, r.content);
+      if (r.memory !== undefined) memories.set(r.hash, r.memory);
+    }
     else if (r.k === 'message') bodies.set(r.seq, { message: r.message, tokens: r.tokens });
     else if (r.k === 'request') {
       const seqs = r.seqs.flatMap(([first, n]) => Array.from({ length: n }, (_, i) => first + i));
       const history = seqs.map((seq) => bodies.get(seq)!);
       const last = history.at(-1)!;
+      const memory = memories.get(r.system);
+      const memoryTokens = [memory === undefined ? r.tokens.memory : 0, memory === undefined ? 0 : r.tokens.memory];
       out.push({
         turn: r.turn,
         request: r.request,
         messages: [
           { role: 'system', content: systems.get(r.system) },
           ...history.slice(0, -1).map((h) => h.message),
-          { ...last.message, content: (last.message.content ?? '') + r.tail },
+          { ...last.message, content: (memory ?? '') + (last.message.content ?? '') + r.tail },
         ],
-        tokens: [r.tokens.system + r.tokens.memory, ...history.slice(0, -1).map((h) => h.tokens), last.tokens + r.tokens.tail],
+        tokens: [r.tokens.system + memoryTokens[0]!, ...history.slice(0, -1).map((h) => h.tokens), last.tokens + r.tokens.tail + memoryTokens[1]!],
       });
     }
   }
@@ -659,6 +689,56 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
       }
       await page.screenshot({ path: join(ARTIFACTS, `visualizer-context-${name.replace(/ /g, '-')}.png`), fullPage: true });
     }
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("with memoryPosition 'after-history' the context view shows the memory between the history and the last message, as sent, and the groups add up", async () => {
+    const llm = scriptedModel([
+      { text: 'First answer.' },
+      { toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content: '# Working Memory\n\n- The user grows roses.\n' } }] },
+      { text: 'Noted.' },
+      { text: 'Third answer.' },
+    ]);
+    const session = await newSession({ llm, home, settings: { memoryPosition: 'after-history', historyMode: 'phase1' } });
+    for (const q of ['Hello.', 'Remember: roses.', 'What next?']) await session.prompt(q);
+    await session.close();
+    const own = readTrace(join(session.dir, 'trace.jsonl')).records;
+    const built = own.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
+    expect(built).toHaveLength(llm.requests.length);
+    const { page, errors } = await open(`?session=${session.id}`);
+    await page.waitForSelector('#timeline .point');
+    for (const i of [0, 2, 3]) {
+      const at = own.slice(0, own.indexOf(built[i]!)).filter((r) => r.k === 'step').length - 1;
+      await page.locator('#slider').evaluate((el, v) => {
+        (el as HTMLInputElement).value = String(v);
+        el.dispatchEvent(new Event('input'));
+      }, at);
+      await page.waitForFunction((n) => document.querySelector('#context')?.getAttribute('data-request') === String(n), i);
+      const shown = await page.evaluate(() => {
+        const messages: { role: string; content: string }[] = [];
+        for (const part of Array.from(document.querySelectorAll<HTMLElement>('#context .part'))) {
+          const m = Number(part.dataset.message);
+          messages[m] ??= { role: part.dataset.role!, content: '' };
+          if (messages[m]!.role === 'memory') messages[m]!.role = part.dataset.role!;
+          messages[m]!.content += part.querySelector('.body')!.textContent;
+        }
+        const groups = Array.from(document.querySelectorAll<HTMLElement>('#context [data-group]')).map((g) => [
+          g.dataset.group!,
+          Number(g.querySelector<HTMLElement>('h3 .tokens')?.dataset.tokens || 0),
+        ]);
+        return { messages, groups };
+      });
+      const sent = llm.requests[i]!.messages;
+      expect(shown.messages.map((m, k) => (m.role === 'tail' ? sent[k]!.role : m.role)), `request ${i + 1}`).toEqual(sent.map((m) => m.role));
+      expect(shown.messages.map((m) => m.content), `request ${i + 1}`).toEqual(sent.map((m) => m.content ?? ''));
+      const t = (built[i] as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
+      // In the order sent, adding up to the request's count.
+      expect(shown.groups.map(([g]) => g)).toEqual(['system', 'history', 'memory', 'index', 'last', 'tail']);
+      expect(shown.groups.reduce((n, [, tokens]) => n + Number(tokens), 0), `request ${i + 1}`).toBe(t.tokens.counted);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.screenshot({ path: join(ARTIFACTS, 'visualizer-context-after-history.png'), fullPage: true });
     expect(errors).toEqual([]);
     await page.close();
   });

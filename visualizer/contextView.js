@@ -1,5 +1,6 @@
 // The context view: what one request sent, message by message, grouped as the prompt is
-// built (system prompt, working memory, detail index, history, tail), with the window as
+// built (system prompt, working memory, detail index, history, tail; with the memory after
+// the history: system prompt, history, working memory, detail index, tail), with the window as
 // a stacked bar and the compactions that shaped the history. Built from the trace's
 // `system`, `message` and `request` records (src/viz/sentMessages.ts); text only, never markup.
 
@@ -125,7 +126,10 @@ export function renderContext(box, caption, view) {
   }
   const tokens = request.tokens ?? {};
   const seqs = seqsOf(request);
-  const system = splitSystem(systems.get(request.system));
+  // After the history, the memory block opens the last message: cut it as the system message would be.
+  const afterHistory = systems.afterHistory?.get(request.system);
+  const system = afterHistory == null ? splitSystem(systems.get(request.system)) : { ...splitSystem(afterHistory), prompt: String(systems.get(request.system) ?? '') };
+  const memoryAt = afterHistory == null ? 0 : seqs.length;
   const tail = splitTail(request.tail);
   const detailTokens = systems.detailIndexTokens?.get(request.system);
   caption.textContent = `turn ${request.turn}, request ${request.request} · ${request.mode} · ${seqs.length + 1} messages · ${fmt(tokens.total)} tokens (${num(tokens.percent)} %)`;
@@ -149,6 +153,33 @@ export function renderContext(box, caption, view) {
   const dropped = previous ? seqsOf(previous).filter((s) => !seqs.includes(s)) : [];
   const range = seqs.length ? `#${seqs[0]}–#${seqs[seqs.length - 1]}` : 'none';
 
+  const notebook = [
+    group(
+      'memory',
+      'Working memory',
+      memoryTokens,
+      part({ message: memoryAt, role: memoryAt ? 'memory' : 'system', label: 'working-memory/overview.md', tokens: memoryTokens, text: system.memory }),
+      memoryAt ? el('p', { class: 'muted' }, 'sent after the history, before the last message (memoryPosition after-history)') : '',
+    ),
+    group(
+      'index',
+      'Detail index',
+      detailTokens ?? null,
+      part({ message: memoryAt, role: memoryAt ? 'memory' : 'system', label: 'working-memory/detail/ files', tokens: detailTokens ?? null, text: system.index }),
+      detailTokens == null ? el('p', { class: 'muted' }, 'counted with the working memory') : '',
+    ),
+  ];
+  // After the history the memory opens the last message: that message is shown after it, in a group of its own.
+  const earlier = memoryAt ? history.slice(0, -1) : history;
+  const lastTokens = memoryAt ? num(bodies.get(seqs.at(-1))?.filter((v) => v.idx < request.idx).at(-1)?.record.tokens) : 0;
+  const historyGroup = group(
+    'history',
+    `History · ${request.mode} · ${earlier.length} messages (${range})${memoryAt ? ', the last after the working memory' : ''}`,
+    num(tokens.history) - lastTokens,
+    ...earlier,
+    dropped.length ? el('p', { class: 'muted dropped' }, `no longer sent since the previous request: ${dropped.map((s) => `#${s}`).join(', ')}`) : '',
+  );
+  const lastGroup = memoryAt ? [group('last', 'Last message (history)', lastTokens, history.at(-1))] : [];
   const children = [
     windowBar(tokens, request.reserved),
     ...cacheLines(view.usage, tokens, request.turn),
@@ -158,26 +189,8 @@ export function renderContext(box, caption, view) {
       num(tokens.system),
       part({ message: 0, role: 'system', label: 'instructions and tools', tokens: num(tokens.system), text: system.prompt }),
     ),
-    group(
-      'memory',
-      'Working memory',
-      memoryTokens,
-      part({ message: 0, role: 'system', label: 'working-memory/overview.md', tokens: memoryTokens, text: system.memory }),
-    ),
-    group(
-      'index',
-      'Detail index',
-      detailTokens ?? null,
-      part({ message: 0, role: 'system', label: 'working-memory/detail/ files', tokens: detailTokens ?? null, text: system.index }),
-      detailTokens == null ? el('p', { class: 'muted' }, 'counted with the working memory') : '',
-    ),
-    group(
-      'history',
-      `History · ${request.mode} · ${seqs.length} messages (${range})`,
-      num(tokens.history),
-      ...history,
-      dropped.length ? el('p', { class: 'muted dropped' }, `no longer sent since the previous request: ${dropped.map((s) => `#${s}`).join(', ')}`) : '',
-    ),
+    // In the order the request carries them.
+    ...(memoryAt ? [historyGroup, ...notebook, ...lastGroup] : [...notebook, historyGroup]),
     group(
       'tail',
       'Tail',

@@ -8,6 +8,8 @@ export function traceModel(records) {
   const memories = [];
   const systems = new Map();
   systems.detailIndexTokens = new Map();
+  // With the memory after the history: the memory block that opened the last message, by the same hash.
+  systems.afterHistory = new Map();
   const bodies = new Map();
   let sent = null; // the request record waiting for its prompt_built
   let compactions = [];
@@ -17,6 +19,7 @@ export function traceModel(records) {
     else if (r.k === 'system') {
       systems.set(r.hash, r.content);
       systems.detailIndexTokens.set(r.hash, r.detailIndexTokens);
+      if (typeof r.memory === 'string') systems.afterHistory.set(r.hash, r.memory);
     } else if (r.k === 'message') {
       // A seq can be traced again (a compaction stubbed it): each request reads the version it sent.
       if (!bodies.has(r.seq)) bodies.set(r.seq, []);

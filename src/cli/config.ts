@@ -10,6 +10,7 @@ import {
   ConfigError,
   MAX_RECENT_TURNS,
   definedOnly,
+  memoryPositionFromEnv,
   recentTurnsFromEnv,
   reminderFromEnv,
   type SettingsOverrides,
@@ -18,6 +19,7 @@ import { redactor, type Redact } from '../secrets/redact.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import type { SessionStore } from '../storage/sessionStore.js';
 import { databaseOf, storeOf, type DatabaseChoice } from './databaseStore.js';
+import { MEMORY_POSITIONS } from '../settings/settings.js';
 
 const int = z.number().int().positive();
 const Shape = {
@@ -36,6 +38,7 @@ const Shape = {
   hybridRecent: int,
   recentTurns: z.number().int().min(0).max(MAX_RECENT_TURNS),
   keepRecentTurns: z.number().int().min(0),
+  memoryPosition: z.enum(MEMORY_POSITIONS),
   instructions: z.string(),
   reminder: z
     .object({ enabled: z.boolean(), maxRounds: int, minRounds: z.number().int().min(0), tokenThreshold: z.number().min(0).max(100) })
@@ -76,6 +79,7 @@ export const FLAG_KEYS: Record<string, keyof FileConfig> = {
   language: 'language',
   compaction: 'compaction',
   'recent-turns': 'recentTurns',
+  'memory-position': 'memoryPosition',
 };
 const NUMERIC = new Set<keyof FileConfig>(['contextWindow', 'maxOutputTokens', 'recentTurns']);
 
@@ -85,9 +89,11 @@ export function loadConfig(flags: Record<string, unknown>, env: NodeJS.ProcessEn
   const mask: Redact = (text) => redactor(secrets)(text);
   const file = readConfigFile(join(home, 'config.json'), secrets, mask);
   const recentTurns = recentTurnsFromEnv(env);
+  const memoryPosition = memoryPositionFromEnv(env);
   const fromEnv = check(
     {
       ...(recentTurns !== undefined ? { recentTurns } : {}),
+      ...(memoryPosition !== undefined ? { memoryPosition } : {}),
       ...(env.WORKMEM_MODEL?.trim() ? { model: env.WORKMEM_MODEL.trim() } : {}),
       ...(env.OPENAI_BASE_URL?.trim() ? { baseURL: env.OPENAI_BASE_URL.trim() } : {}),
       ...(env.OPENAI_API_KEY?.trim() ? { apiKey: env.OPENAI_API_KEY.trim() } : {}),
@@ -175,6 +181,7 @@ export function settingsOf(config: CliConfig): SettingsOverrides {
     hybridRecent: config.hybridRecent,
     recentTurns: config.recentTurns,
     keepRecentTurns: config.keepRecentTurns,
+    memoryPosition: config.memoryPosition,
     reminder: config.reminder,
   });
 }

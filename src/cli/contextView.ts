@@ -20,7 +20,8 @@ import type { TurnSettings } from '../settings/settings.js';
 import type { Session } from '../session/index.js';
 import { terminalLine } from './terminalText.js';
 
-type Settings = Pick<TurnSettings, 'reserveOutputTokens' | 'fallbackThreshold' | 'hybridRecent' | 'recentTurns' | 'language'>;
+type Settings = Pick<TurnSettings, 'reserveOutputTokens' | 'fallbackThreshold' | 'hybridRecent' | 'recentTurns' | 'language'> &
+  Partial<Pick<TurnSettings, 'memoryPosition'>>;
 
 interface Seen {
   request: BuiltRequest;
@@ -56,6 +57,7 @@ export class ContextWatch {
       reserveOutputTokens: this.settings.reserveOutputTokens,
       threshold: this.settings.fallbackThreshold,
       compactions: this.compactions,
+      ...(this.settings.memoryPosition ? { memoryPosition: this.settings.memoryPosition } : {}),
     };
     if (this.last) return contextBreakdown({ ...this.last, memory: this.last.memory ?? (await s.record.memory.snapshot()), ...common });
     const memory = await s.record.memory.snapshot();
@@ -75,6 +77,7 @@ export class ContextWatch {
       window: s.model.contextWindow,
       counter: s.counter,
       language: this.settings.language,
+      ...(this.settings.memoryPosition ? { memoryPosition: this.settings.memoryPosition } : {}),
     });
     return contextBreakdown({ request, estimate: true, history: s.history, memory, reminder: null, ...common });
   }

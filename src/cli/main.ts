@@ -23,6 +23,7 @@ const MODEL_OPTIONS: Options = {
   language: { type: 'string' },
   compaction: { type: 'string' },
   'recent-turns': { type: 'string' },
+  'memory-position': { type: 'string' },
   'database-url': { type: 'string' },
 };
 const SESSION_OPTIONS: Options = {
@@ -54,6 +55,9 @@ const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
   --compaction <llm|auto>     who compacts: the model (default) or the system
   --recent-turns <n>          whole turns phase 2 keeps before the active one
                               (env WM_RECENT_TURNS; default 3; 0: the active turn only)
+  --memory-position <before-history|after-history>
+                              where requests carry the working memory (env
+                              WM_MEMORY_POSITION; default before-history)
   --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
 ${DATABASE_HELP}
   --debug                     show stack traces`;

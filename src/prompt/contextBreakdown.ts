@@ -15,6 +15,7 @@ import { injectedRange, tokensBetween, type CarrySettings, type HistoryView } fr
 import type { MemorySnapshot } from '../memory/memoryRules.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { TokenCounter } from '../tokens/tokens.js';
+import type { MemoryPosition } from '../settings/settings.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { NOTE_PREFIX, STUB_PREFIX } from '../compaction/plan.js';
 import { memoryBlock, percentOf, promptBase } from './promptBuilder.js';
@@ -55,6 +56,8 @@ export interface BreakdownSources {
   /** Share of the window at which the system compacts (0.75). */
   threshold: number;
   compactions: readonly CompactionRecord[];
+  /** Where the request carried the memory (absent: before the history); the groups follow that order. */
+  memoryPosition?: MemoryPosition;
 }
 
 export type GroupKey = 'system' | 'memory' | 'detail_index' | 'history' | 'tail';
@@ -136,11 +139,16 @@ export function contextBreakdown(src: BreakdownSources): ContextBreakdown {
 
   const range = sent === 0 ? 'no messages' : `messages ${from + 1}–${to} of ${Math.max(to, history.length)}`;
   const turnSpan = turns.length ? ` (turns ${spanOf(turns)})` : '';
+  const after = src.memoryPosition === 'after-history';
+  const notebook = [
+    group('memory', 'working memory', t.memory - indexTokens, `overview.md, ${src.memory.bytes} bytes${after ? ', before the last message' : ''}`),
+    group('detail_index', 'detail index', indexTokens, `${files} file${files === 1 ? '' : 's'} in detail/`),
+  ];
+  const historyGroup = group('history', `history · ${request.mode}`, t.history, `${range}${turnSpan}`);
   const groups = [
     group('system', 'system prompt', t.system, 'role, memory duties, tool definitions'),
-    group('memory', 'working memory', t.memory - indexTokens, `overview.md, ${src.memory.bytes} bytes`),
-    group('detail_index', 'detail index', indexTokens, `${files} file${files === 1 ? '' : 's'} in detail/`),
-    group('history', `history · ${request.mode}`, t.history, `${range}${turnSpan}`),
+    // In the request's order: after the history, the memory sits between the earlier messages and the last.
+    ...(after ? [historyGroup, ...notebook] : [...notebook, historyGroup]),
     group('tail', 'tail', t.tail, src.reminder ? '<context_meta> and a reminder' : '<context_meta>', tailParts),
   ];
   const thresholdTokens = Math.floor(src.threshold * window);
@@ -184,8 +192,9 @@ export function nextRequestEstimate(src: {
   window: number;
   counter: TokenCounter;
   language: MemoryLanguage;
+  memoryPosition?: MemoryPosition;
 }): BuiltRequest {
-  const base = promptBase(src.systemPrompt, src.memory, src.tools, src.counter);
+  const base = promptBase(src.systemPrompt, src.memory, src.tools, src.counter, src.memoryPosition);
   const range = src.history.length ? injectedRange(src.history, src.mode, src.turn, src.carry) : ([0, 0] as [number, number]);
   const history = tokensBetween(src.history, range[0], range[1]);
   const withoutTail = base.tokens + history;
@@ -213,8 +222,8 @@ export function nextRequestEstimate(src: {
       counted,
       calibration: src.calibration,
       total,
-      // Everything but the next message (which carries the tail) is the prefix a cache can serve.
-      cacheable: withoutTail,
+      // Everything but the next message (which carries the tail, and the memory after the history) is the prefix a cache can serve.
+      cacheable: withoutTail - (base.memoryHead ? base.memoryTokens : 0),
       window: src.window,
       percent: percentOf(total, src.window),
     },

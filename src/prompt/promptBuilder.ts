@@ -1,11 +1,14 @@
 /**
  * Assembles a request in the prefix-cache-friendly order of docs/design.md §4:
  * system prompt + working memory (one system message) → history per mode → the tail,
- * appended to the last message only. Pure: counts come from stored per-message counts,
- * and only the system message (when the memory changes) and the tailed last message are
- * counted here.
+ * appended to the last message only. With memoryPosition 'after-history' the memory block
+ * leaves the system message and opens the last message instead (before its text and
+ * tail), so that a memory write no longer changes the prefix the history is cached under.
+ * Pure: counts come from stored per-message counts, and only the system message and memory
+ * (when the memory changes) and the tailed last message are counted here.
  */
 import type { ChatMessage, PromptTokens } from '../events.js';
+import type { MemoryPosition } from '../settings/settings.js';
 import { withSuffix } from '../history/messages.js';
 import { itemAt, messagesBetween, tokensBetween, type HistoryView } from '../history/historyView.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
@@ -21,13 +24,20 @@ import { byteSize as formatBytes } from '../format/byteSize.js';
 /** Everything in a request besides the history; recomputed only when the memory changes. */
 export interface PromptBase {
   memoryVersion: number;
+  /** Where the memory block goes; absent: 'before-history'. */
+  memoryPosition?: MemoryPosition;
+  /**
+   * After the history: the memory block and its separator, put before the last message's
+   * text (a message of its own there would split a tool call from its result).
+   */
+  memoryHead?: string;
   relevant: string;
   systemContent: string;
-  /** Characters of systemContent that are the system prompt (stable), before the memory. */
+  /** Characters of systemContent that are the system prompt (stable), before the memory (all of it after the history). */
   stableChars?: number;
-  /** System message + tool definitions + reply priming. */
+  /** System message + tool definitions + reply priming, and the memory block wherever it goes. */
   tokens: number;
-  /** The memory block's share of `tokens`, for the breakdown. */
+  /** The memory block's share of `tokens`, for the breakdown (after the history: with its separator). */
   memoryTokens: number;
   memoryBytes: number;
   /** The day the memory was loaded, for the reminder's suggested file name (absent: not known). */
@@ -56,19 +66,38 @@ export function promptBase(
   memory: MemorySnapshot,
   tools: readonly ToolSpec[],
   counter: TokenCounter,
+  position: MemoryPosition = 'before-history',
 ): PromptBase {
   const block = memoryBlock(memory);
-  const systemContent = `${systemPromptText}\n\n${block}`;
-  return {
+  const common = {
     memoryVersion: memory.version,
     relevant: memory.relevant ?? '',
-    systemContent,
     stableChars: systemPromptText.length,
-    tokens: counter.requestBase(systemContent, tools),
-    memoryTokens: counter.text(block),
     memoryBytes: memory.bytes,
     ...(memory.today ? { today: memory.today } : {}),
   };
+  if (position === 'after-history') {
+    const memoryHead = `${block}${MEMORY_SEPARATOR}`;
+    const memoryTokens = counter.text(memoryHead);
+    return {
+      ...common,
+      memoryPosition: position,
+      memoryHead,
+      systemContent: systemPromptText,
+      tokens: counter.requestBase(systemPromptText, tools) + memoryTokens,
+      memoryTokens,
+    };
+  }
+  const systemContent = `${systemPromptText}${MEMORY_SEPARATOR}${block}`;
+  return { ...common, systemContent, tokens: counter.requestBase(systemContent, tools), memoryTokens: counter.text(block) };
+}
+
+const MEMORY_SEPARATOR = '\n\n';
+
+/** The last message as sent: the memory block before its text when it goes after the history, then the tail. */
+function lastAsSent<M extends ChatMessage>(base: PromptBase, message: M, tail: string): M {
+  const headed = base.memoryHead ? { ...message, content: base.memoryHead + (message.content ?? '') } : message;
+  return withSuffix(headed, tail);
 }
 
 export type { PromptTokens };
@@ -112,29 +141,34 @@ export function buildPrompt(plan: PromptPlan): BuiltPrompt {
   if (to <= from) throw new Error('buildPrompt: a request needs at least one history message (the user message)');
   const historyTokens = tokensBetween(history, from, to);
   const last = itemAt(history, to - 1);
-  const withoutLast = base.tokens + historyTokens - last.tokens + plan.calibration;
+  // Everything before the last message; after the history the memory is in the last message.
+  const head = base.memoryHead ? base.memoryTokens : 0;
+  const beforeLast = base.tokens - head + historyTokens - last.tokens + plan.calibration;
+  const tailOf = (meta: ContextMeta): string => renderTail(meta, plan.reminder, plan.language, base.today ?? null);
 
   // tokens_used is printed inside the tail, which itself costs tokens: iterate to the fixed point.
-  let used = withoutLast + last.tokens + (plan.tailHint ?? 0);
+  let used = beforeLast + head + last.tokens + (plan.tailHint ?? 0);
   let meta = contextMeta(plan, used);
-  let lastMessage = withSuffix(last.message, renderTail(meta, plan.reminder, plan.language, base.today ?? null));
+  let lastMessage = lastAsSent(base, last.message, tailOf(meta));
   let lastTokens = counter.message(lastMessage);
-  for (let step = 0; step < MAX_FIXPOINT_STEPS && withoutLast + lastTokens !== used; step++) {
-    used = withoutLast + lastTokens;
+  for (let step = 0; step < MAX_FIXPOINT_STEPS && beforeLast + lastTokens !== used; step++) {
+    used = beforeLast + lastTokens;
     meta = contextMeta(plan, used);
-    lastMessage = withSuffix(last.message, renderTail(meta, plan.reminder, plan.language, base.today ?? null));
+    lastMessage = lastAsSent(base, last.message, tailOf(meta));
     lastTokens = counter.message(lastMessage);
   }
-  const total = withoutLast + lastTokens;
+  const total = beforeLast + lastTokens;
 
   const messages: ChatMessage[] = [{ role: 'system', content: base.systemContent }, ...messagesBetween(history, from, to - 1), lastMessage];
-  const tail = lastTokens - last.tokens;
+  const tail = lastTokens - last.tokens - head;
   // The history before the last message is the same in the next request in phase 1 (and within a tool loop in any mode).
-  const cacheBreakpoints: CacheBreakpoint[] = [
-    ...(base.stableChars ? [{ message: 0, chars: base.stableChars }] : []),
-    { message: 0 },
-    ...(messages.length > 2 ? [{ message: messages.length - 2 }] : []),
-  ];
+  const cacheBreakpoints: CacheBreakpoint[] = base.memoryHead
+    ? [{ message: 0 }, ...(messages.length > 2 ? [{ message: messages.length - 2 }] : [])]
+    : [
+        ...(base.stableChars ? [{ message: 0, chars: base.stableChars }] : []),
+        { message: 0 },
+        ...(messages.length > 2 ? [{ message: messages.length - 2 }] : []),
+      ];
   return {
     messages,
     tools: plan.tools,
@@ -147,7 +181,7 @@ export function buildPrompt(plan: PromptPlan): BuiltPrompt {
       counted: total - plan.calibration,
       calibration: plan.calibration,
       total,
-      cacheable: withoutLast - plan.calibration,
+      cacheable: beforeLast - plan.calibration,
       window: plan.window,
       percent: percentOf(total, plan.window),
     },

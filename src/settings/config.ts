@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { HistoryMode } from '../history/historyView.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { ReminderConfig } from '../memory/reminderTracker.js';
-import { defaultTurnSettings, type RetryPolicy, type TurnSettings } from './settings.js';
+import { defaultTurnSettings, MEMORY_POSITIONS, type MemoryPosition, type RetryPolicy, type TurnSettings } from './settings.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -22,6 +22,8 @@ export interface SettingsOverrides {
   /** Complete turns phase 2 carries before the active one (default 3; 0: the active turn only). */
   recentTurns?: number;
   keepRecentTurns?: number;
+  /** Where a request carries the working memory (default 'before-history', the spec's order). */
+  memoryPosition?: MemoryPosition;
   language?: MemoryLanguage;
   retry?: Partial<RetryPolicy>;
   maxRequestsPerTurn?: number;
@@ -55,6 +57,7 @@ const OverridesSchema = z
     hybridRecent: int(1).optional(),
     recentTurns: int(0, MAX_RECENT_TURNS).optional(),
     keepRecentTurns: int(0).optional(),
+    memoryPosition: z.enum(MEMORY_POSITIONS).optional(),
     language: z.enum(['en', 'zh']).optional(),
     retry: z
       .object({ maxRetries: int(0, 20).optional(), baseDelayMs: int(0).optional(), maxDelayMs: int(0).optional() })
@@ -110,6 +113,16 @@ export function recentTurnsFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   return value;
 }
 
+/** WM_MEMORY_POSITION → where a request carries the memory (docs/design.md §4); unset or empty: undefined. */
+export function memoryPositionFromEnv(env: NodeJS.ProcessEnv): MemoryPosition | undefined {
+  const raw = env.WM_MEMORY_POSITION?.trim();
+  if (!raw) return undefined;
+  if (!(MEMORY_POSITIONS as readonly string[]).includes(raw)) {
+    throw new ConfigError(`WM_MEMORY_POSITION=${JSON.stringify(env.WM_MEMORY_POSITION)} is invalid: expected ${MEMORY_POSITIONS.join(' or ')}`);
+  }
+  return raw as MemoryPosition;
+}
+
 export interface ResolvedSettings {
   turn: TurnSettings;
   /** The mode the session is pinned to, or null for automatic switching. */
@@ -143,6 +156,7 @@ export function resolveSettings(
       hybridRecent: o.hybridRecent,
       recentTurns: o.recentTurns ?? recentTurnsFromEnv(env),
       keepRecentTurns: o.keepRecentTurns,
+      memoryPosition: o.memoryPosition ?? memoryPositionFromEnv(env),
       language: o.language,
       maxRequestsPerTurn: o.maxRequestsPerTurn,
       compaction: o.compaction,

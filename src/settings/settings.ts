@@ -12,6 +12,14 @@ export interface RetryPolicy {
   maxDelayMs: number;
 }
 
+/**
+ * Where a request carries the working memory: in the system message, before the history
+ * (the spec's order, docs/design.md §4), or after the history, before the last message, so
+ * that a memory write leaves the history's cached prefix intact.
+ */
+export type MemoryPosition = 'before-history' | 'after-history';
+export const MEMORY_POSITIONS = ['before-history', 'after-history'] as const satisfies readonly MemoryPosition[];
+
 export interface TurnSettings {
   contextWindow: number;
   /** Output tokens reserved: prompt + this never exceeds the window. */
@@ -25,6 +33,8 @@ export interface TurnSettings {
   recentTurns: number;
   /** Whole turns the fallback compaction always keeps. */
   keepRecentTurns: number;
+  /** Where the working memory goes in a request (default 'before-history'). */
+  memoryPosition: MemoryPosition;
   language: MemoryLanguage;
   retry: RetryPolicy;
   /** Tool calls per turn before the turn stops (a runaway loop guard). */
@@ -52,6 +62,7 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
     hybridRecent: 10,
     recentTurns: 3,
     keepRecentTurns: 3,
+    memoryPosition: 'before-history',
     language: 'en',
     retry: DEFAULT_RETRY,
     maxRequestsPerTurn: 50,

@@ -5,14 +5,25 @@
  * time a request carries it (by its messages.jsonl seq; again if a compaction stubs it in
  * place), and one `request` record per
  * request names them: the system message by its hash, the history by runs of seqs, and
- * the tail (context_meta, reminder) appended to the last message, whole. Read from the
- * turn machine's context as it enters buildPrompt, where the prompt is the one sent.
+ * the tail (context_meta, reminder) appended to the last message, whole. With the memory
+ * after the history, the `system` record also holds the memory block put before the last
+ * message (`memory`), since it changes with the memory as the system message does
+ * otherwise. Read from the turn machine's context as it enters buildPrompt, where the
+ * prompt is the one sent.
  */
 import { createHash } from 'node:crypto';
 import type { ChatMessage, HistoryMode, PromptTokens } from '../events.js';
 
 export type SentRecord =
-  | { k: 'system'; ts: number; hash: string; content: string; detailIndexTokens: number | null }
+  | {
+      k: 'system';
+      ts: number;
+      hash: string;
+      content: string;
+      detailIndexTokens: number | null;
+      /** With the memory after the history: the memory block that opens the last message. */
+      memory?: string;
+    }
   | { k: 'message'; ts: number; seq: number; turn: number; tokens: number; message: ChatMessage }
   | {
       k: 'request';
@@ -37,6 +48,7 @@ interface TurnView {
   mode?: unknown;
   prompt?: { messages?: ChatMessage[]; range?: [number, number]; tokens?: PromptTokens } | null;
   history?: { items?: readonly { seq: number; turn: number; tokens: number; message: ChatMessage }[] };
+  base?: { memoryHead?: unknown } | null;
   statics?: { counter?: { text?(text: string): number }; settings?: { reserveOutputTokens?: unknown } };
 }
 
@@ -59,18 +71,21 @@ export class SentMessages {
     const out: SentRecord[] = [];
     const system = prompt.messages[0];
     const content = system?.role === 'system' ? system.content : '';
-    // The system message is rebuilt only when the memory changes: hash it only then.
-    if (content !== this.lastSystem) {
-      this.lastSystem = content;
-      this.lastHash = createHash('sha256').update(content).digest('base64url').slice(0, 16);
+    const head = typeof c.base?.memoryHead === 'string' ? c.base.memoryHead : null;
+    const key = head === null ? content : `${content}\u0000${head}`;
+    // The system message (and the memory after the history) is rebuilt only when the memory changes: hash it only then.
+    if (key !== this.lastSystem) {
+      this.lastSystem = key;
+      this.lastHash = createHash('sha256').update(key).digest('base64url').slice(0, 16);
     }
     const hash = this.lastHash;
     if (!this.systems.has(hash)) {
       this.systems.add(hash);
-      const index = content.indexOf(INDEX_OPEN);
+      const notebook = head ?? content;
+      const index = notebook.indexOf(INDEX_OPEN);
       const counter = c.statics?.counter;
-      const detailIndexTokens = index >= 0 && typeof counter?.text === 'function' ? counter.text(content.slice(index)) : null;
-      out.push({ k: 'system', ts, hash, content, detailIndexTokens });
+      const detailIndexTokens = index >= 0 && typeof counter?.text === 'function' ? counter.text(notebook.slice(index).trimEnd()) : null;
+      out.push({ k: 'system', ts, hash, content, detailIndexTokens, ...(head === null ? {} : { memory: head }) });
     }
     const [from, to] = prompt.range;
     // The history grows at its tip within one view: what the last request carried from the
@@ -90,7 +105,7 @@ export class SentMessages {
       else seqs.push([item.seq, 1]);
     }
     this.last = { items, from, to, seqs: seqs.map(([seq, n]) => [seq, n]) };
-    const lastText = items[to - 1]!.message.content ?? '';
+    const lastText = (head ?? '') + (items[to - 1]!.message.content ?? '');
     const sentLast = prompt.messages.at(-1)?.content ?? '';
     const tail = sentLast.startsWith(lastText) ? sentLast.slice(lastText.length) : '';
     out.push({

@@ -137,7 +137,7 @@ export const traceRecordSchema = z.discriminatedUnion('k', [
   z.object({ k: z.literal('event'), ts: z.number(), event: tracedEventSchema }),
   z.object({ k: z.literal('memory'), ts: z.number(), version: count, content: text, turn: turnNo.nullable() }),
   // What each request sent (sentMessages.ts).
-  z.object({ k: z.literal('system'), ts: z.number(), hash: text, content: text, detailIndexTokens: count.nullable() }),
+  z.object({ k: z.literal('system'), ts: z.number(), hash: text, content: text, detailIndexTokens: count.nullable(), memory: text.optional() }),
   z.object({ k: z.literal('message'), ts: z.number(), seq: count, turn: turnNo, tokens: count, message: chatMessage }),
   z.object({
     k: z.literal('request'),
