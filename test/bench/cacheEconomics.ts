@@ -2,9 +2,10 @@
  * Cache economics (issue 16): the share of input tokens a provider's prompt cache serves
  * over a long session, as workmem/testing's test server computes it (automatic: OpenAI's
  * 1,024-token blocks; explicit: Anthropic-style breakpoints), for workmem in phase 1
- * pinned, auto (phase 1 → 2) and phase 1 with compactions, and for two usual peers in the
- * same run: a naive agent that sends its full history, and one that summarises at 75 % of
- * the window. Per compaction: the share of the next request sent uncached.
+ * pinned, auto (phase 1 → 2) and phase 1 with compactions, each with the memory before the
+ * history (the default) and after it (memoryPosition 'after-history'), and for two usual
+ * peers in the same run: a naive agent that sends its full history, and one that
+ * summarises at 75 % of the window. Per compaction: the share of the next request sent uncached.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { aiSdkModel } from '../../src/aiSdk/index.js';
 import { openaiChat } from '../../src/llm/openaiChat.js';
 import type { LLM } from '../../src/llm/llm.js';
+import type { MemoryPosition } from '../../src/settings/settings.js';
 import { createSession } from '../../src/session/index.js';
 import { protocolFollower, startTestServer, type PromptCaching, type TestServer } from '../../src/testing/index.js';
 import { median, type Row } from './harness.js';
@@ -58,7 +60,7 @@ function client(server: TestServer, caching: Caching): LLM {
 }
 
 /** workmem itself, over HTTP to the test server, with the client that caching calls for. */
-async function workmemRun(turns: number, caching: Caching, kind: 'phase1' | 'auto' | 'compactions'): Promise<CacheRun> {
+async function workmemRun(turns: number, caching: Caching, kind: 'phase1' | 'auto' | 'compactions', memoryPosition: MemoryPosition): Promise<CacheRun> {
   const server = await startTestServer({ policy: protocolFollower({ seed: 13, compacts: kind === 'auto' }), promptCaching: caching });
   const home = mkdtempSync(join(tmpdir(), 'workmem-bench-cache-'));
   try {
@@ -71,7 +73,7 @@ async function workmemRun(turns: number, caching: Caching, kind: 'phase1' | 'aut
       cwd: '/bench',
       env: {},
       trace: false,
-      settings: kind === 'auto' ? {} : { injectHistory: true },
+      settings: kind === 'auto' ? { memoryPosition } : { injectHistory: true, memoryPosition },
     });
     const compactionRequests: number[] = [];
     session.on('compaction_end', (e) => void (e.replaced > 0 && compactionRequests.push(server.requests.length)));
@@ -143,13 +145,19 @@ async function peerRun(turns: number, caching: Caching, summariseAt: number | nu
 export async function cacheEconomics(turns: number): Promise<Row[]> {
   const rows: Row[] = [];
   for (const caching of ['explicit', 'automatic'] as const) {
-    const runs: [string, CacheRun, boolean][] = [
-      ['workmem, phase 1 pinned', await workmemRun(turns, caching, 'phase1'), true],
-      ['workmem, auto (phase 1 → 2)', await workmemRun(turns, caching, 'auto'), true],
-      [`workmem, phase 1 with compactions (${WINDOW / 1000}k window)`, await workmemRun(turns, caching, 'compactions'), true],
+    const runs: [string, CacheRun, boolean][] = [];
+    for (const position of ['before-history', 'after-history'] as const) {
+      const after = position === 'after-history' ? ', memory after history' : '';
+      runs.push(
+        [`workmem, phase 1 pinned${after}`, await workmemRun(turns, caching, 'phase1', position), true],
+        [`workmem, auto (phase 1 → 2)${after}`, await workmemRun(turns, caching, 'auto', position), true],
+        [`workmem, phase 1 with compactions (${WINDOW / 1000}k window)${after}`, await workmemRun(turns, caching, 'compactions', position), true],
+      );
+    }
+    runs.push(
       ['peer: naive full history', await peerRun(turns, caching, null), false],
       [`peer: summarise at ${FALLBACK * 100} %`, await peerRun(turns, caching, FALLBACK), false],
-    ];
+    );
     for (const [name, run, ours] of runs) {
       const share = run.input ? run.cached / run.input : 0;
       rows.push({
