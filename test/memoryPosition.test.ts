@@ -7,8 +7,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { ConfigError, resolveSettings } from '../src/settings/config.js';
 import { loadConfig, settingsOf } from '../src/cli/config.js';
+import { openaiChat } from '../src/llm/openaiChat.js';
+import { protocolFollower } from '../src/testing/index.js';
+import { collect, newSession, ofType, testServers } from './helpers.js';
+
+const serve = testServers();
 
 describe('the memoryPosition setting', () => {
   const model = { contextWindow: 8000, maxOutputTokens: 1000 };
@@ -45,5 +51,33 @@ describe('the memoryPosition setting', () => {
     } finally {
       rmSync(home, { recursive: true, force: true });
     }
+  });
+});
+
+describe("workmem/testing's protocol follower reads the memory in either position", () => {
+  /** Facts stated, questions on them, a reminder or two: what the follower does with the memory it reads. */
+  async function conversation(memoryPosition: 'before-history' | 'after-history') {
+    const server = await serve(protocolFollower({ seed: 5 }));
+    const session = await newSession({
+      llm: openaiChat({ baseURL: server.baseURL, apiKey: 'test', model: 'workmem-test', env: {} }),
+      settings: { memoryPosition, historyMode: 'phase1' },
+    });
+    const events = collect(session);
+    const answers: string[] = [];
+    for (let t = 1; t <= 16; t++) {
+      const text = t % 4 === 1 ? `My fact ${t} is V${t * 7}.` : t % 4 === 3 ? `What is my fact ${t - 2}?` : `Tell me about topic ${t}.`;
+      answers.push((await session.prompt(text)).text);
+    }
+    const overview = readFileSync(join(session.dir, 'working-memory', 'overview.md'), 'utf8');
+    await session.close();
+    return { answers, overview, writes: ofType(events, 'memory_updated').length, requests: server.requests.length };
+  }
+
+  it('the same conversation gives the same answers, writes and memory before and after the history', async () => {
+    const before = await conversation('before-history');
+    const after = await conversation('after-history');
+    expect(before.writes).toBeGreaterThan(0);
+    expect(before.overview).toContain('V7');
+    expect(after).toEqual(before);
   });
 });

@@ -30,6 +30,8 @@ const TAIL = '\n\n<context_meta>';
 const TOOL_REQUEST = /\buse the ([a-z_][a-z0-9_]*) tool(?: with (.+?))?[.!]?$/i;
 const COMPACTION_NOTE = '[Earlier conversation compacted';
 const MEMORY_BLOCK = /<working_memory[^>]*>\n([\s\S]*?)\n<\/working_memory>/;
+/** With memoryPosition 'after-history' the memory block opens the last message, up to the end of the detail index. */
+const HEAD_END = '</detail_index>\n\n';
 
 interface Fact {
   key: string;
@@ -97,7 +99,8 @@ interface RequestView {
 function readRequest(request: ChatRequest): RequestView {
   const messages = request.messages;
   const system = messages.find((m) => m.role === 'system')?.content ?? '';
-  const memory = MEMORY_BLOCK.exec(system)?.[1] ?? '';
+  // In the system message, or at the start of the last message (memoryPosition 'after-history').
+  const memory = MEMORY_BLOCK.exec(system)?.[1] ?? MEMORY_BLOCK.exec(headOf(messages.at(-1)?.content ?? ''))?.[1] ?? '';
   const users = messages.filter(
     (m): m is Extract<ChatMessage, { role: 'user' }> => m.role === 'user' && !m.content.startsWith(COMPACTION_NOTE),
   );
@@ -120,7 +123,7 @@ function readRequest(request: ChatRequest): RequestView {
     reminded: tail.includes('<memory_reminder'),
     percent,
     tools: new Set((request.tools ?? []).map((t) => t.function.name)),
-    largeToolOutputs: messages.filter((m) => m.role === 'tool' && m.content.length > 2000 && !m.content.startsWith('[Tool output moved'))
+    largeToolOutputs: messages.filter((m) => m.role === 'tool' && withoutHead(m.content).length > 2000 && !withoutHead(m.content).startsWith('[Tool output moved'))
       .length,
     wroteThisTurn: messages
       .slice(messages.lastIndexOf(users.at(-1)!))
@@ -134,7 +137,18 @@ function readRequest(request: ChatRequest): RequestView {
 
 function strip(content: string): string {
   const at = content.lastIndexOf(TAIL);
-  return (at >= 0 ? content.slice(0, at) : content).trim();
+  return withoutHead(at >= 0 ? content.slice(0, at) : content).trim();
+}
+
+/** The memory block that opens a message, when it does ('' otherwise). */
+function headOf(content: string): string {
+  if (!content.startsWith('<working_memory')) return '';
+  const end = content.indexOf(HEAD_END);
+  return end < 0 ? '' : content.slice(0, end + HEAD_END.length);
+}
+
+function withoutHead(content: string): string {
+  return content.slice(headOf(content).length);
 }
 
 /** Clauses: sentences, split again at commas and at "and" before my/our/the. */
