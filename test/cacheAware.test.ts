@@ -137,13 +137,27 @@ describe('explicit caching with memoryPosition', () => {
       (body) => {
         const last = body.messages.at(-1)!;
         return last.role === 'user' && String(last.content).includes('Question 4:')
-          ? { toolCalls: [{ id: 'call_w', name: 'write', arguments: JSON.stringify({ path: 'working-memory/overview.md', content: '# Working Memory\n\n- The parser recovers at statement ends.\n' }) }] }
+          ? {
+              toolCalls: [
+                {
+                  id: 'call_w',
+                  name: 'write',
+                  arguments: JSON.stringify({
+                    path: 'working-memory/overview.md',
+                    content: '# Working Memory\n\n- The parser recovers at statement ends.\n',
+                  }),
+                },
+              ],
+            }
           : { content: 'Noted.' };
       },
       { promptCaching: 'explicit' },
     );
     const provider = createOpenAICompatible({ name: 'workmem-test', baseURL: server.baseURL, apiKey: 'test', includeUsage: true });
-    const session = await newSession({ llm: aiSdkModel(provider.chatModel('workmem-test'), { caching: 'explicit' }), settings: { injectHistory: true, memoryPosition } });
+    const session = await newSession({
+      llm: aiSdkModel(provider.chatModel('workmem-test'), { caching: 'explicit' }),
+      settings: { injectHistory: true, memoryPosition },
+    });
     for (let i = 1; i <= 6; i++) await session.prompt(question(i));
     await session.close();
     const afterWrite = server.requests.findIndex((r) => (r.body.messages.at(-1) as { role: string }).role === 'tool');
@@ -167,7 +181,8 @@ describe('explicit caching with memoryPosition', () => {
     expect(lastText).toContain('The parser recovers at statement ends.');
 
     // The request after the write: before the history, the whole history is new to the cache; after it, only the last exchange.
-    const share = ({ server, afterWrite }: Awaited<ReturnType<typeof run>>) => server.requests[afterWrite]!.cachedTokens / server.requests[afterWrite]!.promptTokens;
+    const share = ({ server, afterWrite }: Awaited<ReturnType<typeof run>>) =>
+      server.requests[afterWrite]!.cachedTokens / server.requests[afterWrite]!.promptTokens;
     expect(share(after)).toBeGreaterThan(0.7);
     expect(share(before)).toBeLessThan(0.5);
     // Over the session, after the history the cache serves more of the input.

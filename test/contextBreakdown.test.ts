@@ -146,7 +146,14 @@ describe("context breakdown with memoryPosition 'after-history'", () => {
     expect(after.tokens.cacheable).toBe(after.tokens.system);
     expect(before.tokens.cacheable).toBe(before.tokens.system + before.tokens.memory);
 
-    const common = { counter: session.counter, language: 'en', reserveOutputTokens: 4_096, threshold: 0.75, compactions: [], memoryPosition: 'after-history' } as const;
+    const common = {
+      counter: session.counter,
+      language: 'en',
+      reserveOutputTokens: 4_096,
+      threshold: 0.75,
+      compactions: [],
+      memoryPosition: 'after-history',
+    } as const;
     for (const [i, event] of built.entries()) {
       const b = contextBreakdown({ request: event, ...seen[i]!, reminder: null, ...common } as BreakdownSources);
       expect(b.groups.map((g) => g.key)).toEqual(['system', 'history', 'memory', 'detail_index', 'tail']);
@@ -156,7 +163,9 @@ describe("context breakdown with memoryPosition 'after-history'", () => {
       expect(b.groups.reduce((n, g) => n + g.tokens, 0)).toBe(event.tokens.counted);
       // The detail index as sent (at the start of the last message), counted on its own.
       const last = llm.requests[i]!.messages.at(-1)!.content!;
-      expect(tokens.detail_index).toBe(session.counter.text(last.slice(last.indexOf('<detail_index>'), last.indexOf('</detail_index>') + '</detail_index>'.length)));
+      expect(tokens.detail_index).toBe(
+        session.counter.text(last.slice(last.indexOf('<detail_index>'), last.indexOf('</detail_index>') + '</detail_index>'.length)),
+      );
     }
     await session.close();
   });

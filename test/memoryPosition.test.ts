@@ -24,7 +24,9 @@ describe('the memoryPosition setting', () => {
     expect(resolveSettings(model, { memoryPosition: 'after-history' }, {}).turn.memoryPosition).toBe('after-history');
     expect(resolveSettings(model, {}, { WM_MEMORY_POSITION: 'after-history' }).turn.memoryPosition).toBe('after-history');
     expect(resolveSettings(model, {}, { WM_MEMORY_POSITION: ' ' }).turn.memoryPosition).toBe('before-history');
-    expect(resolveSettings(model, { memoryPosition: 'before-history' }, { WM_MEMORY_POSITION: 'after-history' }).turn.memoryPosition).toBe('before-history');
+    expect(resolveSettings(model, { memoryPosition: 'before-history' }, { WM_MEMORY_POSITION: 'after-history' }).turn.memoryPosition).toBe(
+      'before-history',
+    );
   });
 
   it('refuses any other value, naming the setting and the value', () => {
@@ -42,9 +44,9 @@ describe('the memoryPosition setting', () => {
       writeFileSync(join(home, 'config.json'), JSON.stringify({ memoryPosition: 'after-history' }));
       expect(settingsOf(loadConfig({ home }, {})).memoryPosition).toBe('after-history');
       expect(settingsOf(loadConfig({ home }, { WM_MEMORY_POSITION: 'before-history' })).memoryPosition).toBe('before-history');
-      expect(settingsOf(loadConfig({ home, 'memory-position': 'after-history' }, { WM_MEMORY_POSITION: 'before-history' })).memoryPosition).toBe(
-        'after-history',
-      );
+      expect(
+        settingsOf(loadConfig({ home, 'memory-position': 'after-history' }, { WM_MEMORY_POSITION: 'before-history' })).memoryPosition,
+      ).toBe('after-history');
       expect(() => loadConfig({ home, 'memory-position': 'middle' }, {})).toThrow(/--memory-position = "middle" is invalid/);
       writeFileSync(join(home, 'config.json'), JSON.stringify({ memoryPosition: 'top' }));
       expect(() => loadConfig({ home }, {})).toThrow(/config\.json: memoryPosition = "top" is invalid/);

@@ -114,61 +114,72 @@ describe.each(['before-history', 'after-history'] as const)('request layout with
   const OPEN = '<working_memory file="working-memory/overview.md">';
   const write = (content: string) => ({ toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content } }] });
 
-  it.each(['phase1', 'phase2', 'hybrid'] as const)('%s: one memory block where the position says, the history as the mode selects it, figures that add up', async (mode) => {
-    const llm = scriptedModel([
-      { text: 'First answer.' },
-      write(MEMORY),
-      { text: 'Noted in memory.' },
-      { text: 'Third answer.' },
-      { text: 'Fourth answer.' },
-    ]);
-    const session = await newSession({ llm, instructions: 'You are a gardening assistant.', settings: { historyMode: mode, hybridRecent: 3, recentTurns: 1, memoryPosition: position } });
-    const events = collect(session);
-    for (const q of ['Hello, garden.', 'Remember: clay soil, roses.', 'What next?', 'And then?']) await session.prompt(q);
-    expect(llm.requests).toHaveLength(5);
-    const stored = logEntries(session.dir).flatMap((e) => (e.type === 'message' ? [e.message] : []));
-    const built = ofType(events, 'prompt_built');
-    expect(built.map((b) => b.mode)).toEqual(Array(5).fill(mode));
+  it.each(['phase1', 'phase2', 'hybrid'] as const)(
+    '%s: one memory block where the position says, the history as the mode selects it, figures that add up',
+    async (mode) => {
+      const llm = scriptedModel([
+        { text: 'First answer.' },
+        write(MEMORY),
+        { text: 'Noted in memory.' },
+        { text: 'Third answer.' },
+        { text: 'Fourth answer.' },
+      ]);
+      const session = await newSession({
+        llm,
+        instructions: 'You are a gardening assistant.',
+        settings: { historyMode: mode, hybridRecent: 3, recentTurns: 1, memoryPosition: position },
+      });
+      const events = collect(session);
+      for (const q of ['Hello, garden.', 'Remember: clay soil, roses.', 'What next?', 'And then?']) await session.prompt(q);
+      expect(llm.requests).toHaveLength(5);
+      const stored = logEntries(session.dir).flatMap((e) => (e.type === 'message' ? [e.message] : []));
+      const built = ofType(events, 'prompt_built');
+      expect(built.map((b) => b.mode)).toEqual(Array(5).fill(mode));
 
-    for (const [i, request] of llm.requests.entries()) {
-      const [system, ...rest] = request.messages;
-      const b = built[i]!;
-      const all = request.messages.map((m) => m.content ?? '').join('\n');
-      // Exactly one memory block per request, wherever it is.
-      expect(all.split(OPEN)).toHaveLength(2);
-      expect(all.split('<detail_index>')).toHaveLength(2);
-      const last = rest.at(-1)!;
-      const { body, meta } = splitTail(last.content!);
-      let lastBody = body;
-      if (position === 'before-history') {
-        expect(system!.content).toContain(OPEN);
-        expect(body).not.toContain(OPEN);
-      } else {
-        expect(system!.content).not.toContain(OPEN);
-        expect(system!.content!.startsWith('You are a gardening assistant.\n\n## Working memory')).toBe(true);
-        // The memory block opens the last message: the block, a blank line, the message as stored.
-        expect(body.startsWith(OPEN)).toBe(true);
-        const end = body.indexOf('</detail_index>\n\n');
-        expect(end).toBeGreaterThan(0);
-        lastBody = body.slice(end + '</detail_index>\n\n'.length);
+      for (const [i, request] of llm.requests.entries()) {
+        const [system, ...rest] = request.messages;
+        const b = built[i]!;
+        const all = request.messages.map((m) => m.content ?? '').join('\n');
+        // Exactly one memory block per request, wherever it is.
+        expect(all.split(OPEN)).toHaveLength(2);
+        expect(all.split('<detail_index>')).toHaveLength(2);
+        const last = rest.at(-1)!;
+        const { body, meta } = splitTail(last.content!);
+        let lastBody = body;
+        if (position === 'before-history') {
+          expect(system!.content).toContain(OPEN);
+          expect(body).not.toContain(OPEN);
+        } else {
+          expect(system!.content).not.toContain(OPEN);
+          expect(system!.content!.startsWith('You are a gardening assistant.\n\n## Working memory')).toBe(true);
+          // The memory block opens the last message: the block, a blank line, the message as stored.
+          expect(body.startsWith(OPEN)).toBe(true);
+          const end = body.indexOf('</detail_index>\n\n');
+          expect(end).toBeGreaterThan(0);
+          lastBody = body.slice(end + '</detail_index>\n\n'.length);
+        }
+        // The history is the stored messages the mode selects, in order; the tail is on the last only.
+        expect([...rest.slice(0, -1), { ...last, content: lastBody }]).toEqual(stored.slice(b.range[0], b.range[1]));
+        expect(meta.messages_sent).toBe(rest.length);
+        expect(meta.tokens_used).toBe(independentCount(request));
+        expect(b.tokens.total).toBe(independentCount(request));
+        // The groups add up to the count; the cacheable prefix is everything before the last message.
+        expect(b.tokens.system + b.tokens.memory + b.tokens.history + b.tokens.tail).toBe(b.tokens.counted);
+        expect(b.tokens.counted - b.tokens.cacheable).toBe(session.counter.message(last));
+        // Breakpoints: after the stable prompt (and the memory, when it is in the system message), on the history before the last message.
+        const before =
+          position === 'before-history' ? [{ message: 0, chars: system!.content!.indexOf(OPEN) - 2 }, { message: 0 }] : [{ message: 0 }];
+        expect(request.cacheBreakpoints).toEqual([
+          ...before,
+          ...(request.messages.length > 2 ? [{ message: request.messages.length - 2 }] : []),
+        ]);
       }
-      // The history is the stored messages the mode selects, in order; the tail is on the last only.
-      expect([...rest.slice(0, -1), { ...last, content: lastBody }]).toEqual(stored.slice(b.range[0], b.range[1]));
-      expect(meta.messages_sent).toBe(rest.length);
-      expect(meta.tokens_used).toBe(independentCount(request));
-      expect(b.tokens.total).toBe(independentCount(request));
-      // The groups add up to the count; the cacheable prefix is everything before the last message.
-      expect(b.tokens.system + b.tokens.memory + b.tokens.history + b.tokens.tail).toBe(b.tokens.counted);
-      expect(b.tokens.counted - b.tokens.cacheable).toBe(session.counter.message(last));
-      // Breakpoints: after the stable prompt (and the memory, when it is in the system message), on the history before the last message.
-      const before = position === 'before-history' ? [{ message: 0, chars: system!.content!.indexOf(OPEN) - 2 }, { message: 0 }] : [{ message: 0 }];
-      expect(request.cacheBreakpoints).toEqual([...before, ...(request.messages.length > 2 ? [{ message: request.messages.length - 2 }] : [])]);
-    }
-    // The system message never changes after the history; before it, the memory write changed it.
-    const systems = new Set(llm.requests.map((r) => r.messages[0]!.content));
-    expect(systems.size).toBe(position === 'after-history' ? 1 : 2);
-    await session.close();
-  });
+      // The system message never changes after the history; before it, the memory write changed it.
+      const systems = new Set(llm.requests.map((r) => r.messages[0]!.content));
+      expect(systems.size).toBe(position === 'after-history' ? 1 : 2);
+      await session.close();
+    },
+  );
 
   it('phase 1: the request after a memory write shares every message but the last with the one before only after the history', async () => {
     const llm = scriptedModel([{ text: 'First answer.' }, write(MEMORY), { text: 'Noted.' }, { text: 'Third answer.' }]);
@@ -176,7 +187,8 @@ describe.each(['before-history', 'after-history'] as const)('request layout with
     for (const q of ['Hello.', 'Remember this.', 'Next?']) await session.prompt(q);
     // Request 3 follows the write (request 2); request 4 is the next turn.
     const [, r2, r3, r4] = llm.requests;
-    const sharedPrefix = (a: typeof r2, b: typeof r2) => JSON.stringify(b!.messages.slice(0, a!.messages.length - 1)) === JSON.stringify(a!.messages.slice(0, -1));
+    const sharedPrefix = (a: typeof r2, b: typeof r2) =>
+      JSON.stringify(b!.messages.slice(0, a!.messages.length - 1)) === JSON.stringify(a!.messages.slice(0, -1));
     expect(sharedPrefix(r2, r3)).toBe(position === 'after-history');
     expect(sharedPrefix(r3, r4)).toBe(true);
     await session.close();

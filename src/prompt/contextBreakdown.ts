@@ -141,7 +141,12 @@ export function contextBreakdown(src: BreakdownSources): ContextBreakdown {
   const turnSpan = turns.length ? ` (turns ${spanOf(turns)})` : '';
   const after = src.memoryPosition === 'after-history';
   const notebook = [
-    group('memory', 'working memory', t.memory - indexTokens, `overview.md, ${src.memory.bytes} bytes${after ? ', before the last message' : ''}`),
+    group(
+      'memory',
+      'working memory',
+      t.memory - indexTokens,
+      `overview.md, ${src.memory.bytes} bytes${after ? ', before the last message' : ''}`,
+    ),
     group('detail_index', 'detail index', indexTokens, `${files} file${files === 1 ? '' : 's'} in detail/`),
   ];
   const historyGroup = group('history', `history · ${request.mode}`, t.history, `${range}${turnSpan}`);

@@ -123,8 +123,9 @@ function readRequest(request: ChatRequest): RequestView {
     reminded: tail.includes('<memory_reminder'),
     percent,
     tools: new Set((request.tools ?? []).map((t) => t.function.name)),
-    largeToolOutputs: messages.filter((m) => m.role === 'tool' && withoutHead(m.content).length > 2000 && !withoutHead(m.content).startsWith('[Tool output moved'))
-      .length,
+    largeToolOutputs: messages.filter(
+      (m) => m.role === 'tool' && withoutHead(m.content).length > 2000 && !withoutHead(m.content).startsWith('[Tool output moved'),
+    ).length,
     wroteThisTurn: messages
       .slice(messages.lastIndexOf(users.at(-1)!))
       .some(

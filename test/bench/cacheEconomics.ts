@@ -60,7 +60,12 @@ function client(server: TestServer, caching: Caching): LLM {
 }
 
 /** workmem itself, over HTTP to the test server, with the client that caching calls for. */
-async function workmemRun(turns: number, caching: Caching, kind: 'phase1' | 'auto' | 'compactions', memoryPosition: MemoryPosition): Promise<CacheRun> {
+async function workmemRun(
+  turns: number,
+  caching: Caching,
+  kind: 'phase1' | 'auto' | 'compactions',
+  memoryPosition: MemoryPosition,
+): Promise<CacheRun> {
   const server = await startTestServer({ policy: protocolFollower({ seed: 13, compacts: kind === 'auto' }), promptCaching: caching });
   const home = mkdtempSync(join(tmpdir(), 'workmem-bench-cache-'));
   try {
@@ -151,7 +156,11 @@ export async function cacheEconomics(turns: number): Promise<Row[]> {
       runs.push(
         [`workmem, phase 1 pinned${after}`, await workmemRun(turns, caching, 'phase1', position), true],
         [`workmem, auto (phase 1 → 2)${after}`, await workmemRun(turns, caching, 'auto', position), true],
-        [`workmem, phase 1 with compactions (${WINDOW / 1000}k window)${after}`, await workmemRun(turns, caching, 'compactions', position), true],
+        [
+          `workmem, phase 1 with compactions (${WINDOW / 1000}k window)${after}`,
+          await workmemRun(turns, caching, 'compactions', position),
+          true,
+        ],
       );
     }
     runs.push(
