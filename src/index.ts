@@ -28,7 +28,7 @@ export type { SessionEvent, SessionEventType, WorkmemEvent, TurnStatus, Compacti
 export type { ChatMessage, AssistantMessage, ToolCall } from './history/messages.js';
 export { ConfigError, resolveSettings } from './settings/config.js';
 export type { SettingsOverrides } from './settings/config.js';
-export type { TurnSettings, RetryPolicy } from './settings/settings.js';
+export type { TurnSettings, RetryPolicy, MemoryPosition } from './settings/settings.js';
 export type { HistoryMode, HistoryView, HistoryItem } from './history/historyView.js';
 export type { ReminderConfig, TrackerState, ReminderDue } from './memory/reminderTracker.js';
 export type { PromptTokens, BuiltPrompt } from './prompt/promptBuilder.js';
