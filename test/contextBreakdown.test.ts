@@ -12,7 +12,28 @@ import { scriptedModel } from '../src/llm/scriptedModel.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
 import { contextBreakdown, nextRequestEstimate, type BreakdownSources } from '../src/prompt/contextBreakdown.js';
 import { systemPrompt } from '../src/prompt/systemPrompt.js';
+import type { MemoryPosition } from '../src/settings/settings.js';
 import { collect, newSession, ofType, splitTail } from './helpers.js';
+
+type Session = Awaited<ReturnType<typeof newSession>>;
+
+/** The estimate of a session's first request, before it is sent (English, the default carry). */
+function firstEstimate(session: Session, memory: MemorySnapshot, memoryPosition?: MemoryPosition) {
+  return nextRequestEstimate({
+    systemPrompt: systemPrompt({ fallbackThreshold: 0.75, toolNames: session.tools.map((t) => t.name) }),
+    tools: session.tools.map((t) => t.spec),
+    memory,
+    history: session.history,
+    mode: session.state.mode,
+    turn: 1,
+    carry: { hybridRecent: 10, recentTurns: 3 },
+    calibration: 0,
+    window: session.model.contextWindow,
+    counter: session.counter,
+    language: 'en',
+    ...(memoryPosition ? { memoryPosition } : {}),
+  });
+}
 
 describe('context breakdown', () => {
   it('adds up to each prompt_built event, splits memory and tail as sent, and finds compaction notes', async () => {
@@ -27,19 +48,7 @@ describe('context breakdown', () => {
 
     // Before the first request: an estimate of the next one.
     const memory = await session.record.memory.snapshot();
-    const estimate = nextRequestEstimate({
-      systemPrompt: systemPrompt({ fallbackThreshold: 0.75, toolNames: session.tools.map((t) => t.name) }),
-      tools: session.tools.map((t) => t.spec),
-      memory,
-      history: session.history,
-      mode: session.state.mode,
-      turn: 1,
-      carry: { hybridRecent: 10, recentTurns: 3 },
-      calibration: 0,
-      window: session.model.contextWindow,
-      counter: session.counter,
-      language: 'en',
-    });
+    const estimate = firstEstimate(session, memory);
 
     const seen: { history: HistoryView; memory: MemorySnapshot }[] = [];
     session.on('prompt_built', () => seen.push({ history: session.history, memory: session.record.memory.lastSnapshot! }));
@@ -120,21 +129,7 @@ describe("context breakdown with memoryPosition 'after-history'", () => {
     mkdirSync(join(wm, 'detail'), { recursive: true });
     writeFileSync(join(wm, 'detail', 'roses.md'), '# Rose varieties\n\nDavid Austin, climbing roses.\n');
     const memory = await session.record.memory.snapshot();
-    const estimate = (position: 'before-history' | 'after-history') =>
-      nextRequestEstimate({
-        systemPrompt: systemPrompt({ fallbackThreshold: 0.75, toolNames: session.tools.map((t) => t.name) }),
-        tools: session.tools.map((t) => t.spec),
-        memory,
-        history: session.history,
-        mode: session.state.mode,
-        turn: 1,
-        carry: { hybridRecent: 10, recentTurns: 3 },
-        calibration: 0,
-        window: session.model.contextWindow,
-        counter: session.counter,
-        language: 'en',
-        memoryPosition: position,
-      });
+    const estimate = (position: MemoryPosition) => firstEstimate(session, memory, position);
     const [after, before] = [estimate('after-history'), estimate('before-history')];
     const seen: { history: HistoryView; memory: MemorySnapshot }[] = [];
     session.on('prompt_built', () => seen.push({ history: session.history, memory: session.record.memory.lastSnapshot! }));
