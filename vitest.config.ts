@@ -9,7 +9,14 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: ['test/pack.test.ts'], sequence: { groupOrder: 0 } },
+        test: {
+          name: 'unit',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/pack.test.ts'],
+          sequence: { groupOrder: 0 },
+          // One line for the run when the Postgres tests are skipped.
+          globalSetup: ['test/storage/postgresNotice.ts'],
+        },
       },
       // The pack test installs from the registry and spawns CLIs: it runs after every other file, alone.
       { extends: true, test: { name: 'pack', include: ['test/pack.test.ts'], sequence: { groupOrder: 1 } } },

@@ -9,7 +9,7 @@ import { cliStart, itemMemory, orchestrationOverhead, resume, SMOKE, throughput,
 import { median, p99, quantile, table, type Row } from './bench/harness.js';
 import { cacheEconomics } from './bench/cacheEconomics.js';
 import { PG_LOAD_SMOKE, postgresLoad } from './bench/postgresLoad.js';
-import { postgresBin } from './storage/postgresServer.js';
+import { postgresAvailable } from './storage/postgresServer.js';
 
 function wellFormed(rows: Row[]): void {
   expect(rows.length).toBeGreaterThan(0);
@@ -117,7 +117,7 @@ describe('benchmarks (smoke sizes)', () => {
     // A 12-turn session reuses its prefix: something is cached in phase 1, with either kind of caching.
     expect(shares.filter((r) => r.case.startsWith('workmem, phase 1 pinned')).every((r) => r.median! > 0)).toBe(true);
   }, 120_000);
-  it.skipIf(!process.env.WORKMEM_TEST_DATABASE_URL && !postgresBin())(
+  it.skipIf(!postgresAvailable())(
     'the Postgres load bench: N instances × M sessions, round trips counted, 100 vs 400 messages',
     async () => {
       const rows = await postgresLoad(PG_LOAD_SMOKE);

@@ -117,13 +117,18 @@ function safeReaddir(dir: string): string[] {
   }
 }
 
+/** Whether the tests have a PostgreSQL: one named by the environment, or one they can start. */
+export function postgresAvailable(): boolean {
+  return Boolean(process.env.WORKMEM_TEST_DATABASE_URL) || postgresBin() !== null;
+}
+
 /**
- * A file's PostgreSQL: started before its tests and stopped after them. `available` is
- * false (and one line says which tests are skipped) when there is no server to be had.
+ * A file's PostgreSQL (`what` names its tests in errors): started before its tests and
+ * stopped after them. `available` is false when there is no server to be had; the run's
+ * global setup (postgresNotice.ts) then says once that the Postgres tests are skipped.
  */
 export function usePostgres(what: string): { available: boolean; server: () => PostgresServer } {
-  const available = Boolean(process.env.WORKMEM_TEST_DATABASE_URL) || postgresBin() !== null;
-  if (!available) console.log(`PostgreSQL not found: the Postgres ${what} tests are skipped`);
+  const available = postgresAvailable();
   let server: PostgresServer | null = null;
   beforeAll(async () => {
     if (available) server = await testPostgres();
@@ -134,7 +139,7 @@ export function usePostgres(what: string): { available: boolean; server: () => P
   return {
     available,
     server: () => {
-      if (!server) throw new Error('no PostgreSQL for this test');
+      if (!server) throw new Error(`no PostgreSQL for the Postgres ${what} tests`);
       return server;
     },
   };

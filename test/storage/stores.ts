@@ -1,7 +1,7 @@
 /**
  * The stores the behaviour suite runs on (issue 15: one suite, parameterised by store):
  * the filesystem store always, PostgreSQL when test/storage/postgresServer.ts finds a
- * server (one line says the Postgres runs are skipped otherwise).
+ * server (otherwise the run says once that the Postgres tests are skipped).
  *
  *   describe.each(storesUnderTest('resume'))('$name store', (where) => {
  *     it('…', async () => { const session = await newSession({ llm, ...where.fresh() }); … });
