@@ -85,12 +85,17 @@ function scratchDir(prefix: string, memory = false): string {
  * hundred, the older ones are replaced by one compaction, as a long session's would be:
  * the log grows, the carried history stays within the window.
  */
-async function longSession(home: string, messages: number, counter: TokenCounter): Promise<string> {
-  const session = await createSession({ llm: zeroLatencyModel(), home, cwd: '/bench', env: {}, trace: false });
-  const { id, dir } = session;
-  await session.close();
+/** Where the long history's compaction says it archived the older turns (inside working-memory/). */
+export const LONG_HISTORY_ARCHIVE = 'detail/compact-bench.md';
+
+/**
+ * The log lines of a long history after seq `base`: `messages` questions and answers and,
+ * past a few hundred, one compaction replacing all but the last 200 (the caller writes
+ * LONG_HISTORY_ARCHIVE, which it names). One JSON text per entry.
+ */
+export function longHistoryEntries(messages: number, base: number, counter: TokenCounter): string[] {
   const lines: string[] = [];
-  let seq = 0;
+  let seq = base;
   const keep = 200;
   for (let i = 0; i < messages; i++) {
     const turn = Math.floor(i / 2) + 1;
@@ -101,10 +106,9 @@ async function longSession(home: string, messages: number, counter: TokenCounter
     lines.push(JSON.stringify({ seq: ++seq, ts: 1, type: 'message', turn, tokens: counter.message(message), message }));
   }
   if (messages > keep + 100) {
-    writeFileSync(join(dir, 'working-memory', 'detail', 'compact-bench.md'), '# Archived conversation\n');
     const note = {
       role: 'user' as const,
-      content: '[Earlier conversation compacted: turns 1-N were archived verbatim to working-memory/detail/compact-bench.md.]',
+      content: `[Earlier conversation compacted: turns 1-N were archived verbatim to working-memory/${LONG_HISTORY_ARCHIVE}.]`,
     };
     const count = messages - keep;
     lines.push(
@@ -116,14 +120,23 @@ async function longSession(home: string, messages: number, counter: TokenCounter
         reason: 'fallback',
         target: 'conversation',
         strategy: 'archive',
-        replaces: { from: 1, to: count, count },
+        replaces: { from: base + 1, to: base + count, count },
         note: { message: note, tokens: counter.message(note) },
-        files: ['working-memory/detail/compact-bench.md'],
+        files: [`working-memory/${LONG_HISTORY_ARCHIVE}`],
         tokensBefore: 0,
         tokensAfter: 0,
       }),
     );
   }
+  return lines;
+}
+
+async function longSession(home: string, messages: number, counter: TokenCounter): Promise<string> {
+  const session = await createSession({ llm: zeroLatencyModel(), home, cwd: '/bench', env: {}, trace: false });
+  const { id, dir } = session;
+  await session.close();
+  const lines = longHistoryEntries(messages, 0, counter);
+  if (lines.length > messages) writeFileSync(join(dir, 'working-memory', LONG_HISTORY_ARCHIVE), '# Archived conversation\n');
   appendFileSync(join(dir, 'messages.jsonl'), `${lines.join('\n')}\n`);
   return id;
 }

@@ -22,7 +22,7 @@ import type { SessionStore } from '../../src/storage/sessionStore.js';
 import { loadTokenCounter, type TokenCounter } from '../../src/tokens/tokens.js';
 import { observedPool } from '../storage/observedPool.js';
 import { testPostgres } from '../storage/postgresServer.js';
-import { zeroLatencyModel } from './benchmarks.js';
+import { LONG_HISTORY_ARCHIVE, longHistoryEntries, zeroLatencyModel } from './benchmarks.js';
 import { median, now, p99, type Row } from './harness.js';
 
 export interface PostgresLoadScale {
@@ -261,42 +261,11 @@ async function fillLog(
         .n,
     ),
   );
-  const bodies: string[] = [];
-  let seq = base;
-  const keep = 200;
-  for (let i = 0; i < messages; i++) {
-    const turn = Math.floor(i / 2) + 1;
-    const message =
-      i % 2 === 0
-        ? { role: 'user' as const, content: `Question ${turn}: what about topic ${turn % 50}, part ${turn}?` }
-        : { role: 'assistant' as const, content: `Answer ${turn}: topic ${turn % 50} is covered by section ${turn}.` };
-    bodies.push(JSON.stringify({ seq: ++seq, ts: 1, type: 'message', turn, tokens: counter.message(message), message }));
-  }
-  if (messages > keep + 100) {
+  const bodies = longHistoryEntries(messages, base, counter);
+  if (bodies.length > messages) {
     const storage = await store.open(id);
-    await storage.memory.write('detail/compact-bench.md', '# Archived conversation\n');
+    await storage.memory.write(LONG_HISTORY_ARCHIVE, '# Archived conversation\n');
     await storage.close();
-    const note = {
-      role: 'user' as const,
-      content: '[Earlier conversation compacted: turns 1-N were archived verbatim to working-memory/detail/compact-bench.md.]',
-    };
-    const count = messages - keep;
-    bodies.push(
-      JSON.stringify({
-        seq: ++seq,
-        ts: 1,
-        type: 'compaction',
-        turn: Math.floor(messages / 2),
-        reason: 'fallback',
-        target: 'conversation',
-        strategy: 'archive',
-        replaces: { from: base + 1, to: base + count, count },
-        note: { message: note, tokens: counter.message(note) },
-        files: ['working-memory/detail/compact-bench.md'],
-        tokensBefore: 0,
-        tokensAfter: 0,
-      }),
-    );
   }
   await withClient(url, (client) =>
     client.query(`INSERT INTO ${schema}.entries (session_id, seq, body) SELECT $1, s, b FROM unnest($2::bigint[], $3::text[]) AS t(s, b)`, [

@@ -15,6 +15,7 @@ import { openSession, type Session } from '../../src/session/index.js';
 import { postgresStore } from '../../src/storage/postgres/postgresStore.js';
 import type { SessionStorage } from '../../src/storage/sessionStore.js';
 import { SessionInUseError } from '../../src/storage/storeErrors.js';
+import { metaFor } from '../storage/sessionMetaFixture.js';
 
 const [url, schema, home] = process.argv.slice(2);
 const store = postgresStore({ connectionString: url!, schema: schema!, leaseMs: 5_000 });
@@ -41,23 +42,7 @@ for await (const line of createInterface({ input: process.stdin })) {
         command === 'open'
           ? await openSession(id!, { llm, home: home!, store, env: {}, trace: false })
           : await store.create({
-              meta: {
-                format: 1,
-                id: id!,
-                name: null,
-                title: null,
-                cwd: '/race',
-                createdAt: 1,
-                updatedAt: 1,
-                messageCount: 0,
-                turns: 0,
-                historyMode: 'phase1',
-                pinnedMode: null,
-                memoryWrites: 0,
-                calibration: 0,
-                model: null,
-                language: 'en',
-              },
+              meta: metaFor(id!, '/race', 1),
             });
       say('got');
     } catch (error) {

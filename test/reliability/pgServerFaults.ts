@@ -17,6 +17,7 @@ import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { createSession, type Session } from '../../src/session/index.js';
 import { postgresStore } from '../../src/storage/postgres/postgresStore.js';
+import { metaFor } from '../storage/sessionMetaFixture.js';
 import { historyProblems } from './checks.js';
 import { sha } from './hash.js';
 import { builtFile } from './built.js';
@@ -205,7 +206,7 @@ export async function raceCases(run: PgRun, trials: number): Promise<void> {
       const kind = kinds[t % kinds.length]!;
       const id = randomUUID();
       if (kind !== 'create it') {
-        const made = await (kind === 'open it (free)' ? store : gone).create({ meta: metaOf(id) });
+        const made = await (kind === 'open it (free)' ? store : gone).create({ meta: metaFor(id, '/race', 1) });
         if (kind === 'open it (free)') await made.close();
         else await sleep(320);
       }
@@ -242,22 +243,3 @@ export async function raceCases(run: PgRun, trials: number): Promise<void> {
   await dropSchema(run.server.url, schema);
 }
 
-function metaOf(id: string) {
-  return {
-    format: 1 as const,
-    id,
-    name: null,
-    title: null,
-    cwd: '/race',
-    createdAt: 1,
-    updatedAt: 1,
-    messageCount: 0,
-    turns: 0,
-    historyMode: 'phase1' as const,
-    pinnedMode: null,
-    memoryWrites: 0,
-    calibration: 0,
-    model: null,
-    language: 'en' as const,
-  };
-}

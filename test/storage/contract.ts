@@ -6,7 +6,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { SessionMeta } from '../../src/storage/sessionMeta.js';
+
+export { metaFor };
+import { metaFor } from './sessionMetaFixture.js';
 import type { SessionStorage, SessionStore } from '../../src/storage/sessionStore.js';
 import { PathRefusedError } from '../../src/storage/sandboxPath.js';
 import { LeaseLostError, SequenceConflictError, SessionInUseError, SessionNotFoundError } from '../../src/storage/storeErrors.js';
@@ -28,25 +30,6 @@ export interface ContractOptions {
   noFencing?: string;
 }
 
-export function metaFor(id: string, cwd = '/work/project', at = 1_700_000_000_000): SessionMeta {
-  return {
-    format: 1,
-    id,
-    name: null,
-    title: null,
-    cwd,
-    createdAt: at,
-    updatedAt: at,
-    messageCount: 0,
-    turns: 0,
-    historyMode: 'phase1',
-    pinnedMode: null,
-    memoryWrites: 0,
-    calibration: 0,
-    model: null,
-    language: 'en',
-  };
-}
 
 const user = (text: string) => ({ type: 'message' as const, turn: 1, tokens: 1, message: { role: 'user' as const, content: text } });
 
