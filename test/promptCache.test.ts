@@ -1,6 +1,6 @@
 /**
  * workmem/testing's prompt cache: the cached tokens a provider would report, per request,
- * for automatic (OpenAI: the longest shared prefix in 1,024-token blocks) and explicit
+ * for automatic (OpenAI: the longest shared prefix, from 1,024 tokens on, in 128-token increments) and explicit
  * (Anthropic: entries at cache_control breakpoints) caching; and the Responses API answered
  * with a clear, recorded 404.
  */
@@ -38,17 +38,27 @@ const turn = (n: number): ChatMessage[] => [
 ];
 
 describe('automatic prefix caching (OpenAI-style)', () => {
-  it('reports the longest prefix shared with an earlier request, in whole 1,024-token blocks', async () => {
+  it('reports the longest prefix shared with an earlier request, in 128-token increments', async () => {
     const server = await serve(() => ({ content: 'ok' }));
     const first: ChatMessage[] = [{ role: 'system', content: SYSTEM }, ...turn(1), { role: 'user', content: 'next' }];
     expect(cachedOf(await send(server, first))).toBe(0);
     const second: ChatMessage[] = [...first.slice(0, -1), ...turn(2), { role: 'user', content: 'next again' }];
     const cached = cachedOf(await send(server, second))!;
     // Shared: the system message and turn 1 (the next message is another user message; "next" is
-    // not a prefix of "Question 2"), rounded down to whole blocks.
-    expect(cached).toBe(Math.floor(through(second, 3) / 1024) * 1024);
+    // not a prefix of "Question 2"), rounded down to a multiple of 128.
+    expect(cached).toBe(Math.floor(through(second, 3) / 128) * 128);
     expect(cached).toBeGreaterThanOrEqual(2048);
     expect(server.requests[1]!.cachedTokens).toBe(cached);
+  });
+
+  it('another increment can be chosen, for a provider that caches in larger blocks', async () => {
+    const server = await serve(() => ({ content: 'ok' }), { promptCaching: { mode: 'automatic', granularity: 1024 } });
+    const first: ChatMessage[] = [{ role: 'system', content: SYSTEM }, ...turn(1), { role: 'user', content: 'next' }];
+    await send(server, first);
+    const second: ChatMessage[] = [...first.slice(0, -1), ...turn(2), { role: 'user', content: 'next again' }];
+    const cached = cachedOf(await send(server, second))!;
+    expect(cached).toBe(Math.floor(through(second, 3) / 1024) * 1024);
+    expect(cached % 1024).toBe(0);
   });
 
   it('a prefix under 1,024 tokens is not cached; another session shares nothing; off reports no details', async () => {

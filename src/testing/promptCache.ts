@@ -1,8 +1,8 @@
 /**
  * The test server's prompt cache: per request, how many of its leading tokens a provider
  * would have read from its cache, given the earlier requests of the same session.
- * `automatic` is OpenAI's kind: the longest prefix shared with any earlier request, in
- * whole blocks of `granularity` tokens, from `minTokens` on. `explicit` is Anthropic's:
+ * `automatic` is OpenAI's kind: the longest prefix shared with any earlier request, from
+ * `minTokens` (1,024) on, in increments of `granularity` (128) tokens, as OpenAI documents. `explicit` is Anthropic's:
  * entries are written at the request's breakpoints (`cache_control` on a message or a
  * content part), and a breakpoint reads the longest entry that ends at it or at one of
  * the 20 message boundaries before it. Counts are ours (gpt-tokenizer), like the usage.
@@ -16,7 +16,7 @@ export type PromptCaching = 'automatic' | 'explicit' | 'off';
 
 export interface PromptCacheOptions {
   mode: PromptCaching;
-  /** Automatic caching counts whole blocks of this many tokens (default 1024). */
+  /** Automatic caching counts in increments of this many tokens (default 128, OpenAI's). */
   granularity?: number;
   /** Shorter prefixes are never cached (default 1024, OpenAI's and Anthropic's minimum). */
   minTokens?: number;
@@ -38,7 +38,7 @@ export class PromptCache {
     private readonly counter: TokenCounter,
     private readonly options: PromptCacheOptions,
   ) {
-    this.granularity = Math.max(1, options.granularity ?? 1024);
+    this.granularity = Math.max(1, options.granularity ?? 128);
     this.minTokens = Math.max(0, options.minTokens ?? 1024);
   }
 

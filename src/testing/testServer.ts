@@ -44,7 +44,7 @@ export interface TestServerOptions {
   promptTokenScale?: number;
   /**
    * Prefix caching as providers do it, reported as `usage.prompt_tokens_details.cached_tokens`
-   * (default 'automatic': OpenAI's, 1,024-token blocks; 'explicit': Anthropic's, at
+   * (default 'automatic': OpenAI's, from 1,024 tokens in 128-token increments; 'explicit': Anthropic's, at
    * `cache_control` breakpoints; 'off'). A session is the body's `prompt_cache_key`, else
    * the `x-session-id` header, else the whole server.
    */
