@@ -22,9 +22,9 @@ import type { CompactionReason, SessionEvent, TokenUsage, TurnStatus } from '../
 import type { HistoryMode } from '../src/history/historyView.js';
 import { jitterOf, sumUsage, toTurnError, type TurnError } from '../src/llm/llm.js';
 import type { ToolCall } from '../src/history/messages.js';
-import { buildPrompt, promptBase, type BuiltPrompt } from '../src/prompt/promptBuilder.js';
+import { buildPrompt, promptBase, type BuiltPrompt, type PromptBase } from '../src/prompt/promptBuilder.js';
 import { checkRound, markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/reminderTracker.js';
-import { retryDelay } from '../src/settings/settings.js';
+import { memoryPlacement, retryDelay } from '../src/settings/settings.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 
@@ -86,6 +86,23 @@ function calibrationFrom(usage: LlmOutput['usage'], counted: number, previous: n
 function addUsage(sum: TokenUsage | null, usage: LlmOutput['usage']): TokenUsage | null {
   if (!usage) return sum;
   return sumUsage(sum, { input: usage.promptTokens, cached: usage.cachedPromptTokens ?? 0, output: usage.completionTokens });
+}
+
+/**
+ * The request's system message and memory block. A new memory version, other remembered
+ * items, a new day (the reminder's file name) or, with 'by-phase', another mode make a new one.
+ */
+function baseFor(context: TurnContext, memory: MemorySnapshot): PromptBase {
+  const placement = memoryPlacement(context.statics.settings.memoryPosition, context.mode);
+  const base = context.base;
+  if (
+    base?.memoryVersion === memory.version &&
+    base.relevant === (memory.relevant ?? '') &&
+    base.today === memory.today &&
+    (base.memoryPosition ?? 'before-history') === placement
+  )
+    return base;
+  return promptBase(context.statics.systemPrompt, memory, context.statics.tools, context.statics.counter, placement);
 }
 
 /**
@@ -206,19 +223,7 @@ export const turnMachine = setup({
           actions: [
             assign(({ context, event }) => ({
               memory: event.output,
-              base:
-                // A new memory version, other remembered items or a new day (the reminder's file name) make a new base.
-                context.base?.memoryVersion === event.output.version &&
-                context.base.relevant === (event.output.relevant ?? '') &&
-                context.base.today === event.output.today
-                  ? context.base
-                  : promptBase(
-                      context.statics.systemPrompt,
-                      event.output,
-                      context.statics.tools,
-                      context.statics.counter,
-                      context.statics.settings.memoryPosition,
-                    ),
+              base: baseFor(context, event.output),
             })),
             {
               type: 'report',

@@ -31,8 +31,10 @@ const SETTINGS: PolicySettings = {
   hybridRecent: 10,
   // The formulas below are worked out on phase 2's strict view (the active turn only).
   recentTurns: 0,
+  recentTurnsStep: 1,
   compaction: 'llm',
   keepRecentTurns: 3,
+  fallbackTarget: 'budget',
 };
 
 /** Turns of [user, assistant calling a tool, tool output, assistant answer], each message `tokens` tokens. */
@@ -103,6 +105,19 @@ describe('compaction policy', () => {
     expect(carriedRange(input(view, { mode: 'phase2', settings: { recentTurns: 2 } }))).toEqual([8, 20]);
   });
 
+  it("with recentTurnsStep k, phase 2's window keeps its start k turns in a row, carrying recentTurns to recentTurns + k - 1 earlier turns", () => {
+    const view = history(12, 100); // 4 messages a turn: turn t starts at 4 (t - 1)
+    const startOf = (turn: number, step: number) =>
+      carriedRange(input(view, { mode: 'phase2', turn, settings: { recentTurns: 2, recentTurnsStep: step } }))[0] / 4 + 1;
+    // Step 1 (the default) slides every turn: two earlier turns each time.
+    expect([5, 6, 7, 8, 9].map((t) => startOf(t, 1))).toEqual([3, 4, 5, 6, 7]);
+    // Step 3: turns 4–6 start at turn 2, turns 7–9 at turn 5, turns 10–12 at turn 8.
+    expect([4, 5, 6, 7, 8, 9, 10, 11, 12].map((t) => startOf(t, 3))).toEqual([2, 2, 2, 5, 5, 5, 8, 8, 8]);
+    // Never before the first turn, and the active turn is always carried.
+    expect(startOf(2, 3)).toBe(1);
+    expect(carriedRange(input(view, { mode: 'phase2', turn: 12, settings: { recentTurns: 0, recentTurnsStep: 3 } }))[1]).toBe(view.length);
+  });
+
   it('fires the fallback when the request shows the threshold, not one percent below, and once per request', () => {
     expect(thresholdPercent({ fallbackThreshold: 0.75 })).toBe(75);
     expect(thresholdPercent({ fallbackThreshold: 0.7 })).toBe(70); // not 70.00000000000001
@@ -129,6 +144,24 @@ describe('compaction policy', () => {
     const at = history(61, 25);
     expect(beyondHorizon(input(at, { mode: 'phase2' }))).toBe(true);
     expect(beyondHorizon(input(at, { mode: 'phase2', calibration: -1 }))).toBe(false);
+  });
+
+  it("with fallbackTarget 'recent-turns' the fallback keeps no more than the last keepRecentTurns turns and a note", () => {
+    const view = history(61, 25); // 100 tokens a turn
+    const recent = compactionBudget(input(view, { settings: { fallbackTarget: 'recent-turns' } }), 'fallback');
+    // The active turn (61) and 3 before it, and the note that stands for the rest.
+    expect(recent.budget).toBe(4 * 100 + 80);
+    expect(recent.budget).toBeLessThan(compactionBudget(input(view), 'fallback').budget);
+    // Where 2/3 of the threshold is less than that, the smaller budget wins, as before.
+    const heavy = { ...BASE, tokens: 4_500 };
+    expect(compactionBudget(input(view, { base: heavy, settings: { fallbackTarget: 'recent-turns' } }), 'fallback').budget).toBe(
+      compactionBudget(input(view, { base: heavy }), 'fallback').budget,
+    );
+    // Only the fallback: an overflow and the horizon budget as before.
+    for (const reason of ['overflow', 'horizon'] as const)
+      expect(compactionBudget(input(view, { mode: 'phase2', settings: { fallbackTarget: 'recent-turns' } }), reason)).toEqual(
+        compactionBudget(input(view, { mode: 'phase2' }), reason),
+      );
   });
 
   it('compacts the fallback to 2/3 of the threshold, less everything that is not history', () => {

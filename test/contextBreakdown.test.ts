@@ -161,6 +161,11 @@ describe("context breakdown with memoryPosition 'after-history'", () => {
       expect(tokens.detail_index).toBe(
         session.counter.text(last.slice(last.indexOf('<detail_index>'), last.indexOf('</detail_index>') + '</detail_index>'.length)),
       );
+      // 'by-phase' reads a phase 1 request as 'after-history', a phase 2 one as 'before-history'.
+      const byPhase = (mode: string) =>
+        contextBreakdown({ request: { ...event, mode }, ...seen[i]!, reminder: null, ...common, memoryPosition: 'by-phase' } as BreakdownSources);
+      expect(byPhase('phase1')).toEqual(b);
+      expect(byPhase('phase2').groups.map((g) => g.key)).toEqual(['system', 'memory', 'detail_index', 'history', 'tail']);
     }
     await session.close();
   });

@@ -1,7 +1,8 @@
 /**
  * The memoryPosition setting (docs/design.md §4): where a request carries the working
- * memory. 'before-history' (the default, the spec's order) or 'after-history'; set by an
- * embedder, WM_MEMORY_POSITION, or the CLI's flag and config.json.
+ * memory. 'before-history' (the default, the spec's order), 'after-history', or 'by-phase'
+ * (after the history in phase 1, before it otherwise); set by an embedder, WM_MEMORY_POSITION,
+ * or the CLI's flag and config.json.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,7 @@ describe('the memoryPosition setting', () => {
     expect(resolveSettings(model, { memoryPosition: 'after-history' }, {}).turn.memoryPosition).toBe('after-history');
     expect(resolveSettings(model, {}, { WM_MEMORY_POSITION: 'after-history' }).turn.memoryPosition).toBe('after-history');
     expect(resolveSettings(model, {}, { WM_MEMORY_POSITION: ' ' }).turn.memoryPosition).toBe('before-history');
+    expect(resolveSettings(model, {}, { WM_MEMORY_POSITION: 'by-phase' }).turn.memoryPosition).toBe('by-phase');
     expect(resolveSettings(model, { memoryPosition: 'before-history' }, { WM_MEMORY_POSITION: 'after-history' }).turn.memoryPosition).toBe(
       'before-history',
     );
@@ -33,7 +35,7 @@ describe('the memoryPosition setting', () => {
     expect(() => resolveSettings(model, { memoryPosition: 'last' as never }, {})).toThrow(ConfigError);
     expect(() => resolveSettings(model, { memoryPosition: 'last' as never }, {})).toThrow(/setting memoryPosition="last" is invalid/);
     expect(() => resolveSettings(model, {}, { WM_MEMORY_POSITION: 'after' })).toThrow(
-      /WM_MEMORY_POSITION="after" is invalid: expected before-history or after-history/,
+      /WM_MEMORY_POSITION="after" is invalid: expected one of before-history, after-history, by-phase/,
     );
   });
 
@@ -47,6 +49,7 @@ describe('the memoryPosition setting', () => {
       expect(
         settingsOf(loadConfig({ home, 'memory-position': 'after-history' }, { WM_MEMORY_POSITION: 'before-history' })).memoryPosition,
       ).toBe('after-history');
+      expect(settingsOf(loadConfig({ home, 'memory-position': 'by-phase' }, {})).memoryPosition).toBe('by-phase');
       expect(() => loadConfig({ home, 'memory-position': 'middle' }, {})).toThrow(/--memory-position = "middle" is invalid/);
       writeFileSync(join(home, 'config.json'), JSON.stringify({ memoryPosition: 'top' }));
       expect(() => loadConfig({ home }, {})).toThrow(/config\.json: memoryPosition = "top" is invalid/);
@@ -81,5 +84,36 @@ describe("workmem/testing's protocol follower reads the memory in either positio
     expect(before.writes).toBeGreaterThan(0);
     expect(before.overview).toContain('V7');
     expect(after).toEqual(before);
+  });
+});
+
+describe("'by-phase': the memory after the long history of phase 1, before the few messages of phase 2", () => {
+  it('moves the notebook into the system message when the session switches to phase 2, and keeps each request to one notebook', async () => {
+    const server = await serve(protocolFollower({ seed: 3 }));
+    const session = await newSession({
+      llm: openaiChat({ baseURL: server.baseURL, apiKey: 'test', model: 'workmem-test', env: {} }),
+      settings: { memoryPosition: 'by-phase' },
+    });
+    const events = collect(session);
+    for (let t = 1; t <= 12; t++) await session.prompt(t % 3 === 1 ? `My fact ${t} is V${t * 7}.` : `Tell me about topic ${t}.`);
+    await session.close();
+    const modes = ofType(events, 'prompt_built').map((e) => e.mode);
+    expect(modes).toContain('phase1');
+    expect(modes).toContain('phase2');
+    expect(server.requests).toHaveLength(modes.length);
+    server.requests.forEach((request, i) => {
+      const messages = request.body.messages;
+      const system = String(messages[0]!.content);
+      const last = String(messages.at(-1)!.content ?? '');
+      const notebooks = JSON.stringify(messages).split('<working_memory file=').length - 1;
+      expect(notebooks, `request ${i}`).toBe(1);
+      if (modes[i] === 'phase1') {
+        expect(system, `request ${i}`).not.toContain('<working_memory file=');
+        expect(last.startsWith('<working_memory'), `request ${i}`).toBe(true);
+      } else {
+        expect(system, `request ${i}`).toContain('<working_memory file=');
+        expect(last, `request ${i}`).not.toContain('<working_memory file=');
+      }
+    });
   });
 });

@@ -159,7 +159,7 @@ export function renderContext(box, caption, view) {
       'Working memory',
       memoryTokens,
       part({ message: memoryAt, role: memoryAt ? 'memory' : 'system', label: 'working-memory/overview.md', tokens: memoryTokens, text: system.memory }),
-      memoryAt ? el('p', { class: 'muted' }, 'sent after the history, before the last message (memoryPosition after-history)') : '',
+      memoryAt ? el('p', { class: 'muted' }, 'sent after the history, before the last message (memoryPosition after-history or by-phase)') : '',
     ),
     group(
       'index',

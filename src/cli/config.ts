@@ -10,8 +10,10 @@ import {
   ConfigError,
   MAX_RECENT_TURNS,
   definedOnly,
+  fallbackTargetFromEnv,
   memoryPositionFromEnv,
   recentTurnsFromEnv,
+  recentTurnsStepFromEnv,
   reminderFromEnv,
   type SettingsOverrides,
 } from '../settings/config.js';
@@ -19,7 +21,7 @@ import { redactor, type Redact } from '../secrets/redact.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import type { SessionStore } from '../storage/sessionStore.js';
 import { databaseOf, storeOf, type DatabaseChoice } from './databaseStore.js';
-import { MEMORY_POSITIONS } from '../settings/settings.js';
+import { FALLBACK_TARGETS, MEMORY_POSITIONS } from '../settings/settings.js';
 
 const int = z.number().int().positive();
 const Shape = {
@@ -37,7 +39,9 @@ const Shape = {
   fallbackThreshold: z.number().gt(0.05).lt(1),
   hybridRecent: int,
   recentTurns: z.number().int().min(0).max(MAX_RECENT_TURNS),
+  recentTurnsStep: z.number().int().min(1).max(MAX_RECENT_TURNS),
   keepRecentTurns: z.number().int().min(0),
+  fallbackTarget: z.enum(FALLBACK_TARGETS),
   memoryPosition: z.enum(MEMORY_POSITIONS),
   instructions: z.string(),
   reminder: z
@@ -79,9 +83,11 @@ export const FLAG_KEYS: Record<string, keyof FileConfig> = {
   language: 'language',
   compaction: 'compaction',
   'recent-turns': 'recentTurns',
+  'recent-turns-step': 'recentTurnsStep',
+  'fallback-target': 'fallbackTarget',
   'memory-position': 'memoryPosition',
 };
-const NUMERIC = new Set<keyof FileConfig>(['contextWindow', 'maxOutputTokens', 'recentTurns']);
+const NUMERIC = new Set<keyof FileConfig>(['contextWindow', 'maxOutputTokens', 'recentTurns', 'recentTurnsStep']);
 
 export function loadConfig(flags: Record<string, unknown>, env: NodeJS.ProcessEnv): CliConfig {
   const home = (typeof flags.home === 'string' && flags.home) || defaultHome(env);
@@ -89,10 +95,14 @@ export function loadConfig(flags: Record<string, unknown>, env: NodeJS.ProcessEn
   const mask: Redact = (text) => redactor(secrets)(text);
   const file = readConfigFile(join(home, 'config.json'), secrets, mask);
   const recentTurns = recentTurnsFromEnv(env);
+  const recentTurnsStep = recentTurnsStepFromEnv(env);
+  const fallbackTarget = fallbackTargetFromEnv(env);
   const memoryPosition = memoryPositionFromEnv(env);
   const fromEnv = check(
     {
       ...(recentTurns !== undefined ? { recentTurns } : {}),
+      ...(recentTurnsStep !== undefined ? { recentTurnsStep } : {}),
+      ...(fallbackTarget !== undefined ? { fallbackTarget } : {}),
       ...(memoryPosition !== undefined ? { memoryPosition } : {}),
       ...(env.WORKMEM_MODEL?.trim() ? { model: env.WORKMEM_MODEL.trim() } : {}),
       ...(env.OPENAI_BASE_URL?.trim() ? { baseURL: env.OPENAI_BASE_URL.trim() } : {}),
@@ -180,7 +190,9 @@ export function settingsOf(config: CliConfig): SettingsOverrides {
     fallbackThreshold: config.fallbackThreshold,
     hybridRecent: config.hybridRecent,
     recentTurns: config.recentTurns,
+    recentTurnsStep: config.recentTurnsStep,
     keepRecentTurns: config.keepRecentTurns,
+    fallbackTarget: config.fallbackTarget,
     memoryPosition: config.memoryPosition,
     reminder: config.reminder,
   });

@@ -24,6 +24,8 @@ const MODEL_OPTIONS: Options = {
   compaction: { type: 'string' },
   'recent-turns': { type: 'string' },
   'memory-position': { type: 'string' },
+  'recent-turns-step': { type: 'string' },
+  'fallback-target': { type: 'string' },
   'database-url': { type: 'string' },
 };
 const SESSION_OPTIONS: Options = {
@@ -55,9 +57,18 @@ const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
   --compaction <llm|auto>     who compacts: the model (default) or the system
   --recent-turns <n>          whole turns phase 2 keeps before the active one
                               (env WM_RECENT_TURNS; default 3; 0: the active turn only)
-  --memory-position <before-history|after-history>
+  --recent-turns-step <k>     phase 2's window keeps its start k turns in a row,
+                              so they share a cached prefix (env
+                              WM_RECENT_TURNS_STEP; default 1: moves every turn)
+  --fallback-target <budget|recent-turns>
+                              how far the system's compaction at 75 % goes: to
+                              2/3 of the threshold (default), or all but the last
+                              turns it keeps (env WM_FALLBACK_TARGET)
+  --memory-position <before-history|after-history|by-phase>
                               where requests carry the working memory (env
-                              WM_MEMORY_POSITION; default before-history)
+                              WM_MEMORY_POSITION; default before-history;
+                              by-phase: after the history in phase 1, before it
+                              in phase 2 and hybrid)
   --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
 ${DATABASE_HELP}
   --debug                     show stack traces`;

@@ -17,7 +17,7 @@ const MIN_STUB_TOKENS = 60;
 /** Turns holding fewer tokens than this are not worth a note (it would be longer). */
 const MIN_ARCHIVE_TOKENS = 150;
 /** What planForBudget expects a note and a stub to cost. */
-const NOTE_TOKENS = 80;
+export const NOTE_TOKENS = 80;
 const STUB_TOKENS = 40;
 
 export interface CompactionPlan {

@@ -2,7 +2,8 @@
  * When the system compacts before a request, and how far: the decisions the turn machine
  * takes in its guards and in the compactor's input, as pure functions of plain inputs.
  * - fallback: the percentage the request shows the model in <context_meta> reaches the
- *   threshold; compact to 2/3 of it.
+ *   threshold; compact to 2/3 of it, or with fallbackTarget 'recent-turns' to the last
+ *   keepRecentTurns turns.
  * - overflow: the server refused the request; compact to 1/2 of it, and at least halve
  *   the history (our count was off).
  * - horizon: outside phase 1 the history is not sent, yet it is what phase 1 would send;
@@ -16,7 +17,7 @@ import type { CompactionReason } from '../events.js';
 import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from '../history/historyView.js';
 import { estimateWithoutTail, type BuiltPrompt, type PromptBase } from '../prompt/promptBuilder.js';
 import type { TurnSettings } from '../settings/settings.js';
-import { autoTier, isEmptyPlan, planForTier, type CompactionTarget } from './plan.js';
+import { autoTier, isEmptyPlan, NOTE_TOKENS, planForTier, type CompactionTarget } from './plan.js';
 
 /** Tool outputs the auto policy leaves as they are. */
 export const AUTO_KEEP_TOOL_OUTPUTS = 5;
@@ -30,7 +31,10 @@ export const TAIL_ALLOWANCE = 400;
 export const FALLBACK_TARGET_SHARE = 2 / 3;
 export const OVERFLOW_TARGET_SHARE = 0.5;
 
-export type PolicySettings = Pick<TurnSettings, 'contextWindow' | 'fallbackThreshold' | 'hybridRecent' | 'recentTurns' | 'compaction' | 'keepRecentTurns'>;
+export type PolicySettings = Pick<
+  TurnSettings,
+  'contextWindow' | 'fallbackThreshold' | 'hybridRecent' | 'recentTurns' | 'recentTurnsStep' | 'compaction' | 'keepRecentTurns' | 'fallbackTarget'
+>;
 
 /**
  * What the policy reads of a turn between two requests. The turn machine's context has
@@ -132,6 +136,11 @@ export function compactionBudget(input: PolicyInput, reason: CompactionReason): 
   let budget = Math.max(0, Math.floor(thresholdTokens(input.statics.settings) * share) - fixedTokens - 1);
   // The server refused what we counted as fitting: our count is off, so at least halve the history.
   if (overflow) budget = Math.min(budget, Math.floor(tokensBetween(input.history, range[0], range[1]) / 2));
+  // 'recent-turns': no more than the last keepRecentTurns turns and the note that replaces the rest.
+  if (reason === 'fallback' && input.statics.settings.fallbackTarget === 'recent-turns') {
+    const keep = injectedRange(input.history, 'phase2', input.turn, { hybridRecent: 1, recentTurns: input.statics.settings.keepRecentTurns })[0];
+    budget = Math.min(budget, tokensBetween(input.history, Math.max(range[0], keep), range[1]) + NOTE_TOKENS);
+  }
   return { range, budget, fixedTokens };
 }
 

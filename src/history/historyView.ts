@@ -75,6 +75,8 @@ export interface CarrySettings {
   readonly hybridRecent: number;
   /** Complete turns carried before the active one in phase 2 (0: the active turn only). */
   readonly recentTurns: number;
+  /** Turns phase 2's window keeps its start for (absent: 1, it moves every turn). */
+  readonly recentTurnsStep?: number;
 }
 
 /**
@@ -89,8 +91,11 @@ export function injectedRange(view: HistoryView, mode: HistoryMode, turn: number
   if (mode === 'phase1') return [0, end];
   let start = turnStartIndex(view, turn);
   if (mode === 'phase2') {
+    // With a step of k the window starts at the same turn k turns in a row (carrying up to
+    // k - 1 turns more), so those requests share their prefix for the provider's cache.
+    const earlier = carry.recentTurns + ((turn - 1) % Math.max(1, carry.recentTurnsStep ?? 1));
     // Whole earlier turns, by their number: a turn's items are contiguous in the view.
-    for (let taken = 0; taken < carry.recentTurns && start > 0; taken++) start = turnStartIndex(view, view.items[start - 1]!.turn);
+    for (let taken = 0; taken < earlier && start > 0; taken++) start = turnStartIndex(view, view.items[start - 1]!.turn);
   } else {
     start = Math.min(start, Math.max(0, end - carry.hybridRecent));
   }

@@ -15,7 +15,7 @@ import { injectedRange, tokensBetween, type CarrySettings, type HistoryView } fr
 import type { MemorySnapshot } from '../memory/memoryRules.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { TokenCounter } from '../tokens/tokens.js';
-import type { MemoryPosition } from '../settings/settings.js';
+import { memoryPlacement, type MemoryPosition } from '../settings/settings.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { NOTE_PREFIX, STUB_PREFIX } from '../compaction/plan.js';
 import { memoryBlock, percentOf, promptBase } from './promptBuilder.js';
@@ -139,7 +139,7 @@ export function contextBreakdown(src: BreakdownSources): ContextBreakdown {
 
   const range = sent === 0 ? 'no messages' : `messages ${from + 1}–${to} of ${Math.max(to, history.length)}`;
   const turnSpan = turns.length ? ` (turns ${spanOf(turns)})` : '';
-  const after = src.memoryPosition === 'after-history';
+  const after = memoryPlacement(src.memoryPosition, request.mode) === 'after-history';
   const notebook = [
     group(
       'memory',
@@ -199,7 +199,7 @@ export function nextRequestEstimate(src: {
   language: MemoryLanguage;
   memoryPosition?: MemoryPosition;
 }): BuiltRequest {
-  const base = promptBase(src.systemPrompt, src.memory, src.tools, src.counter, src.memoryPosition);
+  const base = promptBase(src.systemPrompt, src.memory, src.tools, src.counter, memoryPlacement(src.memoryPosition, src.mode));
   const range = src.history.length ? injectedRange(src.history, src.mode, src.turn, src.carry) : ([0, 0] as [number, number]);
   const history = tokensBetween(src.history, range[0], range[1]);
   const withoutTail = base.tokens + history;

@@ -8,7 +8,7 @@
  * (when the memory changes) and the tailed last message are counted here.
  */
 import type { ChatMessage, PromptTokens } from '../events.js';
-import type { MemoryPosition } from '../settings/settings.js';
+import type { MemoryPlacement } from '../settings/settings.js';
 import { withSuffix } from '../history/messages.js';
 import { itemAt, messagesBetween, tokensBetween, type HistoryView } from '../history/historyView.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
@@ -25,7 +25,7 @@ import { byteSize as formatBytes } from '../format/byteSize.js';
 export interface PromptBase {
   memoryVersion: number;
   /** Where the memory block goes; absent: 'before-history'. */
-  memoryPosition?: MemoryPosition;
+  memoryPosition?: MemoryPlacement;
   /**
    * After the history: the memory block and its separator, put before the last message's
    * text (a message of its own there would split a tool call from its result).
@@ -66,7 +66,7 @@ export function promptBase(
   memory: MemorySnapshot,
   tools: readonly ToolSpec[],
   counter: TokenCounter,
-  position: MemoryPosition = 'before-history',
+  position: MemoryPlacement = 'before-history',
 ): PromptBase {
   const block = memoryBlock(memory);
   const common = {

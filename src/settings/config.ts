@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { HistoryMode } from '../history/historyView.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { ReminderConfig } from '../memory/reminderTracker.js';
-import { defaultTurnSettings, MEMORY_POSITIONS, type MemoryPosition, type RetryPolicy, type TurnSettings } from './settings.js';
+import { defaultTurnSettings, FALLBACK_TARGETS, MEMORY_POSITIONS, type FallbackTarget, type MemoryPosition, type RetryPolicy, type TurnSettings } from './settings.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -21,7 +21,11 @@ export interface SettingsOverrides {
   hybridRecent?: number;
   /** Complete turns phase 2 carries before the active one (default 3; 0: the active turn only). */
   recentTurns?: number;
+  /** Turns phase 2's window keeps its start for (default 1: it moves every turn). */
+  recentTurnsStep?: number;
   keepRecentTurns?: number;
+  /** How far the fallback compacts (default 'budget'; 'recent-turns': all but keepRecentTurns). */
+  fallbackTarget?: FallbackTarget;
   /** Where a request carries the working memory (default 'before-history', the spec's order). */
   memoryPosition?: MemoryPosition;
   language?: MemoryLanguage;
@@ -56,7 +60,9 @@ const OverridesSchema = z
       .optional(),
     hybridRecent: int(1).optional(),
     recentTurns: int(0, MAX_RECENT_TURNS).optional(),
+    recentTurnsStep: int(1, MAX_RECENT_TURNS).optional(),
     keepRecentTurns: int(0).optional(),
+    fallbackTarget: z.enum(FALLBACK_TARGETS).optional(),
     memoryPosition: z.enum(MEMORY_POSITIONS).optional(),
     language: z.enum(['en', 'zh']).optional(),
     retry: z
@@ -102,25 +108,45 @@ export function reminderFromEnv(env: NodeJS.ProcessEnv): Partial<ReminderConfig>
   return out;
 }
 
-/** WM_RECENT_TURNS → phase 2's recent turns (docs/design.md §2.6); unset or empty: undefined. */
-export function recentTurnsFromEnv(env: NodeJS.ProcessEnv): number | undefined {
-  const raw = env.WM_RECENT_TURNS?.trim();
+/** A whole number from WM_<name> within [min, max]; unset or empty: undefined. */
+function wholeFromEnv(env: NodeJS.ProcessEnv, name: string, min: number, max: number): number | undefined {
+  const raw = env[name]?.trim();
   if (!raw) return undefined;
   const value = Number(raw);
-  if (!/^\d+$/.test(raw) || value > MAX_RECENT_TURNS) {
-    throw new ConfigError(`WM_RECENT_TURNS=${JSON.stringify(env.WM_RECENT_TURNS)} is invalid: expected a whole number from 0 to ${MAX_RECENT_TURNS}`);
+  if (!/^\d+$/.test(raw) || value < min || value > max) {
+    throw new ConfigError(`${name}=${JSON.stringify(env[name])} is invalid: expected a whole number from ${min} to ${max}`);
   }
   return value;
 }
 
-/** WM_MEMORY_POSITION → where a request carries the memory (docs/design.md §4); unset or empty: undefined. */
-export function memoryPositionFromEnv(env: NodeJS.ProcessEnv): MemoryPosition | undefined {
-  const raw = env.WM_MEMORY_POSITION?.trim();
+/** One of `values` from WM_<name>; unset or empty: undefined. */
+function choiceFromEnv<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[]): T | undefined {
+  const raw = env[name]?.trim();
   if (!raw) return undefined;
-  if (!(MEMORY_POSITIONS as readonly string[]).includes(raw)) {
-    throw new ConfigError(`WM_MEMORY_POSITION=${JSON.stringify(env.WM_MEMORY_POSITION)} is invalid: expected ${MEMORY_POSITIONS.join(' or ')}`);
+  if (!(values as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name}=${JSON.stringify(env[name])} is invalid: expected one of ${values.join(', ')}`);
   }
-  return raw as MemoryPosition;
+  return raw as T;
+}
+
+/** WM_RECENT_TURNS → phase 2's recent turns (docs/design.md §2.6). */
+export function recentTurnsFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  return wholeFromEnv(env, 'WM_RECENT_TURNS', 0, MAX_RECENT_TURNS);
+}
+
+/** WM_RECENT_TURNS_STEP → how many turns phase 2's window keeps its start for. */
+export function recentTurnsStepFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  return wholeFromEnv(env, 'WM_RECENT_TURNS_STEP', 1, MAX_RECENT_TURNS);
+}
+
+/** WM_FALLBACK_TARGET → how far the fallback compacts (docs/design.md §2.5). */
+export function fallbackTargetFromEnv(env: NodeJS.ProcessEnv): FallbackTarget | undefined {
+  return choiceFromEnv(env, 'WM_FALLBACK_TARGET', FALLBACK_TARGETS);
+}
+
+/** WM_MEMORY_POSITION → where a request carries the memory (docs/design.md §4). */
+export function memoryPositionFromEnv(env: NodeJS.ProcessEnv): MemoryPosition | undefined {
+  return choiceFromEnv(env, 'WM_MEMORY_POSITION', MEMORY_POSITIONS);
 }
 
 export interface ResolvedSettings {
@@ -155,7 +181,9 @@ export function resolveSettings(
       fallbackThreshold: o.fallbackThreshold,
       hybridRecent: o.hybridRecent,
       recentTurns: o.recentTurns ?? recentTurnsFromEnv(env),
+      recentTurnsStep: o.recentTurnsStep ?? recentTurnsStepFromEnv(env),
       keepRecentTurns: o.keepRecentTurns,
+      fallbackTarget: o.fallbackTarget ?? fallbackTargetFromEnv(env),
       memoryPosition: o.memoryPosition ?? memoryPositionFromEnv(env),
       language: o.language,
       maxRequestsPerTurn: o.maxRequestsPerTurn,

@@ -2,6 +2,7 @@
  * The resolved numbers a turn runs with. Built by config.ts from flags, env, the config
  * file and the model; the machines only read them.
  */
+import type { HistoryMode } from '../events.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import { DEFAULT_OUTPUT_LIMITS, type OutputLimits } from '../tools/toolOutputCap.js';
 import { DEFAULT_REMINDER_CONFIG, type ReminderConfig } from '../memory/reminderTracker.js';
@@ -15,10 +16,23 @@ export interface RetryPolicy {
 /**
  * Where a request carries the working memory: in the system message, before the history
  * (the spec's order, docs/design.md §4), or after the history, before the last message, so
- * that a memory write leaves the history's cached prefix intact.
+ * that a memory write leaves the history's cached prefix intact. 'by-phase' chooses per
+ * request: after the long history of phase 1, before the few messages of phase 2 and hybrid,
+ * where a memory kept in front is the part that stays cached.
  */
-export type MemoryPosition = 'before-history' | 'after-history';
-export const MEMORY_POSITIONS = ['before-history', 'after-history'] as const satisfies readonly MemoryPosition[];
+export type MemoryPosition = 'before-history' | 'after-history' | 'by-phase';
+export const MEMORY_POSITIONS = ['before-history', 'after-history', 'by-phase'] as const satisfies readonly MemoryPosition[];
+
+export type FallbackTarget = 'budget' | 'recent-turns';
+export const FALLBACK_TARGETS = ['budget', 'recent-turns'] as const satisfies readonly FallbackTarget[];
+
+/** Where one request puts the memory. */
+export type MemoryPlacement = Exclude<MemoryPosition, 'by-phase'>;
+
+export function memoryPlacement(position: MemoryPosition | undefined, mode: HistoryMode): MemoryPlacement {
+  if (position === 'by-phase') return mode === 'phase1' ? 'after-history' : 'before-history';
+  return position ?? 'before-history';
+}
 
 export interface TurnSettings {
   contextWindow: number;
@@ -31,8 +45,20 @@ export interface TurnSettings {
   hybridRecent: number;
   /** Complete turns carried before the active one in phase 2; 0 carries the active turn only. */
   recentTurns: number;
+  /**
+   * Turns phase 2's window keeps its start for (default 1: it moves every turn). With k, a
+   * request carries recentTurns to recentTurns + k - 1 earlier turns, and k turns in a row
+   * send the same messages after the memory, which a provider's cache then serves.
+   */
+  recentTurnsStep: number;
   /** Whole turns the fallback compaction always keeps. */
   keepRecentTurns: number;
+  /**
+   * How far the fallback compacts: 'budget' (default) archives the fewest oldest turns that
+   * bring the request to 2/3 of the threshold; 'recent-turns' archives all but the last
+   * keepRecentTurns, so less is re-sent uncached after it and the next one comes later.
+   */
+  fallbackTarget: FallbackTarget;
   /** Where the working memory goes in a request (default 'before-history'). */
   memoryPosition: MemoryPosition;
   language: MemoryLanguage;
@@ -61,7 +87,9 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
     reminder: DEFAULT_REMINDER_CONFIG,
     hybridRecent: 10,
     recentTurns: 3,
+    recentTurnsStep: 1,
     keepRecentTurns: 3,
+    fallbackTarget: 'budget',
     memoryPosition: 'before-history',
     language: 'en',
     retry: DEFAULT_RETRY,

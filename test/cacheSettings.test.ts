@@ -1,0 +1,144 @@
+/**
+ * The settings that trade a few more tokens for a warmer prompt cache (issue 16):
+ * recentTurnsStep (phase 2's window keeps its start k turns in a row) and fallbackTarget
+ * (how far the system's compaction at 75 % goes). Set by an embedder, WM_*, or the CLI's
+ * flags and config.json; checked through sessions against the test server's prompt cache.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, resolveSettings } from '../src/settings/config.js';
+import { loadConfig, settingsOf } from '../src/cli/config.js';
+import { openaiChat } from '../src/llm/openaiChat.js';
+import { scriptedModel } from '../src/llm/scriptedModel.js';
+import type { ChatMessage } from '../src/history/messages.js';
+import { collect, newSession, ofType, testServers } from './helpers.js';
+
+const serve = testServers();
+const model = { contextWindow: 8000, maxOutputTokens: 1000 };
+
+describe('recentTurnsStep and fallbackTarget as settings', () => {
+  it('default to 1 and budget; an embedder or WM_* set them, the embedder first; anything else is refused with the name and value', () => {
+    const turn = (o: object, env: NodeJS.ProcessEnv = {}) => resolveSettings(model, o, env).turn;
+    expect(turn({})).toMatchObject({ recentTurnsStep: 1, fallbackTarget: 'budget' });
+    expect(turn({ recentTurnsStep: 4, fallbackTarget: 'recent-turns' })).toMatchObject({
+      recentTurnsStep: 4,
+      fallbackTarget: 'recent-turns',
+    });
+    expect(turn({}, { WM_RECENT_TURNS_STEP: '3', WM_FALLBACK_TARGET: 'recent-turns' })).toMatchObject({
+      recentTurnsStep: 3,
+      fallbackTarget: 'recent-turns',
+    });
+    expect(
+      turn({ recentTurnsStep: 2, fallbackTarget: 'budget' }, { WM_RECENT_TURNS_STEP: '3', WM_FALLBACK_TARGET: 'recent-turns' }),
+    ).toMatchObject({
+      recentTurnsStep: 2,
+      fallbackTarget: 'budget',
+    });
+    expect(() => turn({ recentTurnsStep: 0 })).toThrow(ConfigError);
+    expect(() => turn({ recentTurnsStep: 0 })).toThrow(/setting recentTurnsStep=0 is invalid/);
+    expect(() => turn({ fallbackTarget: 'all' })).toThrow(/setting fallbackTarget="all" is invalid/);
+    expect(() => turn({}, { WM_RECENT_TURNS_STEP: '0' })).toThrow(
+      /WM_RECENT_TURNS_STEP="0" is invalid: expected a whole number from 1 to 1000/,
+    );
+    expect(() => turn({}, { WM_RECENT_TURNS_STEP: '2.5' })).toThrow(/WM_RECENT_TURNS_STEP="2.5" is invalid/);
+    expect(() => turn({}, { WM_FALLBACK_TARGET: 'deep' })).toThrow(
+      /WM_FALLBACK_TARGET="deep" is invalid: expected one of budget, recent-turns/,
+    );
+  });
+
+  it('the CLI reads them from flags > WM_* > config.json', () => {
+    const home = mkdtempSync(join(tmpdir(), 'workmem-cache-settings-'));
+    try {
+      expect(settingsOf(loadConfig({ home }, {}))).not.toHaveProperty('recentTurnsStep');
+      writeFileSync(join(home, 'config.json'), JSON.stringify({ recentTurnsStep: 5, fallbackTarget: 'recent-turns' }));
+      expect(settingsOf(loadConfig({ home }, {}))).toMatchObject({ recentTurnsStep: 5, fallbackTarget: 'recent-turns' });
+      expect(settingsOf(loadConfig({ home }, { WM_RECENT_TURNS_STEP: '2', WM_FALLBACK_TARGET: 'budget' }))).toMatchObject({
+        recentTurnsStep: 2,
+        fallbackTarget: 'budget',
+      });
+      const flags = { home, 'recent-turns-step': '7', 'fallback-target': 'recent-turns' };
+      expect(settingsOf(loadConfig(flags, { WM_RECENT_TURNS_STEP: '2', WM_FALLBACK_TARGET: 'budget' }))).toMatchObject({
+        recentTurnsStep: 7,
+        fallbackTarget: 'recent-turns',
+      });
+      expect(() => loadConfig({ home, 'recent-turns-step': 'two' }, {})).toThrow(/--recent-turns-step = "two" is invalid/);
+      expect(() => loadConfig({ home, 'fallback-target': 'half' }, {})).toThrow(/--fallback-target = "half" is invalid/);
+      writeFileSync(join(home, 'config.json'), JSON.stringify({ recentTurnsStep: 0 }));
+      expect(() => loadConfig({ home }, {})).toThrow(/config\.json: recentTurnsStep = 0 is invalid/);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
+/** The user messages a request carried, by their text. */
+const asked = (messages: readonly ChatMessage[]) =>
+  messages
+    .filter((m) => m.role === 'user')
+    .map((m) => /question (\d+)/.exec(String(m.content))?.[1])
+    .filter(Boolean)
+    .map(Number);
+
+describe('recentTurnsStep in a phase 2 session', () => {
+  async function run(step: number) {
+    const server = await serve(() => ({ content: `An answer. ${'With some detail. '.repeat(30)}` }));
+    const session = await newSession({
+      llm: openaiChat({ baseURL: server.baseURL, apiKey: 'test', model: 'workmem-test', env: {} }),
+      instructions: `House rules. ${'Keep answers short and cite the file you read. '.repeat(120)}`,
+      settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: step },
+    });
+    for (let t = 1; t <= 12; t++) await session.prompt(`question ${t}: ${'what about the parser? '.repeat(10)}`);
+    await session.close();
+    return {
+      turns: server.requests.map((r) => asked(r.body.messages)),
+      cached: server.requests.reduce((n, r) => n + r.cachedTokens, 0),
+      input: server.requests.reduce((n, r) => n + r.promptTokens, 0),
+    };
+  }
+
+  it('carries the same first turn 3 turns in a row with step 3, and the cache serves more of the session than with the sliding window', async () => {
+    const [sliding, stepped] = [await run(1), await run(3)];
+    expect(sliding.turns.slice(3, 9)).toEqual([
+      [2, 3, 4],
+      [3, 4, 5],
+      [4, 5, 6],
+      [5, 6, 7],
+      [6, 7, 8],
+      [7, 8, 9],
+    ]);
+    expect(stepped.turns.slice(3, 9)).toEqual([
+      [2, 3, 4],
+      [2, 3, 4, 5],
+      [2, 3, 4, 5, 6],
+      [5, 6, 7],
+      [5, 6, 7, 8],
+      [5, 6, 7, 8, 9],
+    ]);
+    expect(stepped.cached / stepped.input).toBeGreaterThan(sliding.cached / sliding.input + 0.05);
+  });
+});
+
+describe("fallbackTarget 'recent-turns' in a phase 1 session", () => {
+  async function run(fallbackTarget: 'budget' | 'recent-turns') {
+    const llm = scriptedModel(() => ({ text: `Reply: ${'details '.repeat(300)}` }), { contextWindow: 6000, maxOutputTokens: 300 });
+    const session = await newSession({ llm, settings: { injectHistory: true, fallbackTarget, keepRecentTurns: 2 } });
+    const events = collect(session);
+    for (let t = 1; t <= 40; t++) await session.prompt(`question ${t}`);
+    await session.close();
+    const ends = ofType(events, 'compaction_end').filter((e) => e.replaced > 0);
+    const after = ends.map((e) =>
+      asked(llm.requests[ofType(events, 'prompt_built').findIndex((b) => b.turn === e.turn && b.request === e.request)]!.messages),
+    );
+    return { compactions: ends.length, after };
+  }
+
+  it('leaves the last keepRecentTurns turns and the active one after each compaction, and compacts less often than the budget', async () => {
+    const [budget, recent] = [await run('budget'), await run('recent-turns')];
+    expect(recent.compactions).toBeGreaterThan(0);
+    for (const carried of recent.after) expect(carried).toHaveLength(3);
+    expect(Math.max(...budget.after.map((c) => c.length))).toBeGreaterThan(3);
+    expect(recent.compactions).toBeLessThan(budget.compactions);
+  });
+});
