@@ -91,22 +91,24 @@ describe('benchmarks (smoke sizes)', () => {
     wellFormed(items);
   }, 60_000);
 
-  it('cache economics: workmem and both peers, explicit and automatic caching, with a verdict on ours only', async () => {
+  it('cache economics: workmem with each memoryPosition and the cache-aware settings, and both peers, for both kinds of caching and both prompts, with a verdict on ours only', async () => {
     const rows = await cacheEconomics(12);
     wellFormed(rows);
     const shares = rows.filter((r) => r.metric.startsWith('Cached share'));
-    expect(shares.map((r) => `${r.metric.split(', ').at(-1)} / ${r.case}`)).toEqual(
-      ['explicit caching', 'automatic caching'].flatMap((c) =>
-        [
-          'workmem, phase 1 pinned',
-          'workmem, auto (phase 1 → 2)',
-          'workmem, phase 1 with compactions (32k window)',
-          'workmem, phase 1 pinned, memory after history',
-          'workmem, auto (phase 1 → 2), memory after history',
-          'workmem, phase 1 with compactions (32k window), memory after history',
-          'peer: naive full history',
-          'peer: summarise at 75 %',
-        ].map((n) => `${c} / ${n}`),
+    const settings = ['', ', memory after history', ', memory by phase', ', cache-aware (by phase, step 4, fallback to recent turns)'];
+    expect(shares.map((r) => `${r.metric.split(', ').slice(2).join(', ')} / ${r.case}`)).toEqual(
+      ["workmem's prompt alone", 'in a host agent'].flatMap((prompt) =>
+        ['explicit caching', 'automatic caching'].flatMap((c) =>
+          [
+            ...settings.flatMap((s) => [
+              `workmem, phase 1 pinned${s}`,
+              `workmem, auto (phase 1 → 2)${s}`,
+              `workmem, phase 1 with compactions (32k window)${s}`,
+            ]),
+            'peer: naive full history',
+            'peer: summarise at 75 %',
+          ].map((n) => `${c}, ${prompt} / ${n}`),
+        ),
       ),
     );
     for (const row of shares) {
@@ -116,7 +118,11 @@ describe('benchmarks (smoke sizes)', () => {
     }
     // A 12-turn session reuses its prefix: something is cached in phase 1, with either kind of caching.
     expect(shares.filter((r) => r.case.startsWith('workmem, phase 1 pinned')).every((r) => r.median! > 0)).toBe(true);
-  }, 120_000);
+    // The host's instructions and tools are sent: its first requests are larger.
+    const first = (prompt: string) =>
+      Number(/first request ([\d,]+) tokens/.exec(shares.find((r) => r.metric.endsWith(prompt))!.note!)![1]!.replace(/,/g, ''));
+    expect(first('in a host agent')).toBeGreaterThan(first("workmem's prompt alone") + 1000);
+  }, 240_000);
   it.skipIf(!postgresAvailable())(
     'the Postgres load bench: N instances × M sessions, round trips counted, 100 vs 400 messages',
     async () => {
