@@ -9,6 +9,7 @@ import type { SessionEvent } from '../src/events.js';
 import type { HistoryMode } from '../src/history/historyView.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 import type { PromptBase } from '../src/prompt/promptBuilder.js';
+import type { RecentWindow } from '../src/history/recentWindow.js';
 import { remindNextRequest } from '../src/memory/reminderTracker.js';
 import { historyModeMachine, type ModeAnnouncement } from './historyModeMachine.js';
 import { turnMachine, type TurnOutput } from './turnMachine.js';
@@ -22,6 +23,8 @@ export interface SessionContext extends SessionInput {
   current: QueuedPrompt | null;
   base: PromptBase | null;
   tailHint: number;
+  /** Phase 2's window when it holds still across turns (recentWindow.ts). */
+  window: RecentWindow | null;
   last: TurnOutput | null;
   abortRequested: boolean;
 }
@@ -64,6 +67,7 @@ function abortedOutput(context: SessionContext): TurnOutput {
     calibration: context.calibration,
     base: context.base,
     tailHint: context.tailHint,
+    window: context.window,
   };
 }
 
@@ -124,6 +128,7 @@ export const sessionMachine = setup({
     current: null,
     base: null,
     tailHint: 0,
+    window: null,
     last: null,
     abortRequested: false,
   }),
@@ -235,6 +240,7 @@ export const sessionMachine = setup({
           calibration: context.calibration,
           base: context.base,
           tailHint: context.tailHint,
+          window: context.window,
         }),
         onDone: {
           target: 'saving',
@@ -245,6 +251,7 @@ export const sessionMachine = setup({
             calibration: event.output.calibration,
             base: event.output.base,
             tailHint: event.output.tailHint,
+            window: event.output.window,
           })),
         },
       },

@@ -25,6 +25,7 @@ import type { ToolCall } from '../src/history/messages.js';
 import { buildPrompt, promptBase, type BuiltPrompt, type PromptBase } from '../src/prompt/promptBuilder.js';
 import { checkRound, markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/reminderTracker.js';
 import { memoryPlacement, retryDelay } from '../src/settings/settings.js';
+import { nextWindow } from '../src/history/recentWindow.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 
@@ -103,6 +104,13 @@ function baseFor(context: TurnContext, memory: MemorySnapshot): PromptBase {
   )
     return base;
   return promptBase(context.statics.systemPrompt, memory, context.statics.tools, context.statics.counter, placement);
+}
+
+/** Phase 2's window for the next request: held while the notebook stays (recentWindow.ts). */
+function windowFor(context: TurnContext, base: PromptBase): TurnContext['window'] {
+  if (context.mode !== 'phase2') return null;
+  const notebook = `${base.memoryVersion}\u0000${base.relevant}\u0000${base.today ?? ''}`;
+  return nextWindow(context.window, context.turn, notebook, context.statics.settings);
 }
 
 /**
@@ -221,10 +229,10 @@ export const turnMachine = setup({
         onDone: {
           target: 'checkReminder',
           actions: [
-            assign(({ context, event }) => ({
-              memory: event.output,
-              base: baseFor(context, event.output),
-            })),
+            assign(({ context, event }) => {
+              const base = baseFor(context, event.output);
+              return { memory: event.output, base, window: windowFor(context, base) };
+            }),
             {
               type: 'report',
               params: ({ context }) => ({
@@ -535,6 +543,7 @@ export const turnMachine = setup({
     calibration: context.calibration,
     base: context.base,
     tailHint: context.prompt?.tokens.tail ?? context.tailHint ?? 0,
+    window: context.window ?? null,
     ...(context.usage ? { usage: context.usage } : {}),
   }),
 });

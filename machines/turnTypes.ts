@@ -5,6 +5,7 @@
 import type { CompactionTarget } from '../src/compaction/plan.js';
 import type { CompactionReason, TokenUsage, TurnStatus } from '../src/events.js';
 import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
+import type { RecentWindow } from '../src/history/recentWindow.js';
 import type { LLMUsage, TurnError } from '../src/llm/llm.js';
 import type { AssistantMessage, ToolCall } from '../src/history/messages.js';
 import type { BuiltPrompt, PromptBase } from '../src/prompt/promptBuilder.js';
@@ -39,6 +40,8 @@ export interface TurnInput {
   base: PromptBase | null;
   /** The last request's tail tokens: the first guess of the prompt builder's fixed point. */
   tailHint?: number;
+  /** Phase 2's window when it holds still across turns (recentTurnsStep over 1). */
+  window?: RecentWindow | null;
 }
 
 export interface TurnOutput {
@@ -51,6 +54,7 @@ export interface TurnOutput {
   calibration: number;
   base: PromptBase | null;
   tailHint: number;
+  window: RecentWindow | null;
   /** The server's token counts, summed over the turn's requests that reported them. */
   usage?: TokenUsage;
 }

@@ -98,25 +98,27 @@ describe('recentTurnsStep in a phase 2 session', () => {
     };
   }
 
-  it('carries the same first turn 3 turns in a row with step 3, and the cache serves more of the session than with the sliding window', async () => {
-    const [sliding, stepped] = [await run(1), await run(3)];
-    expect(sliding.turns.slice(3, 9)).toEqual([
-      [2, 3, 4],
-      [3, 4, 5],
-      [4, 5, 6],
-      [5, 6, 7],
-      [6, 7, 8],
-      [7, 8, 9],
-    ]);
-    expect(stepped.turns.slice(3, 9)).toEqual([
-      [2, 3, 4],
-      [2, 3, 4, 5],
-      [2, 3, 4, 5, 6],
-      [5, 6, 7],
-      [5, 6, 7, 8],
-      [5, 6, 7, 8, 9],
-    ]);
-    expect(stepped.cached / stepped.input).toBeGreaterThan(sliding.cached / sliding.input + 0.05);
+  it('with step 3 the window holds its first turn up to 4 earlier turns, and the cache serves more of the session than the sliding window', async () => {
+    const [sliding, held] = [await run(1), await run(3)];
+    expect(sliding.turns.slice(3, 9)).toEqual([[2, 3, 4], [3, 4, 5], [4, 5, 6], [5, 6, 7], [6, 7, 8], [7, 8, 9]]);
+    expect(held.turns.slice(3, 9)).toEqual([[1, 2, 3, 4], [1, 2, 3, 4, 5], [4, 5, 6], [4, 5, 6, 7], [4, 5, 6, 7, 8], [7, 8, 9]]);
+    expect(held.cached / held.input).toBeGreaterThan(sliding.cached / sliding.input + 0.05);
+  });
+
+  it('starts the window again at the request after a memory write, whose prefix after the memory is new anyway', async () => {
+    // Turn 4 writes overview.md, then answers: its second request carries the new memory.
+    const llm = scriptedModel((request) => {
+      const last = request.messages.at(-1)!;
+      if (last.role === 'user' && String(last.content).startsWith('question 4'))
+        return { toolCalls: [{ name: 'write', arguments: { path: 'overview.md', content: '# Working Memory\n\n## Current task\nParser questions; 4 asked.\n' } }] };
+      return { text: `An answer. ${'With some detail. '.repeat(10)}` };
+    });
+    const session = await newSession({ llm, settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4 } });
+    for (let t = 1; t <= 7; t++) await session.prompt(`question ${t}`);
+    await session.close();
+    const carried = llm.requests.map((r) => asked(r.messages));
+    // Requests: turns 1–3 one each, turn 4 two (the write, then the answer), turns 5–7 one each.
+    expect(carried).toEqual([[1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [2, 3, 4], [2, 3, 4, 5], [2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 7]]);
   });
 });
 

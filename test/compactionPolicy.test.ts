@@ -22,6 +22,7 @@ import {
   type PolicyInput,
   type PolicySettings,
 } from '../src/compaction/policy.js';
+import { nextWindow } from '../src/history/recentWindow.js';
 import * as turnMachineModule from '../machines/turnMachine.js';
 
 const BASE: PromptBase = { memoryVersion: 1, relevant: '', systemContent: 'system', tokens: 1000, memoryTokens: 200, memoryBytes: 800 };
@@ -105,17 +106,32 @@ describe('compaction policy', () => {
     expect(carriedRange(input(view, { mode: 'phase2', settings: { recentTurns: 2 } }))).toEqual([8, 20]);
   });
 
-  it("with recentTurnsStep k, phase 2's window keeps its start k turns in a row, carrying recentTurns to recentTurns + k - 1 earlier turns", () => {
-    const view = history(12, 100); // 4 messages a turn: turn t starts at 4 (t - 1)
-    const startOf = (turn: number, step: number) =>
-      carriedRange(input(view, { mode: 'phase2', turn, settings: { recentTurns: 2, recentTurnsStep: step } }))[0] / 4 + 1;
-    // Step 1 (the default) slides every turn: two earlier turns each time.
-    expect([5, 6, 7, 8, 9].map((t) => startOf(t, 1))).toEqual([3, 4, 5, 6, 7]);
-    // Step 3: turns 4–6 start at turn 2, turns 7–9 at turn 5, turns 10–12 at turn 8.
-    expect([4, 5, 6, 7, 8, 9, 10, 11, 12].map((t) => startOf(t, 3))).toEqual([2, 2, 2, 5, 5, 5, 8, 8, 8]);
-    // Never before the first turn, and the active turn is always carried.
-    expect(startOf(2, 3)).toBe(1);
-    expect(carriedRange(input(view, { mode: 'phase2', turn: 12, settings: { recentTurns: 0, recentTurnsStep: 3 } }))[1]).toBe(view.length);
+  it("phase 2's window holds its first turn while the notebook stays, up to recentTurns + step - 1 earlier turns", () => {
+    const settings = { recentTurns: 2, recentTurnsStep: 3 };
+    // Step 1 (the default): no window state, the last recentTurns turns each time.
+    expect(nextWindow(null, 9, 'v1', { recentTurns: 2, recentTurnsStep: 1 })).toBeNull();
+    // Opened at turn 5 with the last 2 turns; held through turn 7 (4 earlier turns), started again at turn 8.
+    const opened = nextWindow(null, 5, 'v1', settings)!;
+    expect(opened).toEqual({ from: 3, notebook: 'v1' });
+    expect(nextWindow(opened, 6, 'v1', settings)).toBe(opened);
+    expect(nextWindow(opened, 7, 'v1', settings)).toBe(opened);
+    expect(nextWindow(opened, 8, 'v1', settings)).toEqual({ from: 6, notebook: 'v1' });
+    // A new notebook (the memory changed): started again at once, since what follows it is sent uncached anyway.
+    expect(nextWindow(opened, 6, 'v2', settings)).toEqual({ from: 4, notebook: 'v2' });
+    // Never before turn 1.
+    expect(nextWindow(null, 2, 'v1', settings)).toEqual({ from: 1, notebook: 'v1' });
+
+    // The range carries the window's turns: turn t starts at item 4 (t - 1).
+    const view = history(12, 100);
+    const range = (turn: number, window: { from: number; notebook: string } | null) =>
+      carriedRange(input(view, { mode: 'phase2', turn, window, settings }));
+    expect(range(7, null)[0]).toBe(16); // turns 5 and 6 before the active one
+    expect(range(7, { from: 3, notebook: 'v1' })[0]).toBe(8);
+    // A window shorter than recentTurns is widened to it.
+    expect(range(7, { from: 7, notebook: 'v1' })[0]).toBe(range(7, null)[0]);
+    // By turn number, not by count: with turn 3 gone from the view, a window from turn 2 starts at turn 2.
+    const gap = fromItems(history(5, 100).items.filter((i) => i.turn !== 3));
+    expect(carriedRange(input(gap, { mode: 'phase2', turn: 5, window: { from: 2, notebook: 'v1' }, settings }))[0]).toBe(4);
   });
 
   it('fires the fallback when the request shows the threshold, not one percent below, and once per request', () => {

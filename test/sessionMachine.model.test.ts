@@ -102,6 +102,7 @@ function turnOutput(s: Snap, status: 'done' | 'aborted' | 'failed'): TurnOutput 
     calibration: 0,
     base: null,
     tailHint: 0,
+    window: null,
   };
 }
 

@@ -57,8 +57,9 @@ const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
   --compaction <llm|auto>     who compacts: the model (default) or the system
   --recent-turns <n>          whole turns phase 2 keeps before the active one
                               (env WM_RECENT_TURNS; default 3; 0: the active turn only)
-  --recent-turns-step <k>     phase 2's window keeps its start k turns in a row,
-                              so they share a cached prefix (env
+  --recent-turns-step <k>     phase 2's window holds its first turn until the
+                              memory changes, up to recent-turns + k - 1 earlier
+                              turns, so requests share a cached prefix (env
                               WM_RECENT_TURNS_STEP; default 1: moves every turn)
   --fallback-target <budget|recent-turns>
                               how far the system's compaction at 75 % goes: to

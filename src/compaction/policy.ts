@@ -15,6 +15,7 @@
  */
 import type { CompactionReason } from '../events.js';
 import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from '../history/historyView.js';
+import type { RecentWindow } from '../history/recentWindow.js';
 import { estimateWithoutTail, type BuiltPrompt, type PromptBase } from '../prompt/promptBuilder.js';
 import type { TurnSettings } from '../settings/settings.js';
 import { autoTier, isEmptyPlan, NOTE_TOKENS, planForTier, type CompactionTarget } from './plan.js';
@@ -54,6 +55,8 @@ export interface PolicyInput {
   base: PromptBase | null;
   /** The next request as built, tail included: what the model will be shown. */
   prompt: Pick<BuiltPrompt, 'meta' | 'tokens'> | null;
+  /** Phase 2's window when it holds still (recentTurnsStep over 1). */
+  window?: RecentWindow | null;
   statics: { settings: PolicySettings };
 }
 
@@ -77,7 +80,8 @@ export function thresholdPercent(settings: Pick<TurnSettings, 'fallbackThreshold
 
 /** The history range the next request carries in the current mode. */
 export function carriedRange(input: PolicyInput): [number, number] {
-  return injectedRange(input.history, input.mode, input.turn, input.statics.settings);
+  const settings = input.statics.settings;
+  return injectedRange(input.history, input.mode, input.turn, input.window ? { ...settings, windowFrom: input.window.from } : settings);
 }
 
 /** The range phase 1 would carry: the whole history. */

@@ -75,8 +75,8 @@ export interface CarrySettings {
   readonly hybridRecent: number;
   /** Complete turns carried before the active one in phase 2 (0: the active turn only). */
   readonly recentTurns: number;
-  /** Turns phase 2's window keeps its start for (absent: 1, it moves every turn). */
-  readonly recentTurnsStep?: number;
+  /** Phase 2's first turn when its window holds still (recentWindow.ts); absent: the last recentTurns turns. */
+  readonly windowFrom?: number;
 }
 
 /**
@@ -91,11 +91,13 @@ export function injectedRange(view: HistoryView, mode: HistoryMode, turn: number
   if (mode === 'phase1') return [0, end];
   let start = turnStartIndex(view, turn);
   if (mode === 'phase2') {
-    // With a step of k the window starts at the same turn k turns in a row (carrying up to
-    // k - 1 turns more), so those requests share their prefix for the provider's cache.
-    const earlier = carry.recentTurns + ((turn - 1) % Math.max(1, carry.recentTurnsStep ?? 1));
-    // Whole earlier turns, by their number: a turn's items are contiguous in the view.
-    for (let taken = 0; taken < earlier && start > 0; taken++) start = turnStartIndex(view, view.items[start - 1]!.turn);
+    // Whole earlier turns, by their number: a turn's items are contiguous in the view. At
+    // least recentTurns of them, and all from windowFrom on when the window holds still (recentWindow.ts).
+    for (let taken = 0; start > 0; taken++) {
+      const previous = view.items[start - 1]!.turn;
+      if (taken >= carry.recentTurns && (carry.windowFrom === undefined || previous < carry.windowFrom)) break;
+      start = turnStartIndex(view, previous);
+    }
   } else {
     start = Math.min(start, Math.max(0, end - carry.hybridRecent));
   }

@@ -21,7 +21,7 @@ export interface SettingsOverrides {
   hybridRecent?: number;
   /** Complete turns phase 2 carries before the active one (default 3; 0: the active turn only). */
   recentTurns?: number;
-  /** Turns phase 2's window keeps its start for (default 1: it moves every turn). */
+  /** Up to how many turns phase 2's window holds its first turn (default 1: it moves every turn). */
   recentTurnsStep?: number;
   keepRecentTurns?: number;
   /** How far the fallback compacts (default 'budget'; 'recent-turns': all but keepRecentTurns). */
@@ -134,7 +134,7 @@ export function recentTurnsFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   return wholeFromEnv(env, 'WM_RECENT_TURNS', 0, MAX_RECENT_TURNS);
 }
 
-/** WM_RECENT_TURNS_STEP → how many turns phase 2's window keeps its start for. */
+/** WM_RECENT_TURNS_STEP → up to how many turns phase 2's window holds its first turn. */
 export function recentTurnsStepFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   return wholeFromEnv(env, 'WM_RECENT_TURNS_STEP', 1, MAX_RECENT_TURNS);
 }

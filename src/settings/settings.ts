@@ -46,9 +46,10 @@ export interface TurnSettings {
   /** Complete turns carried before the active one in phase 2; 0 carries the active turn only. */
   recentTurns: number;
   /**
-   * Turns phase 2's window keeps its start for (default 1: it moves every turn). With k, a
-   * request carries recentTurns to recentTurns + k - 1 earlier turns, and k turns in a row
-   * send the same messages after the memory, which a provider's cache then serves.
+   * Default 1: phase 2's window of recent turns moves every turn. With k over 1 it holds its
+   * first turn, carrying recentTurns to recentTurns + k - 1 earlier turns, and starts again
+   * when the memory changes or it would carry more: requests in between send the same
+   * messages after the memory, which a provider's cache then serves (recentWindow.ts).
    */
   recentTurnsStep: number;
   /** Whole turns the fallback compaction always keeps. */
