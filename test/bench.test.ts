@@ -95,7 +95,7 @@ describe('benchmarks (smoke sizes)', () => {
     const rows = await cacheEconomics(12);
     wellFormed(rows);
     const shares = rows.filter((r) => r.metric.startsWith('Cached share'));
-    const settings = ['', ', memory after history', ', memory by phase', ', cache-aware (by phase, step 4, fallback to recent turns)'];
+    const settings = ['', ', memory after history', ', memory by phase', ', cache-aware (by phase, step 6, fallback to recent turns)'];
     expect(shares.map((r) => `${r.metric.split(', ').slice(2).join(', ')} / ${r.case}`)).toEqual(
       ["workmem's prompt alone", 'in a host agent'].flatMap((prompt) =>
         ['explicit caching', 'automatic caching'].flatMap((c) =>
