@@ -28,7 +28,7 @@ import type { TraceRecord } from '../src/viz/traceRecorder.js';
 import type { WorkmemEvent } from '../src/events.js';
 import { cliPath } from './cliProcess.js';
 import type { RecordedRequest } from '../src/testing/index.js';
-import { newSession, tempHome } from './helpers.js';
+import { collect, newSession, ofType, tempHome } from './helpers.js';
 import { auth, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -126,6 +126,35 @@ describe('traces', () => {
     expect(systems).toHaveLength(2);
     expect(new Set(systems.map((r) => (r as Extract<TraceRecord, { k: 'system' }>).content)).size).toBe(1);
     for (const r of systems) expect((r as Extract<TraceRecord, { k: 'system' }>).memory).toMatch(/^<working_memory file=/);
+  });
+
+  it("with memoryPosition 'by-phase' the trace follows the memory from the last message (phase 1) into the system message (phase 2)", async () => {
+    const home = tempHome();
+    const overview = '# Working Memory\n\n## Current task\nPlan the rose bed on the north side.\n\n## Decisions\n- Climbing roses by the wall, David Austin varieties.\n- Mulch in spring.\n';
+    const llm = scriptedModel([
+      { text: 'first' },
+      { toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content: overview } }] },
+      { text: 'noted' },
+      { text: 'again' },
+      { text: 'and again' },
+    ]);
+    const session = await newSession({ llm, home, settings: { memoryPosition: 'by-phase' } });
+    const events = collect(session);
+    for (const q of ['hello', 'remember the roses', 'and now?', 'one more']) await session.prompt(q);
+    await session.close();
+    const modes = ofType(events, 'prompt_built').map((e) => e.mode);
+    expect(modes[0]).toBe('phase1');
+    expect(modes.at(-1)).toBe('phase2');
+    const records = readTrace(join(session.dir, 'trace.jsonl')).records;
+    const sent = sentFromTrace(records);
+    expect(sent.map((s) => s.messages)).toEqual(llm.requests.map((r) => r.messages));
+    const built = records.flatMap((r) => (r.k === 'event' && r.event.type === 'prompt_built' ? [r.event] : []));
+    sent.forEach((s, i) => expect(s.tokens.reduce((a, b) => a + b, 0)).toBe(built[i]!.tokens.total - built[i]!.tokens.calibration));
+    // Phase 1 requests open their last message with the memory; phase 2 requests carry it in the system message.
+    llm.requests.forEach((r, i) => {
+      const system = String(r.messages[0]!.content);
+      expect(system.includes('<working_memory file='), `request ${i}`).toBe(modes[i] !== 'phase1');
+    });
   });
 
   it('a request built again after an overflow is traced again, as sent the second time', async () => {
