@@ -360,10 +360,14 @@ export const turnMachine = setup({
     },
     buildPrompt: {
       entry: [
-        // Built in checkReminder; built again only if a compaction ran (or was tried) since.
-        assign(({ context }) => ({
-          prompt: context.compactedThisRequest ? requestFor(context, context.reminder) : context.prompt,
-        })),
+        // Built in checkReminder; built again only if a compaction ran (or was tried) since. The
+        // mode may have changed while the compactor ran: the memory's placement and the window follow it.
+        assign(({ context }) => {
+          if (!context.compactedThisRequest) return {};
+          const base = baseFor(context, context.memory!);
+          const window = windowFor(context, base);
+          return { base, window, prompt: requestFor({ ...context, base, window }, context.reminder) };
+        }),
         {
           type: 'report',
           params: ({ context }) => ({

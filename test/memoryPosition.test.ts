@@ -13,7 +13,27 @@ import { ConfigError, resolveSettings } from '../src/settings/config.js';
 import { loadConfig, settingsOf } from '../src/cli/config.js';
 import { openaiChat } from '../src/llm/openaiChat.js';
 import { protocolFollower } from '../src/testing/index.js';
+import { createActor, fromPromise, toPromise } from 'xstate';
 import { collect, newSession, ofType, testServers } from './helpers.js';
+import { fromItems } from '../src/history/historyView.js';
+import type { ChatMessage } from '../src/history/messages.js';
+import { LLMError } from '../src/llm/llm.js';
+import { INITIAL_TRACKER } from '../src/memory/reminderTracker.js';
+import { memoryHealth } from '../src/memory/memoryTemplate.js';
+import { defaultTurnSettings } from '../src/settings/settings.js';
+import {
+  loadTokenCounter,
+  turnMachine,
+  type CompactorInput,
+  type CompactorOutput,
+  type LlmInput,
+  type LlmOutput,
+  type MemorySnapshot,
+  type MemoryStoreInput,
+  type SessionEvent,
+  type ToolRunnerInput,
+  type ToolRunnerOutput,
+} from '../src/index.js';
 
 const serve = testServers();
 
@@ -115,5 +135,60 @@ describe("'by-phase': the memory after the long history of phase 1, before the f
         expect(last, `request ${i}`).not.toContain('<working_memory file=');
       }
     });
+  });
+});
+
+describe("'by-phase' when the mode changes while a compaction runs", () => {
+  it('the request rebuilt after the compaction puts the memory where the new mode wants it, and prompt_built says that mode', async () => {
+    const counter = await loadTokenCounter('gpt-4o');
+    const user = { role: 'user' as const, content: 'What did we plant?' };
+    const history = fromItems([{ seq: 1, turn: 1, message: user, tokens: counter.message(user) }]);
+    const content = '# Working Memory\n\n## Current task\nThe rose bed.\n';
+    const sent: ChatMessage[][] = [];
+    let compactorStarted!: () => void;
+    const started = new Promise<void>((resolve) => (compactorStarted = resolve));
+    let finishCompaction!: () => void;
+    const finished = new Promise<void>((resolve) => (finishCompaction = resolve));
+    const machine = turnMachine.provide({
+      actors: {
+        memoryStore: fromPromise<MemorySnapshot, MemoryStoreInput>(async () => ({
+          version: 1,
+          content,
+          bytes: content.length,
+          health: memoryHealth(content),
+          detail: [],
+        })),
+        compactor: fromPromise<CompactorOutput, CompactorInput>(async ({ input }) => {
+          compactorStarted();
+          await finished;
+          return { history: input.history, replaced: 0, files: [], tokensBefore: 0, tokensAfter: 0 };
+        }),
+        llm: fromPromise<LlmOutput, LlmInput>(async ({ input }) => {
+          sent.push(input.prompt.messages);
+          if (sent.length === 1) throw new LLMError('overflow', 'context_length_exceeded');
+          return { history, message: { role: 'assistant' as const, content: 'Roses.' }, usage: null, finishReason: 'stop' };
+        }),
+        toolRunner: fromPromise<ToolRunnerOutput, ToolRunnerInput>(async () => {
+          throw new Error('not needed');
+        }),
+      },
+    });
+    const settings = { ...defaultTurnSettings(8000, 500), memoryPosition: 'by-phase' as const };
+    const actor = createActor(machine, {
+      input: { statics: { sessionId: 's', systemPrompt: 'You garden.', tools: [], counter, settings }, turn: 1, history, mode: 'phase1', tracker: INITIAL_TRACKER, calibration: 0, base: null },
+    });
+    const built: string[] = [];
+    actor.on('prompt_built', (e) => built.push((e as Extract<SessionEvent, { type: 'prompt_built' }>).mode));
+    actor.start();
+    await started;
+    actor.send({ type: 'mode.changed', mode: 'phase2' });
+    finishCompaction();
+    await toPromise(actor);
+    expect(built).toEqual(['phase1', 'phase2']);
+    // Phase 1: the memory opens the last message; phase 2: it is in the system message.
+    expect(String(sent[0]![0]!.content)).not.toContain('<working_memory file=');
+    expect(String(sent[0]!.at(-1)!.content).startsWith('<working_memory file=')).toBe(true);
+    expect(String(sent[1]![0]!.content)).toContain('<working_memory file=');
+    expect(String(sent[1]!.at(-1)!.content)).not.toContain('<working_memory file=');
   });
 });
