@@ -21,7 +21,7 @@ import type { Session } from '../session/index.js';
 import { terminalLine } from './terminalText.js';
 
 type Settings = Pick<TurnSettings, 'reserveOutputTokens' | 'fallbackThreshold' | 'hybridRecent' | 'recentTurns' | 'language'> &
-  Partial<Pick<TurnSettings, 'memoryPosition' | 'recentTurnsStep'>>;
+  Partial<Pick<TurnSettings, 'memoryPosition'>>;
 
 interface Seen {
   request: BuiltRequest;

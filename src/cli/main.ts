@@ -64,7 +64,7 @@ const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
   --fallback-target <budget|recent-turns>
                               how far the system's compaction at 75 % goes: to
                               2/3 of the threshold (default), or all but the last
-                              turns it keeps (env WM_FALLBACK_TARGET)
+                              keepRecentTurns (3) turns (env WM_FALLBACK_TARGET)
   --memory-position <before-history|after-history|by-phase>
                               where requests carry the working memory (env
                               WM_MEMORY_POSITION; default before-history;

@@ -57,7 +57,8 @@ export interface TurnSettings {
   /**
    * How far the fallback compacts: 'budget' (default) archives the fewest oldest turns that
    * bring the request to 2/3 of the threshold; 'recent-turns' archives all but the last
-   * keepRecentTurns, so less is re-sent uncached after it and the next one comes later.
+   * keepRecentTurns (fewer kept if those alone are over that budget), so less is re-sent
+   * uncached after it and the next one comes later.
    */
   fallbackTarget: FallbackTarget;
   /** Where the working memory goes in a request (default 'before-history'). */

@@ -55,7 +55,7 @@ interface CacheRun {
    * the memory where it goes first), the share not served from the cache.
    */
   prefixUncached: number[];
-  /** The system message and tool definitions of the first request, in the server's count. */
+  /** The first request's prompt tokens, in the server's count (system message, tools, memory, the first question). */
   firstRequest: number;
   /** Compactions by reason, e.g. "llm 2, horizon 1". */
   reasons: string;

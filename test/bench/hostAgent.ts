@@ -1,8 +1,8 @@
 /**
  * The host agent of the cache-economics bench's second profile: workmem embedded in an
  * agent with instructions and tools of its own, as services embed it: about 1.8k tokens
- * (our count) on top of workmem's own 1.25k, a first request of 3.1k; the tools are never
- * called by the bench's model.
+ * (our count) on top of workmem's own system prompt and tools (914), so a first request of
+ * 3.1k tokens instead of 1.25k; the tools are never called by the bench's model.
  */
 import { z } from 'zod';
 import { defineTool, type Tool } from '../../src/tools/tool.js';
