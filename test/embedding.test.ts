@@ -10,15 +10,12 @@ import {
   type CompactorOutput,
   type LlmInput,
   type LlmOutput,
-  type MemorySnapshot,
-  type MemoryStoreInput,
   type SessionEvent,
   type ToolRunnerInput,
   type ToolRunnerOutput,
 } from '../src/index.js';
-import { memoryHealth } from '../src/memory/memoryTemplate.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { collect, newSession, ofType } from './helpers.js';
+import { collect, fixedMemoryStore, newSession, ofType } from './helpers.js';
 
 describe('embedding', () => {
   it('the turn machine runs with actors a host provides, and reports through its events', async () => {
@@ -29,13 +26,7 @@ describe('embedding', () => {
     let sent: unknown = null;
     const machine = turnMachine.provide({
       actors: {
-        memoryStore: fromPromise<MemorySnapshot, MemoryStoreInput>(async () => ({
-          version: 1,
-          content,
-          bytes: content.length,
-          health: memoryHealth(content),
-          detail: [],
-        })),
+        memoryStore: fixedMemoryStore(content),
         compactor: fromPromise<CompactorOutput, CompactorInput>(async () => {
           throw new Error('not needed');
         }),

@@ -8,6 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { countChatCompletionTokens } from 'gpt-tokenizer/model/gpt-4o';
 import { afterAll, afterEach } from 'vitest';
+import { fromPromise } from 'xstate';
+import type { MemoryStoreInput } from '../machines/turnTypes.js';
+import type { MemorySnapshot } from '../src/memory/memoryRules.js';
+import { memoryHealth } from '../src/memory/memoryTemplate.js';
 import type { WorkmemEvent } from '../src/events.js';
 import type { LLMRequest } from '../src/llm/llm.js';
 import type { LogEntry } from '../src/storage/messageLog.js';
@@ -92,4 +96,15 @@ export function splitTail(content: string): { body: string; meta: Record<string,
   const json = /<context_meta>\n(.*)\n<\/context_meta>/.exec(tail)![1]!;
   const reminder = /<memory_reminder[\s\S]*<\/memory_reminder>/.exec(tail)?.[0] ?? null;
   return { body: content.slice(0, at), meta: JSON.parse(json), reminder };
+}
+
+/** A turn machine's memoryStore actor that always loads this overview.md (version 1, no detail files). */
+export function fixedMemoryStore(content: string) {
+  return fromPromise<MemorySnapshot, MemoryStoreInput>(async () => ({
+    version: 1,
+    content,
+    bytes: content.length,
+    health: memoryHealth(content),
+    detail: [],
+  }));
 }

@@ -14,12 +14,11 @@ import { loadConfig, settingsOf } from '../src/cli/config.js';
 import { openaiChat } from '../src/llm/openaiChat.js';
 import { protocolFollower } from '../src/testing/index.js';
 import { createActor, fromPromise, toPromise } from 'xstate';
-import { collect, newSession, ofType, testServers } from './helpers.js';
+import { collect, fixedMemoryStore, newSession, ofType, testServers } from './helpers.js';
 import { fromItems } from '../src/history/historyView.js';
 import type { ChatMessage } from '../src/history/messages.js';
 import { LLMError } from '../src/llm/llm.js';
 import { INITIAL_TRACKER } from '../src/memory/reminderTracker.js';
-import { memoryHealth } from '../src/memory/memoryTemplate.js';
 import { defaultTurnSettings } from '../src/settings/settings.js';
 import {
   loadTokenCounter,
@@ -28,8 +27,6 @@ import {
   type CompactorOutput,
   type LlmInput,
   type LlmOutput,
-  type MemorySnapshot,
-  type MemoryStoreInput,
   type SessionEvent,
   type ToolRunnerInput,
   type ToolRunnerOutput,
@@ -151,13 +148,7 @@ describe("'by-phase' when the mode changes while a compaction runs", () => {
     const finished = new Promise<void>((resolve) => (finishCompaction = resolve));
     const machine = turnMachine.provide({
       actors: {
-        memoryStore: fromPromise<MemorySnapshot, MemoryStoreInput>(async () => ({
-          version: 1,
-          content,
-          bytes: content.length,
-          health: memoryHealth(content),
-          detail: [],
-        })),
+        memoryStore: fixedMemoryStore(content),
         compactor: fromPromise<CompactorOutput, CompactorInput>(async ({ input }) => {
           compactorStarted();
           await finished;
