@@ -35,16 +35,22 @@ function firstEstimate(session: Session, memory: MemorySnapshot, memoryPosition?
   });
 }
 
+/** A phase 1 session with a memory about the garden and one detail file, and its events. */
+async function gardenSession(settings: { historyMode: 'phase1'; memoryPosition?: MemoryPosition }) {
+  const llm = scriptedModel(() => ({ text: 'ok' }));
+  const session = await newSession({ llm, settings });
+  const events = collect(session);
+  const wm = join(session.dir, 'working-memory');
+  writeFileSync(join(wm, 'overview.md'), '# Working Memory\n\n## Current task\nPlan the garden.\n');
+  mkdirSync(join(wm, 'detail'), { recursive: true });
+  writeFileSync(join(wm, 'detail', 'roses.md'), '# Rose varieties\n\nDavid Austin, climbing roses.\n');
+  return { llm, session, events };
+}
+
 describe('context breakdown', () => {
   it('adds up to each prompt_built event, splits memory and tail as sent, and finds compaction notes', async () => {
-    const llm = scriptedModel(() => ({ text: 'ok' }));
     // Pinned to phase 1: a maintained memory would switch to phase 2, where the turns not sent are not compacted by hand.
-    const session = await newSession({ llm, settings: { historyMode: 'phase1' } });
-    const events = collect(session);
-    const wm = join(session.dir, 'working-memory');
-    writeFileSync(join(wm, 'overview.md'), '# Working Memory\n\n## Current task\nPlan the garden.\n');
-    mkdirSync(join(wm, 'detail'), { recursive: true });
-    writeFileSync(join(wm, 'detail', 'roses.md'), '# Rose varieties\n\nDavid Austin, climbing roses.\n');
+    const { llm, session, events } = await gardenSession({ historyMode: 'phase1' });
 
     // Before the first request: an estimate of the next one.
     const memory = await session.record.memory.snapshot();
@@ -121,13 +127,7 @@ describe('context breakdown', () => {
 
 describe("context breakdown with memoryPosition 'after-history'", () => {
   it('lists the groups in the order sent (history before the memory), adds up to each event, and estimates the prefix without the memory', async () => {
-    const llm = scriptedModel(() => ({ text: 'ok' }));
-    const session = await newSession({ llm, settings: { historyMode: 'phase1', memoryPosition: 'after-history' } });
-    const events = collect(session);
-    const wm = join(session.dir, 'working-memory');
-    writeFileSync(join(wm, 'overview.md'), '# Working Memory\n\n## Current task\nPlan the garden.\n');
-    mkdirSync(join(wm, 'detail'), { recursive: true });
-    writeFileSync(join(wm, 'detail', 'roses.md'), '# Rose varieties\n\nDavid Austin, climbing roses.\n');
+    const { llm, session, events } = await gardenSession({ historyMode: 'phase1', memoryPosition: 'after-history' });
     const memory = await session.record.memory.snapshot();
     const estimate = (position: MemoryPosition) => firstEstimate(session, memory, position);
     const [after, before] = [estimate('after-history'), estimate('before-history')];

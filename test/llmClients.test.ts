@@ -113,10 +113,14 @@ describe.each(CLIENTS)('through $name', ({ make }) => {
     for (let i = 0; i < 6; i++) await session.prompt(`Earlier turn ${i}: ${'words '.repeat(200)}`);
     overflows = 1;
     expect(await session.prompt('This one overflows on the server.')).toMatchObject({ status: 'done', text: 'fits now' });
-    expect(ofType(events, 'compaction_end')).toEqual([expect.objectContaining({ reason: 'overflow', turn: 7 })]);
+    const compactions = ofType(events, 'compaction_end');
+    expect(compactions).toEqual([expect.objectContaining({ reason: 'overflow', turn: 7 })]);
+    expect(compactions[0]!.replaced).toBeGreaterThan(0);
+    // The summary request made between the refusal and the retry is not the turn's.
     const turnRequests = server.requests.filter((r) => !isSummaryRequest(r.body));
     const [refused, retried] = turnRequests.slice(-2);
     expect(refused!.status).toBe(400);
+    expect(retried!.status).toBe(200);
     expect(retried!.promptTokens).toBeLessThan(refused!.promptTokens);
     overflows = 2;
     const again = await session.prompt('Overflow twice.');

@@ -4,7 +4,7 @@
  */
 import type { TrackerFacts } from '../memory/reminderTracker.js';
 import type { LogEntry } from '../storage/messageLog.js';
-import type { SessionMeta } from '../storage/sessionMeta.js';
+import { newSessionMeta, type SessionMeta } from '../storage/sessionMeta.js';
 import type { HistoryMode } from './historyView.js';
 
 const TITLE_CHARS = 80;
@@ -50,21 +50,14 @@ export function rebuildMeta(location: string, entries: LogEntry[], lastTurn: num
   }
   const cwdDir = location.split(/[/\\]/).slice(-2, -1)[0] ?? '';
   return {
-    format: 1,
-    id,
-    name: null,
+    ...newSessionMeta({ id, cwd: cwd ?? cwdDir, at: entries[0]?.ts ?? now }),
     title,
-    cwd: cwd ?? cwdDir,
-    createdAt: entries[0]?.ts ?? now,
     updatedAt: now,
     messageCount,
     turns: lastTurn,
     historyMode,
     pinnedMode,
     memoryWrites,
-    calibration: 0,
-    model: null,
-    language: 'en',
   };
 }
 

@@ -10,7 +10,7 @@ import type { TrackerFacts } from '../memory/reminderTracker.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import { WorkingMemory } from '../memory/workingMemory.js';
 import type { CompactionEntry, Damage, MessageEntry, NewEntry, RepairEntry } from '../storage/messageLog.js';
-import { describeRepair, type Repair, type SessionMeta } from '../storage/sessionMeta.js';
+import { describeRepair, newSessionMeta, type Repair, type SessionMeta } from '../storage/sessionMeta.js';
 import type { Redact, SessionStorage, SessionStore } from '../storage/sessionStore.js';
 import { applyRepair, deriveHistory, viewAfterCompaction, type DerivedHistory } from './deriveHistory.js';
 import { appendItem, fromItems, type HistoryView } from './historyView.js';
@@ -76,23 +76,14 @@ export class SessionRecord {
     const now = options.now ?? Date.now;
     const redact = options.redact ?? noRedaction;
     const t = now();
-    const meta: SessionMeta = {
-      format: 1,
+    const meta = newSessionMeta({
       id: options.id ?? randomUUID(),
-      name: options.name ?? null,
-      title: null,
       cwd: options.cwd,
-      createdAt: t,
-      updatedAt: t,
-      messageCount: 0,
-      turns: 0,
-      historyMode: 'phase1',
-      pinnedMode: null,
-      memoryWrites: 0,
-      calibration: 0,
+      at: t,
+      name: options.name ?? null,
       model: options.model ?? null,
       language: options.language ?? 'en',
-    };
+    });
     const storage = await store.create({ meta, redact, now });
     return closingOnError(storage, async () => {
       const record = new SessionRecord(storage, meta, deriveHistory([]), trackerFactsOf([]), [], { lines: [], repairs: [] }, now, redact);

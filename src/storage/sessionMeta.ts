@@ -25,6 +25,27 @@ export const SessionMetaSchema = z.object({
 });
 export type SessionMeta = z.infer<typeof SessionMetaSchema>;
 
+/** The meta of a session just created at `at`: no messages, phase 1, nothing written yet. */
+export function newSessionMeta(o: { id: string; cwd: string; at: number; name?: string | null; model?: string | null; language?: SessionMeta['language'] }): SessionMeta {
+  return {
+    format: 1,
+    id: o.id,
+    name: o.name ?? null,
+    title: null,
+    cwd: o.cwd,
+    createdAt: o.at,
+    updatedAt: o.at,
+    messageCount: 0,
+    turns: 0,
+    historyMode: 'phase1',
+    pinnedMode: null,
+    memoryWrites: 0,
+    calibration: 0,
+    model: o.model ?? null,
+    language: o.language ?? 'en',
+  };
+}
+
 /** What opening found wrong and did about it, for the damage report. */
 export interface Repair {
   what: string;

@@ -20,7 +20,7 @@ const turnError = z.object({
   retryable: z.boolean(),
 });
 const at = { turn: turnNo, request: count, ts: z.number() };
-/** A request record's tokens: prompt_built's, with the cacheable prefix of issue 16 where there is one. */
+/** prompt_built's tokens (and a request record's), with the cacheable prefix of issue 16 where there is one. */
 const promptTokens = z.object({
   system: z.number(),
   memory: z.number(),
@@ -58,18 +58,7 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     mode,
     messages: count,
     range: z.tuple([count, count]),
-    tokens: z.object({
-      system: z.number(),
-      memory: z.number(),
-      history: z.number(),
-      tail: z.number(),
-      counted: z.number(),
-      calibration: z.number(),
-      total: z.number(),
-      cacheable: z.number().optional(),
-      window: z.number().positive(),
-      percent: z.number(),
-    }),
+    tokens: promptTokens,
   }),
   z.object({
     type: z.literal('message_end'),
