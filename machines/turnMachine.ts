@@ -106,11 +106,10 @@ function baseFor(context: TurnContext, memory: MemorySnapshot): PromptBase {
   return promptBase(context.statics.systemPrompt, memory, context.statics.tools, context.statics.counter, placement);
 }
 
-/** Phase 2's window for the next request: held while the notebook stays (recentWindow.ts). */
+/** Phase 2's window for the next request: held while the base stays (baseFor keeps it when nothing changed; recentWindow.ts). */
 function windowFor(context: TurnContext, base: PromptBase): TurnContext['window'] {
   if (context.mode !== 'phase2') return null;
-  const notebook = `${base.memoryVersion}\u0000${base.relevant}\u0000${base.today ?? ''}`;
-  return nextWindow(context.window, context.turn, notebook, context.statics.settings);
+  return nextWindow(context.window, context.turn, base !== context.base, context.statics.settings);
 }
 
 /**

@@ -109,29 +109,29 @@ describe('compaction policy', () => {
   it("phase 2's window holds its first turn while the notebook stays, up to recentTurns + step - 1 earlier turns", () => {
     const settings = { recentTurns: 2, recentTurnsStep: 3 };
     // Step 1 (the default): no window state, the last recentTurns turns each time.
-    expect(nextWindow(null, 9, 'v1', { recentTurns: 2, recentTurnsStep: 1 })).toBeNull();
+    expect(nextWindow(null, 9, false, { recentTurns: 2, recentTurnsStep: 1 })).toBeNull();
     // Opened at turn 5 with the last 2 turns; held through turn 7 (4 earlier turns), started again at turn 8.
-    const opened = nextWindow(null, 5, 'v1', settings)!;
-    expect(opened).toEqual({ from: 3, notebook: 'v1' });
-    expect(nextWindow(opened, 6, 'v1', settings)).toBe(opened);
-    expect(nextWindow(opened, 7, 'v1', settings)).toBe(opened);
-    expect(nextWindow(opened, 8, 'v1', settings)).toEqual({ from: 6, notebook: 'v1' });
-    // A new notebook (the memory changed): started again at once, since what follows it is sent uncached anyway.
-    expect(nextWindow(opened, 6, 'v2', settings)).toEqual({ from: 4, notebook: 'v2' });
+    const opened = nextWindow(null, 5, false, settings)!;
+    expect(opened).toEqual({ from: 3 });
+    expect(nextWindow(opened, 6, false, settings)).toBe(opened);
+    expect(nextWindow(opened, 7, false, settings)).toBe(opened);
+    expect(nextWindow(opened, 8, false, settings)).toEqual({ from: 6 });
+    // A new memory block (the memory changed): started again at once, since what follows it is sent uncached anyway.
+    expect(nextWindow(opened, 6, true, settings)).toEqual({ from: 4 });
     // Never before turn 1.
-    expect(nextWindow(null, 2, 'v1', settings)).toEqual({ from: 1, notebook: 'v1' });
+    expect(nextWindow(null, 2, false, settings)).toEqual({ from: 1 });
 
     // The range carries the window's turns: turn t starts at item 4 (t - 1).
     const view = history(12, 100);
-    const range = (turn: number, window: { from: number; notebook: string } | null) =>
+    const range = (turn: number, window: { from: number } | null) =>
       carriedRange(input(view, { mode: 'phase2', turn, window, settings }));
     expect(range(7, null)[0]).toBe(16); // turns 5 and 6 before the active one
-    expect(range(7, { from: 3, notebook: 'v1' })[0]).toBe(8);
+    expect(range(7, { from: 3 })[0]).toBe(8);
     // A window shorter than recentTurns is widened to it.
-    expect(range(7, { from: 7, notebook: 'v1' })[0]).toBe(range(7, null)[0]);
+    expect(range(7, { from: 7 })[0]).toBe(range(7, null)[0]);
     // By turn number, not by count: with turn 3 gone from the view, a window from turn 2 starts at turn 2.
     const gap = fromItems(history(5, 100).items.filter((i) => i.turn !== 3));
-    expect(carriedRange(input(gap, { mode: 'phase2', turn: 5, window: { from: 2, notebook: 'v1' }, settings }))[0]).toBe(4);
+    expect(carriedRange(input(gap, { mode: 'phase2', turn: 5, window: { from: 2 }, settings }))[0]).toBe(4);
   });
 
   it('fires the fallback when the request shows the threshold, not one percent below, and once per request', () => {

@@ -10,18 +10,17 @@ import type { TurnSettings } from '../settings/settings.js';
 export interface RecentWindow {
   /** The first turn carried. */
   from: number;
-  /** The notebook the window started under (memory version, remembered items, day). */
-  notebook: string;
 }
 
+/** The window of the next request; `notebookChanged`: its memory block differs from the previous request's. */
 export function nextWindow(
   previous: RecentWindow | null | undefined,
   turn: number,
-  notebook: string,
+  notebookChanged: boolean,
   settings: Pick<TurnSettings, 'recentTurns' | 'recentTurnsStep'>,
 ): RecentWindow | null {
   if (settings.recentTurnsStep <= 1) return null;
   const most = settings.recentTurns + settings.recentTurnsStep - 1;
-  if (previous && previous.notebook === notebook && previous.from <= turn && turn - previous.from <= most) return previous;
-  return { from: Math.max(1, turn - settings.recentTurns), notebook };
+  if (previous && !notebookChanged && previous.from <= turn && turn - previous.from <= most) return previous;
+  return { from: Math.max(1, turn - settings.recentTurns) };
 }
