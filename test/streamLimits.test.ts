@@ -4,7 +4,8 @@
  * only by content), and an endless answer (cut past twice the requested maximum output).
  */
 import { describe, expect, it } from 'vitest';
-import { openaiChat, outputLimitChars } from '../src/llm/openaiChat.js';
+import { openaiChat } from '../src/llm/openaiChat.js';
+import { outputLimitChars } from '../src/llm/outputLimit.js';
 import type { Fault, TestServer } from '../src/testing/index.js';
 import { collect, logEntries, newSession, ofType, testServers } from './helpers.js';
 

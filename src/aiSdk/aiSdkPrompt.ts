@@ -9,14 +9,14 @@ import type { ChatMessage } from '../history/messages.js';
 import type { ToolSpec } from '../tools/tool.js';
 
 /** Anthropic allows 4 cache_control breakpoints per request. */
-export const MAX_BREAKPOINTS = 4;
+const MAX_BREAKPOINTS = 4;
 
 /**
  * One breakpoint, in each provider's own words: Anthropic's cacheControl, Bedrock's
  * cachePoint, and cache_control on the wire for OpenAI-compatible gateways that pass it on
  * (OpenRouter, LiteLLM, workmem's test server).
  */
-export const CACHE_MARK: SharedV3ProviderOptions = {
+const CACHE_MARK: SharedV3ProviderOptions = {
   anthropic: { cacheControl: { type: 'ephemeral' } },
   bedrock: { cachePoint: { type: 'default' } },
   openaiCompatible: { cache_control: { type: 'ephemeral' } },

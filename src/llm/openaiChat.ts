@@ -164,5 +164,4 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
   };
 }
 
-export { outputLimitChars };
 export { redact };

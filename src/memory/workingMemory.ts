@@ -121,18 +121,14 @@ export class WorkingMemory {
 
   /**
    * A write by workmem itself (compaction archives, captured tool outputs): the same
-   * confinement and atomicity, no size limit. `append` adds a section to an existing file.
+   * confinement and atomicity, no size limit. (Compaction archives go with their log entry
+   * through the storage's commit.)
    */
-  async writeSystem(path: string, content: string, options: { append?: boolean } = {}): Promise<string> {
+  async writeSystem(path: string, content: string): Promise<string> {
     const rel = await this.relOf(path);
     const text = this.redact(content);
-    if (options.append) {
-      const { created, bytes } = await this.files.append(rel, text);
-      this.written(rel, bytes, created);
-    } else {
-      const { created } = await this.files.write(rel, text);
-      this.written(rel, Buffer.byteLength(text), created);
-    }
+    const { created } = await this.files.write(rel, text);
+    this.written(rel, Buffer.byteLength(text), created);
     return `working-memory/${rel}`;
   }
 

@@ -97,7 +97,7 @@ export class PostgresSessionStorage implements SessionStorage {
   }
 }
 
-export class PostgresSessionLog implements SessionLog {
+class PostgresSessionLog implements SessionLog {
   /** An append that failed without an answer: it may be in the table (see settle). */
   private unsure: { seq: number; body: string } | null = null;
 
