@@ -186,7 +186,7 @@ describe('damaged session files', () => {
   it('a malformed reminder state starts afresh, with a note', async () => {
     const home = tempHome();
     const { id } = await sessionWithTurns(home);
-    const { openStateStore } = await import('../src/storage/stateStore.js');
+    const { openStateStore } = await import('../src/storage/openStateStore.js');
     const store = await openStateStore(join(home, 'state'));
     await store.set(`tracker:${id}`, { rounds: 'many' });
     await store.close();

@@ -7,7 +7,7 @@ import { openItemMemory } from '../src/itemMemory/itemMemoryStore.js';
 import { MinHeap } from '../src/itemMemory/minHeap.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { openSession } from '../src/session/index.js';
-import { openStateStore } from '../src/storage/stateStore.js';
+import { openStateStore } from '../src/storage/openStateStore.js';
 import { loadTokenCounter, type TokenCounter } from '../src/tokens/tokens.js';
 import { collect, newSession, ofType, tempHome } from './helpers.js';
 

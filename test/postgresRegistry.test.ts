@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresStore } from '../src/storage/postgres/postgresStore.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { findSession, listSessions, openSession, removeSession } from '../src/session/index.js';
-import { openStateStore } from '../src/storage/stateStore.js';
+import { openStateStore } from '../src/storage/openStateStore.js';
 import { stateStorePath } from '../src/storage/sessionPaths.js';
 import { TRACKER_KEY } from '../src/session/options.js';
 import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';

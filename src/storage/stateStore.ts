@@ -2,13 +2,9 @@
  * The key-value state beside the session folders: the session index, the reminder
  * tracker state and item memory. By default files under `<home>/state/` (no native
  * addon, see fileStateStore.ts); a host may pass any keyv instance instead
- * (keyvStateStore.ts), e.g. SQLite through `@keyv/sqlite`, an optional peer.
+ * (keyvStateStore.ts), e.g. SQLite through `@keyv/sqlite`, an optional peer; openStateStore.ts
+ * picks one.
  */
-import type Keyv from 'keyv';
-import { fileStateStore } from './fileStateStore.js';
-import { keyvStateStore } from './keyvStateStore.js';
-import type { SessionStore } from './sessionStore.js';
-
 export interface StateStore {
   /** Where the state lives, for messages. */
   readonly path: string;
@@ -18,9 +14,4 @@ export interface StateStore {
   /** Entries whose key starts with `prefix`. */
   entries<T>(prefix: string): Promise<[string, T][]>;
   close(): Promise<void>;
-}
-
-/** The host's keyv when given, else the state the session store keeps itself (a database), else the file store in `dir` (`<home>/state`). */
-export async function openStateStore(dir: string, keyv?: Keyv, sessions?: SessionStore): Promise<StateStore> {
-  return keyv ? keyvStateStore(keyv) : (sessions?.state?.() ?? fileStateStore(dir));
 }
