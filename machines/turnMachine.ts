@@ -20,7 +20,9 @@ import {
 } from '../src/compaction/policy.js';
 import type { CompactionReason, SessionEvent, TokenUsage, TurnStatus } from '../src/events.js';
 import type { HistoryMode } from '../src/history/historyView.js';
-import { jitterOf, sumUsage, toTurnError, type TurnError } from '../src/llm/llm.js';
+import type { TurnError } from '../src/events.js';
+import { jitterOf, toTurnError } from './turnErrors.js';
+import { sumUsage } from './tokenUsage.js';
 import type { ToolCall } from '../src/history/messages.js';
 import { buildPrompt, promptBase, type BuiltPrompt, type PromptBase } from '../src/prompt/promptBuilder.js';
 import { checkRound, markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/reminderTracker.js';

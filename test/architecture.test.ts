@@ -144,8 +144,14 @@ describe('architecture', () => {
     expect(oversized(files, show)).toEqual([]);
   });
 
-  it('the files of src/cli/ import no circle (type imports included)', () => {
-    const cycle = findCycle(tsFiles(join(ROOT, 'src/cli')), { typeImports: true });
+  it('no files of src/ and machines/ import each other in a circle (type imports included)', () => {
+    const cycle = findCycle([...tsFiles(join(ROOT, 'src')), ...tsFiles(join(ROOT, 'machines'))], { typeImports: true });
     expect(cycle?.map(show) ?? null).toBeNull();
+  });
+
+  it('machines/ takes no value from the model clients (src/llm/, src/aiSdk/): what they need is pure and beside them', () => {
+    const clientCode = (file: string): boolean => /^src\/(llm|aiSdk)\//.test(show(file));
+    const reach = forbiddenReach(tsFiles(join(ROOT, 'machines')), { packages: new Set(), files: clientCode }, show);
+    expect(explain(reach)).toEqual([]);
   });
 });

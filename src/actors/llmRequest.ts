@@ -6,7 +6,8 @@
  */
 import type { LlmInput, LlmOutput } from '../../machines/turnMachine.js';
 import type { SessionEvent } from '../events.js';
-import { FailedRequest, LLMError, toTurnError, type LLM } from '../llm/llm.js';
+import { FailedRequest, LLMError, type LLM } from '../llm/llm.js';
+import { toTurnError } from '../../machines/turnErrors.js';
 import { streamRedactor, type Redact } from '../secrets/redact.js';
 import { ChatMessageSchema, type AssistantMessage, type ToolCall } from '../history/messages.js';
 import { boundAnswer, boundResponse } from '../llm/captureBounds.js';

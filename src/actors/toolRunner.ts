@@ -12,7 +12,7 @@ import type { ToolCall } from '../history/messages.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { Tool, ToolContext, ToolEffects } from '../tools/tool.js';
-import { toTurnError } from '../llm/llm.js';
+import { toTurnError } from '../../machines/turnErrors.js';
 import { neutraliseTags } from '../prompt/structuralTags.js';
 import { argumentProblem, omittedArguments } from '../tools/toolArguments.js';
 import { invalidNameProblem } from '../llm/captureBounds.js';

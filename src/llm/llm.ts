@@ -7,7 +7,6 @@ import type { LLMErrorKind, TurnError } from '../events.js';
 import type { AssistantMessage, ChatMessage } from '../history/messages.js';
 import type { RetryPolicy } from '../settings/settings.js';
 import type { ToolSpec } from '../tools/tool.js';
-import { isStorageFault } from '../errors/storageError.js';
 
 export interface LLMRequest {
   messages: ChatMessage[];
@@ -29,11 +28,6 @@ export interface CacheBreakpoint {
 
 import type { TokenUsage } from '../events.js';
 export type { TokenUsage };
-
-/** Two token counts added up (the first may be missing). */
-export function sumUsage(a: TokenUsage | null | undefined, b: TokenUsage): TokenUsage {
-  return a ? { input: a.input + b.input, cached: a.cached + b.cached, output: a.output + b.output } : b;
-}
 
 export interface LLMUsage {
   promptTokens: number;
@@ -71,79 +65,5 @@ export interface LLM {
 
 export type { LLMErrorKind, TurnError };
 
-/** Transient failures: retried with backoff. An empty or garbled response usually is one too. */
-const RETRYABLE: ReadonlySet<LLMErrorKind> = new Set(['rate_limit', 'server', 'network', 'timeout', 'bad_response']);
-
-export class LLMError extends Error {
-  override name = 'LLMError';
-  readonly kind: LLMErrorKind;
-  readonly status: number | undefined;
-  /** From the server's retry-after-ms or retry-after header, when it sent one. */
-  readonly retryAfterMs: number | undefined;
-  /** The server's own verdict (`x-should-retry`), which overrides the kind's. */
-  readonly shouldRetry: boolean | undefined;
-
-  constructor(
-    kind: LLMErrorKind,
-    message: string,
-    options: { status?: number; retryAfterMs?: number; shouldRetry?: boolean; cause?: unknown } = {},
-  ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.kind = kind;
-    this.status = options.status;
-    this.retryAfterMs = options.retryAfterMs;
-    this.shouldRetry = options.shouldRetry;
-  }
-
-  get retryable(): boolean {
-    return this.shouldRetry ?? RETRYABLE.has(this.kind);
-  }
-}
-
-/**
- * A failed request as the llm actor reports it: the error, and a random draw in [0, 1)
- * for the retry's jitter. The draw is made in the actor, per failure, so that a fleet of
- * sessions does not retry in step while the turn machine stays pure.
- */
-export class FailedRequest extends Error {
-  override name = 'FailedRequest';
-  constructor(
-    readonly error: unknown,
-    readonly jitter: number,
-  ) {
-    super(error instanceof Error ? error.message : String(error), { cause: error });
-  }
-}
-
-/** The jitter drawn for a failure; a failure reported without one gets the full delay. */
-export function jitterOf(error: unknown): number {
-  return error instanceof FailedRequest && error.jitter >= 0 && error.jitter < 1 ? error.jitter : 1;
-}
-
-export function toTurnError(error: unknown, fallbackKind: TurnError['kind'] = 'internal'): TurnError {
-  if (error instanceof FailedRequest) return toTurnError(error.error, fallbackKind);
-  if (error instanceof LLMError) {
-    return {
-      kind: error.kind,
-      message: error.message,
-      retryable: error.retryable,
-      ...(error.status !== undefined ? { status: error.status } : {}),
-      ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
-    };
-  }
-  if (isTurnError(error)) return error;
-  const kind = isStorageFault(error) ? 'storage' : fallbackKind;
-  return { kind, message: error instanceof Error ? error.message : String(error), retryable: false };
-}
-
-function isTurnError(value: unknown): value is TurnError {
-  const v = value as Partial<TurnError> | null;
-  return (
-    !!v &&
-    typeof v === 'object' &&
-    !(v instanceof Error) &&
-    typeof v.kind === 'string' &&
-    typeof v.message === 'string' &&
-    typeof v.retryable === 'boolean'
-  );
-}
+// The error vocabulary the clients throw and the turn machine reads (pure: src/errors/llmError.ts).
+export { LLMError, FailedRequest } from '../errors/llmError.js';

@@ -18,7 +18,7 @@ import { totalTokens, type HistoryMode, type HistoryView } from '../history/hist
 import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
 import { latestUserText, relevantMemories } from '../itemMemory/relevantMemories.js';
 import { promptProblem } from '../llm/captureBounds.js';
-import { sumUsage } from '../llm/llm.js';
+import { sumUsage } from '../../machines/tokenUsage.js';
 import type { TrackerState } from '../memory/reminderTracker.js';
 import { systemPrompt } from '../prompt/systemPrompt.js';
 import { ConfigError, type resolveSettings } from '../settings/config.js';
