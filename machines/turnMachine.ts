@@ -10,24 +10,16 @@
  */
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
 import type { CompactionTarget } from '../src/compaction/plan.js';
-import {
-  autoCompactionTier,
-  beyondHorizon,
-  carriedRange,
-  compactionBudget,
-  overThreshold,
-  tokensBeforeCompaction,
-} from '../src/compaction/policy.js';
+import { autoCompactionTier, beyondHorizon, compactionBudget, overThreshold, tokensBeforeCompaction } from '../src/compaction/policy.js';
 import type { CompactionReason, SessionEvent, TokenUsage, TurnStatus } from '../src/events.js';
 import type { HistoryMode } from '../src/history/historyView.js';
 import type { TurnError } from '../src/events.js';
 import { jitterOf, toTurnError } from './turnErrors.js';
-import { sumUsage } from './tokenUsage.js';
 import type { ToolCall } from '../src/history/messages.js';
-import { buildPrompt, promptBase, type BuiltPrompt, type PromptBase } from '../src/prompt/promptBuilder.js';
-import { checkRound, markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/reminderTracker.js';
-import { memoryPlacement, retryDelay } from '../src/settings/settings.js';
-import { nextWindow } from '../src/history/recentWindow.js';
+import type { BuiltPrompt } from '../src/prompt/promptBuilder.js';
+import { addUsage, baseFor, calibrationFrom, requestFor, requestWithReminder, windowFor } from '../src/prompt/requestPlan.js';
+import { markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/reminderTracker.js';
+import { retryDelay } from '../src/settings/settings.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 
@@ -73,78 +65,6 @@ export type TurnEvent = { type: 'abort' } | { type: 'mode.changed'; mode: Histor
 
 function notProvided(name: string): never {
   throw new Error(`turn machine: actor '${name}' was not provided (use turnMachine.provide({ actors: { ${name} } }))`);
-}
-
-/**
- * The server's prompt count minus ours corrects the next estimates. A count no tokenizer
- * could give for this prompt (a broken or corrupted server) keeps the old correction.
- */
-function calibrationFrom(usage: LlmOutput['usage'], counted: number, previous: number): number {
-  if (!usage || !Number.isFinite(usage.promptTokens)) return previous;
-  const plausible = usage.promptTokens >= counted / 4 && usage.promptTokens <= counted * 4 + 2000;
-  return plausible ? Math.round(usage.promptTokens - counted) : previous;
-}
-
-/** The turn's usage so far plus one request's, when the server reported it. */
-function addUsage(sum: TokenUsage | null, usage: LlmOutput['usage']): TokenUsage | null {
-  if (!usage) return sum;
-  return sumUsage(sum, { input: usage.promptTokens, cached: usage.cachedPromptTokens ?? 0, output: usage.completionTokens });
-}
-
-/**
- * The request's system message and memory block. A new memory version, other remembered
- * items, a new day (the reminder's file name) or, with 'by-phase', another mode make a new one.
- */
-function baseFor(context: TurnContext, memory: MemorySnapshot): PromptBase {
-  const placement = memoryPlacement(context.statics.settings.memoryPosition, context.mode);
-  const base = context.base;
-  if (
-    base?.memoryVersion === memory.version &&
-    base.relevant === (memory.relevant ?? '') &&
-    base.today === memory.today &&
-    (base.memoryPosition ?? 'before-history') === placement
-  )
-    return base;
-  return promptBase(context.statics.systemPrompt, memory, context.statics.tools, context.statics.counter, placement);
-}
-
-/** Phase 2's window for the next request: held while the base stays (baseFor keeps it when nothing changed; recentWindow.ts). */
-function windowFor(context: TurnContext, base: PromptBase): TurnContext['window'] {
-  if (context.mode !== 'phase2') return null;
-  return nextWindow(context.window, context.turn, base !== context.base, context.statics.settings);
-}
-
-/**
- * The next request as it will be sent, tail included. Decisions are taken on it (the
- * percentage the model is shown), and it is sent unless a compaction changes the history.
- */
-function requestFor(context: TurnContext, reminder: ReminderDue | null): BuiltPrompt {
-  return buildPrompt({
-    base: context.base!,
-    tools: context.statics.tools,
-    history: context.history,
-    range: carriedRange(context),
-    calibration: context.calibration,
-    tailHint: context.prompt?.tokens.tail ?? context.tailHint ?? 0,
-    window: context.statics.settings.contextWindow,
-    reminder,
-    language: context.statics.settings.language,
-    counter: context.statics.counter,
-  });
-}
-
-/**
- * The reminder is decided on the request without one: a token reminder is then due
- * exactly when the percentage shown is over the threshold, since adding it only raises
- * the percentage. The reminder names the percentage of the request that carries it.
- */
-function requestWithReminder(context: TurnContext): { prompt: BuiltPrompt; tracker: TurnContext['tracker']; reminder: ReminderDue | null } {
-  const plain = requestFor(context, null);
-  const { state, due } = checkRound(context.tracker, plain.meta.tokens_percent, context.statics.settings.reminder);
-  if (!due) return { prompt: plain, tracker: state, reminder: null };
-  const prompt = requestFor(context, due);
-  const reminder = { ...due, tokensPercent: prompt.meta.tokens_percent };
-  return { prompt: { ...prompt, reminder }, tracker: state, reminder };
 }
 
 export const turnMachine = setup({

@@ -79,7 +79,7 @@ export function thresholdPercent(settings: Pick<TurnSettings, 'fallbackThreshold
 }
 
 /** The history range the next request carries in the current mode. */
-export function carriedRange(input: PolicyInput): [number, number] {
+export function carriedRange(input: Pick<PolicyInput, 'history' | 'mode' | 'turn' | 'window' | 'statics'>): [number, number] {
   const settings = input.statics.settings;
   return injectedRange(input.history, input.mode, input.turn, input.window ? { ...settings, windowFrom: input.window.from } : settings);
 }

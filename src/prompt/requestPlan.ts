@@ -1,0 +1,106 @@
+/**
+ * The decisions that make a request out of a turn's state, as pure functions: which prompt
+ * base (system message and memory block) it is built on, phase 2's window, the request as
+ * sent (tail included), whether it carries a reminder, and how the server's count corrects
+ * ours. The turn machine takes them in its `assign`s; `/context`'s estimate of the next
+ * request (Session.nextRequest) takes the same, so the two never disagree.
+ */
+import type { TokenUsage } from '../events.js';
+import { carriedRange } from '../compaction/policy.js';
+import type { HistoryMode, HistoryView } from '../history/historyView.js';
+import { nextWindow, type RecentWindow } from '../history/recentWindow.js';
+import type { LLMUsage } from '../llm/llm.js';
+import type { MemorySnapshot } from '../memory/memoryRules.js';
+import { checkRound, type ReminderDue, type TrackerState } from '../memory/reminderTracker.js';
+import { memoryPlacement, type TurnSettings } from '../settings/settings.js';
+import type { TokenCounter } from '../tokens/tokens.js';
+import type { ToolSpec } from '../tools/tool.js';
+import { sumUsage } from '../../machines/tokenUsage.js';
+import { buildPrompt, promptBase, type BuiltPrompt, type PromptBase } from './promptBuilder.js';
+
+/** What a request is made from: the turn machine's context has this shape (no copy per request). */
+export interface RequestState {
+  statics: { systemPrompt: string; tools: readonly ToolSpec[]; counter: TokenCounter; settings: TurnSettings };
+  turn: number;
+  history: HistoryView;
+  mode: HistoryMode;
+  tracker: TrackerState;
+  calibration: number;
+  base: PromptBase | null;
+  window?: RecentWindow | null;
+  /** The last request as built, if any: its tail is the first guess of the next one's. */
+  prompt: BuiltPrompt | null;
+  tailHint?: number;
+}
+
+/**
+ * The request's system message and memory block. A new memory version, other remembered
+ * items, a new day (the reminder's file name) or, with 'by-phase', another mode make a new one.
+ */
+export function baseFor(state: RequestState, memory: MemorySnapshot): PromptBase {
+  const placement = memoryPlacement(state.statics.settings.memoryPosition, state.mode);
+  const base = state.base;
+  if (
+    base?.memoryVersion === memory.version &&
+    base.relevant === (memory.relevant ?? '') &&
+    base.today === memory.today &&
+    (base.memoryPosition ?? 'before-history') === placement
+  )
+    return base;
+  return promptBase(state.statics.systemPrompt, memory, state.statics.tools, state.statics.counter, placement);
+}
+
+/** Phase 2's window for the next request: held while the base stays (baseFor keeps it when nothing changed; recentWindow.ts). */
+export function windowFor(state: RequestState, base: PromptBase): RecentWindow | null {
+  if (state.mode !== 'phase2') return null;
+  return nextWindow(state.window, state.turn, base !== state.base, state.statics.settings);
+}
+
+/**
+ * The next request as it will be sent, tail included. Decisions are taken on it (the
+ * percentage the model is shown), and it is sent unless a compaction changes the history.
+ */
+export function requestFor(state: RequestState, reminder: ReminderDue | null): BuiltPrompt {
+  return buildPrompt({
+    base: state.base!,
+    tools: state.statics.tools,
+    history: state.history,
+    range: carriedRange(state),
+    calibration: state.calibration,
+    tailHint: state.prompt?.tokens.tail ?? state.tailHint ?? 0,
+    window: state.statics.settings.contextWindow,
+    reminder,
+    language: state.statics.settings.language,
+    counter: state.statics.counter,
+  });
+}
+
+/**
+ * The reminder is decided on the request without one: a token reminder is then due
+ * exactly when the percentage shown is over the threshold, since adding it only raises
+ * the percentage. The reminder names the percentage of the request that carries it.
+ */
+export function requestWithReminder(state: RequestState): { prompt: BuiltPrompt; tracker: TrackerState; reminder: ReminderDue | null } {
+  const plain = requestFor(state, null);
+  const { state: tracker, due } = checkRound(state.tracker, plain.meta.tokens_percent, state.statics.settings.reminder);
+  if (!due) return { prompt: plain, tracker, reminder: null };
+  const prompt = requestFor(state, due);
+  const reminder = { ...due, tokensPercent: prompt.meta.tokens_percent };
+  return { prompt: { ...prompt, reminder }, tracker, reminder };
+}
+
+/**
+ * The server's prompt count minus ours corrects the next estimates. A count no tokenizer
+ * could give for this prompt (a broken or corrupted server) keeps the old correction.
+ */
+export function calibrationFrom(usage: LLMUsage | null, counted: number, previous: number): number {
+  if (!usage || !Number.isFinite(usage.promptTokens)) return previous;
+  const plausible = usage.promptTokens >= counted / 4 && usage.promptTokens <= counted * 4 + 2000;
+  return plausible ? Math.round(usage.promptTokens - counted) : previous;
+}
+
+/** The turn's usage so far plus one request's, when the server reported it. */
+export function addUsage(sum: TokenUsage | null, usage: LLMUsage | null): TokenUsage | null {
+  if (!usage) return sum;
+  return sumUsage(sum, { input: usage.promptTokens, cached: usage.cachedPromptTokens ?? 0, output: usage.completionTokens });
+}
