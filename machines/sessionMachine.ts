@@ -1,10 +1,15 @@
 /**
  * A session: queues user messages and runs one turn at a time (one writer per session),
- * owns the historyMode actor, persists after each turn, and reports every event of its
- * children outward. Its actors (`accept`: durably append the user message; `save`: meta
- * and tracker; `persistMode`: a mode change) do their work through the session's host.
+ * owns the historyMode actor, persists after each turn, compacts between turns when the
+ * user asks, and reports every event of its children outward. Its actors (`accept`:
+ * durably append the user message; `save`: meta and tracker; `persistMode`: a mode change;
+ * `compactor`: the user's compaction) do their work through the session's host.
+ *
+ * Over 350 lines: it is one statechart (its states and what each event does in each), read
+ * and visualised whole; its types are in sessionTypes.ts.
  */
 import { assign, emit, enqueueActions, fromPromise, sendParent, sendTo, setup } from 'xstate';
+import { toTurnError } from './turnErrors.js';
 import type { SessionEvent } from '../src/events.js';
 import type { HistoryMode } from '../src/history/historyView.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
@@ -12,10 +17,20 @@ import type { PromptBase } from '../src/prompt/promptBuilder.js';
 import type { RecentWindow } from '../src/history/recentWindow.js';
 import { remindNextRequest } from '../src/memory/reminderTracker.js';
 import { historyModeMachine, type ModeAnnouncement } from './historyModeMachine.js';
-import { turnMachine, type TurnOutput } from './turnMachine.js';
+import { turnMachine, type CompactorInput, type CompactorOutput, type TurnOutput } from './turnMachine.js';
 
 export type * from './sessionTypes.js';
-import type { QueuedPrompt, SessionInput, AcceptInput, AcceptOutput, SaveInput, SaveOutput, PersistModeInput } from './sessionTypes.js';
+import type {
+  CompactionAsked,
+  CompactionOutcome,
+  QueuedPrompt,
+  SessionInput,
+  AcceptInput,
+  AcceptOutput,
+  SaveInput,
+  SaveOutput,
+  PersistModeInput,
+} from './sessionTypes.js';
 
 export interface SessionContext extends SessionInput {
   turn: number;
@@ -27,6 +42,9 @@ export interface SessionContext extends SessionInput {
   window: RecentWindow | null;
   last: TurnOutput | null;
   abortRequested: boolean;
+  /** The user's compaction while it runs, and how the last one ended. */
+  compaction: CompactionAsked | null;
+  compacted: CompactionOutcome | null;
 }
 
 export type SessionMachineEvent =
@@ -34,8 +52,8 @@ export type SessionMachineEvent =
   | { type: 'abort' }
   | { type: 'mode.set'; mode: HistoryMode | 'auto' }
   | { type: 'memory.written'; health: MemoryHealth }
-  /** The history was compacted outside a turn: the next request reminds the model. */
-  | { type: 'history.compacted' }
+  /** Compact now, between turns (refused while a turn runs). */
+  | ({ type: 'compact' } & CompactionAsked)
   | ({ type: 'mode.announced' } & Omit<ModeAnnouncement, 'type'>)
   /** Something the running turn reports (its events leave through the session). */
   | { type: 'turn.report'; event: SessionEvent };
@@ -88,6 +106,9 @@ export const sessionMachine = setup({
     persistMode: fromPromise<void, PersistModeInput>(async () => {
       throw new Error("session machine: actor 'persistMode' was not provided");
     }),
+    compactor: fromPromise<CompactorOutput, CompactorInput>(async () => {
+      throw new Error("session machine: actor 'compactor' was not provided");
+    }),
     turn: childTurn,
     historyMode: childHistoryMode,
   },
@@ -131,6 +152,8 @@ export const sessionMachine = setup({
     window: null,
     last: null,
     abortRequested: false,
+    compaction: null,
+    compacted: null,
   }),
   invoke: {
     id: 'historyMode',
@@ -147,12 +170,63 @@ export const sessionMachine = setup({
     },
     'mode.announced': { actions: 'takeMode' },
     'turn.report': { actions: emit(({ event }) => event.event) },
-    'history.compacted': { actions: assign({ tracker: ({ context }) => remindNextRequest(context.tracker) }) },
+    // Outside idle: one writer per session, so the user's compaction waits for no turn; it is refused.
+    compact: {
+      actions: assign({ compacted: ({ event }) => ({ id: event.id, error: 'a turn is running: wait for it or abort it, then compact' }) }),
+    },
   },
   initial: 'idle',
   states: {
     idle: {
       always: { guard: 'hasQueued', target: 'accepting' },
+      on: {
+        compact: {
+          target: 'compacting',
+          actions: assign({
+            compaction: ({ event }) => ({ id: event.id, target: event.target, strategy: event.strategy, keepRecent: event.keepRecent }),
+          }),
+        },
+      },
+    },
+    compacting: {
+      invoke: {
+        id: 'compactor',
+        src: 'compactor',
+        input: ({ context }) => {
+          const asked = context.compaction!;
+          return {
+            // Between turns none is active: every turn up to the last may be archived.
+            order: {
+              kind: 'target' as const,
+              reason: 'manual' as const,
+              turn: context.turn,
+              activeTurn: context.turn + 1,
+              target: asked.target,
+              strategy: asked.strategy,
+              keepRecent: asked.keepRecent,
+            },
+            request: 0,
+            host: context.statics.host,
+          };
+        },
+        onDone: {
+          target: 'idle',
+          actions: assign(({ context, event }) => ({
+            history: event.output.history,
+            // The next request reminds the model to bring its memory up to date.
+            tracker: event.output.replaced > 0 ? remindNextRequest(context.tracker) : context.tracker,
+            compacted: { id: context.compaction!.id, result: event.output.result },
+            compaction: null,
+          })),
+        },
+        onError: {
+          target: 'idle',
+          actions: assign(({ context, event }) => ({
+            compacted: { id: context.compaction!.id, error: toTurnError(event.error, 'storage').message },
+            compaction: null,
+          })),
+        },
+      },
     },
     accepting: {
       entry: [

@@ -2,6 +2,8 @@
  * What a session machine is given, and the port its actors reach the world through (the
  * turn's host and the session's own actors): the types sessionMachine.ts and src/actors/ agree on.
  */
+import type { CompactionResult } from '../src/compaction/compact.js';
+import type { CompactionStrategy, CompactionTarget } from '../src/compaction/plan.js';
 import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 import type { TrackerState } from '../src/memory/reminderTracker.js';
@@ -11,6 +13,17 @@ export interface QueuedPrompt {
   id: string;
   text: string;
 }
+
+/** The user's compaction between turns (Session.compact, /compact): what to compact, by id. */
+export interface CompactionAsked {
+  id: string;
+  target: CompactionTarget;
+  strategy: CompactionStrategy;
+  keepRecent: number;
+}
+
+/** How the last compaction asked between turns ended: its result, or why it failed or was refused. */
+export type CompactionOutcome = { id: string; result: CompactionResult } | { id: string; error: string };
 
 /** The turn's host, and what the session's own actors do. */
 export interface SessionHost extends TurnHost {

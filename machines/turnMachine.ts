@@ -10,7 +10,7 @@
  */
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
 import type { CompactionTarget } from '../src/compaction/plan.js';
-import { autoCompactionTier, beyondHorizon, compactionBudget, overThreshold, tokensBeforeCompaction } from '../src/compaction/policy.js';
+import { autoCompactionTier, beyondHorizon, compactionOrder, overThreshold } from '../src/compaction/policy.js';
 import type { CompactionReason, SessionEvent, TokenUsage, TurnStatus } from '../src/events.js';
 import type { HistoryMode } from '../src/history/historyView.js';
 import type { TurnError } from '../src/events.js';
@@ -22,9 +22,6 @@ import { markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/
 import { retryDelay } from '../src/settings/settings.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
-
-// The compaction policy's constants, still importable from here.
-export { AUTO_KEEP_TOOL_OUTPUTS, TAIL_ALLOWANCE } from '../src/compaction/policy.js';
 
 export type * from './turnTypes.js';
 import type {
@@ -207,58 +204,24 @@ export const turnMachine = setup({
       ],
     },
     compacting: {
-      entry: {
-        type: 'report',
-        params: ({ context }) => ({
-          type: 'compaction_start',
-          turn: context.turn,
-          request: context.request,
-          reason: context.compactReason,
-          tokensBefore: tokensBeforeCompaction(context, context.compactReason),
-        }),
-      },
+      // The compactor reports the compaction itself (compaction_start, compaction_end: src/compaction/compact.ts).
       invoke: {
         id: 'compactor',
         src: 'compactor',
-        input: ({ context }) => {
-          const { range, budget, fixedTokens } = compactionBudget(context, context.compactReason);
-          return {
-            history: context.history,
-            range,
-            turn: context.turn,
-            request: context.request,
-            reason: context.compactReason,
-            budget,
-            fixedTokens,
-            target: context.compactTarget,
-            keepRecentTurns: context.statics.settings.keepRecentTurns,
-            host: context.statics.host,
-          };
-        },
+        input: ({ context }) => ({
+          order: compactionOrder(context, context.compactReason, context.compactTarget),
+          request: context.request,
+          host: context.statics.host,
+        }),
         onDone: {
           target: 'maybeCompact',
-          actions: [
-            assign(({ context, event }) => ({
-              history: event.output.history,
-              compactedThisRequest: true,
-              // The model saw none of what the horizon archives: nothing to remind it of.
-              tracker:
-                event.output.replaced > 0 && context.compactReason !== 'horizon' ? remindNextRequest(context.tracker) : context.tracker,
-            })),
-            {
-              type: 'report',
-              params: ({ context, event }) => ({
-                type: 'compaction_end',
-                turn: context.turn,
-                request: context.request,
-                reason: context.compactReason,
-                tokensBefore: event.output.tokensBefore,
-                tokensAfter: event.output.tokensAfter,
-                replaced: event.output.replaced,
-                files: event.output.files,
-              }),
-            },
-          ],
+          actions: assign(({ context, event }) => ({
+            history: event.output.history,
+            compactedThisRequest: true,
+            // The model saw none of what the horizon archives: nothing to remind it of.
+            tracker:
+              event.output.replaced > 0 && context.compactReason !== 'horizon' ? remindNextRequest(context.tracker) : context.tracker,
+          })),
         },
         onError: {
           // A failed compaction is not fatal: the request may still fit; buildPrompt checks the window.

@@ -2,8 +2,8 @@
  * What a turn is given and gives back, and the port its actors reach the world through:
  * the types the turn machine (turnMachine.ts) and src/actors/ agree on.
  */
-import type { CompactionTarget } from '../src/compaction/plan.js';
-import type { CompactionReason, TokenUsage, TurnStatus } from '../src/events.js';
+import type { CompactionRequest, CompactionResult } from '../src/compaction/compact.js';
+import type { TokenUsage, TurnStatus } from '../src/events.js';
 import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
 import type { RecentWindow } from '../src/history/recentWindow.js';
 import type { TurnError } from '../src/events.js';
@@ -74,26 +74,16 @@ export interface HostInput {
 }
 
 export interface CompactorInput extends HostInput {
-  history: HistoryView;
-  /** The range the next request would carry. */
-  range: [number, number];
-  turn: number;
+  /** What to compact: the system's budget or tier before a request, or a target (the user's /compact). */
+  order: CompactionRequest;
+  /** The request the compaction runs before; 0 between turns. */
   request: number;
-  reason: CompactionReason;
-  /** Tokens the carried history may have after compaction. */
-  budget: number;
-  /** Tokens of the request besides the history (system, memory, tools, tail allowance). */
-  fixedTokens: number;
-  /** For the auto policy: the compression guide's tier; otherwise null (compact to the budget). */
-  target: CompactionTarget | null;
-  keepRecentTurns: number;
 }
 export interface CompactorOutput {
   history: HistoryView;
   replaced: number;
-  files: string[];
-  tokensBefore: number;
-  tokensAfter: number;
+  /** What was archived where, the summary and the token counts. */
+  result: CompactionResult;
 }
 
 export interface LlmInput extends HostInput {

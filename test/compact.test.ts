@@ -3,6 +3,7 @@
  * storage is CompactionStore and nothing else, the archive and the log entry are
  * committed together, and the tokens reported are those of the range compacted.
  */
+import type { SessionEvent } from '../src/events.js';
 import { describe, expect, it } from 'vitest';
 import { compact, type CompactionDeps } from '../src/compaction/compact.js';
 import type { CompactionStore } from '../src/compaction/store.js';
@@ -29,7 +30,10 @@ class MemoryStore implements CompactionStore {
   async exists(path: string): Promise<boolean> {
     return this.files.has(path);
   }
-  async commit(archive: { path: string; content: string; append: boolean }, entry: Omit<CompactionEntry, 'seq' | 'ts'>): Promise<CompactionEntry> {
+  async commit(
+    archive: { path: string; content: string; append: boolean },
+    entry: Omit<CompactionEntry, 'seq' | 'ts'>,
+  ): Promise<CompactionEntry> {
     const { path, content } = archive;
     this.calls.push(`commit ${path}${archive.append ? ' (append)' : ''}`);
     this.files.set(path, archive.append && this.files.has(path) ? `${this.files.get(path)}\n\n---\n\n${content}` : content);
@@ -120,16 +124,30 @@ describe('compact', () => {
     expect(asked).toHaveLength(1);
   });
 
-  it('stubs tool outputs for a target, keeping the last ones; says when it starts only if there is something to do', async () => {
+  it('stubs tool outputs for a target, keeping the last ones; reports each compaction, start and end, with the range own tokens', async () => {
     const store = new MemoryStore(history(4));
-    const starts: number[] = [];
+    const reported: SessionEvent[] = [];
+    const report = { emit: (e: SessionEvent) => reported.push(e), request: 2 };
     const result = await compact(
       { kind: 'target', reason: 'llm', turn: 4, activeTurn: 4, target: 'tools', strategy: 'archive', keepRecent: 1 },
       await deps(store),
       signal,
-      (tokens) => starts.push(tokens),
+      report,
     );
-    expect(starts).toEqual([result.tokensBefore]);
+    expect(reported).toEqual([
+      { type: 'compaction_start', turn: 4, request: 2, reason: 'llm', tokensBefore: result.tokensBefore },
+      {
+        type: 'compaction_end',
+        turn: 4,
+        request: 2,
+        reason: 'llm',
+        tokensBefore: result.tokensBefore,
+        tokensAfter: result.tokensAfter,
+        replaced: 3,
+        files: result.files,
+      },
+    ]);
+    expect(result.tokensAfter).toBeLessThan(result.tokensBefore);
     expect(result.applied.stubbed).toBe(3);
     expect(result.applied.entry!.target).toBe('tools');
     expect(result.history.items.filter((i) => i.message.role === 'tool' && i.message.content.startsWith(STUB_PREFIX))).toHaveLength(3);
@@ -138,11 +156,12 @@ describe('compact', () => {
       { kind: 'target', reason: 'llm', turn: 4, activeTurn: 4, target: 'tools', strategy: 'archive', keepRecent: 1 },
       await deps(store),
       signal,
-      (tokens) => starts.push(tokens),
+      report,
     );
     expect(again.replaced).toBe(0);
     expect(again.tokensAfter).toBe(again.tokensBefore);
-    expect(starts).toHaveLength(1);
+    // Nothing left to do: reported as replacing nothing.
+    expect(reported.slice(2).map((e) => (e.type === 'compaction_end' ? e.replaced : e.type))).toEqual(['compaction_start', 0]);
     expect(store.calls).toEqual(['commit detail/compact-2025-01-02T03-04-05-000Z.md']);
   });
 

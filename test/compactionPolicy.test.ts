@@ -7,23 +7,22 @@ import { describe, expect, it } from 'vitest';
 import { fromItems, tokensBetween, type HistoryItem, type HistoryView } from '../src/history/historyView.js';
 import type { ChatMessage } from '../src/history/messages.js';
 import type { PromptBase } from '../src/prompt/promptBuilder.js';
+import { AUTO_KEEP_TOOL_OUTPUTS } from '../src/compaction/plan.js';
 import {
-  AUTO_KEEP_TOOL_OUTPUTS,
   TAIL_ALLOWANCE,
   autoCompactionTier,
   beyondHorizon,
   carriedRange,
   compactionBudget,
+  compactionOrder,
   overThreshold,
   shownPercent,
   thresholdPercent,
   thresholdTokens,
-  tokensBeforeCompaction,
   type PolicyInput,
   type PolicySettings,
 } from '../src/compaction/policy.js';
 import { nextWindow } from '../src/history/recentWindow.js';
-import * as turnMachineModule from '../machines/turnMachine.js';
 
 const BASE: PromptBase = { memoryVersion: 1, relevant: '', systemContent: 'system', tokens: 1000, memoryTokens: 200, memoryBytes: 800 };
 const SETTINGS: PolicySettings = {
@@ -65,7 +64,14 @@ const TAIL = 400;
 function built(total: number, window = SETTINGS.contextWindow): NonNullable<PolicyInput['prompt']> {
   const percent = Math.round((total / window) * 100);
   return {
-    meta: { tokens_used: total, tokens_max: window, tokens_percent: percent, messages_in_history: 0, messages_sent: 0, working_memory_size: 0 },
+    meta: {
+      tokens_used: total,
+      tokens_max: window,
+      tokens_percent: percent,
+      messages_in_history: 0,
+      messages_sent: 0,
+      working_memory_size: 0,
+    },
     tokens: { system: 0, memory: 0, history: 0, tail: TAIL, counted: total, calibration: 0, total, cacheable: 0, window, percent },
   };
 }
@@ -88,7 +94,10 @@ function input(view: HistoryView, over: Partial<PolicyInput> & { settings?: Part
   };
   if (over.prompt === undefined) {
     const [from, to] = carriedRange(result);
-    result.prompt = built(result.base!.tokens + tokensBetween(view, from, to) + result.calibration + TAIL, result.statics.settings.contextWindow);
+    result.prompt = built(
+      result.base!.tokens + tokensBetween(view, from, to) + result.calibration + TAIL,
+      result.statics.settings.contextWindow,
+    );
   }
   return result;
 }
@@ -123,8 +132,7 @@ describe('compaction policy', () => {
 
     // The range carries the window's turns: turn t starts at item 4 (t - 1).
     const view = history(12, 100);
-    const range = (turn: number, window: { from: number } | null) =>
-      carriedRange(input(view, { mode: 'phase2', turn, window, settings }));
+    const range = (turn: number, window: { from: number } | null) => carriedRange(input(view, { mode: 'phase2', turn, window, settings }));
     expect(range(7, null)[0]).toBe(16); // turns 5 and 6 before the active one
     expect(range(7, { from: 3 })[0]).toBe(8);
     // A window shorter than recentTurns is widened to it.
@@ -211,12 +219,26 @@ describe('compaction policy', () => {
     expect(compactionBudget(input(view, { base: heavy }), 'fallback').budget).toBe(0);
   });
 
-  it('reports the tokens before: the request as built for the fallback, phase 1 without the tail for the horizon', () => {
-    const view = history(10, 100); // 4000 tokens
+  it('orders the auto tier with the auto policy, and a budget for every other reason', () => {
+    const view = history(10, 100);
     expect(TAIL_ALLOWANCE).toBe(400);
-    expect(tokensBeforeCompaction(input(view, { mode: 'phase2', prompt: built(1777) }), 'fallback')).toBe(1777);
-    expect(tokensBeforeCompaction(input(view, { mode: 'phase2' }), 'overflow')).toBe(1000 + 400 + TAIL);
-    expect(tokensBeforeCompaction(input(view, { mode: 'phase2' }), 'horizon')).toBe(1000 + 4000);
+    expect(compactionOrder(input(view), 'auto', 'tools')).toEqual({
+      kind: 'tier',
+      reason: 'auto',
+      turn: 10,
+      range: [0, 40],
+      tier: 'tools',
+      keepRecentTurns: 3,
+    });
+    const { range, budget } = compactionBudget(input(view, { mode: 'phase2' }), 'horizon');
+    expect(compactionOrder(input(view, { mode: 'phase2' }), 'horizon', null)).toEqual({
+      kind: 'budget',
+      reason: 'horizon',
+      turn: 10,
+      range,
+      budget,
+      keepRecentTurns: 3,
+    });
   });
 
   it('applies the auto tiers only with the auto policy, at a first request, when there is something to compact', () => {
@@ -240,10 +262,5 @@ describe('compaction policy', () => {
     expect(autoCompactionTier(input(history(46, 25), { ...auto, prompt: built(1949) }))).toBeNull();
     expect(autoCompactionTier(input(worth, { ...auto, prompt: built(1949) }))).toBeNull();
     expect(autoCompactionTier(input(worth, { ...auto, prompt: built(1950) }))).toBe('tools');
-  });
-
-  it('is still importable from the turn machine where it used to live', () => {
-    expect(turnMachineModule.TAIL_ALLOWANCE).toBe(TAIL_ALLOWANCE);
-    expect(turnMachineModule.AUTO_KEEP_TOOL_OUTPUTS).toBe(AUTO_KEEP_TOOL_OUTPUTS);
   });
 });

@@ -16,6 +16,7 @@ import { protocolFollower } from '../src/testing/index.js';
 import { createActor, fromPromise, toPromise } from 'xstate';
 import { collect, fixedMemoryStore, newSession, ofType, testServers } from './helpers.js';
 import { fromItems } from '../src/history/historyView.js';
+import { NOTHING_COMPACTED } from '../src/compaction/apply.js';
 import type { ChatMessage } from '../src/history/messages.js';
 import { LLMError } from '../src/llm/llm.js';
 import { INITIAL_TRACKER } from '../src/memory/reminderTracker.js';
@@ -30,7 +31,7 @@ import {
   type SessionEvent,
   type ToolRunnerInput,
   type ToolRunnerOutput,
-} from '../src/index.js';
+} from '../machines/index.js';
 
 const serve = testServers();
 
@@ -152,7 +153,7 @@ describe("'by-phase' when the mode changes while a compaction runs", () => {
         compactor: fromPromise<CompactorOutput, CompactorInput>(async ({ input }) => {
           compactorStarted();
           await finished;
-          return { history: input.history, replaced: 0, files: [], tokensBefore: 0, tokensAfter: 0 };
+          return { history, replaced: 0, result: NOTHING_COMPACTED };
         }),
         llm: fromPromise<LlmOutput, LlmInput>(async ({ input }) => {
           sent.push(input.prompt.messages);
@@ -166,7 +167,15 @@ describe("'by-phase' when the mode changes while a compaction runs", () => {
     });
     const settings = { ...defaultTurnSettings(8000, 500), memoryPosition: 'by-phase' as const };
     const actor = createActor(machine, {
-      input: { statics: { sessionId: 's', systemPrompt: 'You garden.', tools: [], counter, settings }, turn: 1, history, mode: 'phase1', tracker: INITIAL_TRACKER, calibration: 0, base: null },
+      input: {
+        statics: { sessionId: 's', systemPrompt: 'You garden.', tools: [], counter, settings },
+        turn: 1,
+        history,
+        mode: 'phase1',
+        tracker: INITIAL_TRACKER,
+        calibration: 0,
+        base: null,
+      },
     });
     const built: string[] = [];
     actor.on('prompt_built', (e) => built.push((e as Extract<SessionEvent, { type: 'prompt_built' }>).mode));

@@ -24,7 +24,7 @@ const EV = {
   abort: 'abort',
   setMode: 'mode.set',
   mode: 'mode.announced',
-  compacted: 'history.compacted',
+  compact: 'compact',
   memoryWritten: 'memory.written',
   // What the session tells its children.
   turnAbort: 'abort',
@@ -41,6 +41,11 @@ const ACCEPT_ERROR = 'xstate.error.actor.accept';
 const TURN_DONE = 'xstate.done.actor.turn';
 const SAVE_DONE = 'xstate.done.actor.save';
 const SAVE_ERROR = 'xstate.error.actor.save';
+const COMPACTOR_DONE = 'xstate.done.actor.compactor';
+const COMPACTOR_ERROR = 'xstate.error.actor.compactor';
+/** The user's compaction, between turns. */
+const COMPACT: Step = { type: EV.compact, id: 'k1', target: 'all', strategy: 'archive', keepRecent: 3 };
+const REFUSED = 'a turn is running: wait for it or abort it, then compact';
 
 type Snap = SnapshotFrom<typeof sessionMachine>;
 type Step = { type: string; [key: string]: unknown };
@@ -67,7 +72,14 @@ const persistMode = fromPromise<void, PersistModeInput>(async ({ input }) => {
   persisted.push(`${input.from}→${input.to} pinned ${input.pinned}`);
 });
 const machine = sessionMachine.provide({
-  actors: { accept: pending(), save: pending(), turn: listener('turn'), historyMode: listener('historyMode'), persistMode } as never,
+  actors: {
+    accept: pending(),
+    save: pending(),
+    compactor: pending(),
+    turn: listener('turn'),
+    historyMode: listener('historyMode'),
+    persistMode,
+  } as never,
 });
 /** Something the running turn reports: the session passes it on as its own event. */
 const REPORT: SessionEvent = { type: 'memory_loaded', turn: 1, request: 1, version: 1, bytes: 10, detailFiles: 0 };
@@ -121,8 +133,13 @@ function eventsIn(s: Snap): Step[] {
     { type: EV.mode, mode: c.mode === 'phase1' ? 'phase2' : 'phase1', pinned: c.pinned === null },
     // … and pinning (or unpinning) the mode it is in: no switch, but the pin is kept.
     { type: EV.mode, mode: c.mode, pinned: c.pinned === null },
-    { type: EV.compacted },
   ];
+  // One compaction asked per path: in idle it runs, elsewhere it is refused.
+  if (!c.compacted && !c.compaction) events.push(COMPACT);
+  if (s.children.compactor) {
+    events.push({ type: COMPACTOR_DONE, output: { history: saved(1), replaced: 2, result: { changed: 2 } } });
+    events.push({ type: COMPACTOR_ERROR, error: new Error('ENOSPC: no space left on device') });
+  }
   const given = c.turn + c.queue.length;
   if (given < 2) events.push({ type: EV.prompt, prompt: { id: `p${given + 1}`, text: `prompt ${given + 1}` } });
   if (c.modelWrites < 1) events.push({ type: EV.memoryWritten, health: real });
@@ -154,12 +171,13 @@ const stateOf = (s: Snap) =>
     writes: s.context.modelWrites,
     force: s.context.tracker.forceNext,
     last: s.context.last?.status ?? null,
+    compacted: s.context.compacted ? ('error' in s.context.compacted ? 'error' : 'done') : null,
   });
 
 // ---------------------------------------------------------------------------------------
 // The reference model: what the session should show outward, step by step.
 
-type Phase = 'idle' | 'accepting' | 'running' | 'saving';
+type Phase = 'idle' | 'accepting' | 'running' | 'saving' | 'compacting';
 interface Expected {
   phase: Phase;
   turn: number;
@@ -172,6 +190,8 @@ interface Expected {
   forceNext: boolean;
   history: number;
   last: TurnOutput | null;
+  /** How the user's compaction ended: its result's changed count, or its error. */
+  compacted: { changed: number } | { error: string } | null;
   emitted: SessionEvent[];
   told: string[];
   persisted: string[];
@@ -190,6 +210,7 @@ function expectedAfter(steps: Step[]): Expected {
     forceNext: false,
     history: 0,
     last: null,
+    compacted: null,
     emitted: [],
     told: [],
     persisted: [],
@@ -238,8 +259,19 @@ function expectedAfter(steps: Step[]): Expected {
         if (m.phase === 'running') m.told.push(`turn:${EV.turnMode} ${mode}`);
         break;
       }
-      case EV.compacted:
-        m.forceNext = true;
+      case EV.compact:
+        if (m.phase === 'idle') m.phase = 'compacting';
+        else m.compacted = { error: REFUSED };
+        break;
+      case COMPACTOR_DONE:
+        m.history = 1;
+        m.forceNext = true; // something was compacted: the next request reminds
+        m.compacted = { changed: 2 };
+        m.phase = 'idle';
+        break;
+      case COMPACTOR_ERROR:
+        m.compacted = { error: (e.error as Error).message };
+        m.phase = 'idle';
         break;
       case EV.report:
         m.emitted.push(e.event as SessionEvent);
@@ -350,6 +382,11 @@ function runChecked(paths: StatePath<Snap, Step>[], run?: PathRun): PathRun {
               forceNext: s.context.tracker.forceNext,
               history: s.context.history.items.length,
               last: s.context.last?.status ?? null,
+              compacted: s.context.compacted
+                ? 'error' in s.context.compacted
+                  ? { error: s.context.compacted.error }
+                  : { changed: s.context.compacted.result.changed }
+                : null,
             },
             what,
           ).toEqual({
@@ -364,6 +401,7 @@ function runChecked(paths: StatePath<Snap, Step>[], run?: PathRun): PathRun {
             forceNext: want.forceNext,
             history: want.history,
             last: want.last?.status ?? null,
+            compacted: want.compacted,
           });
         };
       },
@@ -462,10 +500,19 @@ describe('session machine, model-based', () => {
     expect(failedSave.state.context.turn).toBe(1);
   });
 
-  it('COMPACTED outside a turn makes the next request remind; a memory write asks historyMode to re-evaluate', () => {
-    const compacted = pathOf([{ type: EV.compacted }]);
+  it('a compaction between turns makes the next request remind, and is refused while a turn runs; a memory write asks historyMode to re-evaluate', () => {
+    const compacted = pathOf([
+      COMPACT,
+      prompt(1),
+      { type: COMPACTOR_DONE, output: { history: saved(1), replaced: 2, result: { changed: 2 } } },
+    ]);
     runChecked([compacted]);
     expect(compacted.state.context.tracker).toEqual({ ...INITIAL_TRACKER, forceNext: true });
+    // The prompt sent while it ran waited for it.
+    expect(compacted.state.matches('accepting')).toBe(true);
+    const refused = pathOf([prompt(1), COMPACT]);
+    runChecked([refused]);
+    expect(refused.state.context.compacted).toEqual({ id: 'k1', error: REFUSED });
     const wrote = pathOf([
       prompt(1),
       acceptDone(1),

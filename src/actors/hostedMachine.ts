@@ -33,6 +33,9 @@ function hostIn<H extends TurnHost>(input: { host?: H }): H {
 
 let hosted: typeof sessionMachine | null = null;
 
+/** One compactor for the turn's compactions and the session's (the user's, between turns). */
+const compactor = fromPromise<CompactorOutput, CompactorInput>(({ input, signal }) => hostIn(input).compact(input, signal));
+
 export function hostedSessionMachine(): typeof sessionMachine {
   hosted ??= sessionMachine.provide({
     actors: {
@@ -41,12 +44,13 @@ export function hostedSessionMachine(): typeof sessionMachine {
           memoryStore: fromPromise<MemorySnapshot, MemoryStoreInput>(({ input }) => hostIn(input).loadMemory(input)),
           llm: fromPromise<LlmOutput, LlmInput>(({ input, signal }) => hostIn(input).request(input, signal)),
           toolRunner: fromPromise<ToolRunnerOutput, ToolRunnerInput>(({ input, signal }) => hostIn(input).runTools(input, signal)),
-          compactor: fromPromise<CompactorOutput, CompactorInput>(({ input, signal }) => hostIn(input).compact(input, signal)),
+          compactor,
         },
       }),
       accept: fromPromise<AcceptOutput, AcceptInput>(({ input }) => hostIn<SessionHost>(input).accept(input)),
       save: fromPromise<SaveOutput, SaveInput>(({ input }) => hostIn<SessionHost>(input).save(input)),
       persistMode: fromPromise<void, PersistModeInput>(({ input }) => hostIn<SessionHost>(input).persistMode(input)),
+      compactor,
     },
   });
   return hosted;

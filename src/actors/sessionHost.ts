@@ -81,7 +81,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
         redact: deps.redact,
       }),
     runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
-    compact: (input, signal) => runCompactor(input, deps.compaction, signal),
+    compact: (input, signal) => runCompactor(input, deps.compaction, emit, signal),
     accept: async (input) => {
       // A turn stopped by a failed write may have left calls without results.
       for (const entry of await answerInterruptedCalls(record, counter))

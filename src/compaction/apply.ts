@@ -27,6 +27,7 @@ export interface CompactionDeps {
   lastRequest?(): { total: number; history: number } | null;
 }
 
+/** What a compaction did: items replaced, messages archived, outputs stubbed, the files written, tokens before and after. */
 export interface CompactionResult {
   entry: CompactionEntry | null;
   /** Items replaced or stubbed. */
@@ -40,6 +41,19 @@ export interface CompactionResult {
   summary: 'written' | 'failed' | 'not asked';
 }
 
+/** The result of a plan with nothing in it. */
+export const NOTHING_COMPACTED: CompactionResult = Object.freeze({
+  entry: null,
+  changed: 0,
+  archivedMessages: 0,
+  stubbed: 0,
+  files: [],
+  turns: '',
+  tokensBefore: 0,
+  tokensAfter: 0,
+  summary: 'not asked',
+});
+
 /** Carry out a plan: the summary asked for first, then the archive and the compaction entry together. */
 export async function applyCompaction(
   plan: CompactionPlan,
@@ -52,18 +66,7 @@ export async function applyCompaction(
   const archived = plan.archive ? view.items.slice(plan.archive[0], plan.archive[1]) : [];
   const stubbed = plan.stubs.map((i) => view.items[i]!);
   const tokensBefore = sum(archived) + sum(stubbed);
-  const none: CompactionResult = {
-    entry: null,
-    changed: 0,
-    archivedMessages: 0,
-    stubbed: 0,
-    files: [],
-    turns: '',
-    tokensBefore: 0,
-    tokensAfter: 0,
-    summary: 'not asked',
-  };
-  if (archived.length === 0 && stubbed.length === 0) return none;
+  if (archived.length === 0 && stubbed.length === 0) return NOTHING_COMPACTED;
 
   const stamp = new Date(deps.now()).toISOString();
   const path = options.archiveTo ?? (await uniqueDetailPath(store, `compact-${stamp.replace(/[:.]/g, '-')}`));

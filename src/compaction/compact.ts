@@ -1,15 +1,16 @@
 /**
  * The one way to compact, for every caller: the compactor actor (fallback, overflow,
- * horizon, the auto policy), the compact_history tool and the user's /compact. A request
- * says what to compact; this plans it (plan.ts), carries the plan out (apply.ts) and says
- * what changed, measured on the range compacted.
+ * horizon, the auto policy, the user's /compact) and the compact_history tool. A request
+ * says what to compact; this plans it (plan.ts), carries the plan out (apply.ts), says
+ * what changed, measured on the range compacted, and is the one place that reports a
+ * compaction (compaction_start, compaction_end).
  */
-import type { CompactionReason } from '../events.js';
+import type { CompactionReason, SessionEvent } from '../events.js';
 import type { HistoryView } from '../history/historyView.js';
 import { tokensBetween } from '../history/historyView.js';
 import { applyCompaction, type CompactionDeps, type CompactionResult } from './apply.js';
 import {
-  isEmptyPlan,
+  AUTO_KEEP_TOOL_OUTPUTS,
   planForBudget,
   planForTarget,
   planForTier,
@@ -17,7 +18,6 @@ import {
   type CompactionStrategy,
   type CompactionTarget,
 } from './plan.js';
-import { AUTO_KEEP_TOOL_OUTPUTS } from './policy.js';
 
 export type { CompactionDeps, CompactionResult } from './apply.js';
 
@@ -64,21 +64,29 @@ export interface Compacted {
   applied: CompactionResult;
 }
 
+/** Where a compaction's events go, and the request it runs before (0: between requests or turns). */
+export interface CompactionReport {
+  emit(event: SessionEvent): void;
+  request: number;
+}
+
 /**
- * Compact as asked. `onStart` is called once the plan is known and not empty, before
- * anything is written (compact_history reports the start only then).
+ * Compact as asked. Reported as compaction_start once the plan is known, before anything
+ * is written, and compaction_end after, both with the compacted range's own tokens (those
+ * of the log's compaction entry); a plan with nothing in it is reported as replacing 0.
  */
 export async function compact(
   request: CompactionRequest,
   deps: CompactionDeps,
   signal: AbortSignal,
-  onStart?: (tokensBefore: number) => void,
+  report?: CompactionReport,
 ): Promise<Compacted> {
   const view = deps.store.history();
   const [from, to] = request.kind === 'target' ? [0, view.length] : request.range;
   const tokensBefore = tokensBetween(view, from, to);
   const plan = planOf(request, view);
-  if (!isEmptyPlan(plan)) onStart?.(tokensBefore);
+  const at = { turn: request.turn, request: report?.request ?? 0, reason: request.reason };
+  report?.emit({ type: 'compaction_start', ...at, tokensBefore });
   const target = request.kind === 'target' ? request.target : request.kind === 'tier' ? request.tier : targetOf(plan);
   const applied = await applyCompaction(
     plan,
@@ -95,14 +103,9 @@ export async function compact(
   const history = deps.store.history();
   // An archive replaces its items by one note; stubs keep their places.
   const removed = plan.archive ? plan.archive[1] - plan.archive[0] - 1 : 0;
-  return {
-    replaced: applied.changed,
-    files: applied.files,
-    history,
-    tokensBefore,
-    tokensAfter: applied.changed ? tokensBetween(history, from, Math.max(from, to - removed)) : tokensBefore,
-    applied,
-  };
+  const tokensAfter = applied.changed ? tokensBetween(history, from, Math.max(from, to - removed)) : tokensBefore;
+  report?.emit({ type: 'compaction_end', ...at, tokensBefore, tokensAfter, replaced: applied.changed, files: applied.files });
+  return { replaced: applied.changed, files: applied.files, history, tokensBefore, tokensAfter, applied };
 }
 
 function planOf(request: CompactionRequest, view: HistoryView): CompactionPlan {

@@ -69,7 +69,6 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
         }
       }
       const turn = context.turn;
-      const base = { turn, request: context.request, reason: 'llm' as const };
       const compacted = await compact(
         {
           kind: 'target',
@@ -83,7 +82,7 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
         },
         deps,
         context.signal,
-        (tokensBefore) => hooks.emit({ type: 'compaction_start', ...base, tokensBefore }),
+        { emit: hooks.emit, request: context.request },
       );
       // Measured on the whole history, as the result text says.
       const { applied: result, tokensBefore: before, tokensAfter: after } = compacted;
@@ -94,15 +93,6 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
             : `turns before the last ${args.keep_recent}`;
         return `Nothing to compact: there are no ${what}. The history holds ${before} tokens.`;
       }
-      hooks.emit({
-        type: 'compaction_end',
-        ...base,
-        tokensBefore: before,
-        tokensAfter: after,
-        replaced: result.changed,
-        files: result.files,
-      });
-
       const lines: string[] = [];
       if (result.archivedMessages) {
         const how = result.summary === 'written' ? 'replaced by a structured summary' : 'replaced by a short note';

@@ -19,6 +19,8 @@ const MIN_ARCHIVE_TOKENS = 150;
 /** What planForBudget expects a note and a stub to cost. */
 export const NOTE_TOKENS = 80;
 const STUB_TOKENS = 40;
+/** Tool outputs the auto policy leaves as they are. */
+export const AUTO_KEEP_TOOL_OUTPUTS = 5;
 
 export interface CompactionPlan {
   /** Positions [from, to) of whole turns to archive. */

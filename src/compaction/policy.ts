@@ -18,10 +18,9 @@ import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from
 import type { RecentWindow } from '../history/recentWindow.js';
 import { estimateWithoutTail, type BuiltPrompt, type PromptBase } from '../prompt/promptBuilder.js';
 import type { TurnSettings } from '../settings/settings.js';
-import { autoTier, isEmptyPlan, NOTE_TOKENS, planForTier, type CompactionTarget } from './plan.js';
+import type { CompactionRequest } from './compact.js';
+import { AUTO_KEEP_TOOL_OUTPUTS, autoTier, isEmptyPlan, NOTE_TOKENS, planForTier, type CompactionTarget } from './plan.js';
 
-/** Tool outputs the auto policy leaves as they are. */
-export const AUTO_KEEP_TOOL_OUTPUTS = 5;
 /** Room kept for <context_meta> and a reminder where no request is built: the horizon and the budgets. */
 export const TAIL_ALLOWANCE = 400;
 /**
@@ -34,7 +33,14 @@ export const OVERFLOW_TARGET_SHARE = 0.5;
 
 export type PolicySettings = Pick<
   TurnSettings,
-  'contextWindow' | 'fallbackThreshold' | 'hybridRecent' | 'recentTurns' | 'recentTurnsStep' | 'compaction' | 'keepRecentTurns' | 'fallbackTarget'
+  | 'contextWindow'
+  | 'fallbackThreshold'
+  | 'hybridRecent'
+  | 'recentTurns'
+  | 'recentTurnsStep'
+  | 'compaction'
+  | 'keepRecentTurns'
+  | 'fallbackTarget'
 >;
 
 /**
@@ -67,6 +73,15 @@ export interface CompactionBudget {
   budget: number;
   /** Tokens of the request besides the history (system, memory, tools, tail allowance). */
   fixedTokens: number;
+}
+
+/** The system's compaction before a request, as the compactor is asked for it: the auto policy's tier, else a budget. */
+export function compactionOrder(input: PolicyInput, reason: CompactionReason, tier: CompactionTarget | null): CompactionRequest {
+  const { range, budget } = compactionBudget(input, reason);
+  const keepRecentTurns = input.statics.settings.keepRecentTurns;
+  return reason === 'auto' && tier
+    ? { kind: 'tier', reason: 'auto', turn: input.turn, range, tier, keepRecentTurns }
+    : { kind: 'budget', reason, turn: input.turn, range, budget, keepRecentTurns };
 }
 
 export function thresholdTokens(settings: Pick<TurnSettings, 'contextWindow' | 'fallbackThreshold'>): number {
@@ -126,11 +141,6 @@ export function autoCompactionTier(input: PolicyInput): CompactionTarget | null 
   return isEmptyPlan(plan) ? null : tier;
 }
 
-/** The tokens a compaction_start event reports: the request's as built, or for the horizon phase 1's history. */
-export function tokensBeforeCompaction(input: PolicyInput, reason: CompactionReason): number {
-  return reason === 'horizon' ? withoutTail(input, phase1Range(input)) : builtOf(input).tokens.total;
-}
-
 /** The range to compact for a reason and the tokens it may keep (see the shares above). */
 export function compactionBudget(input: PolicyInput, reason: CompactionReason): CompactionBudget {
   const fixedTokens = baseOf(input).tokens + input.calibration + TAIL_ALLOWANCE;
@@ -142,7 +152,10 @@ export function compactionBudget(input: PolicyInput, reason: CompactionReason): 
   if (overflow) budget = Math.min(budget, Math.floor(tokensBetween(input.history, range[0], range[1]) / 2));
   // 'recent-turns': no more than the last keepRecentTurns turns and the note that replaces the rest.
   if (reason === 'fallback' && input.statics.settings.fallbackTarget === 'recent-turns') {
-    const keep = injectedRange(input.history, 'phase2', input.turn, { hybridRecent: 1, recentTurns: input.statics.settings.keepRecentTurns })[0];
+    const keep = injectedRange(input.history, 'phase2', input.turn, {
+      hybridRecent: 1,
+      recentTurns: input.statics.settings.keepRecentTurns,
+    })[0];
     budget = Math.min(budget, tokensBetween(input.history, Math.max(range[0], keep), range[1]) + NOTE_TOKENS);
   }
   return { range, budget, fixedTokens };
