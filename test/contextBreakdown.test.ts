@@ -10,30 +10,9 @@ import { describe, expect, it } from 'vitest';
 import type { HistoryView } from '../src/history/historyView.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
-import { contextBreakdown, nextRequestEstimate, type BreakdownSources } from '../src/prompt/contextBreakdown.js';
-import { systemPrompt } from '../src/prompt/systemPrompt.js';
+import { contextBreakdown, type BreakdownSources } from '../src/prompt/contextBreakdown.js';
 import type { MemoryPosition } from '../src/settings/settings.js';
 import { collect, newSession, ofType, splitTail } from './helpers.js';
-
-type Session = Awaited<ReturnType<typeof newSession>>;
-
-/** The estimate of a session's first request, before it is sent (English, the default carry). */
-function firstEstimate(session: Session, memory: MemorySnapshot, memoryPosition?: MemoryPosition) {
-  return nextRequestEstimate({
-    systemPrompt: systemPrompt({ fallbackThreshold: 0.75, toolNames: session.tools.map((t) => t.name) }),
-    tools: session.tools.map((t) => t.spec),
-    memory,
-    history: session.history,
-    mode: session.state.mode,
-    turn: 1,
-    carry: { hybridRecent: 10, recentTurns: 3 },
-    calibration: 0,
-    window: session.model.contextWindow,
-    counter: session.counter,
-    language: 'en',
-    ...(memoryPosition ? { memoryPosition } : {}),
-  });
-}
 
 /** A phase 1 session with a memory about the garden and one detail file, and its events. */
 async function gardenSession(settings: { historyMode: 'phase1'; memoryPosition?: MemoryPosition }) {
@@ -53,8 +32,7 @@ describe('context breakdown', () => {
     const { llm, session, events } = await gardenSession({ historyMode: 'phase1' });
 
     // Before the first request: an estimate of the next one.
-    const memory = await session.record.memory.snapshot();
-    const estimate = firstEstimate(session, memory);
+    const estimate = await session.nextRequest();
 
     const seen: { history: HistoryView; memory: MemorySnapshot }[] = [];
     session.on('prompt_built', () => seen.push({ history: session.history, memory: session.record.memory.lastSnapshot! }));
@@ -128,9 +106,9 @@ describe('context breakdown', () => {
 describe("context breakdown with memoryPosition 'after-history'", () => {
   it('lists the groups in the order sent (history before the memory), adds up to each event, and estimates the prefix without the memory', async () => {
     const { llm, session, events } = await gardenSession({ historyMode: 'phase1', memoryPosition: 'after-history' });
-    const memory = await session.record.memory.snapshot();
-    const estimate = (position: MemoryPosition) => firstEstimate(session, memory, position);
-    const [after, before] = [estimate('after-history'), estimate('before-history')];
+    const other = await gardenSession({ historyMode: 'phase1', memoryPosition: 'before-history' });
+    const [after, before] = [await session.nextRequest(), await other.session.nextRequest()];
+    await other.session.close();
     const seen: { history: HistoryView; memory: MemorySnapshot }[] = [];
     session.on('prompt_built', () => seen.push({ history: session.history, memory: session.record.memory.lastSnapshot! }));
     for (let i = 1; i <= 3; i++) await session.prompt(`question ${i} about the garden: ${'roses and tulips, '.repeat(12)}`);
@@ -163,7 +141,13 @@ describe("context breakdown with memoryPosition 'after-history'", () => {
       );
       // 'by-phase' reads a phase 1 request as 'after-history', a phase 2 one as 'before-history'.
       const byPhase = (mode: string) =>
-        contextBreakdown({ request: { ...event, mode }, ...seen[i]!, reminder: null, ...common, memoryPosition: 'by-phase' } as BreakdownSources);
+        contextBreakdown({
+          request: { ...event, mode },
+          ...seen[i]!,
+          reminder: null,
+          ...common,
+          memoryPosition: 'by-phase',
+        } as BreakdownSources);
       expect(byPhase('phase1')).toEqual(b);
       expect(byPhase('phase2').groups.map((g) => g.key)).toEqual(['system', 'memory', 'detail_index', 'history', 'tail']);
     }

@@ -9,10 +9,9 @@ import type { CliIO, Flags } from './cliIO.js';
 import type { CompactionTarget } from '../compaction/plan.js';
 import type { LLM } from '../llm/llm.js';
 import { listSessions, type Session } from '../session/index.js';
-import { settingsOf, type CliConfig } from './config.js';
+import type { CliConfig } from './config.js';
 import { commandConfig, type CommandConfig } from './throwawayHome.js';
 import { ContextWatch, renderContext } from './contextView.js';
-import { resolveSettings } from '../settings/config.js';
 import { paint, renderEvents, statusLine, terminalOutput, type Output } from './render.js';
 import { inspectOption, makeLLM, startSession, storeOption } from './runtime.js';
 import { terminalLine, terminalText } from './terminalText.js';
@@ -112,7 +111,11 @@ export class ChatController {
         this.session.setMode(arg as never);
         return this.say('cyan', arg === 'auto' ? 'history mode: automatic' : `history mode pinned to ${arg}`);
       case 'sessions': {
-        const sessions = await listSessions({ home: this.context.config.home, cwd: this.context.io.cwd, ...storeOption(this.context.config) });
+        const sessions = await listSessions({
+          home: this.context.config.home,
+          cwd: this.context.io.cwd,
+          ...storeOption(this.context.config),
+        });
         return this.print(
           sessions
             .map(
@@ -143,9 +146,7 @@ export class ChatController {
   }
 
   private watchContext(session: Session): ContextWatch {
-    const { config, llm, io } = this.context;
-    const turn = resolveSettings(llm, settingsOf(config), io.env).turn;
-    return new ContextWatch(session, { ...turn, language: session.record.meta.language }, config.instructions);
+    return new ContextWatch(session);
   }
 
   /** Text from files, the model or the user: made terminal-safe here. */

@@ -9,19 +9,13 @@ import type { HistoryView } from '../history/historyView.js';
 import type { MemorySnapshot } from '../memory/memoryRules.js';
 import {
   contextBreakdown,
-  nextRequestEstimate,
   type BuiltRequest,
   type CompactionRecord,
   type ContextBreakdown,
   type GroupKey,
 } from '../prompt/contextBreakdown.js';
-import { systemPrompt } from '../prompt/systemPrompt.js';
-import type { TurnSettings } from '../settings/settings.js';
 import type { Session } from '../session/index.js';
 import { terminalLine } from './terminalText.js';
-
-type Settings = Pick<TurnSettings, 'reserveOutputTokens' | 'fallbackThreshold' | 'hybridRecent' | 'recentTurns' | 'language'> &
-  Partial<Pick<TurnSettings, 'memoryPosition'>>;
 
 interface Seen {
   request: BuiltRequest;
@@ -37,11 +31,7 @@ export class ContextWatch {
   private readonly compactions: CompactionRecord[] = [];
   private readonly stop: () => void;
 
-  constructor(
-    private readonly session: Session,
-    private readonly settings: Settings,
-    private readonly instructions?: string,
-  ) {
+  constructor(private readonly session: Session) {
     this.stop = session.on('*', (e) => this.seen(e));
   }
 
@@ -53,33 +43,19 @@ export class ContextWatch {
     const s = this.session;
     const common = {
       counter: s.counter,
-      language: this.settings.language,
-      reserveOutputTokens: this.settings.reserveOutputTokens,
-      threshold: this.settings.fallbackThreshold,
+      language: s.settings.language,
+      reserveOutputTokens: s.settings.reserveOutputTokens,
+      threshold: s.settings.fallbackThreshold,
       compactions: this.compactions,
-      ...(this.settings.memoryPosition ? { memoryPosition: this.settings.memoryPosition } : {}),
+      memoryPosition: s.settings.memoryPosition,
     };
     if (this.last) return contextBreakdown({ ...this.last, memory: this.last.memory ?? (await s.record.memory.snapshot()), ...common });
-    const memory = await s.record.memory.snapshot();
-    const request = nextRequestEstimate({
-      systemPrompt: systemPrompt({
-        ...(this.instructions ? { instructions: this.instructions } : {}),
-        fallbackThreshold: this.settings.fallbackThreshold,
-        toolNames: s.tools.map((t) => t.name),
-      }),
-      tools: s.tools.map((t) => t.spec),
-      memory,
-      history: s.history,
-      mode: s.state.mode,
-      turn: s.record.lastTurn + 1,
-      carry: this.settings,
-      calibration: s.record.meta.calibration,
-      window: s.model.contextWindow,
-      counter: s.counter,
-      language: this.settings.language,
-      ...(this.settings.memoryPosition ? { memoryPosition: this.settings.memoryPosition } : {}),
-    });
-    return contextBreakdown({ request, estimate: true, history: s.history, memory, reminder: null, ...common });
+    // Before the first request: the next one, as the turn will build it.
+    const next = await s.nextRequest();
+    const memory = s.record.memory.lastSnapshot ?? (await s.record.memory.snapshot());
+    const request = { turn: s.record.lastTurn + 1, request: 1, mode: s.state.mode, range: next.range, tokens: next.tokens };
+    const reminder = next.reminder ? { level: next.reminder.level, reason: next.reminder.reason } : null;
+    return contextBreakdown({ request, estimate: true, history: s.history, memory, reminder, ...common });
   }
 
   private seen(e: WorkmemEvent): void {

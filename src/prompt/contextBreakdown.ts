@@ -11,14 +11,13 @@
  * part and giving the other the rest.
  */
 import type { CompactionReason, HistoryMode, PromptTokens, ReminderLevel, ReminderReason } from '../events.js';
-import { injectedRange, tokensBetween, type CarrySettings, type HistoryView } from '../history/historyView.js';
+import type { HistoryView } from '../history/historyView.js';
 import type { MemorySnapshot } from '../memory/memoryRules.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import { memoryPlacement, type MemoryPosition } from '../settings/settings.js';
-import type { ToolSpec } from '../tools/tool.js';
 import { NOTE_PREFIX, STUB_PREFIX } from '../compaction/plan.js';
-import { memoryBlock, percentOf, promptBase } from './promptBuilder.js';
+import { memoryBlock } from './promptBuilder.js';
 import { renderTail, type ContextMeta } from './requestTail.js';
 
 /** The fields of a prompt_built event the breakdown reads. */
@@ -40,7 +39,7 @@ export interface CompactionRecord {
 }
 
 export interface BreakdownSources {
-  /** The request, or an estimate of the next (nextRequestEstimate) with `estimate` set. */
+  /** The request, or an estimate of the next (Session.nextRequest) with `estimate` set. */
   request: BuiltRequest;
   estimate?: boolean;
   /** The history view the request's range indexes (the view when it was built). */
@@ -180,58 +179,6 @@ export function contextBreakdown(src: BreakdownSources): ContextBreakdown {
       marks: archiveMarks(history, from, Math.min(to, history.length)),
     },
     compactions: src.compactions,
-  };
-}
-
-/** Before a session's first request: what the next would hold besides the user's message. */
-export function nextRequestEstimate(src: {
-  systemPrompt: string;
-  tools: readonly ToolSpec[];
-  memory: MemorySnapshot;
-  history: HistoryView;
-  mode: HistoryMode;
-  /** The turn the next message opens. */
-  turn: number;
-  carry: CarrySettings;
-  calibration: number;
-  window: number;
-  counter: TokenCounter;
-  language: MemoryLanguage;
-  memoryPosition?: MemoryPosition;
-}): BuiltRequest {
-  const base = promptBase(src.systemPrompt, src.memory, src.tools, src.counter, memoryPlacement(src.memoryPosition, src.mode));
-  const range = src.history.length ? injectedRange(src.history, src.mode, src.turn, src.carry) : ([0, 0] as [number, number]);
-  const history = tokensBetween(src.history, range[0], range[1]);
-  const withoutTail = base.tokens + history;
-  const meta: ContextMeta = {
-    tokens_used: withoutTail + src.calibration,
-    tokens_max: src.window,
-    tokens_percent: percentOf(withoutTail + src.calibration, src.window),
-    messages_in_history: src.history.length,
-    messages_sent: range[1] - range[0],
-    working_memory_size: src.memory.bytes,
-  };
-  const tail = src.counter.text(renderTail(meta, null, src.language));
-  const counted = withoutTail + tail;
-  const total = counted + src.calibration;
-  return {
-    turn: src.turn,
-    request: 1,
-    mode: src.mode,
-    range,
-    tokens: {
-      system: base.tokens - base.memoryTokens,
-      memory: base.memoryTokens,
-      history,
-      tail,
-      counted,
-      calibration: src.calibration,
-      total,
-      // Everything but the next message (which carries the tail, and the memory after the history) is the prefix a cache can serve.
-      cacheable: withoutTail - (base.memoryHead ? base.memoryTokens : 0),
-      window: src.window,
-      percent: percentOf(total, src.window),
-    },
   };
 }
 

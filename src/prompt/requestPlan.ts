@@ -7,7 +7,7 @@
  */
 import type { TokenUsage } from '../events.js';
 import { carriedRange } from '../compaction/policy.js';
-import type { HistoryMode, HistoryView } from '../history/historyView.js';
+import { appendItem, fromItems, type HistoryMode, type HistoryView } from '../history/historyView.js';
 import { nextWindow, type RecentWindow } from '../history/recentWindow.js';
 import type { LLMUsage } from '../llm/llm.js';
 import type { MemorySnapshot } from '../memory/memoryRules.js';
@@ -16,7 +16,7 @@ import { memoryPlacement, type TurnSettings } from '../settings/settings.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { sumUsage } from '../../machines/tokenUsage.js';
-import { buildPrompt, promptBase, type BuiltPrompt, type PromptBase } from './promptBuilder.js';
+import { buildPrompt, percentOf, promptBase, type BuiltPrompt, type PromptBase } from './promptBuilder.js';
 
 /** What a request is made from: the turn machine's context has this shape (no copy per request). */
 export interface RequestState {
@@ -103,4 +103,32 @@ export function calibrationFrom(usage: LLMUsage | null, counted: number, previou
 export function addUsage(sum: TokenUsage | null, usage: LLMUsage | null): TokenUsage | null {
   if (!usage) return sum;
   return sumUsage(sum, { input: usage.promptTokens, cached: usage.cachedPromptTokens ?? 0, output: usage.completionTokens });
+}
+
+/**
+ * Before a message: the request it will open, as the turn will build it (the reminder it
+ * would carry included) but for the message's own tokens. A stand-in empty user message
+ * carries the tail, and its tokens are taken out again.
+ */
+export function nextRequestEstimate(state: RequestState, memory: MemorySnapshot): BuiltPrompt {
+  const stand = { role: 'user' as const, content: '' };
+  const standTokens = state.statics.counter.message(stand);
+  // A copy: the session's own view is never appended to.
+  const history = appendItem(fromItems(state.history.items.slice(0, state.history.length)), {
+    seq: -1,
+    turn: state.turn,
+    message: stand,
+    tokens: standTokens,
+  });
+  const next = { ...state, history };
+  const base = baseFor(next, memory);
+  const { prompt } = requestWithReminder({ ...next, base, window: windowFor(next, base) });
+  const t = prompt.tokens;
+  const total = t.total - standTokens;
+  return {
+    ...prompt,
+    messages: prompt.messages,
+    range: [prompt.range[0], Math.min(prompt.range[1], state.history.length)],
+    tokens: { ...t, history: t.history - standTokens, counted: t.counted - standTokens, total, percent: percentOf(total, t.window) },
+  };
 }

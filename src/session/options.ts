@@ -9,6 +9,7 @@ import type { SettingsOverrides } from '../settings/config.js';
 import type { SessionStore } from '../storage/sessionStore.js';
 import type { Tool } from '../tools/tool.js';
 
+/** What a session is created with: the model, and optionally the store, tools, instructions, settings and more. */
 export interface SessionOptions {
   llm: LLM;
   /** Root of all workmem data; default $WORKMEM_HOME or ~/.workmem. */
@@ -49,6 +50,7 @@ export interface SessionOptions {
   store?: SessionStore;
 }
 
+/** Item memory for a session: remember / recall / forget, per session or per user, optionally injected after overview.md. */
 export interface ItemMemoryConfig {
   /** 'session' (default): items belong to this session; 'user': shared by a user's sessions. */
   scope?: 'session' | 'user';
@@ -61,8 +63,10 @@ export interface ItemMemoryConfig {
   inject?: { limit?: number; maxTokens?: number };
 }
 
+/** What openSession takes: the options of createSession but the folder and the name, which the session keeps. */
 export type OpenOptions = Omit<SessionOptions, 'cwd' | 'name'>;
 
+/** How a prompt ended: done, failed or aborted, the answer, the requests it took, the server's token counts. */
 export interface TurnResult {
   promptId: string;
   turn: number | null;
@@ -74,6 +78,7 @@ export interface TurnResult {
   usage?: TokenUsage;
 }
 
+/** A session's state now: history mode, turn, whether a turn runs, the reminder tracker, the last request's tokens. */
 export interface SessionState {
   id: string;
   dir: string;
@@ -89,6 +94,7 @@ export interface SessionState {
   usage?: TokenUsage;
 }
 
+/** A session as listSessions lists it: id, folder, working directory, creation time, name. */
 export interface SessionIndexEntry {
   id: string;
   dir: string;

@@ -35,6 +35,7 @@ async function prepare(options: OpenOptions, caller: 'createSession' | 'openSess
   return { env, home, resolved, counter, state };
 }
 
+/** Create a new session (a log, meta and a working memory on the store) and start it. */
 export async function createSession(options: SessionOptions): Promise<Session> {
   const { env, home, resolved, counter, state } = await prepare(options, 'createSession');
   let record: SessionRecord | undefined;
@@ -78,6 +79,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
   }
 }
 
+/** Open an existing session by id (or unique prefix): it resumes where it stopped, byte for byte. */
 export async function openSession(id: string, options: OpenOptions): Promise<Session> {
   const { env, home, resolved, counter, state } = await prepare(options, 'openSession');
   let record: SessionRecord | undefined;
@@ -211,4 +213,3 @@ async function openItems(
 function sessionRedactor(options: OpenOptions, env: NodeJS.ProcessEnv): Redact {
   return redactor([...(options.llm.secrets ?? []), ...(options.secrets ?? []), env.OPENAI_API_KEY]);
 }
-

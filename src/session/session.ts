@@ -1,56 +1,32 @@
 /**
  * A running session, as its host sees it: prompt and enqueue, abort, compact, setMode,
- * its state, history and memory, events by type, close. Behind it, the session machine
- * runs the turns and the host (src/actors/sessionHost.ts) does their work.
+ * its state, history and memory, the next request, events by type, close. A facade: the
+ * session machine runs the turns and the compactions; sessionWiring.ts wires it.
  */
 import { randomUUID } from 'node:crypto';
-import { createActor, type Actor, type InspectionEvent } from 'xstate';
+import { createActor, waitFor, type Actor } from 'xstate';
 import type { sessionMachine } from '../../machines/sessionMachine.js';
-import type { SessionStatics } from '../../machines/sessionMachine.js';
-import { hostedSessionMachine } from '../actors/hostedMachine.js';
-import { sessionHost } from '../actors/sessionHost.js';
-import { compact, type CompactionDeps, type CompactionResult } from '../compaction/compact.js';
-import type { CompactionStrategy, CompactionTarget } from '../compaction/plan.js';
-import { compactionStoreOf } from '../compaction/store.js';
-import { modelSummarizer } from '../compaction/summarizer.js';
-import type { SessionEvent, WorkmemEvent } from '../events.js';
-import { totalTokens, type HistoryMode, type HistoryView } from '../history/historyView.js';
-import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
-import { latestUserText, relevantMemories } from '../itemMemory/relevantMemories.js';
-import { promptProblem } from '../llm/captureBounds.js';
 import { sumUsage } from '../../machines/tokenUsage.js';
-import type { TrackerState } from '../memory/reminderTracker.js';
-import { systemPrompt } from '../prompt/systemPrompt.js';
-import { ConfigError, type resolveSettings } from '../settings/config.js';
+import { hostedSessionMachine } from '../actors/hostedMachine.js';
+import type { CompactionResult } from '../compaction/compact.js';
+import type { CompactionStrategy, CompactionTarget } from '../compaction/plan.js';
+import type { SessionEvent, WorkmemEvent } from '../events.js';
+import type { HistoryMode, HistoryView } from '../history/historyView.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
-import type { MemorySnapshot } from '../memory/memoryRules.js';
-import { defaultHome } from '../storage/sessionPaths.js';
-import type { StateStore } from '../storage/stateStore.js';
+import { promptProblem } from '../llm/captureBounds.js';
+import type { BuiltPrompt } from '../prompt/promptBuilder.js';
+import { nextRequestEstimate } from '../prompt/requestPlan.js';
+import { ConfigError } from '../settings/config.js';
+import type { TurnSettings } from '../settings/settings.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { Tool } from '../tools/tool.js';
-import { LiveLink, liveUrl } from '../viz/liveLink.js';
-import { TraceRecorder } from '../viz/traceRecorder.js';
-import { EventBus } from './eventBus.js';
-import { TRACKER_KEY, type OpenOptions, type SessionState, type TurnResult } from './options.js';
-import { sessionTools } from './sessionTools.js';
-import { TrackerWriter } from './trackerWriter.js';
+import type { EventBus } from './eventBus.js';
+import type { SessionState, TurnResult } from './options.js';
+import { wireSession, type SessionParts, type SessionWiring } from './sessionWiring.js';
 
-/** What the registry hands a new Session: its opened files and store, and what opening found. */
-export interface SessionParts {
-  record: SessionRecord;
-  /** The working memory as it was opened (the first request loads it again). */
-  memory: MemorySnapshot;
-  store: StateStore;
-  counter: TokenCounter;
-  options: OpenOptions;
-  resolved: ReturnType<typeof resolveSettings>;
-  tracker: TrackerState;
-  damage: string[];
-  items: PersistentItemMemory | null;
-  /** Opened from disk (the trace continues) rather than created. */
-  resumed: boolean;
-}
+export type { SessionParts } from './sessionWiring.js';
 
+/** A running session: prompt it, listen to its events, compact it, pin its history mode, close it. */
 export class Session {
   readonly id: string;
   readonly dir: string;
@@ -62,110 +38,36 @@ export class Session {
   readonly counter: TokenCounter;
   /** The model's name and the window the session works with. */
   readonly model: { name: string; contextWindow: number };
+  /** The settings the session works with (defaults, environment and overrides resolved). */
+  readonly settings: TurnSettings;
   private readonly actor: Actor<typeof sessionMachine>;
   private readonly bus: EventBus;
+  private readonly wiring: SessionWiring;
   private readonly pending = new Map<string, (result: TurnResult) => void>();
-  private readonly trackerWriter: TrackerWriter;
-  private readonly store: StateStore;
-  private readonly items: PersistentItemMemory | null;
-  private readonly trace: TraceRecorder | null;
-  private readonly compaction: CompactionDeps;
-  private live: LiveLink | null = null;
   private closed = false;
   private lastPrompt: SessionState['lastPrompt'] = null;
   private usage: SessionState['usage'];
-  private readonly initialMemory: MemorySnapshot;
+  private readonly initialMemory: SessionParts['memory'];
 
   constructor(parts: SessionParts) {
-    const { record, counter, options, resolved, items } = parts;
-    const now = options.now ?? Date.now;
+    const { record, options, resolved } = parts;
     this.record = record;
     this.initialMemory = parts.memory;
-    this.counter = counter;
-    this.store = parts.store;
-    this.items = items;
+    this.counter = parts.counter;
     this.id = record.id;
     this.dir = record.dir;
     this.damage = parts.damage;
-    this.trackerWriter = new TrackerWriter(parts.store, TRACKER_KEY(record.id));
-    const trace = (this.trace =
-      options.trace === false ? null : new TraceRecorder(record.storage.trace, record.id, parts.resumed, now, record.redact));
-    if (trace && options.visualizer) {
-      const home = options.home ?? defaultHome(options.env ?? process.env); // where the viz token is
-      const link = (this.live = new LiveLink(liveUrl(options.visualizer), record.id, options.warn, home));
-      trace.onRecord((record) => link.send(record));
-    }
-    this.bus = new EventBus(record.id, record.redact, now, trace ? (event) => trace.event(event) : undefined);
-    const emit = (event: SessionEvent): void => this.dispatch(event);
-    this.compaction = {
-      store: compactionStoreOf(record),
-      counter,
-      now,
-      summarizer: modelSummarizer({ llm: options.llm, counter, contextWindow: resolved.turn.contextWindow }),
-      contextWindow: resolved.turn.contextWindow,
-      lastRequest: () => this.lastPrompt,
-    };
+    this.settings = resolved.turn;
     this.model = { name: options.llm.model, contextWindow: resolved.turn.contextWindow };
-    const tools = sessionTools({
-      memory: record.memory,
-      compaction: this.compaction,
-      items,
-      options,
-      writeQuotaBytes: resolved.turn.writeQuotaBytes,
-      redact: record.redact,
-      emit,
-    });
-    this.tools = tools.all;
-    const inject = items && options.itemMemory?.inject ? { limit: 5, maxTokens: 300, ...options.itemMemory.inject } : null;
-    const statics: SessionStatics = {
-      sessionId: record.id,
-      systemPrompt: systemPrompt({
-        ...(options.instructions ? { instructions: options.instructions } : {}),
-        fallbackThreshold: resolved.turn.fallbackThreshold,
-        toolNames: this.tools.map((t) => t.name),
-      }),
-      tools: this.tools.map((t) => t.spec),
-      counter,
-      settings: resolved.turn,
-      host: sessionHost({
-        record,
-        counter,
-        llm: options.llm,
-        tools: this.tools,
-        builtIn: tools.builtIn,
-        outputLimits: resolved.turn.toolOutput,
-        compaction: this.compaction,
-        tracker: this.trackerWriter,
-        trace,
-        emit,
-        now,
-        ...(options.random ? { random: options.random } : {}),
-        redact: record.redact,
-        ...(inject && items
-          ? { relevant: (history: HistoryView) => relevantMemories(items.memory, latestUserText(history), inject, counter) }
-          : {}),
-      }),
-    };
-
-    const meta = record.meta;
-    const memory = parts.memory;
-    const pinned = resolved.pinned ?? meta.pinnedMode;
-    this.actor = createActor(hostedSessionMachine(), {
-      input: {
-        statics,
-        lastTurn: record.lastTurn,
-        history: record.history,
-        tracker: parts.tracker,
-        calibration: meta.calibration,
-        mode: pinned ?? meta.historyMode,
-        pinned,
-        health: memory.health,
-        modelWrites: meta.memoryWrites,
-      },
-      ...(options.inspect || trace ? { inspect: combineInspectors(options.inspect, trace?.inspect) } : {}),
-    });
-    trace?.memory(memory.version, memory.content);
-    trace?.flush(); // a page opened now finds the start on disk; live records follow
+    this.wiring = wireSession(
+      parts,
+      (event) => this.dispatch(event),
+      () => this.lastPrompt,
+    );
+    this.tools = this.wiring.tools;
+    this.bus = this.wiring.bus;
+    const inspect = this.wiring.inspect;
+    this.actor = createActor(hostedSessionMachine(), { input: this.wiring.input, ...(inspect ? { inspect } : {}) });
     this.actor.on('*', (event) => this.dispatch(event as SessionEvent));
     this.actor.start();
   }
@@ -204,7 +106,7 @@ export class Session {
 
   /**
    * Compact now, between turns (the user's /compact): like compact_history, with reason
-   * "manual". Refused while a turn runs: one writer per session.
+   * "manual", through the session machine. Refused while a turn runs: one writer per session.
    */
   async compact(
     options: { target?: CompactionTarget; strategy?: CompactionStrategy; keepRecent?: number } = {},
@@ -216,25 +118,13 @@ export class Session {
     if (!['conversation', 'tools', 'all'].includes(target)) throw new ConfigError(`unknown compaction target ${JSON.stringify(target)}`);
     if (!Number.isInteger(keepRecent) || keepRecent < 0)
       throw new ConfigError(`keepRecent must be a whole number of at least 0, got ${keepRecent}`);
-    const turn = this.record.lastTurn;
-    const before = totalTokens(this.record.history);
+    const id = randomUUID();
     const strategy = options.strategy === 'summarize' ? 'summarize' : 'archive';
-    const base = { turn, request: 0, reason: 'manual' as const };
-    this.dispatch({ type: 'compaction_start', ...base, tokensBefore: before });
-    // Between turns none is active: every turn up to the last may be archived.
-    const request = { kind: 'target', reason: 'manual', turn, activeTurn: turn + 1, target, strategy, keepRecent } as const;
-    const { applied: result } = await compact(request, this.compaction, new AbortController().signal);
-    this.dispatch({
-      type: 'compaction_end',
-      ...base,
-      tokensBefore: before,
-      tokensAfter: totalTokens(this.record.history),
-      replaced: result.changed,
-      files: result.files,
-    });
-    // The next turn starts from the log's view (accept reads it), so no history to hand over.
-    if (result.changed) this.actor.send({ type: 'history.compacted' });
-    return result;
+    this.actor.send({ type: 'compact', id, target, strategy, keepRecent });
+    const done = await waitFor(this.actor, (s) => s.context.compacted?.id === id, { timeout: Infinity });
+    const outcome = done.context.compacted!;
+    if ('error' in outcome) throw new Error(outcome.error);
+    return outcome.result;
   }
 
   /** Abort the running turn (what it produced so far is kept) and drop queued prompts. */
@@ -276,6 +166,16 @@ export class Session {
     return (this.record.memory.lastSnapshot ?? this.initialMemory).content;
   }
 
+  /**
+   * The request the next message will open, as the turn will build it (reminder included)
+   * but for the message's own tokens: what `/context` shows before the first request.
+   */
+  async nextRequest(): Promise<BuiltPrompt> {
+    const c = this.actor.getSnapshot().context;
+    const memory = await this.record.memory.snapshot();
+    return nextRequestEstimate({ ...c, history: this.record.history, turn: this.record.lastTurn + 1, prompt: null }, memory);
+  }
+
   /** Resolves when no turn is running or queued. */
   async idle(): Promise<void> {
     await new Promise<void>((resolve) => queueMicrotask(resolve)); // prompts and aborts sent just before
@@ -301,16 +201,7 @@ export class Session {
     await this.idle();
     this.closed = true;
     this.actor.stop();
-    try {
-      await this.trackerWriter.flush(this.actor.getSnapshot().context.tracker);
-      await this.items?.flush();
-    } finally {
-      this.trace?.close();
-      await this.live?.close();
-      this.items?.detach();
-      await this.record.close();
-      await this.store.close();
-    }
+    await this.wiring.close(this.actor.getSnapshot().context.tracker);
   }
 
   private dispatch(raw: SessionEvent): void {
@@ -337,11 +228,4 @@ export class Session {
     this.pending.delete(promptId);
     resolve(result);
   }
-}
-
-function combineInspectors(...inspectors: (((event: InspectionEvent) => void) | undefined)[]): (event: InspectionEvent) => void {
-  const list = inspectors.filter((i): i is (event: InspectionEvent) => void => !!i);
-  return (event) => {
-    for (const inspect of list) inspect(event);
-  };
 }

@@ -31,7 +31,10 @@ export function checkSessionOptions(options: unknown, caller: 'createSession' | 
   )
     fail(`options.stateStore must be a keyv instance (new Keyv({ store: ... })), got ${typeOf(store)}`);
   const sessions = o.store as Record<string, unknown> | undefined;
-  if (sessions !== undefined && (typeof sessions !== 'object' || sessions === null || typeof sessions.open !== 'function' || typeof sessions.create !== 'function'))
+  if (
+    sessions !== undefined &&
+    (typeof sessions !== 'object' || sessions === null || typeof sessions.open !== 'function' || typeof sessions.create !== 'function')
+  )
     fail(`options.store must be a session store (fileSessionStore(...), postgresStore(...)), got ${typeOf(sessions)}`);
   for (const key of ['now', 'inspect', 'warn'] as const)
     if (o[key] !== undefined && typeof o[key] !== 'function') fail(`options.${key} must be a function, got ${typeOf(o[key])}`);
