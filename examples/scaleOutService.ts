@@ -43,12 +43,12 @@ import {
   createSession,
   openaiChat,
   openSession,
-  postgresStore,
   SessionInUseError,
   type LLM,
   type Session,
   type SessionStore,
 } from '../src/index.js';
+import { postgresStore } from '../src/storage/postgres/index.js';
 import { json, send, streamTurn } from './httpService.js';
 
 export interface ScaleOutService {

@@ -36,6 +36,7 @@ export interface ToolCall {
   type: 'function';
   function: { name: string; arguments: string };
 }
+/** A message of the conversation, in the Chat Completions shape: what the log keeps and a request sends. */
 export type ChatMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string }

@@ -13,7 +13,7 @@ import {
   type SessionEvent,
   type ToolRunnerInput,
   type ToolRunnerOutput,
-} from '../src/index.js';
+} from '../machines/index.js';
 import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { collect, fixedMemoryStore, newSession, ofType } from './helpers.js';
 

@@ -8,6 +8,7 @@ import type { LLMErrorKind } from '../events.js';
 /** Transient failures: retried with backoff. An empty or garbled response usually is one too. */
 const RETRYABLE: ReadonlySet<LLMErrorKind> = new Set(['rate_limit', 'server', 'network', 'timeout', 'bad_response']);
 
+/** A failed model request, with the kind the turn machine acts on (retry, compact on overflow, or fail). */
 export class LLMError extends Error {
   override name = 'LLMError';
   readonly kind: LLMErrorKind;

@@ -71,6 +71,7 @@ const HOUR = 3_600_000;
 const DECAY_FLOOR = 0.1;
 const MIN_SUMMARY_TAIL = 50;
 
+/** Short-term item memory on its own: capacity- and token-bounded items, decaying priority, hybrid retrieval (English and Chinese). */
 export class ItemMemory {
   readonly maxCapacity: number;
   readonly maxTokens: number;

@@ -8,6 +8,7 @@ import type { AssistantMessage, ChatMessage } from '../history/messages.js';
 import type { RetryPolicy } from '../settings/settings.js';
 import type { ToolSpec } from '../tools/tool.js';
 
+/** One request to the model: the messages, the tools and the output limit (and where its stable parts end). */
 export interface LLMRequest {
   messages: ChatMessage[];
   tools: readonly ToolSpec[];
@@ -29,6 +30,7 @@ export interface CacheBreakpoint {
 import type { TokenUsage } from '../events.js';
 export type { TokenUsage };
 
+/** The token counts a server reported for one request. */
 export interface LLMUsage {
   promptTokens: number;
   completionTokens: number;
@@ -36,6 +38,7 @@ export interface LLMUsage {
   cachedPromptTokens?: number;
 }
 
+/** The model's answer to one request: the assistant message, the server's token counts, the finish reason. */
 export interface LLMResponse {
   message: AssistantMessage;
   /** null when the server did not report usage; we count instead. */
@@ -43,12 +46,14 @@ export interface LLMResponse {
   finishReason: string;
 }
 
+/** How one request is called: its abort signal and where streamed text goes. */
 export interface LLMCallOptions {
   signal: AbortSignal;
   /** Streamed text as it arrives. */
   onText(delta: string): void;
 }
 
+/** A language model as workmem calls it: one streaming completion per request (openaiChat, aiSdkModel or your own). */
 export interface LLM {
   readonly model: string;
   readonly contextWindow: number;

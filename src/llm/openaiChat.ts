@@ -21,6 +21,7 @@ import type { RetryPolicy } from '../settings/settings.js';
 
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 
+/** Options of openaiChat; defaults from OPENAI_BASE_URL, OPENAI_API_KEY and WORKMEM_MODEL. */
 export interface OpenAIChatOptions {
   /** Default: $WORKMEM_MODEL, else gpt-4o-mini. */
   model?: string;
@@ -50,6 +51,7 @@ export interface OpenAIChat extends LLM {
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 
+/** The model over any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, llama.cpp, Ollama, …). */
 export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
   const env = options.env ?? process.env;
   const model = options.model ?? env.WORKMEM_MODEL?.trim() ?? 'gpt-4o-mini';

@@ -31,6 +31,7 @@ export interface ScriptedModel extends LLM {
   readonly requests: LLMRequest[];
 }
 
+/** An in-process model that answers from a script: for tests and for trying workmem without an API key. */
 export function scriptedModel(
   script: readonly ScriptStep[] | ((request: LLMRequest, index: number) => ScriptedReply | Promise<ScriptedReply>),
   options: ScriptedModelOptions = {},

@@ -8,6 +8,7 @@ import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { ReminderConfig } from '../memory/reminderTracker.js';
 import { defaultTurnSettings, FALLBACK_TARGETS, MEMORY_POSITIONS, type FallbackTarget, type MemoryPosition, type RetryPolicy, type TurnSettings } from './settings.js';
 
+/** A bad option or setting: names where it came from, the key and the value (masked). */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }

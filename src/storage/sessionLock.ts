@@ -65,6 +65,7 @@ interface Seen {
   record: LockRecord | null;
 }
 
+/** The session is open in another process or instance: names the holder and since when. */
 export class SessionInUseError extends Error {
   override name = 'SessionInUseError';
   /** Who holds the session, as the message names it (`pid 123`), or null when unknown. */

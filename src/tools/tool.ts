@@ -10,6 +10,7 @@ export interface ToolSpec {
   parameters: Record<string, unknown>;
 }
 
+/** What a tool is told when it runs: the abort signal, the session, the turn and the request. */
 export interface ToolContext {
   signal: AbortSignal;
   session: { id: string; dir: string; workingMemoryDir: string };
@@ -36,6 +37,7 @@ export interface ToolEffects {
 /** A built-in tool's output: the result and its effects. */
 export type BuiltInToolOutput = ToolOutput | { content: string; isError?: boolean; effects: ToolEffects };
 
+/** A tool the model can call, as defineTool makes it. */
 export interface Tool<S extends z.ZodType = z.ZodType> {
   readonly name: string;
   readonly description: string;
@@ -46,6 +48,7 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
+/** A host tool: a name, a description, zod 4 parameters (validated before it runs) and what it does. */
 export function defineTool<S extends z.ZodType>(definition: {
   name: string;
   description: string;

@@ -1,0 +1,69 @@
+/**
+ * The API report: for each package entry, API Extractor's summary of what it exports, from
+ * the built declarations (dist/). Checked in under api/, so a change to the public surface
+ * is a visible diff; `npm run api` writes them anew after a deliberate change.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { Extractor, ExtractorConfig } from '@microsoft/api-extractor';
+
+/** The project's folder: run from test/ (vitest) or from dist/test/ (npm run api). */
+export const ROOT = ((dir: string): string => {
+  while (!existsSync(join(dir, 'package.json'))) dir = dirname(dir);
+  return dir;
+})(import.meta.dirname);
+
+/** Each entry of package.json "exports", by the name of its report. */
+export const ENTRIES: Record<string, string> = {
+  workmem: 'dist/src/index.d.ts',
+  'workmem-machines': 'dist/machines/index.d.ts',
+  'workmem-postgres': 'dist/src/storage/postgres/index.d.ts',
+  'workmem-ai-sdk': 'dist/src/aiSdk/index.d.ts',
+  'workmem-testing': 'dist/src/testing/index.d.ts',
+};
+
+export interface ReportOutcome {
+  entry: string;
+  /** The report differs from the one checked in (or there was none). */
+  changed: boolean;
+  errors: string[];
+}
+
+/** Runs API Extractor on one entry; `update` writes the report into api/ instead of comparing. */
+export function apiReport(entry: string, update: boolean): ReportOutcome {
+  const temp = mkdtempSync(join(tmpdir(), 'workmem-api-'));
+  try {
+    const config = ExtractorConfig.prepare({
+      configObject: {
+        projectFolder: ROOT,
+        mainEntryPointFilePath: join(ROOT, ENTRIES[entry]!),
+        compiler: { tsconfigFilePath: join(ROOT, 'tsconfig.json') },
+        apiReport: { enabled: true, reportFileName: entry, reportFolder: join(ROOT, 'api'), reportTempFolder: temp },
+        docModel: { enabled: false },
+        dtsRollup: { enabled: false },
+        tsdocMetadata: { enabled: false },
+        messages: {
+          // What the report shows: an export without a TSDoc line says "(undocumented)" there. Release tags are not used.
+          extractorMessageReporting: { default: { logLevel: 'none' as never }, 'ae-missing-release-tag': { logLevel: 'none' as never } },
+          compilerMessageReporting: { default: { logLevel: 'error' as never } },
+          tsdocMessageReporting: { default: { logLevel: 'none' as never } },
+        },
+      },
+      configObjectFullPath: join(ROOT, 'api', `${entry}.json`),
+      packageJsonFullPath: join(ROOT, 'package.json'),
+    });
+    mkdirSync(join(ROOT, 'api'), { recursive: true });
+    const errors: string[] = [];
+    const result = Extractor.invoke(config, {
+      localBuild: update,
+      messageCallback: (message) => {
+        if (message.logLevel === 'error') errors.push(message.text);
+        message.handled = true;
+      },
+    });
+    return { entry, changed: result.apiReportChanged, errors };
+  } finally {
+    rmSync(temp, { recursive: true, force: true });
+  }
+}
