@@ -11,6 +11,7 @@
 import { assign, emit, enqueueActions, fromPromise, sendParent, sendTo, setup } from 'xstate';
 import { toTurnError } from './turnErrors.js';
 import type { SessionEvent } from '../src/events.js';
+import type { ToolSpec } from '../src/tools/tool.js';
 import type { HistoryMode } from '../src/history/historyView.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 import type { PromptBase } from '../src/prompt/promptBuilder.js';
@@ -23,6 +24,12 @@ export type * from './sessionTypes.js';
 import type {
   CompactionAsked,
   CompactionOutcome,
+  HostCall,
+  HostPass,
+  HostPassOutcome,
+  HostTools,
+  AcceptCallInput,
+  AcceptCallOutput,
   QueuedPrompt,
   SessionInput,
   AcceptInput,
@@ -45,6 +52,12 @@ export interface SessionContext extends SessionInput {
   /** The user's compaction while it runs, and how the last one ended. */
   compaction: CompactionAsked | null;
   compacted: CompactionOutcome | null;
+  /** A host loop's pass while it runs, how the last one ended, and the system prompt and tools of its calls. */
+  pass: HostPass | null;
+  passed: HostPassOutcome | null;
+  callStatics: { systemPrompt: string; tools: readonly ToolSpec[] } | null;
+  /** Requests of the current turn in a host loop's earlier passes. */
+  requests: number;
 }
 
 export type SessionMachineEvent =
@@ -54,6 +67,10 @@ export type SessionMachineEvent =
   | { type: 'memory.written'; health: MemoryHealth }
   /** Compact now, between turns (refused while a turn runs). */
   | ({ type: 'compact' } & CompactionAsked)
+  /** A host loop's model call: record what is new, then the turn's request up to the model (refused while busy). */
+  | { type: 'call'; call: HostCall }
+  /** A host loop runs workmem's tools the model called (refused while busy). */
+  | ({ type: 'tools' } & HostTools)
   | ({ type: 'mode.announced' } & Omit<ModeAnnouncement, 'type'>)
   /** Something the running turn reports (its events leave through the session). */
   | { type: 'turn.report'; event: SessionEvent };
@@ -74,6 +91,11 @@ export const childHistoryMode = historyModeMachine.provide({
   actions: { announce: sendParent((_, a: ModeAnnouncement) => ({ type: 'mode.announced', mode: a.mode, pinned: a.pinned })) },
 });
 
+/** The turn is over: an own-loop turn, or a host loop's answer with no tool calls left (or a failed pass). */
+function turnEnded(context: SessionContext): boolean {
+  return context.pass === null || (context.pass.kind === 'call' && (context.last!.toolCalls === 0 || context.last!.status !== 'done'));
+}
+
 function abortedOutput(context: SessionContext): TurnOutput {
   return {
     status: 'aborted',
@@ -86,6 +108,8 @@ function abortedOutput(context: SessionContext): TurnOutput {
     base: context.base,
     tailHint: context.tailHint,
     window: context.window,
+    toolCalls: 0,
+    results: [],
   };
 }
 
@@ -105,6 +129,9 @@ export const sessionMachine = setup({
     }),
     persistMode: fromPromise<void, PersistModeInput>(async () => {
       throw new Error("session machine: actor 'persistMode' was not provided");
+    }),
+    acceptCall: fromPromise<AcceptCallOutput, AcceptCallInput>(async () => {
+      throw new Error("session machine: actor 'acceptCall' was not provided");
     }),
     compactor: fromPromise<CompactorOutput, CompactorInput>(async () => {
       throw new Error("session machine: actor 'compactor' was not provided");
@@ -135,6 +162,11 @@ export const sessionMachine = setup({
       text: context.current!.text,
     })),
     reportTurnEnd: emit(({ context }) => turnEnd(context)),
+    /** After saving: the turn's end when it ended, and a host loop's pass marked done for the facade. */
+    endTurnOrPass: enqueueActions(({ context, enqueue }) => {
+      if (turnEnded(context)) enqueue.emit(turnEnd(context));
+      if (context.pass) enqueue.assign({ passed: { id: context.pass.id, output: context.last, error: null }, pass: null });
+    }),
   },
   guards: {
     hasQueued: ({ context }) => context.queue.length > 0,
@@ -154,6 +186,10 @@ export const sessionMachine = setup({
     abortRequested: false,
     compaction: null,
     compacted: null,
+    pass: null,
+    passed: null,
+    callStatics: null,
+    requests: 0,
   }),
   invoke: {
     id: 'historyMode',
@@ -174,6 +210,8 @@ export const sessionMachine = setup({
     compact: {
       actions: assign({ compacted: ({ event }) => ({ id: event.id, error: 'a turn is running: wait for it or abort it, then compact' }) }),
     },
+    call: { actions: assign({ passed: ({ event }) => ({ id: event.call.id, output: null, error: BUSY }) }) },
+    tools: { actions: assign({ passed: ({ event }) => ({ id: event.id, output: null, error: BUSY }) }) },
   },
   initial: 'idle',
   states: {
@@ -185,6 +223,47 @@ export const sessionMachine = setup({
           actions: assign({
             compaction: ({ event }) => ({ id: event.id, target: event.target, strategy: event.strategy, keepRecent: event.keepRecent }),
           }),
+        },
+        call: { target: 'acceptingCall', actions: assign({ pass: ({ event }) => ({ id: event.call.id, kind: 'call' as const }) }) },
+        tools: {
+          target: 'running',
+          actions: assign({ pass: ({ event }) => ({ id: event.id, kind: 'tools' as const, calls: event.calls }) }),
+        },
+      },
+    },
+    acceptingCall: {
+      invoke: {
+        id: 'acceptCall',
+        src: 'acceptCall',
+        input: ({ context, event }) => ({ call: (event as { call: HostCall }).call, turn: context.turn, host: context.statics.host }),
+        onDone: {
+          target: 'running',
+          actions: enqueueActions(({ context, event, enqueue }) => {
+            const { history, turn, opened, systemPrompt, tools } = event.output;
+            enqueue.assign({ history, turn, callStatics: { systemPrompt, tools } });
+            if (!opened) return;
+            const current = { id: context.pass!.id, text: opened.text };
+            enqueue.assign({ current, requests: 0 });
+            enqueue.emit({ type: 'turn_start', turn, promptId: current.id, text: current.text });
+          }),
+        },
+        onError: {
+          target: 'idle',
+          actions: [
+            {
+              type: 'report',
+              params: ({ context, event }) => ({
+                type: 'error',
+                turn: context.turn,
+                error: { kind: 'storage', message: `the call's messages were not saved: ${errorMessage(event.error)}`, retryable: false },
+                fatal: true,
+              }),
+            },
+            assign(({ context, event }) => ({
+              passed: { id: context.pass!.id, output: null, error: errorMessage(event.error) },
+              pass: null,
+            })),
+          ],
         },
       },
     },
@@ -306,7 +385,8 @@ export const sessionMachine = setup({
         id: 'turn',
         src: 'turn',
         input: ({ context }) => ({
-          statics: context.statics,
+          // A host loop's calls carry their own system prompt and tools.
+          statics: context.callStatics ? { ...context.statics, ...context.callStatics } : context.statics,
           turn: context.turn,
           history: context.history,
           mode: context.mode,
@@ -315,10 +395,12 @@ export const sessionMachine = setup({
           base: context.base,
           tailHint: context.tailHint,
           window: context.window,
+          ...(context.pass ? { hostLoop: true, request: context.requests } : {}),
+          ...(context.pass?.kind === 'tools' ? { calls: context.pass.calls } : {}),
         }),
         onDone: {
           target: 'saving',
-          actions: assign(({ event }) => ({
+          actions: assign(({ context, event }) => ({
             last: event.output,
             history: event.output.history,
             tracker: event.output.tracker,
@@ -326,6 +408,7 @@ export const sessionMachine = setup({
             base: event.output.base,
             tailHint: event.output.tailHint,
             window: event.output.window,
+            requests: context.pass ? event.output.requests : 0,
           })),
         },
       },
@@ -344,7 +427,7 @@ export const sessionMachine = setup({
         }),
         onDone: {
           target: 'idle',
-          actions: [assign({ history: ({ event }) => event.output.history }), 'reportTurnEnd'],
+          actions: [assign({ history: ({ event }) => event.output.history }), 'endTurnOrPass'],
         },
         onError: {
           target: 'idle',
@@ -362,7 +445,7 @@ export const sessionMachine = setup({
                 fatal: false,
               }),
             },
-            'reportTurnEnd',
+            'endTurnOrPass',
           ],
         },
       },
@@ -383,6 +466,8 @@ function turnEnd(context: SessionContext): SessionEvent {
     ...(last.usage ? { usage: last.usage } : {}),
   };
 }
+
+const BUSY = 'the session is busy with another call: one at a time';
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

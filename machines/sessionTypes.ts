@@ -5,6 +5,8 @@
 import type { CompactionResult } from '../src/compaction/compact.js';
 import type { CompactionStrategy, CompactionTarget } from '../src/compaction/plan.js';
 import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
+import type { ChatMessage, ToolCall } from '../src/history/messages.js';
+import type { ToolSpec } from '../src/tools/tool.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 import type { TrackerState } from '../src/memory/reminderTracker.js';
 import type { TurnHost, TurnOutput, TurnStatics } from './turnTypes.js';
@@ -25,9 +27,33 @@ export interface CompactionAsked {
 /** How the last compaction asked between turns ended: its result, or why it failed or was refused. */
 export type CompactionOutcome = { id: string; result: CompactionResult } | { id: string; error: string };
 
+/** One model call of a host's own loop: the messages its loop holds, and the tools it sends. */
+export interface HostCall {
+  id: string;
+  messages: readonly ChatMessage[];
+  tools: readonly ToolSpec[];
+}
+
+/** A host's loop asks workmem to run some of its own tools (the model called them). */
+export interface HostTools {
+  id: string;
+  calls: ToolCall[];
+}
+
+/** The host loop's pass in progress: a model call, or a run of workmem's tools. */
+export type HostPass = { id: string; kind: 'call' } | ({ kind: 'tools' } & HostTools);
+
+/** How a host loop's pass ended (the facade waits for it). */
+export interface HostPassOutcome {
+  id: string;
+  output: TurnOutput | null;
+  error: string | null;
+}
+
 /** The turn's host, and what the session's own actors do. */
 export interface SessionHost extends TurnHost {
   accept(input: AcceptInput): Promise<AcceptOutput>;
+  acceptCall(input: AcceptCallInput): Promise<AcceptCallOutput>;
   save(input: SaveInput): Promise<SaveOutput>;
   persistMode(input: PersistModeInput): Promise<void>;
 }
@@ -59,6 +85,20 @@ export interface AcceptInput extends SessionHostInput {
 }
 export interface AcceptOutput {
   history: HistoryView;
+}
+export interface AcceptCallInput extends SessionHostInput {
+  call: HostCall;
+  turn: number;
+}
+export interface AcceptCallOutput {
+  history: HistoryView;
+  /** The turn the call's messages end in. */
+  turn: number;
+  /** The call brought a user message: it opened a turn (the last one it opened). */
+  opened: { text: string } | null;
+  /** The system prompt and tools this call's requests are built with (the same objects while they do not change). */
+  systemPrompt: string;
+  tools: readonly ToolSpec[];
 }
 export interface SaveInput extends SessionHostInput {
   turn: number;

@@ -36,6 +36,7 @@ import type {
   OverviewWrite,
   ToolRunnerOutput,
   MemoryStoreInput,
+  ToolResult,
 } from './turnTypes.js';
 
 export interface TurnContext extends Omit<TurnInput, 'statics'> {
@@ -56,6 +57,7 @@ export interface TurnContext extends Omit<TurnInput, 'statics'> {
   status: TurnStatus | 'running';
   error: TurnError | null;
   usage: TokenUsage | null;
+  results: ToolResult[];
 }
 
 export type TurnEvent = { type: 'abort' } | { type: 'mode.changed'; mode: HistoryMode };
@@ -106,6 +108,9 @@ export const turnMachine = setup({
     retryable: ({ context, event }) =>
       toTurnError((event as { error?: unknown }).error).retryable && context.retries < context.statics.settings.retry.maxRetries,
     requestLimitReached: ({ context }) => context.request >= context.statics.settings.maxRequestsPerTurn,
+    /** A host's loop: it calls the model again and runs its own tools. */
+    hostLoop: ({ context }) => context.hostLoop === true,
+    toolsGiven: ({ context }) => context.toolCalls.length > 0,
     autoCompactionDue: ({ context }) => autoCompactionTier(context) !== null,
     beyondHorizon: ({ context }) => beyondHorizon(context),
   },
@@ -116,11 +121,11 @@ export const turnMachine = setup({
   id: 'turn',
   context: ({ input }) => ({
     ...input,
-    request: 0,
+    request: input.request ?? 0,
     memory: null,
     reminder: null,
     prompt: null,
-    toolCalls: [],
+    toolCalls: input.calls ?? [],
     overviewWrite: null,
     compactedThisRequest: false,
     compactReason: 'fallback',
@@ -132,13 +137,18 @@ export const turnMachine = setup({
     status: 'running',
     error: null,
     usage: null,
+    results: [],
   }),
-  initial: 'loadMemory',
+  initial: 'start',
   on: {
     abort: { target: '.aborted' },
     'mode.changed': { actions: assign({ mode: ({ event }) => event.mode }) },
   },
   states: {
+    // A turn opens with a request; a host loop's tools pass with the tools it was given.
+    start: {
+      always: [{ guard: 'toolsGiven', target: 'runTools' }, { target: 'loadMemory' }],
+    },
     loadMemory: {
       invoke: {
         id: 'memoryStore',
@@ -294,6 +304,7 @@ export const turnMachine = setup({
           host: context.statics.host,
         }),
         onDone: [
+          { guard: 'hostLoop', target: 'done', actions: 'takeResponse' },
           {
             guard: 'responseHasToolCalls',
             target: 'runTools',
@@ -355,6 +366,7 @@ export const turnMachine = setup({
           request: context.request,
           history: context.history,
           host: context.statics.host,
+          ...(context.hostLoop ? { hostLoop: true } : {}),
         }),
         onDone: {
           target: 'markUpdated',
@@ -363,6 +375,7 @@ export const turnMachine = setup({
             overviewWrite: event.output.overviewWrite,
             tracker: event.output.compacted ? remindNextRequest(context.tracker) : context.tracker,
             toolCalls: [],
+            results: event.output.results,
           })),
         },
         onError: { target: 'failed', actions: assign({ error: ({ event }) => toTurnError(event.error, 'tool') }) },
@@ -388,6 +401,7 @@ export const turnMachine = setup({
         enqueue({ type: 'memoryWritten', params: { health: write.memory.health } });
       }),
       always: [
+        { guard: 'hostLoop', target: 'done' },
         {
           guard: 'requestLimitReached',
           target: 'failed',
@@ -433,5 +447,7 @@ export const turnMachine = setup({
     tailHint: context.prompt?.tokens.tail ?? context.tailHint ?? 0,
     window: context.window ?? null,
     ...(context.usage ? { usage: context.usage } : {}),
+    toolCalls: context.toolCalls.length,
+    results: context.results,
   }),
 });

@@ -43,6 +43,23 @@ export interface TurnInput {
   tailHint?: number;
   /** Phase 2's window when it holds still across turns (recentTurnsStep over 1). */
   window?: RecentWindow | null;
+  /**
+   * A pass of a host's own loop (the host calls the model and runs its tools: the AI SDK and
+   * LangChain middleware, the proxy): the turn stops once the model has answered, and, given
+   * `calls`, runs those (workmem's own tools, which the host asked it to run) instead of a request.
+   */
+  hostLoop?: boolean;
+  /** With hostLoop: the tool calls to run in this pass. */
+  calls?: ToolCall[];
+  /** Requests of this turn made before this pass (a host loop's earlier passes). */
+  request?: number;
+}
+
+/** A tool call's result, as a host that runs the loop sends it back. */
+export interface ToolResult {
+  callId: string;
+  content: string;
+  isError: boolean;
 }
 
 export interface TurnOutput {
@@ -58,6 +75,10 @@ export interface TurnOutput {
   window: RecentWindow | null;
   /** The server's token counts, summed over the turn's requests that reported them. */
   usage?: TokenUsage;
+  /** Tool calls of the last answer left to run: a host loop's pass ends with them (the host runs them). */
+  toolCalls: number;
+  /** A host loop's tools pass: the results, for the host to send back. */
+  results: ToolResult[];
 }
 
 /** What the turn's actors do, for one session; src/actors/ implements it over storage, the model and the tools. */
@@ -104,6 +125,8 @@ export interface ToolRunnerInput extends HostInput {
   turn: number;
   request: number;
   history: HistoryView;
+  /** A host's loop records the results itself (they come back in its next call): return them, append nothing. */
+  hostLoop?: boolean;
 }
 export interface OverviewWrite {
   at: number;
@@ -118,6 +141,8 @@ export interface ToolRunnerOutput {
   overviewWrite: OverviewWrite | null;
   /** compact_history ran: the next request carries a reminder. */
   compacted: boolean;
+  /** Each call's result, in order. */
+  results: ToolResult[];
 }
 
 export interface MemoryStoreInput extends HostInput {

@@ -91,6 +91,7 @@ describe('turn machine, model-based', () => {
       history,
       overviewWrite: { at: 1, path: 'working-memory/overview.md', bytes: 10, memory: memory(4, 30) },
       compacted: true,
+      results: [{ callId: 'c1', content: 'ok', isError: false }],
     };
     const events = [
       { type: 'xstate.done.actor.memoryStore', output: memory(1, 10) },
@@ -106,7 +107,7 @@ describe('turn machine, model-based', () => {
       { type: 'xstate.error.actor.llm', error: new LLMError('rate_limit', '429', { status: 429, retryAfterMs: 10 }) },
       { type: 'xstate.error.actor.llm', error: new LLMError('auth', '401', { status: 401 }) },
       { type: 'xstate.after.retryBackoff.turn.retryWait' },
-      { type: 'xstate.done.actor.toolRunner', output: { history, overviewWrite: null, compacted: false } },
+      { type: 'xstate.done.actor.toolRunner', output: { history, overviewWrite: null, compacted: false, results: [] } },
       { type: 'xstate.done.actor.toolRunner', output: wrote },
       { type: 'xstate.error.actor.toolRunner', error: new Error('ENOSPC') },
       { type: 'mode.changed', mode: 'phase2' },

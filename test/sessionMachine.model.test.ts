@@ -115,6 +115,8 @@ function turnOutput(s: Snap, status: 'done' | 'aborted' | 'failed'): TurnOutput 
     base: null,
     tailHint: 0,
     window: null,
+    toolCalls: 0,
+    results: [],
   };
 }
 

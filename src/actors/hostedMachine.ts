@@ -9,6 +9,8 @@ import {
   sessionMachine,
   type AcceptInput,
   type AcceptOutput,
+  type AcceptCallInput,
+  type AcceptCallOutput,
   type PersistModeInput,
   type SaveInput,
   type SaveOutput,
@@ -50,6 +52,7 @@ export function hostedSessionMachine(): typeof sessionMachine {
       accept: fromPromise<AcceptOutput, AcceptInput>(({ input }) => hostIn<SessionHost>(input).accept(input)),
       save: fromPromise<SaveOutput, SaveInput>(({ input }) => hostIn<SessionHost>(input).save(input)),
       persistMode: fromPromise<void, PersistModeInput>(({ input }) => hostIn<SessionHost>(input).persistMode(input)),
+      acceptCall: fromPromise<AcceptCallOutput, AcceptCallInput>(({ input }) => hostIn<SessionHost>(input).acceptCall(input)),
       compactor,
     },
   });

@@ -4,6 +4,7 @@
  * hostedMachine.ts); each actor finds this host in its input.
  */
 import type { PersistModeInput, SessionHost } from '../../machines/sessionMachine.js';
+import { hostCallAcceptor } from './acceptCall.js';
 import { runCompactor } from './compactor.js';
 import { runLlmRequest } from './llmRequest.js';
 import { runToolCalls } from './toolRunner.js';
@@ -40,6 +41,8 @@ export interface SessionHostDeps {
   redact: Redact;
   /** Remembered items to inject after overview.md for this history, if item memory injects. */
   relevant?: (history: HistoryView) => string;
+  /** The system prompt for a host loop's instructions and tools (the session's settings otherwise). */
+  systemPromptFor(instructions: string | undefined, toolNames: string[]): string;
 }
 
 export function sessionHost(deps: SessionHostDeps): SessionHost {
@@ -62,7 +65,17 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
         deps.builtIn.has(call.function.name) ? null : async (full) => record.memory.writeSystem(await saved.name(turn, '.txt'), full),
       ),
   };
+  const acceptCall = hostCallAcceptor({
+    record,
+    counter,
+    emit,
+    redact: deps.redact,
+    builtIn: deps.builtIn,
+    capture: toolDeps.capture,
+    systemPromptFor: deps.systemPromptFor,
+  });
   return {
+    acceptCall,
     loadMemory: async () => {
       const snapshot = await record.memory.snapshot();
       deps.trace?.memory(snapshot.version, snapshot.content);

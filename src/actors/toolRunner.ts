@@ -6,7 +6,7 @@
  * every call without a result gets one, so the history stays a valid message list.
  */
 import { z } from 'zod';
-import type { OverviewWrite, ToolRunnerInput, ToolRunnerOutput } from '../../machines/turnMachine.js';
+import type { OverviewWrite, ToolResult, ToolRunnerInput, ToolRunnerOutput } from '../../machines/turnMachine.js';
 import type { SessionEvent } from '../events.js';
 import type { ToolCall } from '../history/messages.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
@@ -37,14 +37,17 @@ export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, 
   let overviewWrite: OverviewWrite | null = null;
   let compacted = false;
   let finished = false;
+  const results: ToolResult[] = [];
 
+  // In a host's loop the host records the result (it sends it back with its next call).
   const append = async (call: ToolCall, content: string, isError: boolean, ms: number): Promise<void> => {
     const message = { role: 'tool' as const, tool_call_id: call.id, content };
     answered.add(call.id);
-    const entry = await record.appendMessage(input.turn, message, counter.message(message), { sync: true });
+    results.push({ callId: call.id, content, isError });
     const base = { turn: input.turn, request: input.request };
+    const entry = input.hostLoop ? null : await record.appendMessage(input.turn, message, counter.message(message), { sync: true });
     deps.emit({ type: 'tool_end', ...base, callId: call.id, name: call.function.name, isError, content, ms });
-    deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message });
+    if (entry) deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message });
   };
 
   // On abort every call still without a result gets one, queued at once and in order (the
@@ -94,7 +97,7 @@ export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, 
     finished = true;
     signal.removeEventListener('abort', onAbort);
   }
-  return { history: record.history, overviewWrite, compacted };
+  return { history: record.history, overviewWrite, compacted, results };
 }
 
 async function execute(

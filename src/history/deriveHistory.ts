@@ -4,10 +4,13 @@
  * through the same function, so resume derives exactly what the live session had.
  */
 import { fromItems, type HistoryItem, type HistoryView } from './historyView.js';
+import { messageKey } from './messageKey.js';
 import type { CompactionEntry, LogEntry, RepairEntry } from '../storage/messageLog.js';
 
 export interface DerivedHistory {
   view: HistoryView;
+  /** The key of every message in the log, in order (messageKey.ts): what a host's loop is matched against. */
+  keys: string[];
   lastTurn: number;
   lastSeq: number;
   messageCount: number;
@@ -21,11 +24,13 @@ export function deriveHistory(entries: readonly LogEntry[]): DerivedHistory {
   let lastTurn = 0;
   let lastSeq = 0;
   let messageCount = 0;
+  const keys: string[] = [];
   for (const entry of entries) {
     lastSeq = Math.max(lastSeq, entry.seq);
     lastTurn = Math.max(lastTurn, entry.turn);
     if (entry.type === 'message') {
       messageCount++;
+      keys.push(messageKey(entry.message));
       items.push({ seq: entry.seq, turn: entry.turn, message: entry.message, tokens: entry.tokens });
     } else if (entry.type === 'compaction') {
       const result = applyCompaction(items, entry);
@@ -37,7 +42,7 @@ export function deriveHistory(entries: readonly LogEntry[]): DerivedHistory {
       else items = result;
     }
   }
-  return { view: fromItems(items), lastTurn, lastSeq, messageCount, problems };
+  return { view: fromItems(items), keys, lastTurn, lastSeq, messageCount, problems };
 }
 
 /** The items after `entry`, or why it cannot apply. Never mutates `items`. */

@@ -15,6 +15,7 @@ import type { Redact, SessionStorage, SessionStore } from '../storage/sessionSto
 import { applyRepair, deriveHistory, viewAfterCompaction, type DerivedHistory } from './deriveHistory.js';
 import { appendItem, fromItems, type HistoryView } from './historyView.js';
 import type { ChatMessage } from './messages.js';
+import { messageKey } from './messageKey.js';
 import { rebuildMeta, titleOf, trackerFactsOf } from './sessionFacts.js';
 
 const noRedaction: Redact = (text) => text;
@@ -42,6 +43,8 @@ export interface RecordOpenOptions {
 
 export class SessionRecord {
   private view: HistoryView;
+  /** The key of every message in the log, in order (messageKey.ts). */
+  private readonly keys: string[];
   private lastTurnValue: number;
   private metaValue: SessionMeta;
   private metaWritten: SessionMeta;
@@ -66,6 +69,7 @@ export class SessionRecord {
     readonly redact: Redact,
   ) {
     this.view = derived.view;
+    this.keys = derived.keys;
     this.lastTurnValue = derived.lastTurn;
     this.metaValue = meta;
     this.metaWritten = meta;
@@ -166,6 +170,10 @@ export class SessionRecord {
   get lastTurn(): number {
     return this.lastTurnValue;
   }
+  /** The key of every message in the log, in order: what a host's loop holds is matched against them. */
+  get messageKeys(): readonly string[] {
+    return this.keys;
+  }
 
   async appendMessage(
     turn: number,
@@ -178,6 +186,7 @@ export class SessionRecord {
       options.sync,
     );
     this.view = appendItem(this.view, { seq: entry.seq, turn, message, tokens });
+    this.keys.push(messageKey(message, this.redact));
     this.lastTurnValue = Math.max(this.lastTurnValue, turn);
     this.metaValue = {
       ...this.metaValue,
@@ -191,7 +200,10 @@ export class SessionRecord {
    * A compaction: its archive written into working-memory/ (`archive.path`, relative to it)
    * and its entry appended as one unit (SessionStorage.commit), durably.
    */
-  async appendCompaction(entry: Omit<CompactionEntry, 'seq' | 'ts'>, archive: { path: string; content: string; append: boolean }): Promise<CompactionEntry> {
+  async appendCompaction(
+    entry: Omit<CompactionEntry, 'seq' | 'ts'>,
+    archive: { path: string; content: string; append: boolean },
+  ): Promise<CompactionEntry> {
     const path = await this.memory.relOf(archive.path);
     const log = this.storage.log;
     const write = { path, content: this.redact(archive.content), append: archive.append };

@@ -23,6 +23,9 @@ import { byteSize as formatBytes } from '../format/byteSize.js';
 
 /** Everything in a request besides the history; recomputed only when the memory changes. */
 export interface PromptBase {
+  /** The system prompt and tools it was built with (a host loop's calls may change them). */
+  systemPrompt: string;
+  tools: readonly ToolSpec[];
   memoryVersion: number;
   /** Where the memory block goes; absent: 'before-history'. */
   memoryPosition?: MemoryPlacement;
@@ -70,6 +73,8 @@ export function promptBase(
 ): PromptBase {
   const block = memoryBlock(memory);
   const common = {
+    systemPrompt: systemPromptText,
+    tools,
     memoryVersion: memory.version,
     relevant: memory.relevant ?? '',
     stableChars: systemPromptText.length,

@@ -35,13 +35,16 @@ export interface RequestState {
 
 /**
  * The request's system message and memory block. A new memory version, other remembered
- * items, a new day (the reminder's file name) or, with 'by-phase', another mode make a new one.
+ * items, a new day (the reminder's file name), with 'by-phase' another mode, or a host loop's
+ * other instructions or tools make a new one.
  */
 export function baseFor(state: RequestState, memory: MemorySnapshot): PromptBase {
   const placement = memoryPlacement(state.statics.settings.memoryPosition, state.mode);
   const base = state.base;
   if (
-    base?.memoryVersion === memory.version &&
+    base?.systemPrompt === state.statics.systemPrompt &&
+    base.tools === state.statics.tools &&
+    base.memoryVersion === memory.version &&
     base.relevant === (memory.relevant ?? '') &&
     base.today === memory.today &&
     (base.memoryPosition ?? 'before-history') === placement

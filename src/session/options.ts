@@ -16,6 +16,8 @@ export interface SessionOptions {
   home?: string;
   /** The working directory the session belongs to; default process.cwd(). */
   cwd?: string;
+  /** The new session's id (a lowercase UUID); default a random one. */
+  id?: string;
   name?: string;
   /** The host's own system instructions, placed before workmem's. */
   instructions?: string;
@@ -64,7 +66,7 @@ export interface ItemMemoryConfig {
 }
 
 /** What openSession takes: the options of createSession but the folder and the name, which the session keeps. */
-export type OpenOptions = Omit<SessionOptions, 'cwd' | 'name'>;
+export type OpenOptions = Omit<SessionOptions, 'cwd' | 'name' | 'id'>;
 
 /** How a prompt ended: done, failed or aborted, the answer, the requests it took, the server's token counts. */
 export interface TurnResult {

@@ -41,6 +41,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
   let record: SessionRecord | undefined;
   try {
     record = await SessionRecord.create(options.store ?? sessionStoreOf(home), {
+      ...(options.id ? { id: options.id } : {}),
       redact: sessionRedactor(options, env),
       cwd: options.cwd ?? process.cwd(),
       name: options.name ?? null,

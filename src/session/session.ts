@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createActor, waitFor, type Actor } from 'xstate';
-import type { sessionMachine } from '../../machines/sessionMachine.js';
+import type { HostCall, HostPassOutcome, HostTools, sessionMachine } from '../../machines/sessionMachine.js';
 import { sumUsage } from '../../machines/tokenUsage.js';
 import { hostedSessionMachine } from '../actors/hostedMachine.js';
 import type { CompactionResult } from '../compaction/compact.js';
@@ -125,6 +125,19 @@ export class Session {
     const outcome = done.context.compacted!;
     if ('error' in outcome) throw new Error(outcome.error);
     return outcome.result;
+  }
+
+  /**
+   * A pass of a host's own loop (hostLoop.ts): a model call's messages, or workmem's tools
+   * to run, through the session machine; resolves with how the pass ended.
+   * @internal
+   */
+  async hostPass(event: { type: 'call'; call: HostCall } | ({ type: 'tools' } & HostTools)): Promise<HostPassOutcome> {
+    if (this.closed) throw new Error(`session ${this.id} is closed`);
+    const id = event.type === 'call' ? event.call.id : event.id;
+    this.actor.send(event);
+    const done = await waitFor(this.actor, (s) => s.context.passed?.id === id, { timeout: Infinity });
+    return done.context.passed!;
   }
 
   /** Abort the running turn (what it produced so far is kept) and drop queued prompts. */

@@ -96,14 +96,15 @@ export function wireSession(
     redact: record.redact,
     emit: dispatch,
   });
+  const systemPromptFor = (instructions: string | undefined, toolNames: string[]): string =>
+    systemPrompt({ ...(instructions ? { instructions } : {}), fallbackThreshold: resolved.turn.fallbackThreshold, toolNames });
   const inject = items && options.itemMemory?.inject ? { limit: 5, maxTokens: 300, ...options.itemMemory.inject } : null;
   const statics: SessionStatics = {
     sessionId: record.id,
-    systemPrompt: systemPrompt({
-      ...(options.instructions ? { instructions: options.instructions } : {}),
-      fallbackThreshold: resolved.turn.fallbackThreshold,
-      toolNames: tools.all.map((t) => t.name),
-    }),
+    systemPrompt: systemPromptFor(
+      options.instructions,
+      tools.all.map((t) => t.name),
+    ),
     tools: tools.all.map((t) => t.spec),
     counter,
     settings: resolved.turn,
@@ -121,6 +122,7 @@ export function wireSession(
       now,
       ...(options.random ? { random: options.random } : {}),
       redact: record.redact,
+      systemPromptFor,
       ...(inject && items
         ? { relevant: (history: HistoryView) => relevantMemories(items.memory, latestUserText(history), inject, counter) }
         : {}),

@@ -1,0 +1,199 @@
+/**
+ * A session driven by a host's own agent loop — the AI SDK and LangChain middleware, the
+ * proxy — through the same machines as Session's own loop. Per model call the host hands
+ * over every message its loop holds; the session records what is new and builds the
+ * request the turn would send (memory, history per phase, the tail, the 75 % fallback
+ * first), the host calls its model with it and reports the answer, which is recorded. The
+ * host runs its own tools and asks for workmem's (memory, compact_history). The model the
+ * turn machine calls is a bridge to the host: one call at a time, the request goes out, the
+ * answer (or the failure: an overflow is compacted once and the request built again) comes in.
+ */
+import { randomUUID } from 'node:crypto';
+import type { HostPassOutcome } from '../../machines/sessionMachine.js';
+import type { ToolResult } from '../../machines/turnMachine.js';
+import type { TurnError } from '../events.js';
+import type { ChatMessage, ToolCall } from '../history/messages.js';
+import type { LLM, LLMCallOptions, LLMRequest, LLMResponse } from '../llm/llm.js';
+import { LLMError } from '../llm/llm.js';
+import { SESSION_ID } from '../storage/sessionPaths.js';
+import { SessionNotFoundError } from '../storage/storeErrors.js';
+import type { Tool, ToolSpec } from '../tools/tool.js';
+import type { SessionOptions } from './options.js';
+import { createSession, openSession } from './registry.js';
+import type { Session } from './session.js';
+import { sessionIdFor } from './sessionName.js';
+
+export interface HostLoopOptions extends Omit<SessionOptions, 'llm' | 'tools' | 'instructions' | 'id'> {
+  /** The session: a lowercase UUID, or any name (the same name is the same session); default a new one. */
+  sessionId?: string;
+  /** The host's model: its name (for the token counter) and its context window. */
+  model: string;
+  contextWindow: number;
+  /** Tokens reserved for the answer (default: the settings' reserve). */
+  maxOutputTokens?: number;
+  /** One non-streaming request, for compaction summaries; without it compaction archives only. */
+  summarize?: LLM['summarize'];
+}
+
+/** One model call, prepared: send `request`, then report how it went. */
+export interface PreparedCall {
+  /** What to send the model: workmem's messages, the tools as given, the output limit, the cache breakpoints. */
+  request: LLMRequest;
+  /** Text as it streams (for the session's events and trace). */
+  text(delta: string): void;
+  /** The model's answer: recorded before this resolves. */
+  answer(response: LLMResponse): Promise<void>;
+  /** The call failed: an overflow is compacted and the request built again (send it); otherwise null, the turn is over. */
+  fail(error: unknown): Promise<PreparedCall | null>;
+}
+
+export class HostLoop {
+  /** The pass in progress ends before the next starts: one writer, one call at a time. */
+  private queue: Promise<unknown> = Promise.resolve();
+  /** The caller waiting for the turn's next request (prepare, or fail after an overflow). */
+  private waiting: ((call: PreparedCall) => void) | null = null;
+  /** How the pass in progress will end. */
+  private current: Promise<HostPassOutcome> | null = null;
+
+  private constructor(
+    readonly session: Session,
+    bridge: Bridge,
+  ) {
+    bridge.deliver = (request, options) => this.deliver(request, options);
+  }
+
+  /** Open the named session (or create it), driven by a host's loop. */
+  static async open(options: HostLoopOptions): Promise<HostLoop> {
+    const { sessionId, model, contextWindow, maxOutputTokens, summarize, ...rest } = options;
+    const bridge = new Bridge(model, contextWindow, maxOutputTokens ?? rest.settings?.reserveOutputTokens ?? 4096, summarize);
+    // The host's loop retries a failed call itself; the session compacts on an overflow.
+    const settings = { ...rest.settings, retry: { maxRetries: 0, ...rest.settings?.retry } };
+    const common = { ...rest, llm: bridge, settings };
+    let session: Session;
+    if (!sessionId) session = await createSession(common);
+    else {
+      const id = SESSION_ID.test(sessionId) ? sessionId : sessionIdFor(sessionId);
+      try {
+        session = await openSession(id, common);
+      } catch (error) {
+        if (!(error instanceof SessionNotFoundError)) throw error;
+        session = await createSession({ ...common, id, ...(id !== sessionId ? { name: sessionId } : {}) });
+      }
+    }
+    return new HostLoop(session, bridge);
+  }
+
+  /** workmem's own tools (memory, compact_history, item memory): the host sends them beside its own and runs them here. */
+  get tools(): readonly Tool[] {
+    return this.session.tools;
+  }
+
+  /** Everything the host's loop holds for this call, and the tools it sends: the request to send instead. */
+  prepare(call: { messages: readonly ChatMessage[]; tools: readonly ToolSpec[] }): Promise<PreparedCall> {
+    const id = randomUUID();
+    return this.exclusive(async () => {
+      const delivered = this.nextRequest();
+      const ended = (this.current = this.session.hostPass({ type: 'call', call: { id, messages: call.messages, tools: call.tools } }));
+      const first = await Promise.race([delivered, ended.then((outcome) => ({ outcome }))]);
+      if (!('outcome' in first)) return { call: first, done: ended };
+      this.waiting = null;
+      throw passError(first.outcome, 'the call');
+    });
+  }
+
+  /** Run workmem's tools the model called, in order: their results, for the host to send back. */
+  runTools(calls: ToolCall[]): Promise<ToolResult[]> {
+    return this.exclusive(async () => {
+      const ended = this.session.hostPass({ type: 'tools', id: randomUUID(), calls });
+      const outcome = await ended;
+      if (!outcome.output) throw passError(outcome, 'the tools');
+      return { call: outcome.output.results, done: ended };
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.queue.catch(() => {});
+    await this.session.close();
+  }
+
+  /** Runs `start` after the pass before has ended; the next waits for this pass's end (`done`). */
+  private exclusive<T>(start: () => Promise<{ call: T; done: Promise<unknown> }>): Promise<T> {
+    const run = this.queue.catch(() => {}).then(start);
+    this.queue = run.then((r) => r.done).catch(() => {});
+    return run.then((r) => r.call);
+  }
+
+  private nextRequest(): Promise<PreparedCall> {
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  /** The turn machine's request, handed to the host: settled by its answer or its failure. */
+  private deliver(request: LLMRequest, options: LLMCallOptions): Promise<LLMResponse> {
+    const waiting = this.waiting;
+    this.waiting = null;
+    if (!waiting) return Promise.reject(new Error('a request was built with no host call waiting for it'));
+    return new Promise<LLMResponse>((resolve, reject) => {
+      const aborted = (): void => reject(new LLMError('aborted', 'the request was aborted'));
+      options.signal.addEventListener('abort', aborted, { once: true });
+      const settled = (): void => options.signal.removeEventListener('abort', aborted);
+      const ended = this.current;
+      const passEnd = (): Promise<HostPassOutcome> => ended ?? Promise.reject(new Error('no pass in progress'));
+      waiting({
+        request,
+        text: (delta) => options.onText(delta),
+        answer: async (response) => {
+          settled();
+          resolve(response);
+          const outcome = await passEnd();
+          if (outcome.error || outcome.output?.status !== 'done') throw passError(outcome, 'the answer');
+        },
+        fail: async (error) => {
+          settled();
+          const retried = this.nextRequest();
+          reject(error instanceof Error ? error : new Error(String(error)));
+          const next = await Promise.race([retried, passEnd().then(() => null)]);
+          if (next === null) this.waiting = null;
+          return next;
+        },
+      });
+    });
+  }
+}
+
+/** The session's model: requests go to the host waiting for them (HostLoop.deliver). */
+class Bridge implements LLM {
+  deliver: (request: LLMRequest, options: LLMCallOptions) => Promise<LLMResponse> = () =>
+    Promise.reject(new Error('no host loop attached'));
+  readonly summarize?: LLM['summarize'];
+
+  constructor(
+    readonly model: string,
+    readonly contextWindow: number,
+    readonly maxOutputTokens: number,
+    summarize: LLM['summarize'] | undefined,
+  ) {
+    if (summarize) this.summarize = summarize;
+  }
+
+  complete(request: LLMRequest, options: LLMCallOptions): Promise<LLMResponse> {
+    return this.deliver(request, options);
+  }
+}
+
+/** A host loop's call or tools that the session could not take, with the turn's error. */
+export class HostLoopError extends Error {
+  override name = 'HostLoopError';
+  constructor(readonly turnError: TurnError) {
+    super(turnError.message);
+  }
+}
+
+function passError(outcome: HostPassOutcome, what: string): HostLoopError {
+  return new HostLoopError(
+    outcome.output?.error ?? {
+      kind: 'internal',
+      message: `${what} was not taken: ${outcome.error ?? `the turn ended ${outcome.output?.status ?? 'without an outcome'}`}`,
+      retryable: false,
+    },
+  );
+}

@@ -1,0 +1,111 @@
+/**
+ * A host's own loop through the HostLoop core gets, request for request, what a workmem
+ * Session sends for the same conversation: the same model (a protocol follower in
+ * process), the same host tool, the same memory writes and compactions.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { ChatMessage, ToolCall } from '../src/history/messages.js';
+import type { LLMRequest } from '../src/llm/llm.js';
+import { HostLoop } from '../src/session/hostLoop.js';
+import { defineTool } from '../src/tools/tool.js';
+import { policyModel, protocolFollower } from '../src/testing/index.js';
+import { loadTokenCounter } from '../src/tokens/tokens.js';
+import { collect, newSession, ofType, tempHome } from './helpers.js';
+
+const INSTRUCTIONS = 'You help with a garden.';
+const WINDOW = 6000;
+/** One clock for both: archive names carry the time. */
+const now = (): number => Date.UTC(2026, 10, 25, 12);
+
+const weather = defineTool({
+  name: 'weather',
+  description: 'The weather in a city',
+  parameters: z.object({ input: z.string() }),
+  execute: async ({ input }) => `Sunny in ${input}. ${'Long forecast text. '.repeat(40)}`,
+});
+
+/** The conversation: facts early, a host tool, questions late. */
+function prompts(): string[] {
+  const out: string[] = [];
+  for (let i = 1; i <= 10; i++) out.push(`My plant${i} is rose${i}.`);
+  for (let i = 1; i <= 6; i++) out.push(`Use the weather tool with city${i}.`);
+  for (let i = 1; i <= 8; i++) out.push(`Small talk number ${i}: ${'the weather is mild, '.repeat(10)}`);
+  for (let i = 1; i <= 10; i++) out.push(`What is my plant${i}?`);
+  return out;
+}
+
+describe('a host loop through HostLoop', () => {
+  it('sends the same requests as a Session for the same conversation, and answers the same', async () => {
+    const counter = await loadTokenCounter('gpt-4o');
+    const settings = { contextWindow: WINDOW, reserveOutputTokens: 500 };
+
+    // workmem's own loop.
+    const own: LLMRequest[] = [];
+    const ownModel = policyModel(protocolFollower({ seed: 2 }), { counter, contextWindow: WINDOW });
+    const complete = ownModel.complete.bind(ownModel);
+    ownModel.complete = (request, options) => {
+      own.push(structuredClone(request));
+      return complete(request, options);
+    };
+    const session = await newSession({ llm: ownModel, instructions: INSTRUCTIONS, tools: [weather], settings, now });
+    const ownEvents = collect(session);
+    const ownAnswers: string[] = [];
+    for (const text of prompts()) ownAnswers.push((await session.prompt(text)).text);
+    const ownMemory = session.memory();
+    await session.close();
+
+    // A host's loop: it keeps the messages, calls the model with what workmem prepares, runs its own tool.
+    const hosted: LLMRequest[] = [];
+    const hostModel = policyModel(protocolFollower({ seed: 2 }), { counter, contextWindow: WINDOW });
+    const loop = await HostLoop.open({
+      model: 'gpt-4o',
+      contextWindow: WINDOW,
+      settings,
+      home: tempHome(),
+      cwd: '/work/project',
+      env: {},
+      now,
+    });
+    const hostEvents = collect(loop.session);
+    const ours = new Set(loop.tools.map((t) => t.name));
+    const tools = [...loop.tools.map((t) => t.spec), weather.spec];
+    const messages: ChatMessage[] = [{ role: 'system', content: INSTRUCTIONS }];
+    const hostAnswers: string[] = [];
+    for (const text of prompts()) {
+      messages.push({ role: 'user', content: text });
+      for (;;) {
+        const call = await loop.prepare({ messages, tools });
+        hosted.push(structuredClone(call.request));
+        const response = await hostModel.complete(call.request, { signal: new AbortController().signal, onText: call.text });
+        await call.answer(response);
+        messages.push(response.message);
+        const calls: ToolCall[] = response.message.role === 'assistant' ? (response.message.tool_calls ?? []) : [];
+        if (!calls.length) {
+          hostAnswers.push(response.message.content ?? '');
+          break;
+        }
+        for (const c of calls) {
+          const content = ours.has(c.function.name)
+            ? (await loop.runTools([c]))[0]!.content
+            : String(await weather.execute(JSON.parse(c.function.arguments), {} as never));
+          messages.push({ role: 'tool', tool_call_id: c.id, content });
+        }
+      }
+    }
+    const hostMemory = loop.session.memory();
+    await loop.close();
+
+    expect(hosted.length).toBe(own.length);
+    for (const [i, request] of hosted.entries()) expect(request, `request ${i + 1}`).toEqual(own[i]);
+    expect(hostAnswers).toEqual(ownAnswers);
+    expect(hostMemory).toBe(ownMemory);
+    // The conversation did what it is for: memory written, history compacted, phase 2 reached, late facts answered.
+    for (const events of [ownEvents, hostEvents]) {
+      expect(ofType(events, 'memory_updated').length).toBeGreaterThan(0);
+      expect(ofType(events, 'compaction_end').filter((e) => e.replaced > 0).length).toBeGreaterThan(0);
+      expect(ofType(events, 'mode_changed').some((e) => e.to === 'phase2')).toBe(true);
+    }
+    expect(hostAnswers.slice(-10).filter((a) => /rose\d+/.test(a)).length).toBeGreaterThanOrEqual(8);
+  });
+});
