@@ -1,5 +1,5 @@
 /**
- * A fast subset of `npm run reliability` (docs/RELIABILITY.md has the full matrix): a few
+ * A fast subset of `npm run reliability` (docs/reliability.md has the full matrix): a few
  * cases of each kind — SIGKILL crashes, lock races, injected disk faults, every hostile
  * path, corrupted streams, secrets, a short soak. Every case must survive and nothing may
  * be lost; a failure prints the case, with its seed where it has one.
