@@ -11,6 +11,7 @@ import { streamRedactor, type Redact } from '../secrets/redact.js';
 import { ChatMessageSchema, type AssistantMessage, type ToolCall } from '../history/messages.js';
 import { boundAnswer, boundResponse } from '../llm/captureBounds.js';
 import { boundToolArguments } from '../tools/toolArguments.js';
+import { boundCallId } from '../llm/toolCallIds.js';
 import { ResponseSaves } from '../tools/responseSaves.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
@@ -99,15 +100,15 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
   }
 }
 
-/** What we store must be a valid assistant message; tool calls get unique ids. */
+/** What we store must be a valid assistant message; tool calls get unique ids, bounded (toolCallIds.ts). */
 function checkedMessage(message: AssistantMessage): AssistantMessage {
   const seen = new Set<string>();
   const withIds = Array.isArray(message?.tool_calls)
     ? {
         ...message,
         tool_calls: message.tool_calls.map((call, i) => {
-          let id = typeof call?.id === 'string' && call.id ? call.id : `call_${i}`;
-          while (seen.has(id)) id = `${id}_${i}`;
+          let id = boundCallId(typeof call?.id === 'string' && call.id ? call.id : `call_${i}`);
+          while (seen.has(id)) id = boundCallId(`${id}_${i}`);
           seen.add(id);
           return { ...call, id };
         }),

@@ -25,7 +25,7 @@ export interface AiSdkModelOptions {
   maxOutputTokens?: number;
   /** Retries of a failed request by the turn machine; default its policy's. */
   maxRetries?: number;
-  /** Until the response starts, and the longest time without content inside a stream. Default 120 s. */
+  /** Until the response starts, and the longest time without output inside a stream (parts that add nothing do not count). Default 120 s. */
   timeoutMs?: number;
   /** A separate (often cheaper) model for compaction summaries, called the same way. */
   compactionModel?: LanguageModelV3;
@@ -102,12 +102,17 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
             throw outputOverrun(limit, request.maxOutputTokens);
           }
           if (text) onText(text);
+          // The finish is the end: nothing past it is read.
+          if (assembled.finished) {
+            cancel();
+            break;
+          }
         }
       } finally {
         watchdog.signal.removeEventListener('abort', cancel);
         reader.releaseLock();
       }
-      watchdog.check();
+      if (!assembled.finished || watchdog.userAborted) watchdog.check();
       return assembled.finish();
     } catch (error) {
       throw classifyAiSdk(error instanceof StreamError ? error.value : error, watchdog, hide);
@@ -158,15 +163,16 @@ class PartAssembler {
   private readonly calls = new Map<string, { name: string; input: string; done: boolean }>();
   private finishReason: string | null = null;
   private usage: LLMUsage | null = null;
-  /** Text, reasoning and tool-call input received so far, for the output limit. */
+  /** What the stream sent so far, for the output limit: every part counts, its text and one for itself. */
   outputChars = 0;
 
-  add(part: LanguageModelV3StreamPart): { text: string; progress: boolean } {
-    if (part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-input-delta') this.outputChars += part.delta.length;
-    return this.take(part);
+  get finished(): boolean {
+    return this.finishReason !== null;
   }
 
-  private take(part: LanguageModelV3StreamPart): { text: string; progress: boolean } {
+  /** The part's text, and whether it added output (text, reasoning, a tool call of ours): only that is progress. */
+  add(part: LanguageModelV3StreamPart): { text: string; progress: boolean } {
+    this.outputChars += 1 + sizeOf(part);
     switch (part.type) {
       case 'text-delta':
         this.text += part.delta;
@@ -174,24 +180,29 @@ class PartAssembler {
       case 'reasoning-delta':
         return { text: '', progress: part.delta.length > 0 };
       case 'tool-input-start':
+        // A provider-executed tool (a server-side search) is the provider's, not a call to run.
+        if (part.providerExecuted || this.calls.has(part.id)) return NOTHING;
         this.calls.set(part.id, { name: part.toolName, input: '', done: false });
         return { text: '', progress: true };
       case 'tool-input-delta': {
         const call = this.calls.get(part.id);
-        if (call && !call.done) call.input += part.delta;
-        return { text: '', progress: part.delta.length > 0 };
+        if (!call || call.done || !part.delta) return NOTHING;
+        call.input += part.delta;
+        return { text: '', progress: true };
       }
-      case 'tool-call':
-        if (part.providerExecuted) return { text: '', progress: true };
+      case 'tool-call': {
+        if (part.providerExecuted) return NOTHING;
+        const before = this.calls.get(part.toolCallId);
         // The whole call is authoritative over the deltas that preceded it.
         this.calls.set(part.toolCallId, { name: part.toolName, input: part.input, done: true });
-        return { text: '', progress: true };
+        return { text: '', progress: !before?.done };
+      }
       case 'finish':
         this.finishReason = finishOf(part.finishReason.unified, part.finishReason.raw);
         this.usage = usageOf(part.usage);
-        return { text: '', progress: true };
+        return NOTHING;
       default:
-        return { text: '', progress: false };
+        return NOTHING;
     }
   }
 
@@ -207,6 +218,30 @@ class PartAssembler {
         function: { name: c.name, arguments: c.input },
       }));
     return { message, usage: this.usage, finishReason: this.finishReason };
+  }
+}
+
+const NOTHING = { text: '', progress: false };
+
+/** The characters a part carries (ids and names too: a server may send any string there). */
+function sizeOf(part: LanguageModelV3StreamPart): number {
+  switch (part.type) {
+    case 'text-delta':
+    case 'reasoning-delta':
+    case 'tool-input-delta':
+      return part.delta.length;
+    case 'tool-input-start':
+      return part.id.length + part.toolName.length;
+    case 'tool-call':
+      return part.toolCallId.length + part.toolName.length + part.input.length;
+    case 'tool-result':
+      return part.toolCallId.length + part.toolName.length;
+    case 'file':
+      return typeof part.data === 'string' ? part.data.length : part.data.byteLength;
+    case 'finish':
+      return part.finishReason.raw?.length ?? 0;
+    default:
+      return 0;
   }
 }
 

@@ -17,6 +17,7 @@ import { userinfoSecrets, withoutUserinfo } from './baseUrl.js';
 import { classify } from './openaiErrors.js';
 import { Assembler, usageOf } from './streamAssembler.js';
 import { Watchdog } from './streamWatchdog.js';
+import { withBoundCallIds } from './toolCallIds.js';
 import type { RetryPolicy } from '../settings/settings.js';
 
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -88,7 +89,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
 
   const body = (request: LLMRequest, useModel: string) => ({
     model: useModel,
-    messages: request.messages as ChatCompletionMessageParam[],
+    messages: withBoundCallIds(request.messages) as ChatCompletionMessageParam[],
     ...(request.tools.length
       ? {
           tools: request.tools.map((t) => ({
@@ -122,17 +123,20 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
         const limit = outputLimitChars(request.maxOutputTokens);
         for await (const chunk of stream) {
           const { text, progress } = assembled.add(chunk);
-          // Only content holds off the stall watchdog: keep-alive chunks (`choices: []`) do not.
+          // Only output holds off the stall watchdog: keep-alives, empty chunks and finishes do not.
           if (progress) watchdog.arm();
           if (assembled.outputChars > limit) {
             watchdog.cut();
             throw outputOverrun(limit, request.maxOutputTokens);
           }
           if (text) call.onText(text);
+          if (assembled.ended) break;
         }
-        watchdog.check();
+        if (!assembled.finished || watchdog.userAborted) watchdog.check();
         return assembled.finish();
       } catch (error) {
+        // Silence after the finish costs only the usage: the answer is whole.
+        if (assembled.finished && watchdog.timedOut && !watchdog.userAborted) return assembled.finish();
         throw classify(error, watchdog, hide);
       } finally {
         watchdog.stop();

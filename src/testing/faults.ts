@@ -30,6 +30,8 @@ export type Fault =
   | { type: 'endless'; text?: string }
   /** After the role chunk, keep-alive chunks (`choices: []`) every `everyMs` and nothing else, until the client hangs up. */
   | { type: 'keepalive'; everyMs: number }
+  /** The answer through its finish chunk, then that finish chunk alone (`delta: {}`) every `everyMs`, no usage, no [DONE], until the client hangs up. */
+  | { type: 'finish_flood'; everyMs: number }
   /** After the role chunk, `chunks` reasoning deltas (`reasoning_content`) `everyMs` apart, then the answer. */
   | { type: 'thinking'; chunks: number; everyMs: number };
 
