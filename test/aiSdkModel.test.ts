@@ -240,7 +240,7 @@ describe('aiSdkModel over the AI SDK mock model', () => {
       // A limit far off: only the stall timeout can end these.
       const error = await within(
         3_000,
-        aiSdkModel(flood.model, { timeoutMs: 200 })
+        aiSdkModel(flood.model, { timeoutMs: 200, firstByteTimeoutMs: 200, firstByteMsPerPromptToken: 0 })
           .complete({ ...REQUEST, maxOutputTokens: 1_000_000 }, call())
           .catch((e: unknown) => e),
       );

@@ -11,8 +11,8 @@ import { streamRedactor, type Redact } from '../secrets/redact.js';
 import { ChatMessageSchema, type AssistantMessage, type ToolCall } from '../history/messages.js';
 import { boundAnswer, boundResponse } from '../llm/captureBounds.js';
 import { boundToolArguments } from '../tools/toolArguments.js';
-import { boundCallId } from '../llm/toolCallIds.js';
 import { ResponseSaves } from '../tools/responseSaves.js';
+import { boundCallId } from '../llm/toolCallIds.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 
@@ -68,6 +68,7 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
         tools: input.prompt.tools,
         maxOutputTokens: input.maxOutputTokens,
         cacheBreakpoints: input.prompt.cacheBreakpoints,
+        promptTokens: input.prompt.tokens.total,
       },
       {
         signal,

@@ -12,6 +12,7 @@ import type { AssistantMessage } from '../history/messages.js';
 import { modelLimits } from '../llm/models.js';
 import { redactor } from '../secrets/redact.js';
 import { Watchdog } from '../llm/streamWatchdog.js';
+import { firstByteAllowance, msPerPromptTokenForProvider, type FirstByteOptions } from '../llm/firstByteAllowance.js';
 import { outputLimitChars, outputOverrun } from '../llm/outputLimit.js';
 import type { RetryPolicy } from '../settings/settings.js';
 import { ConfigError } from '../settings/config.js';
@@ -25,8 +26,19 @@ export interface AiSdkModelOptions {
   maxOutputTokens?: number;
   /** Retries of a failed request by the turn machine; default its policy's. */
   maxRetries?: number;
-  /** Until the response starts, and the longest time without output inside a stream (parts that add nothing do not count). Default 120 s. */
+  /** The longest time without output inside a stream (parts that add nothing do not count). Default 120 s. */
   timeoutMs?: number;
+  /**
+   * The wait for a response's first output before the prompt's share (below). Default: timeoutMs.
+   * A model on a CPU reads the whole prompt before it sends anything.
+   */
+  firstByteTimeoutMs?: number;
+  /**
+   * Added to the first output's wait per token of the prompt. Default 1 ms for a hosted provider
+   * (OpenAI, Anthropic, Google, Bedrock, Mistral, …), else 50 ms: Ollama or an OpenAI-compatible
+   * server may run on a CPU (a 3B model on two cores reads ~34 prompt tokens/s).
+   */
+  firstByteMsPerPromptToken?: number;
   /** A separate (often cheaper) model for compaction summaries, called the same way. */
   compactionModel?: LanguageModelV3;
   /**
@@ -59,6 +71,10 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
   const contextWindow = options.contextWindow ?? limits.contextWindow;
   const maxOutputTokens = options.maxOutputTokens ?? Math.min(limits.maxOutputTokens, Math.floor(contextWindow / 4));
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const firstByte: FirstByteOptions = {
+    baseMs: options.firstByteTimeoutMs ?? timeoutMs,
+    msPerPromptToken: options.firstByteMsPerPromptToken ?? msPerPromptTokenForProvider(model.provider),
+  };
   const secrets = [...(options.secrets ?? [])];
   const hide = redactor(secrets);
   const caching = options.caching ?? (/anthropic|bedrock/i.test(model.provider) ? 'explicit' : 'automatic');
@@ -80,11 +96,11 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
     signal: AbortSignal,
     onText: (delta: string) => void,
   ): Promise<LLMResponse> => {
-    const watchdog = new Watchdog(timeoutMs, signal);
+    const watchdog = new Watchdog(timeoutMs, signal, firstByteAllowance(firstByte, request));
     const assembled = new PartAssembler();
     try {
-      const { stream } = await use.doStream(callOptions(request, watchdog.signal));
-      watchdog.arm();
+      watchdog.start();
+      const { stream } = await untilAborted(use.doStream(callOptions(request, watchdog.signal)), watchdog.signal);
       const reader = stream.getReader();
       const limit = outputLimitChars(request.maxOutputTokens);
       // A provider's stream ends when its fetch is aborted; a stream that ignores the signal is cancelled.
@@ -96,7 +112,7 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
           if (done) break;
           if (value.type === 'error') throw new StreamError(value.error);
           const { text, progress } = assembled.add(value);
-          if (progress) watchdog.arm();
+          if (progress) watchdog.progress();
           if (assembled.outputChars > limit) {
             watchdog.cut();
             throw outputOverrun(limit, request.maxOutputTokens);
@@ -243,6 +259,27 @@ function sizeOf(part: LanguageModelV3StreamPart): number {
     default:
       return 0;
   }
+}
+
+/** `work`, or the signal's abort if that comes first (a provider that ignores the signal must not hold the request). */
+function untilAborted<T extends { stream: ReadableStream<unknown> }>(work: PromiseLike<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (result) => {
+        signal.removeEventListener('abort', onAbort);
+        // Too late: nobody reads this stream.
+        if (signal.aborted) void result.stream.cancel().catch(() => {});
+        else resolve(result);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** The AI SDK's unified reasons in Chat Completions words, which the rest of workmem speaks. */

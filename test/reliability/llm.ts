@@ -158,6 +158,8 @@ function llmFor(server: TestServer, extra: Partial<Parameters<typeof openaiChat>
     contextWindow: 32_000,
     maxOutputTokens: 200,
     timeoutMs: 400,
+    // No per-token share: the first output's wait is the stall allowance (the keep-alive case).
+    firstByteMsPerPromptToken: 0,
     env: {},
     ...extra,
   });
