@@ -1,7 +1,7 @@
 /**
  * The pieces the reliability matrix leans on, one rule at a time: the redactor, the
- * structural-tag neutraliser, the bounds on tool arguments and on overview.md, and the
- * session lock's refusals and stale-lock takeover.
+ * structural-tag neutraliser, the bounds on tool arguments, on what one response saves,
+ * on error texts and on overview.md, and the session lock's refusals and stale-lock takeover.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
