@@ -8,6 +8,7 @@ import type { AssistantMessage, ChatMessage } from '../history/messages.js';
 import type { RetryPolicy } from '../settings/settings.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { isStorageFault } from '../errors/storageError.js';
+import { boundErrorText } from '../errors/errorText.js';
 
 export interface LLMRequest {
   messages: ChatMessage[];
@@ -19,6 +20,8 @@ export interface LLMRequest {
    * memory, after the history prefix. Automatic prefix caching (OpenAI's) needs none.
    */
   cacheBreakpoints?: readonly CacheBreakpoint[];
+  /** Our count of the prompt's tokens, which the wait for the first output follows (estimated when absent). */
+  promptTokens?: number;
 }
 
 /** The end of a stable part: message `message`, or only its first `chars` characters. */
@@ -88,7 +91,7 @@ export class LLMError extends Error {
     message: string,
     options: { status?: number; retryAfterMs?: number; shouldRetry?: boolean; cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(boundErrorText(message), options.cause === undefined ? undefined : { cause: options.cause });
     this.kind = kind;
     this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;
@@ -131,9 +134,12 @@ export function toTurnError(error: unknown, fallbackKind: TurnError['kind'] = 'i
       ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
     };
   }
-  if (isTurnError(error)) return error;
+  if (isTurnError(error)) {
+    const message = boundErrorText(error.message);
+    return message === error.message ? error : { ...error, message };
+  }
   const kind = isStorageFault(error) ? 'storage' : fallbackKind;
-  return { kind, message: error instanceof Error ? error.message : String(error), retryable: false };
+  return { kind, message: boundErrorText(error instanceof Error ? error.message : String(error)), retryable: false };
 }
 
 function isTurnError(value: unknown): value is TurnError {
