@@ -10,6 +10,7 @@
  */
 import { assign, emit, enqueueActions, fromPromise, sendParent, sendTo, setup } from 'xstate';
 import { toTurnError } from './turnErrors.js';
+import { boundErrorText } from '../src/errors/errorText.js';
 import type { SessionEvent } from '../src/events.js';
 import type { ToolSpec } from '../src/tools/tool.js';
 import type { HistoryMode } from '../src/history/historyView.js';
@@ -470,5 +471,5 @@ function turnEnd(context: SessionContext): SessionEvent {
 const BUSY = 'the session is busy with another call: one at a time';
 
 function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return boundErrorText(error instanceof Error ? error.message : String(error));
 }

@@ -5,6 +5,7 @@
 import type { TurnError } from '../src/events.js';
 import { isStorageFault } from '../src/errors/storageError.js';
 import { FailedRequest, LLMError } from '../src/errors/llmError.js';
+import { boundErrorText } from '../src/errors/errorText.js';
 
 /** The jitter drawn for a failure; a failure reported without one gets the full delay. */
 export function jitterOf(error: unknown): number {
@@ -22,9 +23,12 @@ export function toTurnError(error: unknown, fallbackKind: TurnError['kind'] = 'i
       ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
     };
   }
-  if (isTurnError(error)) return error;
+  if (isTurnError(error)) {
+    const message = boundErrorText(error.message);
+    return message === error.message ? error : { ...error, message };
+  }
   const kind = isStorageFault(error) ? 'storage' : fallbackKind;
-  return { kind, message: error instanceof Error ? error.message : String(error), retryable: false };
+  return { kind, message: boundErrorText(error instanceof Error ? error.message : String(error)), retryable: false };
 }
 
 function isTurnError(value: unknown): value is TurnError {

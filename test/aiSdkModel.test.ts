@@ -3,7 +3,9 @@
  * model (streamed parts, usage, errors as providers throw them) and through the local
  * test server with @ai-sdk/openai-compatible; never a hosted API.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { APICallError, type LanguageModelV3CallOptions, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { MockLanguageModelV3, simulateReadableStream } from 'ai/test';
@@ -65,6 +67,35 @@ const textParts = (text: string, u = usage(10, 5)): LanguageModelV3StreamPart[] 
   { type: 'text-end', id: 't' },
   finish('stop', u),
 ];
+
+/** A model whose stream sends `part(i)` every millisecond until it is cancelled. */
+const endless = (part: (i: number) => LanguageModelV3StreamPart) => {
+  let cancelled = false;
+  let i = 0;
+  const model = new MockLanguageModelV3({
+    doStream: async () => ({
+      stream: new ReadableStream<LanguageModelV3StreamPart>({
+        pull: async (c) => {
+          await sleep(1);
+          c.enqueue(part(i++));
+        },
+        cancel: () => void (cancelled = true),
+      }),
+    }),
+  });
+  return { model, cancelled: () => cancelled };
+};
+
+/** `work`, or a failure saying it did not end in `ms`. */
+const within = <T>(ms: number, work: Promise<T>): Promise<T> =>
+  Promise.race([work, sleep(ms).then(() => Promise.reject(new Error(`did not end within ${ms} ms`)))]);
+
+function folderBytes(dir: string): number {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true }))
+    if (entry.isFile()) total += statSync(join(entry.parentPath, entry.name)).size;
+  return total;
+}
 
 const REQUEST: LLMRequest = { messages: [{ role: 'user', content: 'hi' }], tools: [], maxOutputTokens: 100 };
 const call = (signal = new AbortController().signal, deltas: string[] = []) => ({ signal, onText: (d: string) => void deltas.push(d) });
@@ -150,20 +181,85 @@ describe('aiSdkModel over the AI SDK mock model', () => {
       const endless = new MockLanguageModelV3({
         doStream: async () => ({
           stream: new ReadableStream<LanguageModelV3StreamPart>({
-            start: (c) => c.enqueue(delta === 'tool-input-delta' ? { type: 'tool-input-start', id: 'c1', toolName: 'echo' } : { type: 'text-start', id: 't' }),
-            pull: (c) => c.enqueue(delta === 'text-delta' ? { type: 'text-delta', id: 't', delta: 'word '.repeat(20) } : { type: 'tool-input-delta', id: 'c1', delta: '"aaaa",'.repeat(15) }),
+            start: (c) =>
+              c.enqueue(
+                delta === 'tool-input-delta' ? { type: 'tool-input-start', id: 'c1', toolName: 'echo' } : { type: 'text-start', id: 't' },
+              ),
+            pull: (c) =>
+              c.enqueue(
+                delta === 'text-delta'
+                  ? { type: 'text-delta', id: 't', delta: 'word '.repeat(20) }
+                  : { type: 'tool-input-delta', id: 'c1', delta: '"aaaa",'.repeat(15) },
+              ),
             cancel: () => void (cancelled = true),
           }),
         }),
       });
       const deltas: string[] = [];
-      const error = await aiSdkModel(endless).complete(REQUEST, call(undefined, deltas)).catch((e: unknown) => e);
+      const error = await aiSdkModel(endless)
+        .complete(REQUEST, call(undefined, deltas))
+        .catch((e: unknown) => e);
       expect(error, delta).toBeInstanceOf(LLMError);
       expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
       expect((error as Error).message).toMatch(/more output than requested \(over 4,096 characters for at most 100 tokens\)/);
       expect(deltas.join('').length).toBeLessThanOrEqual(4_096);
       expect(cancelled, `${delta}: the stream is cancelled`).toBe(true);
     }
+  });
+
+  it('round 3 #4: a stream of finish parts ends at its first finish, with the answer, and is not read on', async () => {
+    let pulled = 0;
+    const parts = textParts('The answer.');
+    const model = new MockLanguageModelV3({
+      doStream: async () => ({
+        stream: new ReadableStream<LanguageModelV3StreamPart>({
+          pull: async (c) => {
+            await sleep(1);
+            c.enqueue(parts[Math.min(pulled++, parts.length - 1)]!);
+          },
+        }),
+      }),
+    });
+    const response = await within(3_000, aiSdkModel(model, { timeoutMs: 200 }).complete(REQUEST, call()));
+    expect(response).toMatchObject({ message: { content: 'The answer.' }, finishReason: 'stop' });
+    // The finish was the last part read (a stream may pull one ahead).
+    expect(pulled).toBeLessThanOrEqual(parts.length + 1);
+  });
+
+  it('round 3 #5: endless parts that add nothing (repeated tool-input-start, provider-executed tool calls) do not hold off the stall timeout', async () => {
+    const floods: [string, (i: number) => LanguageModelV3StreamPart][] = [
+      ['tool-input-start', () => ({ type: 'tool-input-start', id: 'c1', toolName: 'echo' })],
+      [
+        'provider-executed tool-call',
+        (i) => ({ type: 'tool-call', toolCallId: `s${i}`, toolName: 'web_search', input: '{}', providerExecuted: true }),
+      ],
+      ['response-metadata', () => ({ type: 'response-metadata', id: 'r' })],
+    ];
+    for (const [name, part] of floods) {
+      const flood = endless(part);
+      // A limit far off: only the stall timeout can end these.
+      const error = await within(
+        3_000,
+        aiSdkModel(flood.model, { timeoutMs: 200, firstByteTimeoutMs: 200, firstByteMsPerPromptToken: 0 })
+          .complete({ ...REQUEST, maxOutputTokens: 1_000_000 }, call())
+          .catch((e: unknown) => e),
+      );
+      expect(error, name).toMatchObject({ kind: 'timeout' });
+      expect(flood.cancelled(), `${name}: the stream is cancelled`).toBe(true);
+    }
+  });
+
+  it('round 3 #5: every part counts towards the output limit: a flood of new tool calls is cut', async () => {
+    const flood = endless((i) => ({ type: 'tool-input-start', id: `c${i}`, toolName: 'echo' }));
+    const error = await within(
+      5_000,
+      aiSdkModel(flood.model, { timeoutMs: 60_000 })
+        .complete(REQUEST, call())
+        .catch((e: unknown) => e),
+    );
+    expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
+    expect((error as Error).message).toMatch(/more output than requested/);
+    expect(flood.cancelled()).toBe(true);
   });
 
   it('a stream that stalls times out; one that ends without a finish is a cut connection', async () => {
@@ -236,6 +332,50 @@ describe('aiSdkModel over the AI SDK mock model', () => {
 });
 
 describe('a session over aiSdkModel', () => {
+  it('round 3 #6: tool names count towards the output limit: 20 calls with 1 MB names write nothing to working-memory/', async () => {
+    const name = 'n'.repeat(1024 * 1024);
+    const parts: LanguageModelV3StreamPart[] = [
+      ...Array.from({ length: 20 }, (_, i): LanguageModelV3StreamPart => ({
+        type: 'tool-call',
+        toolCallId: `c${i}`,
+        toolName: name,
+        input: '{}',
+      })),
+      finish('tool-calls'),
+    ];
+    const model = new MockLanguageModelV3({ modelId: 'workmem-test', doStream: streamOf(parts) });
+    const session = await newSession({ llm: aiSdkModel(model, { contextWindow: 32_000 }), settings: { retry: { maxRetries: 0 } } });
+    const result = await session.prompt('call tools');
+    expect(result).toMatchObject({ status: 'failed', error: { kind: 'bad_response', retryable: false } });
+    expect(result.error!.message).toMatch(/more output than requested/);
+    expect(folderBytes(join(session.dir, 'working-memory'))).toBeLessThan(64 * 1024);
+    expect(statSync(join(session.dir, 'messages.jsonl')).size).toBeLessThan(64 * 1024);
+    await session.close();
+  });
+
+  it('round 3 #12: a 10 MB error message inside the stream becomes a short error, in the result and in every event', async () => {
+    const message = `overloaded: ${'detail '.repeat(1_500_000)}`;
+    const model = new MockLanguageModelV3({
+      modelId: 'workmem-test',
+      doStream: async () =>
+        streamOf([
+          { type: 'text-delta', id: 't', delta: 'par' },
+          { type: 'error', error: { type: 'overloaded_error', message } },
+        ]),
+    });
+    const session = await newSession({ llm: aiSdkModel(model), settings: { retry: { maxRetries: 1, baseDelayMs: 1, maxDelayMs: 1 } } });
+    const events = collect(session);
+    const result = await session.prompt('hi');
+    expect(result).toMatchObject({ status: 'failed', error: { kind: 'server' } });
+    expect(result.error!.message.length).toBeLessThan(5_000);
+    expect(result.error!.message).toMatch(
+      /^the server sent an error in the stream: overloaded: detail detail.*… \[error text cut: 10\.0 MB in all\]$/,
+    );
+    for (const event of events) expect(JSON.stringify(event).length, event.type).toBeLessThan(10_000);
+    expect(ofType(events, 'retry')).toHaveLength(1);
+    await session.close();
+  });
+
   for (const f of FIXTURES.overflow)
     it(`compacts once and retries on ${f.provider}'s overflow wording; a second overflow fails clearly`, async () => {
       let overflows = 0;

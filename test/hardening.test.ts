@@ -1,7 +1,7 @@
 /**
  * The pieces the reliability matrix leans on, one rule at a time: the redactor, the
- * structural-tag neutraliser, the bounds on tool arguments and on overview.md, and the
- * session lock's refusals and stale-lock takeover.
+ * structural-tag neutraliser, the bounds on tool arguments, on what one response saves,
+ * on error texts and on overview.md, and the session lock's refusals and stale-lock takeover.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
@@ -11,6 +11,15 @@ import { REDACTED, redactor } from '../src/secrets/redact.js';
 import { LOCK_FILE, pidNamespace, SessionInUseError, SessionLock } from '../src/storage/sessionLock.js';
 import { neutraliseTags } from '../src/prompt/structuralTags.js';
 import { argumentProblem, boundToolArguments, MAX_NESTING, omittedArguments } from '../src/tools/toolArguments.js';
+import { ResponseSaves } from '../src/tools/responseSaves.js';
+import { boundResponse, invalidNameProblem } from '../src/llm/captureBounds.js';
+import {LLMError} from '../src/llm/llm.js';
+import { toTurnError } from '../machines/turnErrors.js';
+import { boundErrorText, MAX_ERROR_TEXT_CHARS } from '../src/errors/errorText.js';
+import { defineTool } from '../src/tools/tool.js';
+import { z } from 'zod';
+import { collect, newSession, ofType } from './helpers.js';
+import { scriptedModel } from '../src/llm/scriptedModel.js';
 import { OVERVIEW_MAX_BYTES } from '../src/memory/workingMemory.js';
 import { memoryOnDisk } from './storage/memoryOnDisk.js';
 import { writeFileAtomic } from '../src/storage/atomicWrite.js';
@@ -82,9 +91,8 @@ describe('tool argument bounds', () => {
         { id: 'b', type: 'function' as const, function: { name: 'write', arguments: '{"content":"small"}' } },
       ],
     };
-    const bounded = await boundToolArguments(message, (call) => (saved.push(call.id), `detail/tool-outputs/${call.id}.arguments.json`), {
-      perCall: 1024,
-    });
+    const saves = new ResponseSaves((call) => (saved.push(call.id), `detail/tool-outputs/${call.id}.arguments.json`));
+    const bounded = await boundToolArguments(message, saves, { perCall: 1024 });
     expect(saved).toEqual(['a']);
     expect(omittedArguments(JSON.parse(bounded.tool_calls![0]!.function.arguments))).toMatch(
       /2\.0 KB of arguments, over the 1\.0 KB limit.*detail\/tool-outputs\/a/,
@@ -102,7 +110,7 @@ describe('one response as a whole', () => {
     });
     const message = { role: 'assistant' as const, content: null, tool_calls: ['a', 'b', 'c', 'd'].map((id) => call(id, 400)) };
     const saved: string[] = [];
-    const bounded = await boundToolArguments(message, (c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), {
+    const bounded = await boundToolArguments(message, new ResponseSaves((c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`)), {
       perCall: 1024,
       perResponse: 1000,
     });
@@ -113,13 +121,85 @@ describe('one response as a whole', () => {
     expect(saved).toEqual([]);
     const big = { role: 'assistant' as const, content: null, tool_calls: ['e', 'f', 'g'].map((id) => call(id, 2000)) };
     const bigNotes = (
-      await boundToolArguments(big, (c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), {
-        perCall: 1024,
-        savedPerResponse: 4500,
-      })
+      await boundToolArguments(big, new ResponseSaves((c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), 4500), { perCall: 1024 })
     ).tool_calls!.map((c) => omittedArguments(JSON.parse(c.function.arguments)));
     expect(saved).toEqual(['e', 'f']);
-    expect(bigNotes[2]).toMatch(/already saved .* oversized arguments.*not kept/);
+    expect(bigNotes[2]).toMatch(/not kept: this response already saved .* of oversized tool calls/);
+  });
+});
+
+describe('what one response may save', () => {
+  it('round 3 #6: calls refused for their name and oversized arguments draw on one save budget per response', async () => {
+    const saved: string[] = [];
+    const saves = new ResponseSaves((c) => (saved.push(c.id), `detail/tool-outputs/${c.id}`), 5_000);
+    const calls = ['a', 'b', 'c'].map((id) => ({
+      id,
+      type: 'function' as const,
+      function: { name: `bad name ${'n'.repeat(2_000)}`, arguments: '{}' },
+    }));
+    const big = ['d', 'e'].map((id) => ({
+      id,
+      type: 'function' as const,
+      function: { name: 'write', arguments: JSON.stringify({ content: 'y'.repeat(2_000) }) },
+    }));
+    const named = await boundResponse({ role: 'assistant', content: null, tool_calls: [...calls, ...big] }, saves, () => 'unused');
+    const bounded = await boundToolArguments(named, saves, { perCall: 1024 });
+    // 2 KB each: two refused calls fit in 5 KB; the third and both oversized arguments are not kept.
+    expect(saved).toEqual(['a', 'b']);
+    const notes = bounded.tool_calls!.map((c) => invalidNameProblem(c) ?? omittedArguments(JSON.parse(c.function.arguments)));
+    expect(notes[1]).toMatch(/the call was not run \(kept in detail\/tool-outputs\/b\)$/);
+    expect(notes[2]).toMatch(
+      /the call was not run \(not kept: this response already saved 4\.\d KB of oversized tool calls \(at most 4\.9 KB\)\)$/,
+    );
+    for (const note of notes.slice(3))
+      expect(note).toMatch(/over the 1\.0 KB limit for one tool call; not kept: this response already saved/);
+  });
+});
+
+describe('error texts', () => {
+  it('round 3 #12: an error message of any size enters as a bounded text, from a client, a plain error or a turn error', () => {
+    const huge = `the disk said: ${'x'.repeat(10_000_000)}`;
+    for (const message of [
+      new LLMError('server', huge).message,
+      toTurnError(new Error(huge)).message,
+      toTurnError({ kind: 'storage', message: huge, retryable: false }).message,
+    ]) {
+      expect(message.length).toBeLessThanOrEqual(MAX_ERROR_TEXT_CHARS + 50);
+      expect(message).toMatch(/^the disk said: x+… \[error text cut: 9\.5 MB in all\]$/);
+    }
+    expect(toTurnError(new Error('short')).message).toBe('short');
+  });
+
+  it('a cut never shows part of a word (a key), nor half a character', () => {
+    const key = 'sk-proj-0123456789abcdefghijklmnopqrstuvwxyz';
+    const text = `${'a '.repeat(1_990)}${key} and more`;
+    const bounded = boundErrorText(text);
+    expect(bounded).not.toContain('sk-proj');
+    expect(bounded).toMatch(/a a… \[error text cut: [\d.]+ KB in all\]$/);
+    expect(boundErrorText(`${'a'.repeat(9)}😀😀`, 10)).toBe(`${'a'.repeat(9)}… [error text cut: 17 B in all]`);
+  });
+
+  it('round 3 #12: a tool that throws a 10 MB message gives a bounded error result, and saves nothing', async () => {
+    const boom = defineTool({
+      name: 'boom',
+      description: 'Fails',
+      parameters: z.object({}),
+      execute: () => {
+        throw new Error(`failed: ${'z'.repeat(10_000_000)}`);
+      },
+    });
+    const session = await newSession({
+      llm: scriptedModel([{ toolCalls: [{ name: 'boom', arguments: '{}' }] }, { text: 'ok' }]),
+      tools: [boom],
+    });
+    const events = collect(session);
+    expect(await session.prompt('go')).toMatchObject({ status: 'done' });
+    const result = ofType(events, 'tool_end')[0]!;
+    expect(result).toMatchObject({ isError: true });
+    expect(result.content.length).toBeLessThan(MAX_ERROR_TEXT_CHARS + 100);
+    expect(result.content).toMatch(/^Error: boom failed: failed: z+… \[error text cut: 9\.5 MB in all\]$/);
+    expect(existsSync(join(session.dir, 'working-memory', 'detail', 'tool-outputs'))).toBe(false);
+    await session.close();
   });
 });
 

@@ -4,6 +4,8 @@
  * conversation and the compaction paths (overflow, the fallback with a separate
  * compaction model, compact_history summarize) must behave the same through both.
  */
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { z } from 'zod';
@@ -17,7 +19,14 @@ import { protocolFollower, type ChatRequest, type Policy } from '../src/testing/
 import { SUMMARIZER_MARK } from '../src/compaction/summarizer.js';
 import { runDemo } from '../src/cli/demo.js';
 import type { CliIO } from '../src/cli/cliIO.js';
-import { collect, newSession, ofType, tempHome, testServers } from './helpers.js';
+import { collect, logEntries, newSession, ofType, tempHome, testServers } from './helpers.js';
+
+const echo = defineTool({
+  name: 'echo',
+  description: 'Echo text',
+  parameters: z.object({ text: z.string() }),
+  execute: ({ text }) => `echo: ${text}`,
+});
 
 interface ClientOptions {
   contextWindow?: number;
@@ -145,6 +154,73 @@ describe.each(CLIENTS)('through $name', ({ make }) => {
     expect(server.requests.filter((r) => !isSummaryRequest(r.body)).every((r) => r.body.model === 'workmem-test')).toBe(true);
     // No request the model saw was over the window.
     for (const built of ofType(events, 'prompt_built')) expect(built.tokens.total).toBeLessThan(6_000);
+    await session.close();
+  });
+
+  it('round 3 #3: a 10 MB tool-call id reaches neither messages.jsonl nor a later request; a long one gets a short stable id that pairs', async () => {
+    const ids: Record<string, string> = { huge: 'h'.repeat(10 * 1024 * 1024), long: `call_${'l'.repeat(300)}` };
+    const policy: Policy = (body) => {
+      const last = body.messages.at(-1)!;
+      const id = last.role === 'user' ? ids[String(last.content).split(' ')[0]!] : undefined;
+      return id ? { toolCalls: [{ id, name: 'echo', arguments: '{"text":"a"}' }] } : { content: 'done' };
+    };
+    const server = await serve(policy, { strict: true });
+    const session = await newSession({ llm: make(server.baseURL), tools: [echo], settings: { retry: { maxRetries: 0 } } });
+    // The id counts towards the output limit: the response is cut, nothing of it kept.
+    expect(await session.prompt('huge id')).toMatchObject({ status: 'failed', error: { kind: 'bad_response', retryable: false } });
+    expect(await session.prompt('long id')).toMatchObject({ status: 'done', text: 'done' });
+    await session.close();
+    expect(statSync(join(session.dir, 'messages.jsonl')).size).toBeLessThan(64 * 1024);
+    const last = server.requests.at(-1)!;
+    expect(JSON.stringify(last.body).length).toBeLessThan(64 * 1024);
+    const sent = last.body.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : []));
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^call_[0-9a-f]{24}$/);
+    // The result answers the same id (the strict server refuses an unpaired one).
+    expect(last.body.messages.find((m) => m.role === 'tool')).toMatchObject({ tool_call_id: sent[0] });
+    const stored = logEntries(session.dir).flatMap((e) =>
+      e.type === 'message' && e.message.role === 'tool' ? [e.message.tool_call_id] : [],
+    );
+    expect(stored).toEqual(sent);
+  });
+
+  it('round 3 #3: a history with a long id (stored before ids were bounded) is sent with the same short id on the call and its result', async () => {
+    const server = await serve(() => ({ content: 'ok' }), { strict: true });
+    const id = 'x'.repeat(5_000);
+    await make(server.baseURL).complete(
+      {
+        messages: [
+          { role: 'user', content: 'use echo' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id, type: 'function', function: { name: 'echo', arguments: '{"text":"a"}' } }],
+          },
+          { role: 'tool', tool_call_id: id, content: 'a' },
+          { role: 'user', content: 'and now?' },
+        ],
+        tools: [],
+        maxOutputTokens: 50,
+      },
+      { signal: new AbortController().signal, onText: () => {} },
+    );
+    const messages = server.requests[0]!.body.messages;
+    const sent = messages[1]!.role === 'assistant' ? messages[1]!.tool_calls![0]!.id : '';
+    expect(sent).toMatch(/^call_[0-9a-f]{24}$/);
+    expect(messages[2]).toMatchObject({ role: 'tool', tool_call_id: sent });
+  });
+
+  it('round 3 #12: a 10 MB error message from the server becomes a short error, in the result and in every event', async () => {
+    const server = await serve(() => ({ content: 'unreached' }), {
+      faults: [{ type: 'server_error', status: 500, message: `The server broke: ${'trace '.repeat(1_800_000)}` }],
+    });
+    const session = await newSession({ llm: make(server.baseURL), settings: { retry: { maxRetries: 0 } } });
+    const events = collect(session);
+    const result = await session.prompt('hi');
+    expect(result).toMatchObject({ status: 'failed', error: { kind: 'server', status: 500 } });
+    expect(result.error!.message).toMatch(/The server broke: trace trace.*… \[error text cut: 10\.3 MB in all\]$/);
+    expect(result.error!.message.length).toBeLessThan(5_000);
+    for (const event of events) expect(JSON.stringify(event).length, event.type).toBeLessThan(10_000);
     await session.close();
   });
 

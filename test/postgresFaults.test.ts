@@ -1,5 +1,5 @@
 /**
- * A fast subset of the Postgres fault matrix of `npm run reliability` (docs/RELIABILITY.md
+ * A fast subset of the Postgres fault matrix of `npm run reliability` (docs/reliability.md
  * has it at full size), against a real PostgreSQL started for each case (the restart case
  * stops it, so it is never a shared one): instances killed and stopped mid-turn, the
  * server restarted mid-turn, the pool exhausted, instances racing for one session.

@@ -1,5 +1,5 @@
 /**
- * A fast subset of `npm run reliability` (docs/RELIABILITY.md has the full matrix): a few
+ * A fast subset of `npm run reliability` (docs/reliability.md has the full matrix): a few
  * cases of each kind — SIGKILL crashes, lock races, injected disk faults, every hostile
  * path, corrupted streams, secrets, a short soak. Every case must survive and nothing may
  * be lost; a failure prints the case, with its seed where it has one.
@@ -77,16 +77,20 @@ describe('reliability (fast subset)', () => {
   });
 
   it(
-    'one-class runs are counted in bounded time; endless and keep-alive streams end; streamed keys and URL passwords are masked',
+    'one-class runs are counted in bounded time; endless, keep-alive and finish-only streams end; ids, names, error texts and the first wait are bounded; streamed keys and URL passwords are masked',
     { timeout: 240_000 },
     async () => {
-      expectAllSurvived(await llmCases(), 10);
+      expectAllSurvived(await llmCases(), 20);
     },
   );
 
-  it('the visualizer: foreign Host or Origin, no token, traversal, forged records, a squatter: nothing read, nothing injected', { timeout: 240_000 }, async () => {
-    expectAllSurvived(await vizCases(), 140);
-  });
+  it(
+    'the visualizer: foreign Host or Origin, no token, traversal, forged records, a squatter: nothing read, nothing injected',
+    { timeout: 240_000 },
+    async () => {
+      expectAllSurvived(await vizCases(), 140);
+    },
+  );
 
   it(
     'guard: huge tool names, answers and prompts bounded, a write quota, masked ids, look-alike tags, no read outside',

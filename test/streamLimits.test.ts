@@ -7,25 +7,35 @@ import { describe, expect, it } from 'vitest';
 import { openaiChat } from '../src/llm/openaiChat.js';
 import { outputLimitChars } from '../src/llm/outputLimit.js';
 import type { Fault, TestServer } from '../src/testing/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { collect, logEntries, newSession, ofType, testServers } from './helpers.js';
 
 const served = testServers();
 const serve = (faults: Fault[]): Promise<TestServer> => served(() => ({ content: 'A normal answer.' }), { faults });
 
+// No per-token share: the first output's wait is the stall allowance, as for a hosted model.
 const llmFor = (server: TestServer, maxOutputTokens = 100, timeoutMs = 300) =>
-  openaiChat({ baseURL: server.baseURL, model: 'workmem-test', contextWindow: 32_000, maxOutputTokens, timeoutMs, env: {} });
+  openaiChat({
+    baseURL: server.baseURL,
+    model: 'workmem-test',
+    contextWindow: 32_000,
+    maxOutputTokens,
+    timeoutMs,
+    firstByteMsPerPromptToken: 0,
+    env: {},
+  });
 
 const messages = (dir: string) => logEntries(dir).flatMap((e) => (e.type === 'message' ? [e.message] : []));
 
 describe('streams that would never end a turn', () => {
-  it('keep-alive chunks alone do not hold off the stall watchdog: the request times out, the session goes on', async () => {
+  it('keep-alive chunks alone do not hold off the wait for the first output: the request times out, the session goes on', async () => {
     const server = await serve([{ type: 'keepalive', everyMs: 50 }]);
     // 2 s: on a loaded machine the response must start before the SDK's own timeout, or the keep-alives are never seen.
     const session = await newSession({ llm: llmFor(server, 100, 2_000), settings: { retry: { maxRetries: 0 } } });
     const first = await session.prompt('hello?');
     expect(first.status).toBe('failed');
     expect(first.error).toMatchObject({ kind: 'timeout', retryable: true });
-    expect(first.error!.message).toMatch(/no content/);
+    expect(first.error!.message).toMatch(/^no output from the server within 2 s/);
     const next = await session.prompt('again');
     expect(next).toMatchObject({ status: 'done', text: 'A normal answer.' });
     expect(messages(session.dir).map((m) => m.role)).toEqual(['user', 'user', 'assistant']);
@@ -61,6 +71,22 @@ describe('streams that would never end a turn', () => {
     const session = await newSession({ llm: llmFor(server), settings: { retry: { maxRetries: 0 } } });
     // 800 ms of thinking, longer than the 300 ms stall timeout, but never 300 ms without a delta.
     expect(await session.prompt('think first')).toMatchObject({ status: 'done', text: 'A normal answer.' });
+    await session.close();
+  });
+
+  it('round 3 #4: a stream of finish_reason-only chunks ends at its finish, with the answer', async () => {
+    // Finish-only chunks every 50 ms, more often than the 300 ms stall allowance: counted as progress, they never ended.
+    const server = await serve([{ type: 'finish_flood', everyMs: 50 }]);
+    const session = await newSession({ llm: llmFor(server), settings: { retry: { maxRetries: 0 } } });
+    const events = collect(session);
+    const started = Date.now();
+    const result = await Promise.race([session.prompt('hello?'), sleep(5_000).then(() => null)]);
+    expect(result, 'the turn ended').not.toBeNull();
+    expect(result).toMatchObject({ status: 'done', text: 'A normal answer.' });
+    // Read up to the finish and one chunk past it (where the usage would be): far less than a stall allowance.
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(ofType(events, 'retry')).toHaveLength(0);
+    expect(messages(session.dir).map((m) => m.role)).toEqual(['user', 'assistant']);
     await session.close();
   });
 

@@ -12,6 +12,8 @@ import { streamRedactor, type Redact } from '../secrets/redact.js';
 import { ChatMessageSchema, type AssistantMessage, type ToolCall } from '../history/messages.js';
 import { boundAnswer, boundResponse } from '../llm/captureBounds.js';
 import { boundToolArguments } from '../tools/toolArguments.js';
+import { ResponseSaves } from '../tools/responseSaves.js';
+import { boundCallId } from '../llm/toolCallIds.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 
@@ -67,6 +69,7 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
         tools: input.prompt.tools,
         maxOutputTokens: input.maxOutputTokens,
         cacheBreakpoints: input.prompt.cacheBreakpoints,
+        promptTokens: input.prompt.tokens.total,
       },
       {
         signal,
@@ -79,10 +82,12 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
     );
     if (settled) throw new LLMError('aborted', 'the request was aborted');
     flush();
-    // Names and text first: a refused call is saved whole with its arguments, then they are bounded.
+    // Names and text first: a refused call is saved whole with its arguments, then they are bounded;
+    // both draw on the response's one save budget.
     settled = true;
-    const bounded = await boundResponse(checkedMessage(response.message), (call) => deps.saveArguments(call, input.turn), saveAnswer);
-    const message = await boundToolArguments(bounded, (call) => deps.saveArguments(call, input.turn));
+    const saves = new ResponseSaves((call) => deps.saveArguments(call, input.turn));
+    const bounded = await boundResponse(checkedMessage(response.message), saves, saveAnswer);
+    const message = await boundToolArguments(bounded, saves);
     const entry = await record.appendMessage(input.turn, message, counter.message(message), { sync: true });
     deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message });
     const warning = finishWarning(response.finishReason);
@@ -97,15 +102,15 @@ export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: 
   }
 }
 
-/** What we store must be a valid assistant message; tool calls get unique ids. */
+/** What we store must be a valid assistant message; tool calls get unique ids, bounded (toolCallIds.ts). */
 function checkedMessage(message: AssistantMessage): AssistantMessage {
   const seen = new Set<string>();
   const withIds = Array.isArray(message?.tool_calls)
     ? {
         ...message,
         tool_calls: message.tool_calls.map((call, i) => {
-          let id = typeof call?.id === 'string' && call.id ? call.id : `call_${i}`;
-          while (seen.has(id)) id = `${id}_${i}`;
+          let id = boundCallId(typeof call?.id === 'string' && call.id ? call.id : `call_${i}`);
+          while (seen.has(id)) id = boundCallId(`${id}_${i}`);
           seen.add(id);
           return { ...call, id };
         }),

@@ -23,6 +23,7 @@ import type { Tool } from '../tools/tool.js';
 import { SavedOutputNames } from '../tools/savedOutputNames.js';
 import { capOutput, type OutputLimits } from '../tools/toolOutputCap.js';
 import type { TraceRecorder } from '../viz/traceRecorder.js';
+import { boundErrorText } from '../errors/errorText.js';
 
 export interface SessionHostDeps {
   record: SessionRecord;
@@ -132,7 +133,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
       if (input.to !== input.from)
         await record.appendEvent(input.turn, 'mode_changed', { from: input.from, to: input.to, pinned: input.pinned !== null });
     } catch (error) {
-      const message = `the history mode was not saved: ${error instanceof Error ? error.message : String(error)}`;
+      const message = `the history mode was not saved: ${boundErrorText(error instanceof Error ? error.message : String(error))}`;
       emit({ type: 'error', turn: input.turn, error: { kind: 'storage', message, retryable: false }, fatal: false });
     }
   }

@@ -16,6 +16,7 @@ import { toTurnError } from '../../machines/turnErrors.js';
 import { neutraliseTags } from '../prompt/structuralTags.js';
 import { argumentProblem, omittedArguments } from '../tools/toolArguments.js';
 import { invalidNameProblem } from '../llm/captureBounds.js';
+import { boundErrorText, errorReason } from '../errors/errorText.js';
 
 export interface ToolRunnerDeps {
   record: SessionRecord;
@@ -125,7 +126,7 @@ async function execute(
     args = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
   } catch (error) {
     return {
-      content: `Error: the arguments of ${name} are not valid JSON (${(error as Error).message.slice(0, 200)}). Send one JSON object matching the tool's parameters.`,
+      content: `Error: the arguments of ${name} are not valid JSON (${errorReason(error)}). Send one JSON object matching the tool's parameters.`,
       isError: true,
     };
   }
@@ -155,7 +156,7 @@ async function execute(
     }
     return { content: `Error: tool ${name} returned ${describe(output)} instead of a string or { content }`, isError: true };
   } catch (error) {
-    return { content: `Error: ${name} failed: ${error instanceof Error ? error.message : String(error)}`, isError: true };
+    return { content: `Error: ${name} failed: ${boundErrorText(error instanceof Error ? error.message : String(error))}`, isError: true };
   }
 }
 

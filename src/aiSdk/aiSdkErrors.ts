@@ -7,6 +7,7 @@
 import { LLMError, type LLMErrorKind } from '../llm/llm.js';
 import { OVERFLOW, headerLookup, kindOfStatus, retryAfter, shouldRetryHeader } from '../llm/errorHints.js';
 import type { Redact } from '../secrets/redact.js';
+import type { WatchdogState } from '../llm/streamWatchdog.js';
 
 /** The AI SDK marks its errors with global symbols: read them without importing the SDK. */
 const marked = (error: unknown, name: string): boolean =>
@@ -32,14 +33,10 @@ const TYPE_KINDS: Record<string, LLMErrorKind> = {
   invalid_request_error: 'bad_request',
 };
 
-export function classifyAiSdk(error: unknown, watchdog: { userAborted: boolean; timedOut: boolean }, hide: Redact): LLMError {
+export function classifyAiSdk(error: unknown, watchdog: WatchdogState, hide: Redact): LLMError {
   if (error instanceof LLMError) return error;
-  if (watchdog.userAborted) {
-    return watchdog.timedOut
-      ? new LLMError('timeout', 'the server sent no content for too long')
-      : new LLMError('aborted', 'the request was aborted');
-  }
-  if (watchdog.timedOut) return new LLMError('timeout', 'the server sent no content for too long', { cause: error });
+  if (watchdog.userAborted) return watchdog.timedOut ? watchdog.timeoutError() : new LLMError('aborted', 'the request was aborted');
+  if (watchdog.timedOut) return watchdog.timeoutError(error);
   if (marked(error, 'AI_APICallError')) return fromApiCall(error as APICallErrorShape, hide);
   if (marked(error, 'AI_JSONParseError') || marked(error, 'AI_TypeValidationError') || marked(error, 'AI_InvalidResponseDataError'))
     return new LLMError('bad_response', `the server sent a response the provider could not read: ${hide(messageOf(error))}`, {

@@ -6,17 +6,18 @@
  * called directly (LanguageModelV3), so the AI SDK neither retries nor runs tools: the
  * turn machine does both, as with openaiChat.
  */
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
-import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse, type LLMUsage } from '../llm/llm.js';
-import type { AssistantMessage } from '../history/messages.js';
+import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
+import type { LLM, LLMCallOptions, LLMRequest, LLMResponse } from '../llm/llm.js';
 import { modelLimits } from '../llm/models.js';
 import { redactor } from '../secrets/redact.js';
 import { Watchdog } from '../llm/streamWatchdog.js';
+import { firstByteAllowance, msPerPromptTokenForProvider, type FirstByteOptions } from '../llm/firstByteAllowance.js';
 import { outputLimitChars, outputOverrun } from '../llm/outputLimit.js';
 import type { RetryPolicy } from '../settings/settings.js';
 import { ConfigError } from '../settings/config.js';
 import { promptOf, toolsOf } from './aiSdkPrompt.js';
 import { classifyAiSdk } from './aiSdkErrors.js';
+import { PartAssembler } from './partAssembler.js';
 
 export interface AiSdkModelOptions {
   /** Default: from the known-models table by the model's id, else 32768. */
@@ -25,8 +26,19 @@ export interface AiSdkModelOptions {
   maxOutputTokens?: number;
   /** Retries of a failed request by the turn machine; default its policy's. */
   maxRetries?: number;
-  /** Until the response starts, and the longest time without content inside a stream. Default 120 s. */
+  /** The longest time without output inside a stream (parts that add nothing do not count). Default 120 s. */
   timeoutMs?: number;
+  /**
+   * The wait for a response's first output before the prompt's share (below). Default: timeoutMs.
+   * A model on a CPU reads the whole prompt before it sends anything.
+   */
+  firstByteTimeoutMs?: number;
+  /**
+   * Added to the first output's wait per token of the prompt. Default 1 ms for a hosted provider
+   * (OpenAI, Anthropic, Google, Bedrock, Mistral, …), else 50 ms: Ollama or an OpenAI-compatible
+   * server may run on a CPU (a 3B model on two cores reads ~34 prompt tokens/s).
+   */
+  firstByteMsPerPromptToken?: number;
   /** A separate (often cheaper) model for compaction summaries, called the same way. */
   compactionModel?: LanguageModelV3;
   /**
@@ -59,6 +71,10 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
   const contextWindow = options.contextWindow ?? limits.contextWindow;
   const maxOutputTokens = options.maxOutputTokens ?? Math.min(limits.maxOutputTokens, Math.floor(contextWindow / 4));
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const firstByte: FirstByteOptions = {
+    baseMs: options.firstByteTimeoutMs ?? timeoutMs,
+    msPerPromptToken: options.firstByteMsPerPromptToken ?? msPerPromptTokenForProvider(model.provider),
+  };
   const secrets = [...(options.secrets ?? [])];
   const hide = redactor(secrets);
   const caching = options.caching ?? (/anthropic|bedrock/i.test(model.provider) ? 'explicit' : 'automatic');
@@ -80,11 +96,11 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
     signal: AbortSignal,
     onText: (delta: string) => void,
   ): Promise<LLMResponse> => {
-    const watchdog = new Watchdog(timeoutMs, signal);
+    const watchdog = new Watchdog(timeoutMs, signal, firstByteAllowance(firstByte, request));
     const assembled = new PartAssembler();
     try {
-      const { stream } = await use.doStream(callOptions(request, watchdog.signal));
-      watchdog.arm();
+      watchdog.start();
+      const { stream } = await untilAborted(use.doStream(callOptions(request, watchdog.signal)), watchdog.signal);
       const reader = stream.getReader();
       const limit = outputLimitChars(request.maxOutputTokens);
       // A provider's stream ends when its fetch is aborted; a stream that ignores the signal is cancelled.
@@ -96,18 +112,23 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
           if (done) break;
           if (value.type === 'error') throw new StreamError(value.error);
           const { text, progress } = assembled.add(value);
-          if (progress) watchdog.arm();
+          if (progress) watchdog.progress();
           if (assembled.outputChars > limit) {
             watchdog.cut();
             throw outputOverrun(limit, request.maxOutputTokens);
           }
           if (text) onText(text);
+          // The finish is the end: nothing past it is read.
+          if (assembled.finished) {
+            cancel();
+            break;
+          }
         }
       } finally {
         watchdog.signal.removeEventListener('abort', cancel);
         reader.releaseLock();
       }
-      watchdog.check();
+      if (!assembled.finished || watchdog.userAborted) watchdog.check();
       return assembled.finish();
     } catch (error) {
       throw classifyAiSdk(error instanceof StreamError ? error.value : error, watchdog, hide);
@@ -152,84 +173,23 @@ class StreamError extends Error {
   }
 }
 
-/** Collects a stream's parts: text, tool calls (from their deltas or whole), usage, the finish. */
-class PartAssembler {
-  private text = '';
-  private readonly calls = new Map<string, { name: string; input: string; done: boolean }>();
-  private finishReason: string | null = null;
-  private usage: LLMUsage | null = null;
-  /** Text, reasoning and tool-call input received so far, for the output limit. */
-  outputChars = 0;
-
-  add(part: LanguageModelV3StreamPart): { text: string; progress: boolean } {
-    if (part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-input-delta') this.outputChars += part.delta.length;
-    return this.take(part);
-  }
-
-  private take(part: LanguageModelV3StreamPart): { text: string; progress: boolean } {
-    switch (part.type) {
-      case 'text-delta':
-        this.text += part.delta;
-        return { text: part.delta, progress: part.delta.length > 0 };
-      case 'reasoning-delta':
-        return { text: '', progress: part.delta.length > 0 };
-      case 'tool-input-start':
-        this.calls.set(part.id, { name: part.toolName, input: '', done: false });
-        return { text: '', progress: true };
-      case 'tool-input-delta': {
-        const call = this.calls.get(part.id);
-        if (call && !call.done) call.input += part.delta;
-        return { text: '', progress: part.delta.length > 0 };
-      }
-      case 'tool-call':
-        if (part.providerExecuted) return { text: '', progress: true };
-        // The whole call is authoritative over the deltas that preceded it.
-        this.calls.set(part.toolCallId, { name: part.toolName, input: part.input, done: true });
-        return { text: '', progress: true };
-      case 'finish':
-        this.finishReason = finishOf(part.finishReason.unified, part.finishReason.raw);
-        this.usage = usageOf(part.usage);
-        return { text: '', progress: true };
-      default:
-        return { text: '', progress: false };
-    }
-  }
-
-  finish(): LLMResponse {
-    if (this.finishReason === null)
-      throw new LLMError('network', 'the stream ended before the model finished (no finish part); the connection was probably cut');
-    const message: AssistantMessage = { role: 'assistant', content: this.text || null };
-    const calls = [...this.calls.entries()];
-    if (calls.length)
-      message.tool_calls = calls.map(([id, c], i) => ({
-        id: id || `call_${i}`,
-        type: 'function',
-        function: { name: c.name, arguments: c.input },
-      }));
-    return { message, usage: this.usage, finishReason: this.finishReason };
-  }
-}
-
-/** The AI SDK's unified reasons in Chat Completions words, which the rest of workmem speaks. */
-function finishOf(unified: string, raw: string | undefined): string {
-  switch (unified) {
-    case 'tool-calls':
-      return 'tool_calls';
-    case 'content-filter':
-      return 'content_filter';
-    case 'stop':
-    case 'length':
-      return unified;
-    default:
-      return raw ?? unified;
-  }
-}
-
-function usageOf(usage: LanguageModelV3Usage): LLMUsage | null {
-  const count = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
-  const input = usage.inputTokens.total;
-  const output = usage.outputTokens.total;
-  if (!count(input) || !count(output)) return null;
-  const cached = usage.inputTokens.cacheRead;
-  return { promptTokens: input, completionTokens: output, ...(count(cached) && cached <= input ? { cachedPromptTokens: cached } : {}) };
+/** `work`, or the signal's abort if that comes first (a provider that ignores the signal must not hold the request). */
+function untilAborted<T extends { stream: ReadableStream<unknown> }>(work: PromiseLike<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (result) => {
+        signal.removeEventListener('abort', onAbort);
+        // Too late: nobody reads this stream.
+        if (signal.aborted) void result.stream.cancel().catch(() => {});
+        else resolve(result);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }

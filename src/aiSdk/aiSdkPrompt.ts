@@ -7,6 +7,7 @@ import type { LanguageModelV3FunctionTool, LanguageModelV3Message, SharedV3Provi
 import type { CacheBreakpoint, LLMRequest } from '../llm/llm.js';
 import type { ChatMessage } from '../history/messages.js';
 import type { ToolSpec } from '../tools/tool.js';
+import { withBoundCallIds } from '../llm/toolCallIds.js';
 
 /** Anthropic allows 4 cache_control breakpoints per request. */
 const MAX_BREAKPOINTS = 4;
@@ -35,7 +36,7 @@ export function promptOf(request: LLMRequest, explicit: boolean): LanguageModelV
   const marks = explicit ? breakpointsOf(request.cacheBreakpoints ?? [], request.messages.length) : new Map<number, number[]>();
   const names = new Map<string, string>();
   const out: LanguageModelV3Message[] = [];
-  request.messages.forEach((message, index) => {
+  withBoundCallIds(request.messages).forEach((message, index) => {
     for (const call of message.role === 'assistant' ? (message.tool_calls ?? []) : []) names.set(call.id, call.function.name);
     const cuts = marks.get(index);
     if (!cuts) return void out.push(messageOf(message, names, false));

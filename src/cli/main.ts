@@ -72,7 +72,15 @@ const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
                               in phase 2 and hybrid)
   --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
 ${DATABASE_HELP}
-  --debug                     show stack traces`;
+  --debug                     show stack traces
+
+Timeouts: an answer must begin within timeoutMs (config.json; default 120 s)
+plus 50 ms per prompt token on a local server (a loopback or private address;
+1 ms on a hosted one): a model on a CPU reads the whole prompt before it sends
+anything (a 3B model on two cores: ~34 tokens/s, ~100 s for 3.3k tokens). Once
+it has begun, it may be silent at most timeoutMs between chunks. A timeout
+before the first output that the prompt's length explains is not retried: the
+error says what was waited for.`;
 
 interface Command {
   summary: string;

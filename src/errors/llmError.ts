@@ -4,6 +4,7 @@
  * Pure: the machines read them through machines/turnErrors.ts.
  */
 import type { LLMErrorKind } from '../events.js';
+import { boundErrorText } from './errorText.js';
 
 /** Transient failures: retried with backoff. An empty or garbled response usually is one too. */
 const RETRYABLE: ReadonlySet<LLMErrorKind> = new Set(['rate_limit', 'server', 'network', 'timeout', 'bad_response']);
@@ -23,7 +24,7 @@ export class LLMError extends Error {
     message: string,
     options: { status?: number; retryAfterMs?: number; shouldRetry?: boolean; cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(boundErrorText(message), options.cause === undefined ? undefined : { cause: options.cause });
     this.kind = kind;
     this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;

@@ -9,6 +9,7 @@
  */
 import type { AssistantMessage, ToolCall } from '../history/messages.js';
 import { byteSize as size } from '../format/byteSize.js';
+import type { ResponseSaves } from '../tools/responseSaves.js';
 
 export const MAX_TOOL_NAME_CHARS = 256;
 /** The Chat Completions rule, as defineTool checks it. */
@@ -20,18 +21,19 @@ export const MAX_ANSWER_BYTES = 256 * 1024;
 export const MAX_PROMPT_BYTES = 1024 * 1024;
 
 /**
- * The message with bad tool names replaced and over-long text capped. `saveCall` keeps a
- * refused call whole (name and arguments), `saveText` the whole answer; each returns where.
+ * The message with bad tool names replaced and over-long text capped. `saves` keeps a
+ * refused call whole (name and arguments) within the response's budget, `saveText` the
+ * whole answer (returning where).
  */
 export async function boundResponse(
   message: AssistantMessage,
-  saveCall: (call: ToolCall) => string | Promise<string>,
+  saves: ResponseSaves,
   saveText: (text: string) => string | Promise<string>,
 ): Promise<AssistantMessage> {
   let calls = message.tool_calls;
   if (calls?.some((c) => !TOOL_NAME.test(c.function.name))) {
     const bounded: ToolCall[] = [];
-    for (const call of calls) bounded.push(await boundName(call, saveCall));
+    for (const call of calls) bounded.push(await boundName(call, saves));
     calls = bounded;
   }
   const content = typeof message.content === 'string' ? await boundAnswer(message.content, saveText) : message.content;
@@ -74,17 +76,17 @@ export function invalidNameProblem(call: ToolCall): string | null {
   }
 }
 
-async function boundName(call: ToolCall, saveCall: (call: ToolCall) => string | Promise<string>): Promise<ToolCall> {
+async function boundName(call: ToolCall, saves: ResponseSaves): Promise<ToolCall> {
   const name = call.function.name;
   if (TOOL_NAME.test(name)) return call;
   const problem =
     name.length > MAX_TOOL_NAME_CHARS
       ? `a tool name of ${name.length < 1024 ? `${name.length} characters` : size(Buffer.byteLength(name))}, over the ${MAX_TOOL_NAME_CHARS}-character limit`
       : `the tool name ${JSON.stringify(name)} is not one (1-64 letters, digits, _ or -)`;
-  const where = await saveCall({
+  const kept = await saves.keep({
     ...call,
     function: { name: INVALID_TOOL_NAME, arguments: JSON.stringify({ name, arguments: call.function.arguments }) },
   });
-  const note = `${problem}; the call was not run (kept in ${where})`;
+  const note = `${problem}; the call was not run (${kept})`;
   return { ...call, function: { name: INVALID_TOOL_NAME, arguments: JSON.stringify({ [PROBLEM]: note }) } };
 }

@@ -19,6 +19,8 @@ export interface LLMRequest {
    * memory, after the history prefix. Automatic prefix caching (OpenAI's) needs none.
    */
   cacheBreakpoints?: readonly CacheBreakpoint[];
+  /** Our count of the prompt's tokens, which the wait for the first output follows (estimated when absent). */
+  promptTokens?: number;
 }
 
 /** The end of a stable part: message `message`, or only its first `chars` characters. */

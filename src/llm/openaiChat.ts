@@ -17,6 +17,8 @@ import { userinfoSecrets, withoutUserinfo } from './baseUrl.js';
 import { classify } from './openaiErrors.js';
 import { Assembler, usageOf } from './streamAssembler.js';
 import { Watchdog } from './streamWatchdog.js';
+import { firstByteAllowance, msPerPromptTokenFor, type FirstByteOptions } from './firstByteAllowance.js';
+import { withBoundCallIds } from './toolCallIds.js';
 import type { RetryPolicy } from '../settings/settings.js';
 
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -35,8 +37,18 @@ export interface OpenAIChatOptions {
   maxOutputTokens?: number;
   /** Retries of a failed request (429, 5xx, 408/409, connection errors); default 4. */
   maxRetries?: number;
-  /** Per request: until the response starts, and the longest time without content inside a stream (keep-alives do not count). Default 120 s. */
+  /** The longest time without output inside a stream (keep-alives and empty chunks do not count). Default 120 s. */
   timeoutMs?: number;
+  /**
+   * The wait for a response's first output before the prompt's share (below). Default: timeoutMs.
+   * A model on a CPU reads the whole prompt before it sends anything.
+   */
+  firstByteTimeoutMs?: number;
+  /**
+   * Added to the first output's wait per token of the prompt. Default 50 ms for a server on a
+   * loopback or private address (it may be a CPU: a 3B model on two cores reads ~34 tokens/s), else 1 ms.
+   */
+  firstByteMsPerPromptToken?: number;
   /** A separate (often cheaper) model for compaction summaries. */
   compactionModel?: string;
   temperature?: number;
@@ -73,6 +85,10 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
   const contextWindow = options.contextWindow ?? limits.contextWindow;
   const maxOutputTokens = options.maxOutputTokens ?? Math.min(limits.maxOutputTokens, Math.floor(contextWindow / 4));
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const firstByte: FirstByteOptions = {
+    baseMs: options.firstByteTimeoutMs ?? timeoutMs,
+    msPerPromptToken: options.firstByteMsPerPromptToken ?? msPerPromptTokenFor(baseURL),
+  };
   // A password in the URL (http://user:secret@host/v1) is a secret like the key.
   const secrets = [...(apiKey ? [apiKey] : []), ...userinfoSecrets(baseURL)];
   const hide = redactor(secrets);
@@ -90,7 +106,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
 
   const body = (request: LLMRequest, useModel: string) => ({
     model: useModel,
-    messages: request.messages as ChatCompletionMessageParam[],
+    messages: withBoundCallIds(request.messages) as ChatCompletionMessageParam[],
     ...(request.tools.length
       ? {
           tools: request.tools.map((t) => ({
@@ -113,28 +129,33 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
     secrets,
 
     async complete(request: LLMRequest, call: LLMCallOptions): Promise<LLMResponse> {
-      const watchdog = new Watchdog(timeoutMs, call.signal);
+      const allowance = firstByteAllowance(firstByte, request);
+      const watchdog = new Watchdog(timeoutMs, call.signal, allowance);
       const assembled = new Assembler();
       try {
+        watchdog.start();
         const stream = await client.chat.completions.create(
           { ...body(request, model), stream: true, stream_options: { include_usage: true } } as ChatCompletionCreateParamsStreaming,
-          { signal: watchdog.signal },
+          // The SDK's own timeout (until the response headers) only backs up the watchdog's.
+          { signal: watchdog.signal, timeout: backstop(allowance.ms) },
         );
-        watchdog.arm();
         const limit = outputLimitChars(request.maxOutputTokens);
         for await (const chunk of stream) {
           const { text, progress } = assembled.add(chunk);
-          // Only content holds off the stall watchdog: keep-alive chunks (`choices: []`) do not.
-          if (progress) watchdog.arm();
+          // Only output holds off the watchdog: keep-alives, empty chunks and finishes do not.
+          if (progress) watchdog.progress();
           if (assembled.outputChars > limit) {
             watchdog.cut();
             throw outputOverrun(limit, request.maxOutputTokens);
           }
           if (text) call.onText(text);
+          if (assembled.ended) break;
         }
-        watchdog.check();
+        if (!assembled.finished || watchdog.userAborted) watchdog.check();
         return assembled.finish();
       } catch (error) {
+        // Silence after the finish costs only the usage: the answer is whole.
+        if (assembled.finished && watchdog.timedOut && !watchdog.userAborted) return assembled.finish();
         throw classify(error, watchdog, hide);
       } finally {
         watchdog.stop();
@@ -142,13 +163,14 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
     },
 
     async summarize(request: LLMRequest, call: { signal: AbortSignal }): Promise<LLMResponse> {
-      const watchdog = new Watchdog(timeoutMs, call.signal);
+      // Not streamed: the answer comes whole, after the prompt is read and the summary written (one stall allowance).
+      const allowance = firstByteAllowance({ ...firstByte, baseMs: firstByte.baseMs + timeoutMs }, request);
+      const watchdog = new Watchdog(timeoutMs, call.signal, allowance);
       try {
+        watchdog.start();
         const completion = await client.chat.completions.create(
           { ...body(request, options.compactionModel ?? model), stream: false } as never,
-          {
-            signal: watchdog.signal,
-          },
+          { signal: watchdog.signal, timeout: backstop(allowance.ms) },
         );
         const choice = (completion as OpenAI.Chat.Completions.ChatCompletion).choices[0];
         const usage = (completion as OpenAI.Chat.Completions.ChatCompletion).usage;
@@ -164,6 +186,11 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
       }
     },
   };
+}
+
+/** A second past the watchdog's own limit, within what Node's timers hold. */
+function backstop(ms: number): number {
+  return Math.min(ms + 1_000, 2 ** 31 - 1);
 }
 
 export { redact };

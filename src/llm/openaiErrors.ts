@@ -6,17 +6,16 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { redact, type Redact } from '../secrets/redact.js';
 import { LLMError } from './llm.js';
+import type { WatchdogState } from './streamWatchdog.js';
 import { OVERFLOW, headerLookup, kindOfStatus, retryAfter, shouldRetryHeader } from './errorHints.js';
 
-export function classify(error: unknown, watchdog: { userAborted: boolean; timedOut: boolean }, secret: string | Redact = ''): LLMError {
+export function classify(error: unknown, watchdog: WatchdogState, secret: string | Redact = ''): LLMError {
   const hide: Redact = typeof secret === 'string' ? (text) => redact(text, secret) : secret;
   if (error instanceof LLMError) return error;
   if (watchdog.userAborted || error instanceof APIUserAbortError) {
-    return watchdog.timedOut
-      ? new LLMError('timeout', 'the server sent no content for too long')
-      : new LLMError('aborted', 'the request was aborted');
+    return watchdog.timedOut ? watchdog.timeoutError() : new LLMError('aborted', 'the request was aborted');
   }
-  if (watchdog.timedOut) return new LLMError('timeout', 'the server sent no content for too long', { cause: error });
+  if (watchdog.timedOut) return watchdog.timeoutError(error);
   if (error instanceof APIConnectionTimeoutError) return new LLMError('timeout', 'the request timed out', { cause: error });
   const message = hide(error instanceof Error ? error.message : String(error));
   const causeOf = (e: unknown): string | undefined => {

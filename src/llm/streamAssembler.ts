@@ -18,39 +18,61 @@ export function usageOf(
   };
 }
 
+const NOTHING = { text: '', progress: false };
+
 /** Collects a streamed completion: text, tool calls split over many chunks, usage. */
 export class Assembler {
   private text = '';
   private calls: { id: string; name: string; arguments: string }[] = [];
   private finishReason: string | null = null;
   private usage: LLMUsage | null = null;
-  /** Text, tool names and arguments received so far. */
+  /** What the server sent of the answer so far (text, reasoning, tool names, arguments and ids), for the output limit. */
   outputChars = 0;
+  /** The answer is over: its finish came, and with it or just after it the usage. Nothing past it is read. */
+  ended = false;
 
-  /** The chunk's text, and whether it carried anything at all (content, a tool call, the end). */
+  /** The chunk's text, and whether it carried output (text, reasoning, a tool call's name or arguments): only that is progress. */
   add(chunk: ChatCompletionChunk): { text: string; progress: boolean } {
     if (chunk.usage) this.usage = usageOf(chunk.usage);
+    if (this.finishReason !== null) {
+      // Past the finish only the usage is taken: a server that keeps sending (more finishes, keep-alives) is not read on.
+      this.ended = true;
+      return NOTHING;
+    }
     const choice = chunk.choices?.[0];
-    if (!choice) return { text: '', progress: false };
+    if (!choice) return NOTHING;
     const delta = choice.delta ?? {};
-    const before = this.outputChars;
+    let output = 0;
     for (const part of delta.tool_calls ?? []) {
       const index = typeof part.index === 'number' ? part.index : this.calls.length - (part.id ? 0 : 1);
       const call = (this.calls[index] ??= { id: '', name: '', arguments: '' });
-      if (part.id) call.id = part.id;
+      if (part.id) {
+        call.id = part.id;
+        this.outputChars += part.id.length;
+      }
       if (part.function?.name) call.name += part.function.name;
       if (part.function?.arguments) call.arguments += part.function.arguments;
-      this.outputChars += (part.function?.name?.length ?? 0) + (part.function?.arguments?.length ?? 0);
+      output += (part.function?.name?.length ?? 0) + (part.function?.arguments?.length ?? 0);
     }
-    if (choice.finish_reason) this.finishReason = choice.finish_reason;
     const text = typeof delta.content === 'string' ? delta.content : '';
     this.text += text;
-    this.outputChars += text.length;
-    // A reasoning model's thinking (vLLM, DeepSeek, llama.cpp name it so) is content too: it holds
+    output += text.length;
+    // A reasoning model's thinking (vLLM, DeepSeek, llama.cpp name it so) is output too: it holds
     // off the stall watchdog, and counts towards the output limit as it does towards max_tokens.
     const extra = delta as { reasoning_content?: unknown; reasoning?: unknown };
-    for (const thought of [extra.reasoning_content, extra.reasoning]) if (typeof thought === 'string') this.outputChars += thought.length;
-    return { text, progress: this.outputChars > before || !!choice.finish_reason };
+    for (const thought of [extra.reasoning_content, extra.reasoning]) if (typeof thought === 'string') output += thought.length;
+    this.outputChars += output;
+    if (choice.finish_reason) {
+      this.finishReason = choice.finish_reason;
+      this.outputChars += choice.finish_reason.length;
+      this.ended = !!chunk.usage;
+    }
+    return { text, progress: output > 0 };
+  }
+
+  /** The finish has come (what follows it is not needed for the answer). */
+  get finished(): boolean {
+    return this.finishReason !== null;
   }
 
   finish(): LLMResponse {

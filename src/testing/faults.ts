@@ -6,8 +6,8 @@ export type Fault =
   | { type: 'latency'; ms: number }
   /** 429 with a retry-after header (seconds; null: none), and any other headers (`retry-after-ms`, `x-should-retry`). */
   | { type: 'rate_limit'; retryAfterSeconds?: number | null; headers?: Record<string, string> }
-  /** An HTTP error status, 500 by default, with any headers. */
-  | { type: 'server_error'; status?: number; headers?: Record<string, string> }
+  /** An HTTP error status, 500 by default, with any headers and the error's message (default: OpenAI's for a 500). */
+  | { type: 'server_error'; status?: number; headers?: Record<string, string>; message?: string }
   /** 400 context_length_exceeded, as OpenAI sends it. */
   | { type: 'context_length' }
   /** The connection is cut after this many SSE chunks. */
@@ -30,6 +30,8 @@ export type Fault =
   | { type: 'endless'; text?: string }
   /** After the role chunk, keep-alive chunks (`choices: []`) every `everyMs` and nothing else, until the client hangs up. */
   | { type: 'keepalive'; everyMs: number }
+  /** The answer through its finish chunk, then that finish chunk alone (`delta: {}`) every `everyMs`, no usage, no [DONE], until the client hangs up. */
+  | { type: 'finish_flood'; everyMs: number }
   /** After the role chunk, `chunks` reasoning deltas (`reasoning_content`) `everyMs` apart, then the answer. */
   | { type: 'thinking'; chunks: number; everyMs: number };
 

@@ -75,6 +75,8 @@ export async function writeStream(res: ServerResponse, chunks: unknown[], faults
     (f): f is Extract<Fault, { type: 'endless' | 'keepalive' }> => f.type === 'endless' || f.type === 'keepalive',
   );
   if (endless) return writeForever(res, chunks[0] as Record<string, unknown>, endless, () => closed);
+  const flood = faults.find((f): f is Extract<Fault, { type: 'finish_flood' }> => f.type === 'finish_flood');
+  if (flood) return writeFinishFlood(res, chunks, flood.everyMs, () => closed);
   const at = (f: { afterChunks?: number }) => f.afterChunks ?? 1;
   for (let i = 0; i <= chunks.length; i++) {
     if (closed) return;
@@ -130,6 +132,17 @@ async function writeForever(
       await send({ ...first, choices: [] });
       await sleep(fault.everyMs);
     }
+  }
+}
+
+/** The answer's chunks through its finish, then the finish chunk again and again (no usage, no [DONE]) until the client hangs up. */
+async function writeFinishFlood(res: ServerResponse, chunks: unknown[], everyMs: number, closed: () => boolean): Promise<void> {
+  const answer = chunks.filter((c) => (c as { choices: unknown[] }).choices.length > 0);
+  for (const chunk of answer) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+  const finish = `data: ${JSON.stringify(answer.at(-1))}\n\n`;
+  while (!closed() && !res.destroyed) {
+    await sleep(everyMs);
+    if (!closed()) res.write(finish);
   }
 }
 

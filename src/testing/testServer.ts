@@ -156,7 +156,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     if (failed) {
       record.status = failed.status ?? 500;
       for (const [name, value] of Object.entries(failed.headers ?? {})) res.setHeader(name, value);
-      return sendError(res, record.status, 'The server had an error while processing your request.', 'server_error');
+      return sendError(res, record.status, failed.message ?? 'The server had an error while processing your request.', 'server_error');
     }
     const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
     if (fault('context_length') || (options.contextWindow && promptTokens + maxTokens > options.contextWindow)) {

@@ -3,18 +3,18 @@
  * kept out of the history — carried on, they would overflow every later request — and
  * saved whole under working-memory/detail/tool-outputs/, so nothing is lost; the call
  * is then answered with an error that says why. One response is bounded as a whole too:
- * past MAX_RESPONSE_ARGUMENT_BYTES of arguments in the log, or MAX_RESPONSE_SAVED_BYTES
- * saved, further calls are dropped (not run, not kept) with a note saying so — without
- * that, hundreds of calls each under the limit put tens of MB in messages.jsonl. JSON
- * nested deeper than MAX_NESTING is refused before parsing (serialising such a value
- * overflows the stack).
+ * past MAX_RESPONSE_ARGUMENT_BYTES of arguments in the log, or the response's save budget
+ * (responseSaves.ts, shared with calls refused for their name), further calls are dropped
+ * (not run, not kept) with a note saying so — without that, hundreds of calls each under
+ * the limit put tens of MB in messages.jsonl. JSON nested deeper than MAX_NESTING is
+ * refused before parsing (serialising such a value overflows the stack).
  */
 import type { AssistantMessage, ToolCall } from '../history/messages.js';
 import { byteSize as size } from '../format/byteSize.js';
+import type { ResponseSaves } from './responseSaves.js';
 
 export const MAX_TOOL_ARGUMENT_BYTES = 256 * 1024;
 export const MAX_RESPONSE_ARGUMENT_BYTES = 2 * 1024 * 1024;
-export const MAX_RESPONSE_SAVED_BYTES = 32 * 1024 * 1024;
 export const MAX_NESTING = 64;
 const OMITTED = '_workmem_omitted';
 
@@ -23,23 +23,17 @@ export interface ArgumentLimits {
   perCall: number;
   /** All calls' arguments of one response kept in the history. */
   perResponse: number;
-  /** All oversized arguments of one response saved to detail/. */
-  savedPerResponse: number;
 }
 
-const LIMITS: ArgumentLimits = {
-  perCall: MAX_TOOL_ARGUMENT_BYTES,
-  perResponse: MAX_RESPONSE_ARGUMENT_BYTES,
-  savedPerResponse: MAX_RESPONSE_SAVED_BYTES,
-};
+const LIMITS: ArgumentLimits = { perCall: MAX_TOOL_ARGUMENT_BYTES, perResponse: MAX_RESPONSE_ARGUMENT_BYTES };
 
 /** The message as it is stored: oversized arguments replaced by a note naming where they went, or that they were dropped. */
 export async function boundToolArguments(
   message: AssistantMessage,
-  save: (call: ToolCall) => string | Promise<string>,
+  saves: ResponseSaves,
   limits: Partial<ArgumentLimits> = {},
 ): Promise<AssistantMessage> {
-  const { perCall, perResponse, savedPerResponse } = { ...LIMITS, ...limits };
+  const { perCall, perResponse } = { ...LIMITS, ...limits };
   const calls = message.tool_calls;
   if (!calls) return message;
   let length = 0;
@@ -47,7 +41,6 @@ export async function boundToolArguments(
   // Fast path: UTF-8 takes at most 3 bytes per UTF-16 unit.
   if (length * 3 <= perResponse && !calls.some((c) => c.function.arguments.length * 3 > perCall)) return message;
   let kept = 0;
-  let saved = 0;
   const bounded: ToolCall[] = [];
   for (const call of calls) bounded.push(await boundCall(call));
   return { ...message, tool_calls: bounded };
@@ -60,17 +53,8 @@ export async function boundToolArguments(
       return call;
     } else if (bytes <= perCall) {
       note = `${size(bytes)} of arguments dropped: this response's tool calls passed ${size(perResponse)} of arguments in total; the call was not run and its arguments were not kept. Send fewer or smaller calls per response`;
-    } else if (saved + bytes > savedPerResponse) {
-      note = `${size(bytes)} of arguments, over the ${size(perCall)} limit for one tool call, dropped: this response already saved ${size(saved)} of oversized arguments (at most ${size(savedPerResponse)}); the call was not run and its arguments were not kept`;
     } else {
-      let where: string;
-      try {
-        where = `kept in ${await save(call)}`;
-        saved += bytes;
-      } catch (error) {
-        where = `they could not be saved (${(error instanceof Error ? error.message : String(error)).slice(0, 200)})`;
-      }
-      note = `${size(bytes)} of arguments, over the ${size(perCall)} limit for one tool call; ${where}`;
+      note = `${size(bytes)} of arguments, over the ${size(perCall)} limit for one tool call; ${await saves.keep(call)}`;
     }
     return { ...call, function: { ...call.function, arguments: JSON.stringify({ [OMITTED]: note }) } };
   }

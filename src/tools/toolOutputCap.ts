@@ -5,6 +5,7 @@
  * If the full text cannot be saved the head still goes to the model, with the reason.
  */
 import { byteSize as kb } from '../format/byteSize.js';
+import { errorReason } from '../errors/errorText.js';
 
 export interface OutputLimits {
   maxLines: number;
@@ -53,10 +54,6 @@ async function savedNote(save: (full: string) => string | Promise<string>, conte
   try {
     return `The full output is in ${await save(content)}; read it with the read tool (offset/limit).`;
   } catch (error) {
-    return `The full output could not be saved (${reason(error)}); only this part is kept.`;
+    return `The full output could not be saved (${errorReason(error)}); only this part is kept.`;
   }
-}
-
-export function reason(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
 }

@@ -2,9 +2,10 @@
  * The model's side of a turn, as a hostile or broken server plays it (issue 19 §2, §3):
  * runs of one character class that made token counting quadratic (200 KB: 41 s with the
  * event loop blocked), an endless answer and keep-alive chunks that never ended a turn,
- * a key streamed a few characters per delta, and a password in the base URL. Each case
- * survives when the turn ends (done, or failed with a clear error), the session stays
- * consistent and usable, and no secret shows. Counting times are figures, with a bound.
+ * a key streamed a few characters per delta, and a password in the base URL; and what a
+ * stream brings in, bounded (issue 24, llmBounds.ts). Each case survives when the turn
+ * ends (done, or failed with a clear error), the session stays consistent and usable, and
+ * no secret shows. Counting times are figures, with a bound.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { loadTokenCounter } from '../../src/tokens/tokens.js';
 import type { WorkmemEvent } from '../../src/events.js';
 import { historyProblems, logEntriesOf } from './checks.js';
 import { Tally, type FamilyResult } from './report.js';
+import { boundCases } from './llmBounds.js';
 
 const KEY = 'sk-proj-streamedKEY0123456789abcdef';
 
@@ -35,6 +37,7 @@ export async function llmCases(options: LlmCaseOptions = {}): Promise<FamilyResu
     await longArgumentCase(tally, figures, home);
     await neverEndingCases(tally, home);
     await secretCases(tally, home);
+    await boundCases(tally, home);
   } finally {
     rmSync(home, { recursive: true, force: true });
   }
@@ -158,6 +161,8 @@ function llmFor(server: TestServer, extra: Partial<Parameters<typeof openaiChat>
     contextWindow: 32_000,
     maxOutputTokens: 200,
     timeoutMs: 400,
+    // No per-token share: the first output's wait is the stall allowance (the keep-alive case).
+    firstByteMsPerPromptToken: 0,
     env: {},
     ...extra,
   });

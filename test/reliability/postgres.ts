@@ -50,14 +50,14 @@ export interface PostgresScale {
 
 export const PG_FULL: PostgresScale = { kills: 60, stops: 20, restarts: 20, races: 200, poolSessions: 60 };
 
-/** The family's section of docs/RELIABILITY.md. */
+/** The family's section of docs/reliability.md. */
 export const postgresSection = {
   heading: '## PostgreSQL',
   render: (result: FamilyResult, seconds: number): string =>
     section(
       postgresSection.heading,
       [
-        `The fault matrix of the Postgres store (issue 15), written by \`npm run reliability\` (alone: \`npm run reliability -- --only postgres\`)`,
+        `The fault matrix of the Postgres store, written by \`npm run reliability\` (alone: \`npm run reliability -- --only postgres\`)`,
         `on ${new Date().toISOString().slice(0, 10)}, on ${machine()}; ${seconds.toFixed(0)} s. A PostgreSQL is started for the run (loopback, fsync off);`,
         `instances are separate processes (test/reliability/pgInstance.ts) running turns against the test model server, with a lease of ${LEASE_MS} ms`,
         `renewed every ${RENEW_MS} ms. **survived**: the case went as its row says, afterwards every acknowledged message was in the log unchanged,`,

@@ -1,5 +1,5 @@
 /**
- * The reliability matrix's rows and the table of docs/RELIABILITY.md: per fault, how
+ * The reliability matrix's rows and the table of docs/reliability.md: per fault, how
  * many were tried, how many the session survived (opened, consistent, working), and how
  * much acknowledged data was lost — which must be 0.
  */

@@ -1,11 +1,13 @@
 /**
  * npm run reliability: the whole fault matrix at full size — crash, one writer, disk
  * full, hostile model output, malformed streams, secrets, soak — printed as one table
- * and written to docs/RELIABILITY.md with the figures and any failure, replayable by its
- * seed. Exits non-zero when a case did not survive or anything was lost.
+ * and written to docs/reliability.md with the figures and any failure, replayable by its
+ * seed. Exits non-zero when a case did not survive or anything was lost. The page's
+ * hand-written part (what the matrix holds workmem to) is kept: only the generated sections
+ * are replaced.
  *
  *   --only <family,...>  run some families (the keys of FAMILIES below)
- *   --no-write           print, leave docs/RELIABILITY.md as it is
+ *   --no-write           print, leave docs/reliability.md as it is
  *   (--only with just families of their own section, e.g. postgres, rewrites only those sections)
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -45,7 +47,7 @@ const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   postgres: () => postgresCases(PG_FULL),
 };
 
-/** Families with a section of their own: `--only` with just these rewrites their section in docs/RELIABILITY.md. */
+/** Families with a section of their own: `--only` with just these rewrites their section in docs/reliability.md. */
 const SECTIONS: Record<string, { heading: string; render: (result: FamilyResult, seconds: number) => string }> = {
   postgres: postgresSection,
 };
@@ -83,8 +85,10 @@ const failures = results.flatMap((r) => r.failures);
 const figures = results.flatMap((r) => r.figures ?? []);
 const date = new Date().toISOString().slice(0, 10);
 const total = (performance.now() - started) / 1000;
-const doc = [
-  '# Reliability',
+const MATRIX = '## The matrix';
+const DOC = 'docs/reliability.md';
+const matrix = [
+  MATRIX,
   '',
   `Written by \`npm run reliability\` on ${date}, on ${machine()}; ${total.toFixed(0)} s in all (${timings.join(', ')}).`,
   'A fast subset of the same cases runs in `npm test` (test/reliability.test.ts).',
@@ -97,28 +101,27 @@ const doc = [
   '',
   table(rows),
   '',
-  '## Figures',
+  '### Figures',
   '',
   ...(figures.length ? figures.map((f) => `- ${f}`) : ['- (none)']),
   '',
-  '## Failures',
+  '### Failures',
   '',
   ...(failures.length ? failures.map((f) => `- ${f.family} / ${f.fault}: ${f.detail}`) : ['None.']),
   '',
-  ...sections.map(([, text]) => text),
 ].join('\n');
+// Only families of their own section (`--only postgres`): just those sections; otherwise the matrix too.
+const onlySections = chosen.every((name) => SECTIONS[name]);
+const generated: [string, string][] = onlySections ? sections : [[MATRIX, matrix], ...sections];
 
-process.stdout.write(`${doc}\n`);
-if (!values['no-write'] && !values.only) {
+process.stdout.write(`${generated.map(([, text]) => text).join('\n')}\n`);
+// A partial matrix (`--only crash`) is printed, never written over the whole one.
+if (!values['no-write'] && (!values.only || onlySections)) {
   mkdirSync('docs', { recursive: true });
-  writeFileSync('docs/RELIABILITY.md', doc);
-  process.stderr.write('reliability: written to docs/RELIABILITY.md\n');
-} else if (!values['no-write'] && chosen.every((name) => SECTIONS[name]) && existsSync('docs/RELIABILITY.md')) {
-  // Only families with their own section: those sections are replaced, the rest kept.
-  let kept = readFileSync('docs/RELIABILITY.md', 'utf8');
-  for (const [heading, text] of sections) kept = spliceSection(kept, heading, text);
-  writeFileSync('docs/RELIABILITY.md', kept);
-  process.stderr.write(`reliability: ${sections.map(([h]) => h.slice(3)).join(', ')} written to docs/RELIABILITY.md\n`);
+  let kept = existsSync(DOC) ? readFileSync(DOC, 'utf8') : '# Reliability\n';
+  for (const [heading, text] of generated) kept = spliceSection(kept, heading, text);
+  writeFileSync(DOC, kept);
+  process.stderr.write(`reliability: ${generated.map(([h]) => h.slice(3)).join(', ')} written to ${DOC}\n`);
 }
 const allRows = all.flatMap((r) => r.rows);
 const lost = allRows.reduce((n, r) => n + r.lost, 0);

@@ -1,5 +1,5 @@
 /**
- * A family with a section of its own in docs/RELIABILITY.md (the Postgres matrix): its
+ * A family with a section of its own in docs/reliability.md (the Postgres matrix): its
  * table, figures and failures under one heading, which `--only <family>` replaces in the
  * document as it is, leaving the rest alone.
  */
