@@ -1,0 +1,153 @@
+/**
+ * workmem inside an AI SDK agent loop (generateText, streamText, ToolLoopAgent): a language
+ * model middleware and workmem's tools as AI SDK tools, over one session (HostLoop). On each
+ * model call the middleware hands the session every message the loop holds and sends the
+ * model the request the session builds instead (memory, history per phase, <context_meta>,
+ * the fallback first); the answer, streamed or not, is recorded and given to the host as the
+ * model gave it. An overflow is compacted once and the call made again. The host's loop runs
+ * the tools: its own, and workmem's (memory, compact_history), which run against the session.
+ */
+import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Middleware, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import type { ToolSet } from 'ai';
+import { LLMError } from '../llm/llm.js';
+import { modelLimits } from '../llm/models.js';
+import type { WatchdogState } from '../llm/streamWatchdog.js';
+import { redactor } from '../secrets/redact.js';
+import { HostLoop, type HostLoopOptions, type PreparedCall } from '../session/hostLoop.js';
+import type { Session } from '../session/session.js';
+import { aiSdkModel } from './aiSdkModel.js';
+import { classifyAiSdk } from './aiSdkErrors.js';
+import { promptOf } from './aiSdkPrompt.js';
+import { messagesOf, responseOf, toolSpecsOf } from './hostPrompt.js';
+import { PartAssembler } from './partAssembler.js';
+
+export interface WorkmemOptions extends Omit<HostLoopOptions, 'model' | 'contextWindow' | 'summarize'> {
+  /** The model the middleware wraps: its id names the token counter and, by default, the window. */
+  model: LanguageModelV3;
+  /** Default: the known window of the model's id, else 32768. */
+  contextWindow?: number;
+  /** A model for compaction summaries (often a cheaper one); default the wrapped model. */
+  compactionModel?: LanguageModelV3;
+  /** As aiSdkModel's: explicit cache breakpoints for Anthropic and Bedrock, none otherwise. */
+  caching?: 'explicit' | 'automatic';
+}
+
+export interface Workmem {
+  /** `wrapLanguageModel({ model, middleware: workmem.middleware })`. */
+  middleware: LanguageModelV3Middleware;
+  /** workmem's tools as AI SDK tools: spread beside your own (`tools: { ...workmem.tools, ...yours }`). */
+  tools: ToolSet;
+  /** The session the loop drives (its id, events, memory, /context). */
+  session: Session;
+  /** Release the session (its lease) once the conversation is done. */
+  close(): Promise<void>;
+}
+
+/** Open (or create) the session named by `sessionId` and return the middleware and tools that drive it. */
+export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
+  const { model, contextWindow, compactionModel, caching, ...rest } = options;
+  const window = contextWindow ?? modelLimits(model.modelId).contextWindow;
+  const summarizer = aiSdkModel(compactionModel ?? model, { contextWindow: window, ...(caching ? { caching } : {}) });
+  const loop = await HostLoop.open({ ...rest, model: model.modelId, contextWindow: window, summarize: summarizer.summarize! });
+  const explicit = summarizer.caching === 'explicit';
+  const hide = redactor([]);
+  const { tool, jsonSchema } = await import('ai');
+  const tools: ToolSet = {};
+  for (const t of loop.tools)
+    tools[t.name] = tool({
+      description: t.spec.description,
+      inputSchema: jsonSchema(t.spec.parameters as never),
+      execute: async (input: unknown, { toolCallId }: { toolCallId: string }) => {
+        const [result] = await loop.runTools([
+          { id: toolCallId, type: 'function', function: { name: t.name, arguments: JSON.stringify(input) } },
+        ]);
+        return result!.content;
+      },
+    });
+
+  /** The host's call, prepared by the session: the call options to send instead. */
+  const prepare = async (params: LanguageModelV3CallOptions): Promise<PreparedCall> =>
+    loop.prepare({ messages: messagesOf(params.prompt), tools: toolSpecsOf(params.tools) });
+  const sent = (params: LanguageModelV3CallOptions, call: PreparedCall): LanguageModelV3CallOptions => ({
+    ...params,
+    prompt: promptOf(call.request, explicit),
+    // The session keeps prompt + this within the window.
+    maxOutputTokens: Math.min(params.maxOutputTokens ?? Infinity, call.request.maxOutputTokens),
+  });
+  /** A failed call: made again once the session compacted an overflow, else the host gets the model's error. */
+  const retried = async (call: PreparedCall, error: unknown): Promise<PreparedCall> => {
+    const next = await call.fail(classifyAiSdk(error, HOST_TIMES, hide));
+    if (!next) throw error;
+    return next;
+  };
+
+  const middleware: LanguageModelV3Middleware = {
+    specificationVersion: 'v3',
+    wrapGenerate: async ({ params, model: inner }) => {
+      let call = await prepare(params);
+      for (;;) {
+        let result;
+        try {
+          result = await inner.doGenerate(sent(params, call));
+        } catch (error) {
+          call = await retried(call, error);
+          continue;
+        }
+        for (const part of result.content) if (part.type === 'text') call.text(part.text);
+        await call.answer(responseOf(result));
+        return result;
+      }
+    },
+    wrapStream: async ({ params, model: inner }) => {
+      let call = await prepare(params);
+      for (;;) {
+        let result;
+        try {
+          result = await inner.doStream(sent(params, call));
+        } catch (error) {
+          call = await retried(call, error);
+          continue;
+        }
+        const current = call;
+        const assembled = new PartAssembler();
+        let failed = false;
+        // The host reads the parts as they come; the session records the answer at the finish.
+        const stream = result.stream.pipeThrough(
+          new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
+            async transform(part, controller) {
+              controller.enqueue(part);
+              if (failed) return;
+              if (part.type === 'error') {
+                failed = true;
+                await settleFailure(current, part.error);
+                return;
+              }
+              const { text } = assembled.add(part);
+              if (text) current.text(text);
+              if (assembled.finished) await current.answer(assembled.finish());
+            },
+            async flush() {
+              if (!failed && !assembled.finished) await settleFailure(current, new Error('the stream ended before the model finished'));
+            },
+          }),
+        );
+        return { ...result, stream };
+      }
+    },
+  };
+
+  return { middleware, tools, session: loop.session, close: () => loop.close() };
+
+  /** A stream that failed once its parts went out cannot be sent again: every retry the session offers is failed too. */
+  async function settleFailure(call: PreparedCall, error: unknown): Promise<void> {
+    let next: PreparedCall | null = call;
+    while (next) next = await next.fail(classifyAiSdk(error, HOST_TIMES, hide));
+  }
+}
+
+/** The host's loop keeps its own time (abortSignal, timeouts): no watchdog of ours to read. */
+const HOST_TIMES: WatchdogState = {
+  userAborted: false,
+  timedOut: false,
+  timeoutError: () => new LLMError('timeout', 'the model call timed out'),
+};
