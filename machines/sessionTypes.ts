@@ -27,10 +27,17 @@ export interface CompactionAsked {
 /** How the last compaction asked between turns ended: its result, or why it failed or was refused. */
 export type CompactionOutcome = { id: string; result: CompactionResult } | { id: string; error: string };
 
-/** One model call of a host's own loop: the messages its loop holds, and the tools it sends. */
+/** The conversation a host's loop holds (its system messages apart), read by index: a host may convert its messages only when asked. */
+export interface HostConversation {
+  readonly length: number;
+  at(index: number): ChatMessage;
+}
+
+/** One model call of a host's own loop: its instructions (its system messages), the conversation its loop holds, the tools it sends. */
 export interface HostCall {
   id: string;
-  messages: readonly ChatMessage[];
+  instructions: string | undefined;
+  conversation: HostConversation;
   tools: readonly ToolSpec[];
 }
 

@@ -8,7 +8,7 @@
  * as the tool runner does, each appended durably before its message_end. The host's system
  * messages are its instructions: the system prompt is built from them and the tools it sends.
  */
-import type { AcceptCallInput, AcceptCallOutput } from '../../machines/sessionMachine.js';
+import type { AcceptCallInput, AcceptCallOutput, HostConversation } from '../../machines/sessionMachine.js';
 import type { SessionEvent } from '../events.js';
 import { answerInterruptedCalls } from '../history/crashRecovery.js';
 import { messageKey } from '../history/messageKey.js';
@@ -44,8 +44,7 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
   let statics: { key: string; systemPrompt: string; tools: readonly ToolSpec[] } | null = null;
 
   return async ({ call, turn: current }) => {
-    const instructions = call.messages.flatMap((m) => (m.role === 'system' ? [m.content] : [])).join('\n\n') || undefined;
-    const conversation = call.messages.filter((m) => m.role !== 'system');
+    const { instructions, conversation } = call;
     const key = `${instructions ?? ''}\u0000${JSON.stringify(call.tools)}`;
     if (statics?.key !== key)
       statics = {
@@ -59,7 +58,8 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
 
     let turn = current;
     let opened: string | null = null;
-    for (const message of conversation.slice(known(conversation, record.messageKeys, deps.redact))) {
+    for (let i = known(conversation, record.messageKeys, deps.redact); i < conversation.length; i++) {
+      const message = conversation.at(i);
       if (message.role === 'user') {
         const tooLarge = promptProblem(message.content);
         if (tooLarge) throw new RangeError(tooLarge);
@@ -110,11 +110,11 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
  * only what is new: 0). A host that starts as the log does but departs from it edited or
  * dropped messages the log holds: refused, the log is never rewritten.
  */
-function known(host: readonly ChatMessage[], keys: readonly string[], mask: Redact): number {
+function known(host: HostConversation, keys: readonly string[], mask: Redact): number {
   const n = keys.length;
   if (n === 0 || host.length === 0) return 0;
   const hostKeys: (string | undefined)[] = [];
-  const key = (i: number): string => (hostKeys[i] ??= messageKey(host[i]!, mask));
+  const key = (i: number): string => (hostKeys[i] ??= messageKey(host.at(i), mask));
   if (host.length >= n && key(n - 1) === keys[n - 1] && key(0) === keys[0]) return n;
   for (let k = Math.min(host.length, n); k > 0; k--) {
     if (key(k - 1) !== keys[n - 1] || key(0) !== keys[n - k]) continue;

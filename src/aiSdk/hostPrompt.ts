@@ -10,39 +10,66 @@ import type {
   LanguageModelV3Prompt,
   LanguageModelV3ToolResultOutput,
 } from '@ai-sdk/provider';
+import type { HostConversation } from '../../machines/sessionMachine.js';
 import type { ChatMessage, ToolCall } from '../history/messages.js';
 import type { LLMResponse } from '../llm/llm.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { PartAssembler } from './partAssembler.js';
 
+/**
+ * The prompt as a host call's instructions (its system messages) and conversation, read by
+ * index: only the messages read are converted (a long loop hands over all of them each call,
+ * and workmem reads the first, the last and what is new).
+ */
+export function conversationOf(prompt: LanguageModelV3Prompt): { instructions: string | undefined; conversation: HostConversation } {
+  const system: string[] = [];
+  // Where each conversation message is: the prompt's message, and for a tool message its part.
+  const at: number[] = [];
+  const part: number[] = [];
+  prompt.forEach((message, i) => {
+    if (message.role === 'system') return void system.push(message.content);
+    if (message.role !== 'tool') return void (at.push(i), part.push(-1));
+    message.content.forEach((p, j) => {
+      if (p.type === 'tool-result') (at.push(i), part.push(j));
+    });
+  });
+  const converted: ChatMessage[] = [];
+  return {
+    instructions: system.length ? system.join('\n\n') : undefined,
+    conversation: { length: at.length, at: (i) => (converted[i] ??= messageAt(prompt[at[i]!]!, part[i]!)) },
+  };
+}
+
+/** The prompt as Chat Completions messages, every one converted. */
 export function messagesOf(prompt: LanguageModelV3Prompt): ChatMessage[] {
-  const out: ChatMessage[] = [];
-  for (const message of prompt) {
-    switch (message.role) {
-      case 'system':
-        out.push({ role: 'system', content: message.content });
-        break;
-      case 'user':
-        out.push({ role: 'user', content: message.content.map((p) => (p.type === 'text' ? p.text : fileNote(p.mediaType))).join('') });
-        break;
-      case 'assistant': {
-        let text = '';
-        const calls: ToolCall[] = [];
-        for (const part of message.content) {
-          if (part.type === 'text') text += part.text;
-          else if (part.type === 'tool-call' && !part.providerExecuted)
-            calls.push({ id: part.toolCallId, type: 'function', function: { name: part.toolName, arguments: argumentsOf(part.input) } });
-        }
-        out.push(calls.length ? { role: 'assistant', content: text || null, tool_calls: calls } : { role: 'assistant', content: text });
-        break;
+  const { instructions, conversation } = conversationOf(prompt);
+  const out: ChatMessage[] = instructions === undefined ? [] : [{ role: 'system', content: instructions }];
+  for (let i = 0; i < conversation.length; i++) out.push(conversation.at(i));
+  return out;
+}
+
+function messageAt(message: LanguageModelV3Prompt[number], part: number): ChatMessage {
+  switch (message.role) {
+    case 'system':
+      return { role: 'system', content: message.content };
+    case 'user':
+      return { role: 'user', content: message.content.map((p) => (p.type === 'text' ? p.text : fileNote(p.mediaType))).join('') };
+    case 'assistant': {
+      let text = '';
+      const calls: ToolCall[] = [];
+      for (const p of message.content) {
+        if (p.type === 'text') text += p.text;
+        else if (p.type === 'tool-call' && !p.providerExecuted)
+          calls.push({ id: p.toolCallId, type: 'function', function: { name: p.toolName, arguments: argumentsOf(p.input) } });
       }
-      case 'tool':
-        for (const part of message.content)
-          if (part.type === 'tool-result') out.push({ role: 'tool', tool_call_id: part.toolCallId, content: outputText(part.output) });
-        break;
+      return calls.length ? { role: 'assistant', content: text || null, tool_calls: calls } : { role: 'assistant', content: text };
+    }
+    case 'tool': {
+      const result = message.content[part]!;
+      if (result.type !== 'tool-result') throw new Error('not a tool result');
+      return { role: 'tool', tool_call_id: result.toolCallId, content: outputText(result.output) };
     }
   }
-  return out;
 }
 
 export function toolSpecsOf(tools: LanguageModelV3CallOptions['tools']): ToolSpec[] {

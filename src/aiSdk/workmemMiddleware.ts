@@ -18,7 +18,7 @@ import type { Session } from '../session/session.js';
 import { aiSdkModel } from './aiSdkModel.js';
 import { classifyAiSdk } from './aiSdkErrors.js';
 import { promptOf } from './aiSdkPrompt.js';
-import { messagesOf, responseOf, toolSpecsOf } from './hostPrompt.js';
+import { conversationOf, responseOf, toolSpecsOf } from './hostPrompt.js';
 import { PartAssembler } from './partAssembler.js';
 
 export interface WorkmemOptions extends Omit<HostLoopOptions, 'model' | 'contextWindow' | 'summarize'> {
@@ -67,7 +67,7 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
 
   /** The host's call, prepared by the session: the call options to send instead. */
   const prepare = async (params: LanguageModelV3CallOptions): Promise<PreparedCall> =>
-    loop.prepare({ messages: messagesOf(params.prompt), tools: toolSpecsOf(params.tools) });
+    loop.prepare({ ...conversationOf(params.prompt), tools: toolSpecsOf(params.tools) });
   const sent = (params: LanguageModelV3CallOptions, call: PreparedCall): LanguageModelV3CallOptions => ({
     ...params,
     prompt: promptOf(call.request, explicit),

@@ -9,7 +9,7 @@
  * answer (or the failure: an overflow is compacted once and the request built again) comes in.
  */
 import { randomUUID } from 'node:crypto';
-import type { HostPassOutcome } from '../../machines/sessionMachine.js';
+import type { HostCall, HostConversation, HostPassOutcome } from '../../machines/sessionMachine.js';
 import type { ToolResult } from '../../machines/turnMachine.js';
 import type { TurnError } from '../events.js';
 import type { ChatMessage, ToolCall } from '../history/messages.js';
@@ -88,12 +88,17 @@ export class HostLoop {
     return this.session.tools;
   }
 
-  /** Everything the host's loop holds for this call, and the tools it sends: the request to send instead. */
-  prepare(call: { messages: readonly ChatMessage[]; tools: readonly ToolSpec[] }): Promise<PreparedCall> {
+  /**
+   * Everything the host's loop holds for this call (its system messages are its instructions)
+   * and the tools it sends: the request to send instead. A host may hand over its conversation
+   * as a view read by index, converting a message only when it is read.
+   */
+  prepare(call: { messages: readonly ChatMessage[]; tools: readonly ToolSpec[] } | Omit<HostCall, 'id'>): Promise<PreparedCall> {
     const id = randomUUID();
+    const given = 'messages' in call ? splitSystem(call.messages) : call;
     return this.exclusive(async () => {
       const delivered = this.nextRequest();
-      const ended = (this.current = this.session.hostPass({ type: 'call', call: { id, messages: call.messages, tools: call.tools } }));
+      const ended = (this.current = this.session.hostPass({ type: 'call', call: { id, ...given, tools: call.tools } }));
       const first = await Promise.race([delivered, ended.then((outcome) => ({ outcome }))]);
       if (!('outcome' in first)) return { call: first, done: ended };
       this.waiting = null;
@@ -178,6 +183,13 @@ class Bridge implements LLM {
   complete(request: LLMRequest, options: LLMCallOptions): Promise<LLMResponse> {
     return this.deliver(request, options);
   }
+}
+
+/** A message list as instructions (its system messages) and the conversation. */
+function splitSystem(messages: readonly ChatMessage[]): { instructions: string | undefined; conversation: HostConversation } {
+  const instructions = messages.flatMap((m) => (m.role === 'system' ? [m.content] : [])).join('\n\n') || undefined;
+  const conversation = instructions === undefined ? messages : messages.filter((m) => m.role !== 'system');
+  return { instructions, conversation: { length: conversation.length, at: (i) => conversation[i]! } };
 }
 
 /** A host loop's call or tools that the session could not take, with the turn's error. */
