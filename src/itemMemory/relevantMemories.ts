@@ -13,16 +13,17 @@ export function latestUserText(view: HistoryView): string {
   return '';
 }
 
-/** The most relevant remembered items, best first, within a token budget. */
+/** The most relevant remembered items, best first, within a token budget; with `userId`, that user's only (as recall). */
 export function relevantMemories(
   memory: ItemMemory,
   query: string,
   inject: { limit: number; maxTokens: number },
   counter: TokenCounter,
+  userId?: string,
 ): string {
   const lines: string[] = [];
   let used = 0;
-  for (const { item } of memory.retrieve(query, { limit: inject.limit })) {
+  for (const { item } of memory.retrieve(query, { limit: inject.limit, ...(userId ? { userId } : {}) })) {
     const line = `- ${item.content} (importance ${item.importance})`;
     const tokens = counter.text(line) + 1;
     if (used + tokens > inject.maxTokens) break;

@@ -7,7 +7,8 @@
 import type Keyv from 'keyv';
 import { repairPairing } from '../history/crashRecovery.js';
 import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
-import { openItemMemory } from '../itemMemory/itemMemoryStore.js';
+import { openItemMemory, removeItemMemory } from '../itemMemory/itemMemoryStore.js';
+import { itemOwner, type ItemOwner } from '../itemMemory/itemKeys.js';
 import { INITIAL_TRACKER, parseTrackerState, reconcileTracker } from '../memory/reminderTracker.js';
 import { redactor, type Redact } from '../secrets/redact.js';
 import { ConfigError, resolveSettings } from '../settings/config.js';
@@ -172,7 +173,7 @@ export function removeSession(id: string, options: StateOptions = {}): Promise<s
     await sessions.remove(found.id);
     await state.delete(INDEX_KEY(found.id));
     await state.delete(TRACKER_KEY(found.id));
-    for (const [key] of await state.entries(`items:session:${found.id}:`)) await state.delete(key);
+    await removeItemMemory(state, { kind: 'session', id: found.id });
     return found.location;
   });
 }
@@ -201,13 +202,17 @@ async function openItems(
   const config = options.itemMemory;
   if (!config) return null;
   if (config.scope === 'user' && !config.userId) throw new ConfigError('itemMemory: scope "user" needs a userId');
-  const scope = config.scope === 'user' ? `user:${config.userId}` : `session:${sessionId}`;
+  let owner: ItemOwner;
+  try {
+    owner = itemOwner(config.scope === 'user' ? { kind: 'user', id: config.userId! } : { kind: 'session', id: sessionId });
+  } catch (error) {
+    throw new ConfigError(`itemMemory: ${(error as Error).message}`);
+  }
   const { inject: _inject, scope: _scope, userId: _user, ...limits } = config;
-  return openItemMemory(state, scope, { ...limits, countTokens: (t) => counter.text(t), ...(options.now ? { now: options.now } : {}) });
+  return openItemMemory(state, owner, { ...limits, countTokens: (t) => counter.text(t), ...(options.now ? { now: options.now } : {}) });
 }
 
 /** The model's secrets, the host's and $OPENAI_API_KEY: never written or reported. */
 function sessionRedactor(options: OpenOptions, env: NodeJS.ProcessEnv): Redact {
   return redactor([...(options.llm.secrets ?? []), ...(options.secrets ?? []), env.OPENAI_API_KEY]);
 }
-

@@ -142,7 +142,10 @@ export class Session {
         ...(options.random ? { random: options.random } : {}),
         redact: record.redact,
         ...(inject && items
-          ? { relevant: (history: HistoryView) => relevantMemories(items.memory, latestUserText(history), inject, counter) }
+          ? {
+              relevant: (history: HistoryView) =>
+                relevantMemories(items.memory, latestUserText(history), inject, counter, options.itemMemory?.userId),
+            }
           : {}),
       }),
     };
