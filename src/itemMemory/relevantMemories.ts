@@ -17,13 +17,12 @@ export function latestUserText(view: HistoryView): string {
 export function relevantMemories(
   memory: ItemMemory,
   query: string,
-  inject: { limit: number; maxTokens: number },
+  inject: { limit: number; maxTokens: number; userId?: string | undefined },
   counter: TokenCounter,
-  userId?: string,
 ): string {
   const lines: string[] = [];
   let used = 0;
-  for (const { item } of memory.retrieve(query, { limit: inject.limit, ...(userId ? { userId } : {}) })) {
+  for (const { item } of memory.retrieve(query, { limit: inject.limit, ...(inject.userId ? { userId: inject.userId } : {}) })) {
     const line = `- ${item.content} (importance ${item.importance})`;
     const tokens = counter.text(line) + 1;
     if (used + tokens > inject.maxTokens) break;

@@ -116,7 +116,8 @@ export class Session {
       emit,
     });
     this.tools = tools.all;
-    const inject = items && options.itemMemory?.inject ? { limit: 5, maxTokens: 300, ...options.itemMemory.inject } : null;
+    const itemConfig = options.itemMemory;
+    const inject = items && itemConfig?.inject ? { limit: 5, maxTokens: 300, ...itemConfig.inject, userId: itemConfig.userId } : null;
     const statics: SessionStatics = {
       sessionId: record.id,
       systemPrompt: systemPrompt({
@@ -142,10 +143,7 @@ export class Session {
         ...(options.random ? { random: options.random } : {}),
         redact: record.redact,
         ...(inject && items
-          ? {
-              relevant: (history: HistoryView) =>
-                relevantMemories(items.memory, latestUserText(history), inject, counter, options.itemMemory?.userId),
-            }
+          ? { relevant: (history: HistoryView) => relevantMemories(items.memory, latestUserText(history), inject, counter) }
           : {}),
       }),
     };
