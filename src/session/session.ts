@@ -19,6 +19,7 @@ import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
 import { latestUserText, relevantMemories } from '../itemMemory/relevantMemories.js';
 import { promptProblem } from '../llm/captureBounds.js';
 import { sumUsage } from '../llm/llm.js';
+import { HeldWrites } from '../memory/heldWrites.js';
 import type { TrackerState } from '../memory/reminderTracker.js';
 import { systemPrompt } from '../prompt/systemPrompt.js';
 import { ConfigError, type resolveSettings } from '../settings/config.js';
@@ -112,6 +113,7 @@ export class Session {
       items,
       options,
       writeQuotaBytes: resolved.turn.writeQuotaBytes,
+      held: new HeldWrites(record.heldFiles, resolved.turn.sessionWriteQuotaBytes),
       redact: record.redact,
       emit,
     });
