@@ -128,7 +128,7 @@ export const sessionMachine = setup({
     current: null,
     base: null,
     tailHint: 0,
-    window: null,
+    window: input.window ?? null,
     last: null,
     abortRequested: false,
   }),

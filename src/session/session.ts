@@ -118,8 +118,7 @@ export class Session {
       emit,
     });
     this.tools = tools.all;
-    const itemConfig = options.itemMemory;
-    const inject = items && itemConfig?.inject ? { limit: 5, maxTokens: 300, ...itemConfig.inject, userId: itemConfig.userId } : null;
+    const inject = items && options.itemMemory?.inject ? { ...options.itemMemory.inject, userId: options.itemMemory.userId } : null;
     const statics: SessionStatics = {
       sessionId: record.id,
       systemPrompt: systemPrompt({
@@ -164,6 +163,7 @@ export class Session {
         pinned,
         health: memory.health,
         modelWrites: meta.memoryWrites,
+        window: meta.recentWindow ?? null,
       },
       ...(options.inspect || trace ? { inspect: combineInspectors(options.inspect, trace?.inspect) } : {}),
     });
