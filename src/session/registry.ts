@@ -31,7 +31,7 @@ async function prepare(options: OpenOptions, caller: 'createSession' | 'openSess
   const resolved = resolveSettings(options.llm, options.settings, env);
   for (const warning of resolved.warnings) options.warn?.(warning);
   const counter = await loadTokenCounter(options.llm.model);
-  const state = await openStateStore(stateStorePath(home), options.stateStore, options.store);
+  const state = await openStateStore(stateStorePath(home), options.stateStore, options.store, options.warn);
   return { env, home, resolved, counter, state };
 }
 
@@ -130,12 +130,15 @@ async function listStore(store: SessionStore, cwd: string | undefined): Promise<
   return found.map((s) => ({ id: s.id, dir: s.location, cwd: s.cwd, createdAt: s.createdAt, name: s.name }));
 }
 
-/** `store`: where the sessions are (default: the filesystem store of the home); the home keeps the state store. */
-type StateOptions = { home?: string; env?: NodeJS.ProcessEnv; stateStore?: Keyv; store?: SessionStore };
+/**
+ * `store`: where the sessions are (default: the filesystem store of the home); the home keeps
+ * the state store; `warn`: where a damaged state file is reported (default a process warning).
+ */
+type StateOptions = { home?: string; env?: NodeJS.ProcessEnv; stateStore?: Keyv; store?: SessionStore; warn?: (message: string) => void };
 
 async function withState<T>(options: StateOptions, run: (state: StateStore, home: string) => Promise<T>): Promise<T> {
   const home = options.home ?? defaultHome(options.env ?? process.env);
-  const state = await openStateStore(stateStorePath(home), options.stateStore, options.store);
+  const state = await openStateStore(stateStorePath(home), options.stateStore, options.store, options.warn);
   try {
     return await run(state, home);
   } finally {

@@ -96,7 +96,7 @@ export class Session {
       const link = (this.live = new LiveLink(liveUrl(options.visualizer), record.id, options.warn, home));
       trace.onRecord((record) => link.send(record));
     }
-    this.bus = new EventBus(record.id, record.redact, now, trace ? (event) => trace.event(event) : undefined);
+    this.bus = new EventBus(record.id, record.redact, now, trace ? (event) => trace.event(event) : undefined, options.warn);
     const emit = (event: SessionEvent): void => this.dispatch(event);
     this.compaction = {
       store: compactionStoreOf(record),
