@@ -25,7 +25,7 @@ import type { ToolCall } from '../src/history/messages.js';
 import { buildPrompt, promptBase, type BuiltPrompt, type PromptBase } from '../src/prompt/promptBuilder.js';
 import { checkRound, markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/reminderTracker.js';
 import { memoryPlacement, retryDelay } from '../src/settings/settings.js';
-import { nextWindow } from '../src/history/recentWindow.js';
+import { baseChanged, nextWindow } from '../src/history/recentWindow.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 
@@ -109,7 +109,7 @@ function baseFor(context: TurnContext, memory: MemorySnapshot): PromptBase {
 /** Phase 2's window for the next request: held while the base stays (baseFor keeps it when nothing changed; recentWindow.ts). */
 function windowFor(context: TurnContext, base: PromptBase): TurnContext['window'] {
   if (context.mode !== 'phase2') return null;
-  return nextWindow(context.window, context.turn, base !== context.base, context.statics.settings);
+  return nextWindow(context.window, context.turn, baseChanged(base, context.base, context.window), context.statics.settings);
 }
 
 /**

@@ -19,6 +19,7 @@ import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
 import { latestUserText, relevantMemories } from '../itemMemory/relevantMemories.js';
 import { promptProblem } from '../llm/captureBounds.js';
 import { sumUsage } from '../llm/llm.js';
+import { HeldWrites } from '../memory/heldWrites.js';
 import type { TrackerState } from '../memory/reminderTracker.js';
 import { systemPrompt } from '../prompt/systemPrompt.js';
 import { ConfigError, type resolveSettings } from '../settings/config.js';
@@ -95,7 +96,7 @@ export class Session {
       const link = (this.live = new LiveLink(liveUrl(options.visualizer), record.id, options.warn, home));
       trace.onRecord((record) => link.send(record));
     }
-    this.bus = new EventBus(record.id, record.redact, now, trace ? (event) => trace.event(event) : undefined);
+    this.bus = new EventBus(record.id, record.redact, now, trace ? (event) => trace.event(event) : undefined, options.warn);
     const emit = (event: SessionEvent): void => this.dispatch(event);
     this.compaction = {
       store: compactionStoreOf(record),
@@ -112,11 +113,12 @@ export class Session {
       items,
       options,
       writeQuotaBytes: resolved.turn.writeQuotaBytes,
+      held: new HeldWrites(record.heldFiles, resolved.turn.sessionWriteQuotaBytes),
       redact: record.redact,
       emit,
     });
     this.tools = tools.all;
-    const inject = items && options.itemMemory?.inject ? { limit: 5, maxTokens: 300, ...options.itemMemory.inject } : null;
+    const inject = items && options.itemMemory?.inject ? { ...options.itemMemory.inject, userId: options.itemMemory.userId } : null;
     const statics: SessionStatics = {
       sessionId: record.id,
       systemPrompt: systemPrompt({
@@ -161,6 +163,7 @@ export class Session {
         pinned,
         health: memory.health,
         modelWrites: meta.memoryWrites,
+        window: meta.recentWindow ?? null,
       },
       ...(options.inspect || trace ? { inspect: combineInspectors(options.inspect, trace?.inspect) } : {}),
     });
