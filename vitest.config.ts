@@ -6,6 +6,9 @@ export default defineConfig({
     hookTimeout: 30_000,
     // gc() for the soak: its heap is measured after a forced collection, not as load leaves it.
     execArgv: ['--expose-gc'],
+    // A passing run prints only the reporter: a test that prints (or raises a process warning) fails the run.
+    reporters: ['default', './test/quietReporter.ts'],
+    setupFiles: ['./test/warningsAsLogs.ts'],
     projects: [
       {
         extends: true,

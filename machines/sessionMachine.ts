@@ -48,6 +48,12 @@ export interface SessionContext extends SessionInput {
   tailHint: number;
   /** Phase 2's window when it holds still across turns (recentWindow.ts). */
   window: RecentWindow | null;
+  /**
+   * Mode saves started so far, for their ids: a child spawned without an id shares the key
+   * `undefined` with every other, so a second save would take the first's place among the
+   * session's children, and the first would outlive the session's stop and report to it.
+   */
+  modeSaves: number;
   last: TurnOutput | null;
   abortRequested: boolean;
   /** The user's compaction while it runs, and how the last one ended. */
@@ -150,11 +156,12 @@ export const sessionMachine = setup({
       if (event.type !== 'mode.announced') return;
       const pinned = event.pinned ? event.mode : null;
       if (event.mode !== context.mode) enqueue.emit({ type: 'mode_changed', from: context.mode, to: event.mode, pinned: event.pinned });
-      if (event.mode !== context.mode || pinned !== context.pinned)
-        enqueue.spawnChild('persistMode', {
-          input: { turn: context.turn, from: context.mode, to: event.mode, pinned, host: context.statics.host },
-        });
-      enqueue.assign({ mode: event.mode, pinned });
+      if (event.mode === context.mode && pinned === context.pinned) return;
+      enqueue.spawnChild('persistMode', {
+        id: `persistMode.${context.modeSaves}`,
+        input: { turn: context.turn, from: context.mode, to: event.mode, pinned, host: context.statics.host },
+      });
+      enqueue.assign({ mode: event.mode, pinned, modeSaves: context.modeSaves + 1 });
     }),
     reportTurnStart: emit(({ context }) => ({
       type: 'turn_start' as const,
@@ -182,7 +189,8 @@ export const sessionMachine = setup({
     current: null,
     base: null,
     tailHint: 0,
-    window: null,
+    window: input.window ?? null,
+    modeSaves: 0,
     last: null,
     abortRequested: false,
     compaction: null,

@@ -8,6 +8,7 @@ import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
 import type { ChatMessage, ToolCall } from '../src/history/messages.js';
 import type { ToolSpec } from '../src/tools/tool.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
+import type { RecentWindow } from '../src/history/recentWindow.js';
 import type { TrackerState } from '../src/memory/reminderTracker.js';
 import type { TurnHost, TurnOutput, TurnStatics } from './turnTypes.js';
 
@@ -84,6 +85,8 @@ export interface SessionInput {
   pinned: HistoryMode | null;
   health: MemoryHealth;
   modelWrites: number;
+  /** Phase 2's held window as the session last saved it (recentWindow.ts). */
+  window?: RecentWindow | null;
 }
 
 export interface AcceptInput extends SessionHostInput {

@@ -238,8 +238,8 @@ describe.each(storesUnderTest('compaction property'))('compaction properties ($n
       }),
       { numRuns: 45, seed: 20261122 },
     );
-    console.log(`compaction properties: ${runs} random sessions, ${compactionsSeen} compactions (${fallbacksSeen} by the fallback)`);
-    expect(compactionsSeen).toBeGreaterThan(40);
-    expect(fallbacksSeen).toBeGreaterThan(5);
+    const figures = `compaction properties: ${runs} random sessions, ${compactionsSeen} compactions (${fallbacksSeen} by the fallback)`;
+    expect(compactionsSeen, figures).toBeGreaterThan(40);
+    expect(fallbacksSeen, figures).toBeGreaterThan(5);
   }, 120_000);
 });

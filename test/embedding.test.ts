@@ -86,7 +86,8 @@ describe('embedding', () => {
   });
 
   it('events are stamped with the session id and time; a throwing listener does not break the session', async () => {
-    const session = await newSession({ llm: scriptedModel([{ text: 'x' }, { text: 'y' }]), now: () => 42 });
+    const warnings: string[] = [];
+    const session = await newSession({ llm: scriptedModel([{ text: 'x' }, { text: 'y' }]), now: () => 42, warn: (m) => warnings.push(m) });
     const seen: string[] = [];
     session.on('turn_end', () => {
       throw new Error('listener bug');
@@ -95,6 +96,7 @@ describe('embedding', () => {
     expect((await session.prompt('one')).status).toBe('done');
     expect((await session.prompt('two')).status).toBe('done');
     expect(seen).toContain('true:42:turn_end');
+    expect(warnings).toEqual(['an event listener threw: listener bug', 'an event listener threw: listener bug']); // the host's warn, not a process warning
     await session.close();
   });
 });

@@ -56,19 +56,17 @@ describe.each(storesUnderTest('long session'))('300-turn sessions with large too
     const { built, compactions } = await runSession(store, true);
     expect(built.length).toBeGreaterThanOrEqual(TURNS * 2);
     const peak = Math.max(...built.map((b) => b.tokens.total));
-    console.log(
-      `compacting model: ${built.length} requests, peak ${peak} tokens (${Math.round((100 * peak) / WINDOW)} %), ${compactions.length} compactions by the model`,
-    );
-    expect(peak).toBeLessThan(0.75 * WINDOW);
-    expect(compactions.length).toBeGreaterThan(10);
+    const figures = `compacting model: ${built.length} requests, peak ${peak} tokens (${Math.round((100 * peak) / WINDOW)} %), ${compactions.length} compactions by the model`;
+    expect(peak, figures).toBeLessThan(0.75 * WINDOW);
+    expect(compactions.length, figures).toBeGreaterThan(10);
     expect(compactions.every((c) => c.reason === 'llm')).toBe(true);
   }, 120_000);
 
   it('a model that never compacts is held inside the window by the fallback', async () => {
     const { built, compactions } = await runSession(store, false);
     const peak = Math.max(...built.map((b) => b.tokens.total));
-    console.log(`non-compacting model: ${built.length} requests, peak ${peak} tokens, ${compactions.length} fallback compactions`);
-    expect(compactions.length).toBeGreaterThan(5);
+    const figures = `non-compacting model: ${built.length} requests, peak ${peak} tokens, ${compactions.length} fallback compactions`;
+    expect(compactions.length, figures).toBeGreaterThan(5);
     expect(compactions.every((c) => c.reason === 'fallback')).toBe(true);
     for (const b of built) expect(b.tokens.total + RESERVE).toBeLessThanOrEqual(WINDOW);
     // Every request after a compaction is below the threshold again.

@@ -74,12 +74,10 @@ beforeAll(() => {
   ok(run('mkdir', ['-p', project], work), 'mkdir');
   ok(run('npm', ['init', '-y'], project), 'npm init');
   ok(run('npm', ['pkg', 'set', 'type=module'], project), 'npm pkg set');
-  const started = performance.now();
   ok(
     run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', tarball], project, INSTALL_TIMEOUT),
     'npm install',
   );
-  process.stderr.write(`pack test: npm install of the tarball took ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
 }, INSTALL_TIMEOUT + 60_000);
 
 afterAll(() => {

@@ -89,8 +89,10 @@ describe.skipIf(!available)('the trace of a session kept in Postgres', () => {
       const records = await (await store.read(session.id)).readTrace();
       expect(turnEnds(records)).toHaveLength(turns);
       expect(records.length).toBeGreaterThan(turns * 10); // a turn makes dozens of records
-      expect(traceInserts()).toBeLessThanOrEqual(turns + 2);
-      console.log(`trace on Postgres: ${turns} turns, ${records.length} records, ${traceInserts()} INSERT statements`);
+      expect(
+        traceInserts(),
+        `trace on Postgres: ${turns} turns, ${records.length} records, ${traceInserts()} INSERT statements`,
+      ).toBeLessThanOrEqual(turns + 2);
     });
   }, 60_000);
 });

@@ -101,6 +101,37 @@ describe.each(storesUnderTest('resume'))('resume ($name store)', (store) => {
     }
   });
 
+  it("round 3 new user: with recentTurnsStep, phase 2's held window carries on across restarts (run -c), byte-identical to an uninterrupted session", async () => {
+    const replies: ScriptedReply[] = [
+      {
+        toolCalls: [
+          {
+            name: 'write',
+            arguments: { path: 'overview.md', content: '# Working Memory\n\n## Known facts\n- The user asks about topics in order.\n' },
+          },
+        ],
+      },
+    ];
+    const prompts: string[] = [];
+    for (let turn = 1; turn <= 12; turn++) {
+      prompts.push(`Question ${turn}: tell me about topic ${turn}.`);
+      replies.push({ text: `Topic ${turn} is about point ${turn}.` });
+    }
+    const settings = { recentTurns: 1, recentTurnsStep: 4 };
+    const straight = await run(replies, prompts, settings, [], store.fresh());
+    const moving = await run(replies, prompts, { recentTurns: 1 }, [], store.fresh());
+    // Every turn in a process of its own, as `workmem run -c` does.
+    const restarted = await run(replies, prompts, settings, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], store.fresh());
+    expect(ofType(straight.events, 'mode_changed').map((e) => e.to)).toEqual(['phase2']);
+    // The window did hold: phase 2 requests carry more than the one recent turn a moving window would.
+    const sizes = (requests: LLMRequest[]) => requests.map((r) => r.messages.length);
+    expect(sizes(straight.requests)).not.toEqual(sizes(moving.requests));
+    expect(restarted.requests).toHaveLength(straight.requests.length);
+    for (const [i, request] of straight.requests.entries()) {
+      expect(JSON.stringify(restarted.requests[i]), `request ${i + 1}`).toBe(JSON.stringify(request));
+    }
+  });
+
   // On Postgres the reminder tracker is in the database (its state table), so the instance
   // that resumes finds the reminder due after a compaction (request 4) as the first left it.
   it(

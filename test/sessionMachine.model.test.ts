@@ -502,6 +502,22 @@ describe('session machine, model-based', () => {
     expect(failedSave.state.context.turn).toBe(1);
   });
 
+  it('round 3 new user: each mode save is a child of its own, so stopping the session stops them all (no event to a stopped actor)', async () => {
+    let resolve: () => void = () => {};
+    const slow = fromPromise<void, PersistModeInput>(() => new Promise<void>((r) => (resolve = r)));
+    const actor = createActor(sessionMachine.provide({ actors: { ...machine.implementations.actors, persistMode: slow } as never }), {
+      input,
+    }).start();
+    actor.send({ type: EV.mode, mode: 'phase2', pinned: true } as never);
+    actor.send({ type: EV.mode, mode: 'phase2', pinned: false } as never);
+    const saves = Object.entries(actor.getSnapshot().children).filter(([, child]) => child?.src === 'persistMode');
+    expect(saves.map(([id]) => id)).toEqual(['persistMode.0', 'persistMode.1']);
+    actor.stop();
+    expect(saves.map(([, child]) => child!.getSnapshot().status)).toEqual(['stopped', 'stopped']);
+    resolve(); // the last save finishing after the stop reports to no one
+    await new Promise((r) => setTimeout(r, 10));
+  });
+
   it('a compaction between turns makes the next request remind, and is refused while a turn runs; a memory write asks historyMode to re-evaluate', () => {
     const compacted = pathOf([
       COMPACT,

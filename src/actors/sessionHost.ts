@@ -13,6 +13,7 @@ import type { SessionEvent } from '../events.js';
 import { answerInterruptedCalls } from '../history/crashRecovery.js';
 import type { HistoryView } from '../history/historyView.js';
 import type { ToolCall } from '../history/messages.js';
+import { baseKey } from '../history/recentWindow.js';
 import type { LLM } from '../llm/llm.js';
 import { TOOL_OUTPUTS_DIR } from '../memory/memoryRules.js';
 import type { Redact } from '../secrets/redact.js';
@@ -113,6 +114,8 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
         pinnedMode: input.pinned,
         memoryWrites: input.modelWrites,
         calibration: input.output.calibration,
+        recentWindow:
+          input.output.window && input.output.base ? { from: input.output.window.from, base: baseKey(input.output.base) } : null,
       });
       // Written behind (the end of a turn does not wait for the state store); a failed earlier write is reported here.
       deps.tracker.persist(input.output.tracker);

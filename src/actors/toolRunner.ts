@@ -13,6 +13,7 @@ import type { SessionRecord } from '../history/sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { Tool, ToolContext, ToolEffects } from '../tools/tool.js';
 import { toTurnError } from '../../machines/turnErrors.js';
+import { MEMORY_UPDATED, MEMORY_WRITTEN } from '../memory/heldWrites.js';
 import { neutraliseTags } from '../prompt/structuralTags.js';
 import { argumentProblem, omittedArguments } from '../tools/toolArguments.js';
 import { invalidNameProblem } from '../llm/captureBounds.js';
@@ -82,9 +83,12 @@ export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, 
       const shown = neutraliseTags(deps.capture ? await deps.capture(call, content, input.turn) : content);
       await append(call, shown, isError, deps.now() - started);
       if (effects?.compacted) compacted = true;
-      const overview = effects?.memoryWrite?.isOverview ? effects.memoryWrite : null;
-      if (overview && !isError) {
-        await record.appendEvent(input.turn, 'memory_updated', { path: overview.path, bytes: overview.bytes });
+      const write = effects?.memoryWrite && !isError ? effects.memoryWrite : null;
+      // Every write's size is logged: what the model holds counts against the session's quota after a resume too.
+      if (write && !write.isOverview) await record.appendEvent(input.turn, MEMORY_WRITTEN, { path: write.path, bytes: write.bytes });
+      const overview = write?.isOverview ? write : null;
+      if (overview) {
+        await record.appendEvent(input.turn, MEMORY_UPDATED, { path: overview.path, bytes: overview.bytes });
         overviewWrite = {
           at: deps.now(),
           path: overview.path,

@@ -15,13 +15,14 @@ import {
   recentTurnsFromEnv,
   recentTurnsStepFromEnv,
   reminderFromEnv,
+  sessionWriteQuotaFromEnv,
   type SettingsOverrides,
 } from '../settings/config.js';
 import { redactor, type Redact } from '../secrets/redact.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import type { SessionStore } from '../storage/sessionStore.js';
 import { databaseOf, storeOf, type DatabaseChoice } from './databaseStore.js';
-import { FALLBACK_TARGETS, MEMORY_POSITIONS } from '../settings/settings.js';
+import { DEFAULT_SESSION_WRITE_QUOTA_BYTES, FALLBACK_TARGETS, MEMORY_POSITIONS } from '../settings/settings.js';
 
 const int = z.number().int().positive();
 const Shape = {
@@ -41,6 +42,7 @@ const Shape = {
   recentTurns: z.number().int().min(0).max(MAX_RECENT_TURNS),
   recentTurnsStep: z.number().int().min(1).max(MAX_RECENT_TURNS),
   keepRecentTurns: z.number().int().min(0),
+  sessionWriteQuotaBytes: int.min(1024),
   fallbackTarget: z.enum(FALLBACK_TARGETS),
   memoryPosition: z.enum(MEMORY_POSITIONS),
   instructions: z.string(),
@@ -86,8 +88,9 @@ export const FLAG_KEYS: Record<string, keyof FileConfig> = {
   'recent-turns-step': 'recentTurnsStep',
   'fallback-target': 'fallbackTarget',
   'memory-position': 'memoryPosition',
+  'session-write-quota': 'sessionWriteQuotaBytes',
 };
-const NUMERIC = new Set<keyof FileConfig>(['contextWindow', 'maxOutputTokens', 'recentTurns', 'recentTurnsStep']);
+const NUMERIC = new Set<keyof FileConfig>(['contextWindow', 'maxOutputTokens', 'recentTurns', 'recentTurnsStep', 'sessionWriteQuotaBytes']);
 
 export function loadConfig(flags: Record<string, unknown>, env: NodeJS.ProcessEnv): CliConfig {
   const home = (typeof flags.home === 'string' && flags.home) || defaultHome(env);
@@ -98,8 +101,10 @@ export function loadConfig(flags: Record<string, unknown>, env: NodeJS.ProcessEn
   const recentTurnsStep = recentTurnsStepFromEnv(env);
   const fallbackTarget = fallbackTargetFromEnv(env);
   const memoryPosition = memoryPositionFromEnv(env);
+  const sessionWriteQuotaBytes = sessionWriteQuotaFromEnv(env);
   const fromEnv = check(
     {
+      ...(sessionWriteQuotaBytes !== undefined ? { sessionWriteQuotaBytes } : {}),
       ...(recentTurns !== undefined ? { recentTurns } : {}),
       ...(recentTurnsStep !== undefined ? { recentTurnsStep } : {}),
       ...(fallbackTarget !== undefined ? { fallbackTarget } : {}),
@@ -194,6 +199,19 @@ export function settingsOf(config: CliConfig): SettingsOverrides {
     keepRecentTurns: config.keepRecentTurns,
     fallbackTarget: config.fallbackTarget,
     memoryPosition: config.memoryPosition,
+    sessionWriteQuotaBytes: config.sessionWriteQuotaBytes,
     reminder: config.reminder,
   });
+}
+
+/**
+ * The session write quota that commands of this home apply (env > config.json > default),
+ * for `sessions show`, which reads a session without the model's flags.
+ */
+export function sessionWriteQuotaOf(home: string, env: NodeJS.ProcessEnv): number {
+  const fromEnv = sessionWriteQuotaFromEnv(env);
+  if (fromEnv !== undefined) return fromEnv;
+  const secrets = [env.OPENAI_API_KEY];
+  const file = readConfigFile(join(home, 'config.json'), secrets, (text) => redactor(secrets)(text));
+  return file.sessionWriteQuotaBytes ?? DEFAULT_SESSION_WRITE_QUOTA_BYTES;
 }

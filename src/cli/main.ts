@@ -26,6 +26,7 @@ const MODEL_OPTIONS: Options = {
   'memory-position': { type: 'string' },
   'recent-turns-step': { type: 'string' },
   'fallback-target': { type: 'string' },
+  'session-write-quota': { type: 'string' },
   'database-url': { type: 'string' },
 };
 const SESSION_OPTIONS: Options = {
@@ -70,6 +71,11 @@ const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
                               WM_MEMORY_POSITION; default before-history;
                               by-phase: after the history in phase 1, before it
                               in phase 2 and hybrid)
+  --session-write-quota <bytes>
+                              what the model's files may hold in working memory
+                              over a session; a write past it is refused and the
+                              model told how to make room (env
+                              WM_SESSION_WRITE_QUOTA; default 33554432, 32 MB)
   --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
 ${DATABASE_HELP}
   --debug                     show stack traces

@@ -13,6 +13,10 @@ import { redactor } from '../secrets/redact.js';
 import { terminalLine, terminalText } from './terminalText.js';
 import { UsageError } from './usageError.js';
 import { databaseOf, storeOf } from './databaseStore.js';
+import { sessionWriteQuotaOf } from './config.js';
+import { byteSize } from '../format/byteSize.js';
+import { HeldWrites, heldFilesOf } from '../memory/heldWrites.js';
+import type { LogEntry } from '../storage/messageLog.js';
 
 export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   const [action = 'list', id, ...extra] = positionals;
@@ -72,6 +76,7 @@ async function sessions(
         `  cwd:      ${terminalLine(meta?.cwd ?? '?')}`,
         `  created:  ${meta ? new Date(meta.createdAt).toISOString() : '?'}    updated: ${meta ? new Date(meta.updatedAt).toISOString() : '?'}`,
         `  turns:    ${meta?.turns ?? '?'}, messages: ${messages.length}, compactions: ${entries.filter((e) => e.type === 'compaction').length}, mode: ${meta?.historyMode ?? '?'}${meta?.pinnedMode ? ' (pinned)' : ''}`,
+        `  written:  ${heldLine(entries, home, io.env)}`,
         ...(damage.length ? [`  damage:   ${damage.length} damaged entries in the log, skipped`] : []),
         '',
         '--- working-memory/overview.md ---',
@@ -126,6 +131,19 @@ export async function memoryMain({ flags, positionals }: { flags: Flags; positio
   } finally {
     await store?.close();
   }
+}
+
+/** What the model's files hold against the session write quota (a config.json that cannot be read leaves the quota unknown). */
+function heldLine(entries: readonly LogEntry[], home: string, env: NodeJS.ProcessEnv): string {
+  const held = new HeldWrites(heldFilesOf(entries), 0);
+  let quota: string;
+  try {
+    const bytes = sessionWriteQuotaOf(home, env);
+    quota = `${byteSize(bytes)} (${Math.floor((held.bytes / bytes) * 100)} %)`;
+  } catch (error) {
+    quota = `? (${(error as Error).message})`;
+  }
+  return `${byteSize(held.bytes)} held by the model's files (${held.count}), of the session write quota of ${quota}`;
 }
 
 async function metaOf(session: SessionReader): Promise<SessionMeta | null> {

@@ -6,6 +6,7 @@
  * Appends go one at a time, each naming the seq it expects, so none can interleave.
  */
 import { randomUUID } from 'node:crypto';
+import { heldFilesOf } from '../memory/heldWrites.js';
 import type { TrackerFacts } from '../memory/reminderTracker.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import { WorkingMemory } from '../memory/workingMemory.js';
@@ -62,6 +63,8 @@ export class SessionRecord {
     derived: DerivedHistory,
     /** What the log said about memory updates when the session was opened. */
     readonly trackerFacts: TrackerFacts,
+    /** What the model's writes held in working-memory when the session was opened, per file (heldWrites.ts). */
+    readonly heldFiles: ReadonlyMap<string, number>,
     /** What was wrong when the session was opened (empty when nothing was). */
     readonly damage: readonly string[],
     private readonly report: { lines: Damage[]; repairs: Repair[] },
@@ -90,7 +93,17 @@ export class SessionRecord {
     });
     const storage = await store.create({ meta, redact, now });
     return closingOnError(storage, async () => {
-      const record = new SessionRecord(storage, meta, deriveHistory([]), trackerFactsOf([]), [], { lines: [], repairs: [] }, now, redact);
+      const record = new SessionRecord(
+        storage,
+        meta,
+        deriveHistory([]),
+        trackerFactsOf([]),
+        new Map(),
+        [],
+        { lines: [], repairs: [] },
+        now,
+        redact,
+      );
       await record.memory.init();
       return record;
     });
@@ -145,7 +158,17 @@ export class SessionRecord {
       await storage.writeMeta(meta, { durable: false });
     }
     damage.push(...storage.openNotes);
-    const record = new SessionRecord(storage, meta, derived, trackerFactsOf(loaded.entries), damage, report, now, redact);
+    const record = new SessionRecord(
+      storage,
+      meta,
+      derived,
+      trackerFactsOf(loaded.entries),
+      heldFilesOf(loaded.entries),
+      damage,
+      report,
+      now,
+      redact,
+    );
     await record.memory.init();
     return record;
   }

@@ -191,8 +191,11 @@ export class ItemMemory {
     return results.sort((a, b) => b.score - a.score || b.item.timestamp - a.item.timestamp).slice(0, limit);
   }
 
-  /** TTL first, always; then the strategy. Returns the items removed. */
-  forget(options: { strategy: unknown; threshold?: unknown; maxAgeDays?: unknown }): MemoryItem[] {
+  /**
+   * TTL first, always; then the strategy. Returns the items removed. With `userId`, the
+   * strategy touches that user's items only and only theirs are returned.
+   */
+  forget(options: { strategy: unknown; threshold?: unknown; maxAgeDays?: unknown; userId?: string }): MemoryItem[] {
     const strategies: ForgetStrategy[] = ['importance_based', 'time_based', 'capacity_based'];
     if (!strategies.includes(options?.strategy as ForgetStrategy)) {
       throw new ItemMemoryError(`unknown forget strategy ${JSON.stringify(options?.strategy)}; use one of ${strategies.join(', ')}`);
@@ -218,20 +221,30 @@ export class ItemMemory {
     } else {
       capacity = Math.floor(number('threshold', options.threshold, this.maxCapacity, 0));
     }
+    const owned = (item: MemoryItem): boolean => options.userId === undefined || item.userId === options.userId;
     const before = new Map([...this.entries].map(([id, e]) => [id, e.item]));
     const expired = this.expire();
-    const removed =
-      capacity !== null
-        ? this.enforceCapacity(capacity)
-        : [...this.entries.values()].filter((e) => select(e.item)).map((e) => this.remove(e.item.id));
+    let removed: string[];
+    if (capacity === null)
+      removed = [...this.entries.values()].filter((e) => owned(e.item) && select(e.item)).map((e) => this.remove(e.item.id));
+    else if (options.userId === undefined) removed = this.enforceCapacity(capacity);
+    else {
+      const now = this.now();
+      const mine = [...this.entries.values()]
+        .map((e) => e.item)
+        .filter(owned)
+        .sort((a, b) => this.priorityAt(a, now) - this.priorityAt(b, now) || a.timestamp - b.timestamp);
+      removed = mine.slice(0, Math.max(0, mine.length - capacity)).map((item) => this.remove(item.id));
+    }
     const all = [...expired, ...removed];
     if (all.length) this.notify({ removed: all });
-    return all.map((id) => before.get(id)!);
+    return all.map((id) => before.get(id)!).filter(owned);
   }
 
-  forgetItem(id: string): MemoryItem | null {
+  /** Forget one item; with `userId`, only if it is that user's. */
+  forgetItem(id: string, userId?: string): MemoryItem | null {
     const entry = this.entries.get(id);
-    if (!entry) return null;
+    if (!entry || (userId !== undefined && entry.item.userId !== userId)) return null;
     this.remove(id);
     this.notify({ removed: [id] });
     return entry.item;
@@ -285,7 +298,11 @@ export class ItemMemory {
 
   /** importance × max(0.1, decayFactor^(hours/6)), as of now. */
   priority(item: MemoryItem): number {
-    return item.importance * this.decay(this.now() - item.timestamp);
+    return this.priorityAt(item, this.now());
+  }
+
+  private priorityAt(item: MemoryItem, now: number): number {
+    return item.importance * this.decay(now - item.timestamp);
   }
 
   items(): MemoryItem[] {
@@ -386,7 +403,7 @@ export class ItemMemory {
     const now = this.now();
     let lowest: { id: string; priority: number; timestamp: number } | null = null;
     for (const { item } of this.entries.values()) {
-      const priority = item.importance * this.decay(now - item.timestamp);
+      const priority = this.priorityAt(item, now);
       if (!lowest || priority < lowest.priority || (priority === lowest.priority && item.timestamp < lowest.timestamp))
         lowest = { id: item.id, priority, timestamp: item.timestamp };
     }

@@ -70,12 +70,13 @@ export function itemMemoryTools(
       execute: ({ id, strategy, threshold, max_age_days }) =>
         guarded(() => {
           if (id !== undefined) {
-            const item = memory.forgetItem(id);
+            const item = memory.forgetItem(id, userId);
             return item ? `Forgot ${id}: ${item.content}` : `No remembered item has the id ${id}.`;
           }
           if (!strategy) throw new ItemMemoryError('give an id or a strategy');
-          const removed = memory.forget({ strategy, threshold, maxAgeDays: max_age_days });
-          return `Forgot ${removed.length} item${removed.length === 1 ? '' : 's'}; ${memory.size} left.`;
+          const removed = memory.forget({ strategy, threshold, maxAgeDays: max_age_days, ...(userId ? { userId } : {}) });
+          const left = userId ? memory.items().filter((i) => i.userId === userId).length : memory.size;
+          return `Forgot ${removed.length} item${removed.length === 1 ? '' : 's'}; ${left} left.`;
         }),
     }),
   ];

@@ -13,19 +13,23 @@ export function latestUserText(view: HistoryView): string {
   return '';
 }
 
-/** The most relevant remembered items, best first, within a token budget. */
+/**
+ * The most relevant remembered items, best first, at most `limit` (5) within `maxTokens`
+ * (300); with `userId`, that user's only (as recall).
+ */
 export function relevantMemories(
   memory: ItemMemory,
   query: string,
-  inject: { limit: number; maxTokens: number },
+  inject: { limit?: number; maxTokens?: number; userId?: string | undefined },
   counter: TokenCounter,
 ): string {
   const lines: string[] = [];
+  const maxTokens = inject.maxTokens ?? 300;
   let used = 0;
-  for (const { item } of memory.retrieve(query, { limit: inject.limit })) {
+  for (const { item } of memory.retrieve(query, { limit: inject.limit ?? 5, ...(inject.userId ? { userId: inject.userId } : {}) })) {
     const line = `- ${item.content} (importance ${item.importance})`;
     const tokens = counter.text(line) + 1;
-    if (used + tokens > inject.maxTokens) break;
+    if (used + tokens > maxTokens) break;
     lines.push(line);
     used += tokens;
   }

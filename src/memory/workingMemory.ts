@@ -30,6 +30,9 @@ import {
 
 export * from './memoryRules.js';
 
+/** Called with a write's size and its path (as WriteResult names it) before it is made; throws to refuse it. */
+export type Charge = (bytes: number, path: string) => void;
+
 export class WorkingMemory {
   private overviewVersion: string | null = null;
   private detailVersion: string | null = null;
@@ -95,26 +98,26 @@ export class WorkingMemory {
     return sliceLines(await this.files.read(pathOf(path), { maxBytes: READ_MAX_BYTES }), options);
   }
 
-  /** `charge` may refuse a write by its size (the per-turn quota) before anything is written. */
-  async write(path: unknown, content: string, charge?: (bytes: number) => void): Promise<WriteResult> {
+  /** `charge` may refuse a write by its size and path (the write quotas) before anything is written. */
+  async write(path: unknown, content: string, charge?: Charge): Promise<WriteResult> {
     const rel = await this.relOf(path);
     refuseReserved(rel);
     const bytes = Buffer.byteLength(content);
     checkWriteSize(rel, bytes);
     const existing = await this.files.stat(rel);
     if (existing && existing.kind !== 'file') throw new PathRefusedError(`${rel} exists and is not a regular file`);
-    charge?.(bytes);
+    charge?.(bytes, `working-memory/${rel}`);
     const { created } = await this.files.write(rel, this.redact(content));
     return this.written(rel, bytes, created);
   }
 
-  async edit(path: unknown, oldText: string, newText: string, charge?: (bytes: number) => void): Promise<WriteResult & { replacements: 1 }> {
+  async edit(path: unknown, oldText: string, newText: string, charge?: Charge): Promise<WriteResult & { replacements: 1 }> {
     const rel = await this.relOf(path);
     refuseReserved(rel);
     if (oldText.length === 0) throw new PathRefusedError('old text is empty; use write to replace a whole file');
     const current = await this.files.read(rel, { maxBytes: MAX_FILE_BYTES });
     const { text, bytes } = replaceOnce(rel, current, oldText, newText);
-    charge?.(bytes);
+    charge?.(bytes, `working-memory/${rel}`);
     await this.files.write(rel, this.redact(text));
     return { ...this.written(rel, bytes, false), replacements: 1 };
   }

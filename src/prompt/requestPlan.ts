@@ -8,7 +8,7 @@
 import type { TokenUsage } from '../events.js';
 import { carriedRange } from '../compaction/policy.js';
 import { appendItem, fromItems, type HistoryMode, type HistoryView } from '../history/historyView.js';
-import { nextWindow, type RecentWindow } from '../history/recentWindow.js';
+import { baseChanged, nextWindow, type RecentWindow } from '../history/recentWindow.js';
 import type { LLMUsage } from '../llm/llm.js';
 import type { MemorySnapshot } from '../memory/memoryRules.js';
 import { checkRound, type ReminderDue, type TrackerState } from '../memory/reminderTracker.js';
@@ -56,7 +56,7 @@ export function baseFor(state: RequestState, memory: MemorySnapshot): PromptBase
 /** Phase 2's window for the next request: held while the base stays (baseFor keeps it when nothing changed; recentWindow.ts). */
 export function windowFor(state: RequestState, base: PromptBase): RecentWindow | null {
   if (state.mode !== 'phase2') return null;
-  return nextWindow(state.window, state.turn, base !== state.base, state.statics.settings);
+  return nextWindow(state.window, state.turn, baseChanged(base, state.base, state.window), state.statics.settings);
 }
 
 /**

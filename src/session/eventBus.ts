@@ -18,6 +18,8 @@ export class EventBus {
     private readonly now: () => number,
     /** Hears every event first (the trace recorder). */
     private readonly record?: (event: WorkmemEvent) => void,
+    /** Where a throwing listener is reported (the host's warn); default a process warning. */
+    private readonly warn: (message: string) => void = (message) => process.emitWarning(`workmem: ${message}`),
   ) {}
 
   on(type: string, listener: Listener): () => void {
@@ -37,7 +39,7 @@ export class EventBus {
         try {
           listener(stamped);
         } catch (error) {
-          process.emitWarning(`workmem: an event listener threw: ${(error as Error)?.message ?? error}`);
+          this.warn(`an event listener threw: ${(error as Error)?.message ?? error}`);
         }
       }
     }

@@ -34,7 +34,10 @@ export interface SessionOptions {
   trace?: boolean;
   /** Stream the trace live to `workmem viz`: true (127.0.0.1:4900), a port or a ws:// URL. */
   visualizer?: true | number | string;
-  /** Where warnings go (a setting adjusted to fit another, an unreachable visualizer); default: none. */
+  /**
+   * Where warnings go: a setting adjusted to fit another, an unreachable visualizer (default:
+   * dropped), an event listener that threw, a damaged state file (default: a process warning).
+   */
   warn?: (message: string) => void;
   /**
    * Values to keep out of everything the session writes or reports, besides the model's

@@ -7,7 +7,8 @@
 import type Keyv from 'keyv';
 import { repairPairing } from '../history/crashRecovery.js';
 import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
-import { openItemMemory } from '../itemMemory/itemMemoryStore.js';
+import { openItemMemory, removeItemMemory } from '../itemMemory/itemMemoryStore.js';
+import { itemOwner, type ItemOwner } from '../itemMemory/itemKeys.js';
 import { INITIAL_TRACKER, parseTrackerState, reconcileTracker } from '../memory/reminderTracker.js';
 import { redactor, type Redact } from '../secrets/redact.js';
 import { ConfigError, resolveSettings } from '../settings/config.js';
@@ -31,7 +32,7 @@ async function prepare(options: OpenOptions, caller: 'createSession' | 'openSess
   const resolved = resolveSettings(options.llm, options.settings, env);
   for (const warning of resolved.warnings) options.warn?.(warning);
   const counter = await loadTokenCounter(options.llm.model);
-  const state = await openStateStore(stateStorePath(home), options.stateStore, options.store);
+  const state = await openStateStore(stateStorePath(home), options.stateStore, options.store, options.warn);
   return { env, home, resolved, counter, state };
 }
 
@@ -133,12 +134,15 @@ async function listStore(store: SessionStore, cwd: string | undefined): Promise<
   return found.map((s) => ({ id: s.id, dir: s.location, cwd: s.cwd, createdAt: s.createdAt, name: s.name }));
 }
 
-/** `store`: where the sessions are (default: the filesystem store of the home); the home keeps the state store. */
-type StateOptions = { home?: string; env?: NodeJS.ProcessEnv; stateStore?: Keyv; store?: SessionStore };
+/**
+ * `store`: where the sessions are (default: the filesystem store of the home); the home keeps
+ * the state store; `warn`: where a damaged state file is reported (default a process warning).
+ */
+type StateOptions = { home?: string; env?: NodeJS.ProcessEnv; stateStore?: Keyv; store?: SessionStore; warn?: (message: string) => void };
 
 async function withState<T>(options: StateOptions, run: (state: StateStore, home: string) => Promise<T>): Promise<T> {
   const home = options.home ?? defaultHome(options.env ?? process.env);
-  const state = await openStateStore(stateStorePath(home), options.stateStore, options.store);
+  const state = await openStateStore(stateStorePath(home), options.stateStore, options.store, options.warn);
   try {
     return await run(state, home);
   } finally {
@@ -176,7 +180,7 @@ export function removeSession(id: string, options: StateOptions = {}): Promise<s
     await sessions.remove(found.id);
     await state.delete(INDEX_KEY(found.id));
     await state.delete(TRACKER_KEY(found.id));
-    for (const [key] of await state.entries(`items:session:${found.id}:`)) await state.delete(key);
+    await removeItemMemory(state, { kind: 'session', id: found.id });
     return found.location;
   });
 }
@@ -205,9 +209,14 @@ async function openItems(
   const config = options.itemMemory;
   if (!config) return null;
   if (config.scope === 'user' && !config.userId) throw new ConfigError('itemMemory: scope "user" needs a userId');
-  const scope = config.scope === 'user' ? `user:${config.userId}` : `session:${sessionId}`;
+  let owner: ItemOwner;
+  try {
+    owner = itemOwner(config.scope === 'user' ? { kind: 'user', id: config.userId! } : { kind: 'session', id: sessionId });
+  } catch (error) {
+    throw new ConfigError(`itemMemory: ${(error as Error).message}`);
+  }
   const { inject: _inject, scope: _scope, userId: _user, ...limits } = config;
-  return openItemMemory(state, scope, { ...limits, countTokens: (t) => counter.text(t), ...(options.now ? { now: options.now } : {}) });
+  return openItemMemory(state, owner, { ...limits, countTokens: (t) => counter.text(t), ...(options.now ? { now: options.now } : {}) });
 }
 
 /** The model's secrets, the host's and $OPENAI_API_KEY: never written or reported. */

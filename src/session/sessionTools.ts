@@ -9,6 +9,7 @@ import { ConfigError } from '../settings/config.js';
 import { memoryTools } from '../tools/memoryTools.js';
 import type { Tool } from '../tools/tool.js';
 import type { WorkingMemory } from '../memory/workingMemory.js';
+import type { HeldWrites } from '../memory/heldWrites.js';
 import type { SessionOptions } from './options.js';
 
 export interface SessionTools {
@@ -23,12 +24,14 @@ export function sessionTools(parts: {
   items: PersistentItemMemory | null;
   options: Pick<SessionOptions, 'tools' | 'itemMemory'>;
   writeQuotaBytes: number;
+  /** What the model's writes hold, against the session's quota. */
+  held: HeldWrites;
   redact: Redact;
   emit(event: SessionEvent): void;
 }): SessionTools {
   const { compaction, items, options } = parts;
   const builtIn = [
-    ...memoryTools(parts.memory, { writeQuotaBytes: parts.writeQuotaBytes }),
+    ...memoryTools(parts.memory, { writeQuotaBytes: parts.writeQuotaBytes, held: parts.held }),
     compactHistoryTool(compaction, { emit: parts.emit }),
   ];
   if (items)

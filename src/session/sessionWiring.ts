@@ -16,6 +16,7 @@ import type { HistoryView } from '../history/historyView.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
 import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
 import { latestUserText, relevantMemories } from '../itemMemory/relevantMemories.js';
+import { HeldWrites } from '../memory/heldWrites.js';
 import type { MemorySnapshot } from '../memory/memoryRules.js';
 import type { TrackerState } from '../memory/reminderTracker.js';
 import type { PromptTokens } from '../prompt/promptBuilder.js';
@@ -78,7 +79,7 @@ export function wireSession(
     const link = (live = new LiveLink(liveUrl(options.visualizer), record.id, options.warn, home));
     trace.onRecord((r) => link.send(r));
   }
-  const bus = new EventBus(record.id, record.redact, now, trace ? (event) => trace.event(event) : undefined);
+  const bus = new EventBus(record.id, record.redact, now, trace ? (event) => trace.event(event) : undefined, options.warn);
   const compaction: CompactionDeps = {
     store: compactionStoreOf(record),
     counter,
@@ -93,12 +94,13 @@ export function wireSession(
     items,
     options,
     writeQuotaBytes: resolved.turn.writeQuotaBytes,
+    held: new HeldWrites(record.heldFiles, resolved.turn.sessionWriteQuotaBytes),
     redact: record.redact,
     emit: dispatch,
   });
   const systemPromptFor = (instructions: string | undefined, toolNames: string[]): string =>
     systemPrompt({ ...(instructions ? { instructions } : {}), fallbackThreshold: resolved.turn.fallbackThreshold, toolNames });
-  const inject = items && options.itemMemory?.inject ? { limit: 5, maxTokens: 300, ...options.itemMemory.inject } : null;
+  const inject = items && options.itemMemory?.inject ? { ...options.itemMemory.inject, userId: options.itemMemory.userId } : null;
   const statics: SessionStatics = {
     sessionId: record.id,
     systemPrompt: systemPromptFor(
@@ -141,6 +143,7 @@ export function wireSession(
     pinned,
     health: parts.memory.health,
     modelWrites: meta.memoryWrites,
+    window: meta.recentWindow ?? null,
   };
   trace?.memory(parts.memory.version, parts.memory.content);
   trace?.flush(); // a page opened now finds the start on disk; live records follow

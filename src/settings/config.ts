@@ -36,6 +36,8 @@ export interface SettingsOverrides {
   toolOutput?: { maxLines?: number; maxBytes?: number };
   /** Bytes the model may write to working memory in one turn (default 8 MB). */
   writeQuotaBytes?: number;
+  /** Bytes the model's files may hold in working memory over the session (default 32 MB). */
+  sessionWriteQuotaBytes?: number;
   /** `true` pins phase 1 (docs/design.md §2.6). */
   injectHistory?: boolean;
   historyMode?: 'auto' | HistoryMode;
@@ -77,6 +79,7 @@ const OverridesSchema = z
       .strict()
       .optional(),
     writeQuotaBytes: int(1024).optional(),
+    sessionWriteQuotaBytes: int(1024).optional(),
     injectHistory: z.boolean().optional(),
     historyMode: z.enum(['auto', 'phase1', 'phase2', 'hybrid']).optional(),
   })
@@ -140,6 +143,11 @@ export function recentTurnsStepFromEnv(env: NodeJS.ProcessEnv): number | undefin
   return wholeFromEnv(env, 'WM_RECENT_TURNS_STEP', 1, MAX_RECENT_TURNS);
 }
 
+/** WM_SESSION_WRITE_QUOTA → bytes the model's files may hold in working memory over a session. */
+export function sessionWriteQuotaFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  return wholeFromEnv(env, 'WM_SESSION_WRITE_QUOTA', 1024, Number.MAX_SAFE_INTEGER);
+}
+
 /** WM_FALLBACK_TARGET → how far the fallback compacts (docs/design.md §2.5). */
 export function fallbackTargetFromEnv(env: NodeJS.ProcessEnv): FallbackTarget | undefined {
   return choiceFromEnv(env, 'WM_FALLBACK_TARGET', FALLBACK_TARGETS);
@@ -190,6 +198,7 @@ export function resolveSettings(
       maxRequestsPerTurn: o.maxRequestsPerTurn,
       compaction: o.compaction,
       writeQuotaBytes: o.writeQuotaBytes,
+      sessionWriteQuotaBytes: o.sessionWriteQuotaBytes ?? sessionWriteQuotaFromEnv(env),
     }),
     toolOutput: { ...base.toolOutput, ...definedOnly(o.toolOutput ?? {}) },
     reminder: { ...base.reminder, ...reminderFromEnv(env), ...definedOnly(o.reminder ?? {}) },

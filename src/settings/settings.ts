@@ -77,7 +77,16 @@ export interface TurnSettings {
   toolOutput: OutputLimits;
   /** Bytes the model's write and edit calls may write in one turn; more are refused with a tool error. */
   writeQuotaBytes: number;
+  /**
+   * Bytes the model's write and edit calls may keep in working-memory over the whole
+   * session (each file at the size its last write left); a write past it is refused with a
+   * tool error (src/memory/heldWrites.ts).
+   */
+  sessionWriteQuotaBytes: number;
 }
+
+/** The default session write quota: room for thousands of pages of notes, never a disk filled by one session. */
+export const DEFAULT_SESSION_WRITE_QUOTA_BYTES = 32 * 1024 * 1024;
 
 export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 4, baseDelayMs: 500, maxDelayMs: 30_000 };
 
@@ -99,6 +108,7 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
     compaction: 'llm',
     toolOutput: DEFAULT_OUTPUT_LIMITS,
     writeQuotaBytes: 8 * 1024 * 1024,
+    sessionWriteQuotaBytes: DEFAULT_SESSION_WRITE_QUOTA_BYTES,
   };
 }
 

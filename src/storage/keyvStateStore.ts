@@ -2,7 +2,7 @@
  * Any keyv 5 instance as the state store, instead of the files under `<home>/state/`:
  * the host builds it with the adapter it wants (`new Keyv({ store: new KeyvSqlite(uri) })`,
  * Redis, Postgres, a Map) and owns it: workmem never disconnects it. Keys are
- * `session:<id>`, `tracker:<id>` and `items:<scope>:<id>`; give workmem its own
+ * `session:<id>`, `tracker:<id>` and `items:<kind>:<owner>:<id>` (itemKeys.ts); give workmem its own
  * namespace. Listing by prefix (sessions, a scope's items) needs `keyv.iterator`, which
  * keyv provides for a Map and for the SQL and Redis adapters.
  */

@@ -22,6 +22,8 @@ export const SessionMetaSchema = z.object({
   calibration: z.number().int(),
   model: z.string().nullable(),
   language: z.enum(['en', 'zh']),
+  /** Phase 2's held window (recentWindow.ts), so a resumed session carries on with it; absent: none. */
+  recentWindow: z.object({ from: z.number().int().positive(), base: z.string() }).nullable().optional(),
 });
 export type SessionMeta = z.infer<typeof SessionMetaSchema>;
 

@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { PathRefusedError } from '../errors/pathRefused.js';
 import { defineTool, type BuiltInToolOutput, type Tool, type ToolOutput } from './tool.js';
 import type { WriteResult } from '../memory/memoryRules.js';
-import type { WorkingMemory } from '../memory/workingMemory.js';
+import type { Charge, WorkingMemory } from '../memory/workingMemory.js';
+import type { HeldWrites } from '../memory/heldWrites.js';
 import { byteSize as size } from '../format/byteSize.js';
 
 const DEFAULT_READ_LINES = 2000;
@@ -29,6 +30,8 @@ const EditParameters = z.object({
 export interface MemoryToolOptions {
   /** Bytes the write and edit tools may write in one turn (300 writes of 230 KB once put 71 MB on disk). */
   writeQuotaBytes?: number;
+  /** What the model's writes hold over the session, against the session's quota (six turns once held 10.9 MB). */
+  held?: HeldWrites;
 }
 
 export const DEFAULT_WRITE_QUOTA_BYTES = 8 * 1024 * 1024;
@@ -36,17 +39,20 @@ export const DEFAULT_WRITE_QUOTA_BYTES = 8 * 1024 * 1024;
 export function memoryTools(memory: WorkingMemory, options: MemoryToolOptions = {}): Tool[] {
   const quota = options.writeQuotaBytes ?? DEFAULT_WRITE_QUOTA_BYTES;
   const used = { turn: -1, bytes: 0, writes: 0 };
-  /** Throws before a write that would pass the turn's quota; counts it otherwise. */
-  const charge = (turn: number) => (bytes: number) => {
-    if (used.turn !== turn) Object.assign(used, { turn, bytes: 0, writes: 0 });
-    if (used.bytes + bytes > quota) {
-      throw new PathRefusedError(
-        `not written: this turn has already written ${size(used.bytes)} in ${used.writes} writes, and ${size(bytes)} more would pass the quota of ${size(quota)} per turn. Write less (the memory is for notes, not dumps), or continue in the next turn`,
-      );
-    }
-    used.bytes += bytes;
-    used.writes++;
-  };
+  /** Throws before a write that would pass the session's or the turn's quota; counts it otherwise. */
+  const charge =
+    (turn: number): Charge =>
+    (bytes, path) => {
+      options.held?.check(path, bytes);
+      if (used.turn !== turn) Object.assign(used, { turn, bytes: 0, writes: 0 });
+      if (used.bytes + bytes > quota) {
+        throw new PathRefusedError(
+          `not written: this turn has already written ${size(used.bytes)} in ${used.writes} writes, and ${size(bytes)} more would pass the quota of ${size(quota)} per turn. Write less (the memory is for notes, not dumps), or continue in the next turn`,
+        );
+      }
+      used.bytes += bytes;
+      used.writes++;
+    };
   const guarded = async (run: () => ToolOutput | Promise<ToolOutput>): Promise<ToolOutput> => {
     try {
       return await run();
@@ -58,6 +64,7 @@ export function memoryTools(memory: WorkingMemory, options: MemoryToolOptions = 
   };
   /** The result, with the write as its effect (a write of overview.md resets the reminder). */
   const written = (result: WriteResult, verb: string): BuiltInToolOutput => {
+    options.held?.held(result.path, result.bytes);
     const lines = [`${verb} ${result.path} (${result.bytes} bytes).`];
     if (result.warning) lines.push(`Warning: ${result.warning}`);
     const { path, bytes, isOverview, warning } = result;

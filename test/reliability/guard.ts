@@ -3,8 +3,9 @@
  * (bounded at capture, nothing frozen, nothing lost); 300 writes of 230 KB in one turn (the
  * per-turn quota); a secret as tool name and call id (masked in every event); look-alike
  * framing tags through tool output, overview.md, a read-back detail file and a summary; an
- * overview.md that is a planted symlink or a 1 GiB sparse file; and a child process swapping
- * a folder for a symlink while the read tool reads (0 bytes from outside).
+ * overview.md that is a planted symlink or a 1 GiB sparse file; a child process swapping
+ * a folder for a symlink while the read tool reads (0 bytes from outside); and issue 24's
+ * session write quota and item memory of users whose ids extend one another's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -155,6 +156,97 @@ async function writeQuota(tally: Tally, fast: boolean): Promise<void> {
       `${(onDisk / 1048576).toFixed(1)} MB in files, ${(logBytes / 1048576).toFixed(1)} MB of log; ${written.length} written, ${refused} refused`,
     );
   });
+}
+
+/**
+ * Issue 24 #15: turn after turn of 1 MB of notes in new files (the issue's six turns held 10.9
+ * MB) against the session's quota, the default 32 MB (`fast`: 4 MB). What the files hold
+ * stays within it, every write past it is refused saying so, and trimming a file makes room.
+ */
+async function sessionQuota(tally: Tally, fast: boolean): Promise<void> {
+  const [turns, quotaMB] = fast ? [6, 4] : [40, 32];
+  await withSession(fast ? { settings: { sessionWriteQuotaBytes: quotaMB * 1024 * 1024 } } : {}, async (h) => {
+    const note = 'notes '.repeat((200 * 1024) / 6); // five per turn: one tool call's arguments are at most 256 KB
+    for (let i = 0; i < turns; i++) {
+      h.next({ toolCalls: [0, 1, 2, 3, 4].map((k) => ({ name: 'write', arguments: { path: `detail/q${i}-${k}.md`, content: note } })) });
+      await h.session.prompt(`note ${i}`);
+    }
+    const ends = h.events.filter((e): e is Extract<SessionEvent, { type: 'tool_end' }> => e.type === 'tool_end');
+    const written = ends.filter((e) => !e.isError).length;
+    const refused = ends.filter((e) => e.isError && e.content.includes(`of this session's quota of ${quotaMB}.0 MB`)).length;
+    h.next({ toolCalls: [{ name: 'write', arguments: { path: 'detail/q0-0.md', content: '' } }] });
+    await h.session.prompt('trim the first');
+    h.next({ toolCalls: [{ name: 'write', arguments: { path: 'detail/after-trim.md', content: note } }] });
+    await h.session.prompt('one more');
+    const afterTrim = h.events.filter((e): e is Extract<SessionEvent, { type: 'tool_end' }> => e.type === 'tool_end').slice(-2);
+    const detail = join(h.session.dir, 'working-memory', 'detail');
+    // The model's files only: the history's compaction archives beside them are workmem's.
+    const held = readdirSync(detail).reduce((n, f) => n + (/^(q|after-trim)/.test(f) ? statSync(join(detail, f)).size : 0), 0);
+    tally.add(
+      `${turns} turns of 1 MB notes against a ${quotaMB} MB session quota`,
+      {
+        survived: held <= quotaMB * 1024 * 1024 && refused > 0 && written + refused === turns * 5 && afterTrim.every((e) => !e.isError),
+        detail: `${(held / 1048576).toFixed(1)} MB held, ${written} written, ${refused} refused; after a trim: ${afterTrim.map((e) => e.content.slice(0, 80)).join(' / ')}`,
+      },
+      `${(held / 1048576).toFixed(1)} MB held; ${written} written, ${refused} refused with the usage and the limit; a trim made room`,
+    );
+  });
+}
+
+/**
+ * Issue 24 #1: users whose ids extend one another (`org1` and `org1:alice`) share a state
+ * store; each request carries its own user's items only, whatever the ids.
+ */
+async function itemOwners(tally: Tally): Promise<void> {
+  const pairs = [
+    ['org1', 'org1:alice'],
+    ['a', 'a:'],
+    ['team.x', 'team.x:y:z'],
+    ['u', 'u%3Az'],
+    ['bob@example.com', 'bob@example.com/2'],
+    ['张', '张:三'],
+  ];
+  const home = mkdtempSync(join(tmpdir(), 'workmem-guard-items-'));
+  try {
+    for (const [i, users] of pairs.entries()) {
+      const facts = users.map((user, j) => `Fact ${i}-${j} of the ledger belongs to ${user} only.`);
+      for (const [j, user] of users.entries()) {
+        const remember = { toolCalls: [{ name: 'remember', arguments: { content: facts[j], importance: 0.9 } }] };
+        const session = await createSession({
+          llm: scriptedModel([remember, { text: 'Noted.' }]),
+          home,
+          cwd: '/guard',
+          env: {},
+          trace: false,
+          itemMemory: { scope: 'user', userId: user! },
+        });
+        await session.prompt('remember this');
+        await session.close();
+      }
+      for (const [j, user] of users.entries()) {
+        const llm = scriptedModel([{ text: 'ok' }]);
+        const session = await createSession({
+          llm,
+          home,
+          cwd: '/guard',
+          env: {},
+          trace: false,
+          itemMemory: { scope: 'user', userId: user!, inject: {} },
+        });
+        await session.prompt('What does the ledger say?');
+        await session.close();
+        const sent = JSON.stringify(llm.requests);
+        const leaked = facts.filter((fact, k) => k !== j && sent.includes(fact)).length;
+        tally.add(
+          "item memory of users whose ids extend one another's",
+          { survived: leaked === 0 && sent.includes(facts[j]!), lost: leaked, detail: `${user}: ${leaked} of the other user's items sent` },
+          `${pairs.length * 2} users: each request carried its own items, none of the other's`,
+        );
+      }
+    }
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
 }
 
 async function masking(tally: Tally): Promise<void> {
@@ -308,6 +400,8 @@ export async function guardCases(options: { reads?: number; fast?: boolean } = {
   const tally = new Tally(FAMILY);
   await captureBounds(tally, options.fast ? 1 : 10);
   await writeQuota(tally, options.fast ?? false);
+  await sessionQuota(tally, options.fast ?? false);
+  await itemOwners(tally);
   await masking(tally);
   await lookAlikes(tally);
   await overviewFile(tally);
