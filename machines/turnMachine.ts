@@ -102,7 +102,8 @@ export const turnMachine = setup({
     overThreshold: ({ context }) => overThreshold(context),
     exceedsWindow: ({ context }) =>
       context.prompt!.tokens.total + context.statics.settings.reserveOutputTokens > context.statics.settings.contextWindow,
-    responseHasToolCalls: ({ event }) => ((event as unknown as { output?: LlmOutput }).output?.message.tool_calls?.length ?? 0) > 0,
+    toolCallsToRun: ({ context, event }) =>
+      context.hostLoop !== true && ((event as unknown as { output?: LlmOutput }).output?.message.tool_calls?.length ?? 0) > 0,
     overflowNotYetRetried: ({ context, event }) =>
       !context.overflowRetried && toTurnError((event as { error?: unknown }).error).kind === 'overflow',
     retryable: ({ context, event }) =>
@@ -304,12 +305,12 @@ export const turnMachine = setup({
           host: context.statics.host,
         }),
         onDone: [
-          { guard: 'hostLoop', target: 'done', actions: 'takeResponse' },
           {
-            guard: 'responseHasToolCalls',
+            guard: 'toolCallsToRun',
             target: 'runTools',
             actions: 'takeResponse',
           },
+          // No calls, or a host's loop, which runs them itself.
           { target: 'done', actions: 'takeResponse' },
         ],
         onError: [

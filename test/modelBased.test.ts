@@ -44,7 +44,7 @@ describe('turn machine, model-based', () => {
     counter = await loadTokenCounter('gpt-4o');
   });
 
-  function setupTurn(compaction: 'llm' | 'auto' = 'llm', longPast = false) {
+  function setupTurn(compaction: 'llm' | 'auto' = 'llm', longPast = false, host: 'call' | 'tools' | null = null) {
     // A 4000-token window: a small memory fits easily, a large one crosses the 75 % line
     // (compaction) but still fits, a huge one cannot fit at all. With the auto policy, a
     // medium memory (~45 %) reaches the compression guide's tiers, and an earlier turn is
@@ -75,6 +75,9 @@ describe('turn machine, model-based', () => {
       tracker: INITIAL_TRACKER,
       calibration: 0,
       base: null,
+      // A host's loop: a model call's pass, or a pass that runs workmem's tools the host was asked for.
+      ...(host ? { hostLoop: true } : {}),
+      ...(host === 'tools' ? { calls: [{ id: 'c9', type: 'function' as const, function: { name: 'write', arguments: '{}' } }] } : {}),
     };
     const answer: LlmOutput = { history, message: { role: 'assistant', content: 'Hi' }, usage: null, finishReason: 'stop' };
     const call: LlmOutput = {
@@ -142,6 +145,16 @@ describe('turn machine, model-based', () => {
       { input: past.input, serialize: serialize as never },
       run,
     );
+    // And a host's loop: its model calls' passes and its tools passes.
+    for (const host of ['call', 'tools'] as const) {
+      const hosted = setupTurn('llm', false, host);
+      runPaths(
+        machine,
+        getShortestPaths(machine, { input: hosted.input, events: hosted.events, serializeState: serialize as never }),
+        { input: hosted.input, serialize: serialize as never },
+        run,
+      );
+    }
     const states = allStateIds(machine);
     expect(states.filter((id) => !run.visited.has(id))).toEqual([]);
     expect(states).toEqual(
@@ -188,10 +201,33 @@ describe('turn machine, model-based', () => {
         'turn.stream --xstate.error.actor.llm[overflowNotYetRetried]--> turn.compacting',
         'turn.stream --xstate.error.actor.llm[retryable]--> turn.retryWait',
         'turn.markUpdated --always[requestLimitReached]--> turn.failed',
+        'turn.start --always[toolsGiven]--> turn.runTools',
+        'turn.markUpdated --always[hostLoop]--> turn.done',
         'turn --abort--> turn.aborted',
       ]),
     );
   }, 180_000); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
+
+  it("a host's loop: a call's pass ends at the answer, tool calls and all; a tools pass runs them and marks the memory", () => {
+    const call = setupTurn('llm', false, 'call');
+    const callPaths = getShortestPaths(call.machine, { input: call.input, events: call.events, serializeState: call.serialize as never });
+    const ends = (paths: typeof callPaths) =>
+      paths
+        .filter((p) => p.state.value === 'done')
+        .map((p) => p.steps.map((s) => s.event.type as string).filter((t) => t !== 'xstate.init'));
+    // Done as soon as the model answered, whether or not it called tools: the host runs them.
+    expect(ends(callPaths)).toContainEqual(['xstate.done.actor.memoryStore', 'xstate.done.actor.llm']);
+    expect(callPaths.some((p) => p.steps.some((s) => s.state.matches('runTools')))).toBe(false);
+    const tools = setupTurn('llm', false, 'tools');
+    const toolPaths = getShortestPaths(tools.machine, {
+      input: tools.input,
+      events: tools.events,
+      serializeState: tools.serialize as never,
+    });
+    // Straight to the tools, then done: no request to the model.
+    expect(ends(toolPaths)).toContainEqual(['xstate.done.actor.toolRunner']);
+    expect(toolPaths.some((p) => p.steps.some((s) => s.state.matches('loadMemory')))).toBe(false);
+  });
 
   it('the paths say what the spec says', () => {
     const { machine, input, events, serialize } = setupTurn();

@@ -46,6 +46,15 @@ const COMPACTOR_ERROR = 'xstate.error.actor.compactor';
 /** The user's compaction, between turns. */
 const COMPACT: Step = { type: EV.compact, id: 'k1', target: 'all', strategy: 'archive', keepRecent: 3 };
 const REFUSED = 'a turn is running: wait for it or abort it, then compact';
+const ACCEPT_CALL_DONE = 'xstate.done.actor.acceptCall';
+const ACCEPT_CALL_ERROR = 'xstate.error.actor.acceptCall';
+const BUSY = 'the session is busy with another call: one at a time';
+/** A host loop's model call, and its tools pass (workmem's write, which the model called). */
+const CALL: Step = {
+  type: 'call',
+  call: { id: 'h1', instructions: undefined, conversation: { length: 1, at: () => ({ role: 'user', content: 'hi' }) }, tools: [] },
+};
+const TOOLS: Step = { type: 'tools', id: 'h2', calls: [{ id: 'c1', type: 'function', function: { name: 'write', arguments: '{}' } }] };
 
 type Snap = SnapshotFrom<typeof sessionMachine>;
 type Step = { type: string; [key: string]: unknown };
@@ -103,7 +112,7 @@ const input: SessionInput = {
   modelWrites: 0,
 };
 
-function turnOutput(s: Snap, status: 'done' | 'aborted' | 'failed'): TurnOutput {
+function turnOutput(s: Snap, status: 'done' | 'aborted' | 'failed', toolCalls = 0): TurnOutput {
   return {
     status,
     text: status === 'done' ? 'the answer' : '',
@@ -115,7 +124,7 @@ function turnOutput(s: Snap, status: 'done' | 'aborted' | 'failed'): TurnOutput 
     base: null,
     tailHint: 0,
     window: null,
-    toolCalls: 0,
+    toolCalls,
     results: [],
   };
 }
@@ -136,14 +145,28 @@ function eventsIn(s: Snap): Step[] {
     // … and pinning (or unpinning) the mode it is in: no switch, but the pin is kept.
     { type: EV.mode, mode: c.mode, pinned: c.pinned === null },
   ];
+  // Paths take one of three worlds, so the graph stays small: a user's prompts, a user's
+  // compaction, or a host loop's passes (each also tried where it is refused).
+  const prompted = c.turn > 0 || c.queue.length > 0 || c.current !== null;
+  const hosted = c.pass !== null || c.passed !== null;
+  const compacting = c.compaction !== null || c.compacted !== null;
   // One compaction asked per path: in idle it runs, elsewhere it is refused.
-  if (!c.compacted && !c.compaction) events.push(COMPACT);
+  if (!compacting && !hosted) events.push(COMPACT);
   if (s.children.compactor) {
     events.push({ type: COMPACTOR_DONE, output: { history: saved(1), replaced: 2, result: { changed: 2 } } });
     events.push({ type: COMPACTOR_ERROR, error: new Error('ENOSPC: no space left on device') });
   }
   const given = c.turn + c.queue.length;
-  if (given < 2) events.push({ type: EV.prompt, prompt: { id: `p${given + 1}`, text: `prompt ${given + 1}` } });
+  if (given < 2 && !hosted) events.push({ type: EV.prompt, prompt: { id: `p${given + 1}`, text: `prompt ${given + 1}` } });
+  // A host loop's passes: one call or one tools pass per path; tried once a prompt runs too, where it is refused.
+  if (!hosted && !compacting && (!prompted || c.current !== null)) events.push(CALL, TOOLS);
+  if (s.children.acceptCall) {
+    events.push({
+      type: ACCEPT_CALL_DONE,
+      output: { history: saved(c.turn * 2 + 1), turn: c.turn + 1, opened: { text: 'hi' }, systemPrompt: 'test', tools: [] },
+    });
+    events.push({ type: ACCEPT_CALL_ERROR, error: new Error('ENOSPC: no space left on device') });
+  }
   if (c.modelWrites < 1) events.push({ type: EV.memoryWritten, health: real });
   if (s.children.accept) {
     events.push({ type: ACCEPT_DONE, output: { history: saved(c.turn * 2 - 1) } });
@@ -152,8 +175,11 @@ function eventsIn(s: Snap): Step[] {
   if (s.children.turn) {
     events.push({ type: EV.report, event: REPORT });
   }
-  if (s.children.turn)
+  if (s.children.turn) {
     for (const status of ['done', 'aborted', 'failed'] as const) events.push({ type: TURN_DONE, output: turnOutput(s, status) });
+    // A host loop's call that ends with tool calls for the host to run: the turn goes on.
+    if (c.pass?.kind === 'call') events.push({ type: TURN_DONE, output: turnOutput(s, 'done', 1) });
+  }
   if (s.children.save) {
     events.push({ type: SAVE_DONE, output: { history: saved(c.turn * 2 + 1) } });
     events.push({ type: SAVE_ERROR, error: new Error('EACCES: permission denied') });
@@ -174,12 +200,14 @@ const stateOf = (s: Snap) =>
     force: s.context.tracker.forceNext,
     last: s.context.last?.status ?? null,
     compacted: s.context.compacted ? ('error' in s.context.compacted ? 'error' : 'done') : null,
+    pass: s.context.pass?.id ?? null,
+    passed: s.context.passed ? `${s.context.passed.id}:${s.context.passed.error ?? s.context.passed.output?.status}` : null,
   });
 
 // ---------------------------------------------------------------------------------------
 // The reference model: what the session should show outward, step by step.
 
-type Phase = 'idle' | 'accepting' | 'running' | 'saving' | 'compacting';
+type Phase = 'idle' | 'accepting' | 'running' | 'saving' | 'compacting' | 'acceptingCall';
 interface Expected {
   phase: Phase;
   turn: number;
@@ -194,6 +222,9 @@ interface Expected {
   last: TurnOutput | null;
   /** How the user's compaction ended: its result's changed count, or its error. */
   compacted: { changed: number } | { error: string } | null;
+  /** A host loop's pass in progress, and how the last one ended. */
+  pass: { id: string; kind: 'call' | 'tools' } | null;
+  passed: string | null;
   emitted: SessionEvent[];
   told: string[];
   persisted: string[];
@@ -213,6 +244,8 @@ function expectedAfter(steps: Step[]): Expected {
     history: 0,
     last: null,
     compacted: null,
+    pass: null,
+    passed: null,
     emitted: [],
     told: [],
     persisted: [],
@@ -227,6 +260,11 @@ function expectedAfter(steps: Step[]): Expected {
   };
   const turnEnd = (): void => {
     const last = m.last!;
+    // A host loop's pass: its turn ends with an answer that leaves no tools to run (or a failure); a tools pass ends none.
+    const pass = m.pass;
+    m.pass = null;
+    if (pass) m.passed = `${pass.id}:${last.status}`;
+    if (pass && (pass.kind === 'tools' || (last.toolCalls > 0 && last.status === 'done'))) return;
     m.emitted.push({
       type: 'turn_end',
       turn: m.turn,
@@ -265,6 +303,40 @@ function expectedAfter(steps: Step[]): Expected {
         if (m.phase === 'idle') m.phase = 'compacting';
         else m.compacted = { error: REFUSED };
         break;
+      case 'call':
+      case 'tools': {
+        const id = e.type === 'call' ? (e.call as { id: string }).id : (e.id as string);
+        if (m.phase !== 'idle') m.passed = `${id}:${BUSY}`;
+        else {
+          m.pass = { id, kind: e.type };
+          m.phase = e.type === 'call' ? 'acceptingCall' : 'running';
+        }
+        break;
+      }
+      case ACCEPT_CALL_DONE: {
+        const output = e.output as { history: HistoryView; turn: number; opened: { text: string } | null };
+        m.history = output.history.items.length;
+        m.turn = output.turn;
+        if (output.opened) {
+          m.current = { id: m.pass!.id, text: output.opened.text };
+          m.emitted.push({ type: 'turn_start', turn: m.turn, promptId: m.pass!.id, text: output.opened.text });
+        }
+        m.phase = 'running';
+        break;
+      }
+      case ACCEPT_CALL_ERROR: {
+        const message = (e.error as Error).message;
+        m.emitted.push({
+          type: 'error',
+          turn: m.turn,
+          error: { kind: 'storage', message: `the call's messages were not saved: ${message}`, retryable: false },
+          fatal: true,
+        });
+        m.passed = `${m.pass!.id}:${message}`;
+        m.pass = null;
+        m.phase = 'idle';
+        break;
+      }
       case COMPACTOR_DONE:
         m.history = 1;
         m.forceNext = true; // something was compacted: the next request reminds
@@ -389,6 +461,8 @@ function runChecked(paths: StatePath<Snap, Step>[], run?: PathRun): PathRun {
                   ? { error: s.context.compacted.error }
                   : { changed: s.context.compacted.result.changed }
                 : null,
+              pass: s.context.pass ? { id: s.context.pass.id, kind: s.context.pass.kind } : null,
+              passed: s.context.passed ? `${s.context.passed.id}:${s.context.passed.error ?? s.context.passed.output?.status}` : null,
             },
             what,
           ).toEqual({
@@ -404,6 +478,8 @@ function runChecked(paths: StatePath<Snap, Step>[], run?: PathRun): PathRun {
             history: want.history,
             last: want.last?.status ?? null,
             compacted: want.compacted,
+            pass: want.pass,
+            passed: want.passed,
           });
         };
       },
