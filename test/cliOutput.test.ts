@@ -11,6 +11,7 @@ import { openaiChat } from '../src/llm/openaiChat.js';
 import { scripted, startTestServer, type TestServer } from '../src/testing/index.js';
 import { runCli as cli } from './cliProcess.js';
 import { cliServerEnv, tempHome } from './helpers.js';
+import { brokenConfigs, keyPieces } from './reliability/cli.js';
 
 let server: TestServer;
 let env: NodeJS.ProcessEnv;
@@ -119,6 +120,41 @@ describe('configuration errors', () => {
     const long = await cli(['run', 'hi', '--model', 'm', '--language', 'x'.repeat(5000)], { env });
     expect(long.code).toBe(2);
     expect(long.stderr.length).toBeLessThan(400);
+  });
+});
+
+describe('configuration errors, issue 24', () => {
+  it('round 3 #13: a config.json that is not JSON is placed by line and column, with not a character of its key, under --debug too', async () => {
+    const key = 'sk-proj-Zq9XwV7bKt3LmN8pRs2TuY6v';
+    const home = tempHome();
+    for (const text of brokenConfigs(key)) {
+      writeFileSync(join(home, 'config.json'), text);
+      for (const args of [
+        ['run', 'hi'],
+        ['run', 'hi', '--debug'],
+      ]) {
+        const result = await cli(args, { env: { ...env, WORKMEM_HOME: home } });
+        expect(result.code, text).toBe(2);
+        expect(result.stderr, text).toMatch(/config\.json is not valid JSON: .*(line \d+, column \d+|ends too early)/);
+        expect(keyPieces(result.stderr, key), `${text}\n${result.stderr}`).toEqual([]);
+      }
+    }
+    writeFileSync(join(home, 'config.json'), `{"model": "m",\n  "apiKey": ${key}}`);
+    expect((await cli(['run', 'hi'], { env: { ...env, WORKMEM_HOME: home } })).stderr).toContain('unexpected text at line 2, column 13');
+  });
+
+  it('round 3 new user: an invalid value lists every valid value, from a flag, config.json or the environment alike', async () => {
+    const whole = 'is invalid: expected one of before-history, after-history, by-phase\n';
+    const home = tempHome();
+    const flag = await cli(['run', 'hi', '--memory-position', 'middle'], { env: { ...env, WORKMEM_HOME: home } });
+    expect(flag.stderr).toBe(`workmem run: --memory-position = "middle" ${whole}`);
+    writeFileSync(join(home, 'config.json'), JSON.stringify({ memoryPosition: 'middle' }));
+    const file = await cli(['run', 'hi'], { env: { ...env, WORKMEM_HOME: home } });
+    expect(file.stderr).toBe(`workmem run: ${join(home, 'config.json')}: memoryPosition = "middle" ${whole}`);
+    const fromEnv = await cli(['run', 'hi'], { env: { ...env, WORKMEM_HOME: tempHome(), WM_MEMORY_POSITION: 'middle' } });
+    expect(fromEnv.stderr).toBe(`workmem run: WM_MEMORY_POSITION="middle" ${whole}`);
+    const target = await cli(['chat', '--fallback-target', 'most'], { env: { ...env, WORKMEM_HOME: tempHome() } });
+    expect(target.stderr).toBe('workmem chat: --fallback-target = "most" is invalid: expected one of budget, recent-turns\n');
   });
 });
 

@@ -3,7 +3,8 @@
  * terminal escape sequences — OSC 52 clipboard writes, screen clears, window titles, 8-bit
  * C1 controls, a bare \r — and a session name with a newline that would forge a table
  * row; an RPC line with no newline, far over the 16 MB limit; an API key in the history,
- * a session name and a bad configuration value. Every command is the built CLI, spawned.
+ * a session name, a bad configuration value and a config.json that is not JSON. Every
+ * command is the built CLI, spawned.
  * **lost** counts printed control sequences, forged rows and keys found.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +29,26 @@ const HOSTILE = `Here ${SEQUENCES.join(' and ')} end.`;
 /** Anything a terminal would act on: C0 but \n and \t, DEL, C1. */
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 const KEY = 'sk-cliFAMILY-0123456789abcdefghijklmn';
+
+/** config.json files that are not JSON, each with `key` where V8's message would quote the text around the error. */
+export function brokenConfigs(key: string): string[] {
+  return [
+    `{"apiKey": ${key}}`, // unquoted: V8 quotes the text around the token
+    `{"apiKey": "${key}" "model": "m"}`,
+    `{"apiKey": "${key}", }`,
+    `apiKey=${key}`,
+    `{"model": "m",\n "apiKey": "${key.slice(0, 10)}\n${key.slice(10)}"}`,
+    `{"apiKey": "${key}"}\ntrailing ${key}`,
+    `"${key}`,
+  ];
+}
+
+/** Any run of `n` characters of `key` past its `sk-` prefix found in `text`. */
+export function keyPieces(text: string, key: string, n = 4): string[] {
+  const pieces: string[] = [];
+  for (let i = 3; i + n <= key.length; i++) if (text.includes(key.slice(i, i + n))) pieces.push(key.slice(i, i + n));
+  return pieces;
+}
 
 function controls(text: string): number {
   return text.match(CONTROL)?.length ?? 0;
@@ -107,6 +128,22 @@ export async function cliCases(options: { lineSizesMB?: number[] } = {}): Promis
       const found = result.stderr.includes(KEY) ? 1 : 0;
       tally.add(fault, { survived: result.code === 2 && /is invalid/.test(result.stderr) && !found, lost: found, detail: result.stderr });
     }
+    // A config.json that is not JSON, under --debug (stack traces): V8 quotes the text around the error.
+    let quoted = 0;
+    let said = '';
+    for (const text of brokenConfigs(KEY)) {
+      writeFileSync(join(configHome, 'config.json'), text);
+      const result = await runCli(['run', 'hi', '--debug'], { env: { ...env, WORKMEM_HOME: configHome, OPENAI_API_KEY: '' }, cwd });
+      const pieces = keyPieces(result.stderr, KEY).length;
+      quoted += pieces;
+      if (result.code !== 2 || !/is not valid JSON: .*(line \d+, column \d+|ends too early)/.test(result.stderr) || pieces)
+        said = result.stderr;
+    }
+    tally.add('masking: a key in a config.json that is not JSON, under --debug', {
+      survived: said === '' && quoted === 0,
+      lost: quoted,
+      detail: said.slice(0, 300) || `${quoted} pieces of the key printed`,
+    });
     rmSync(configHome, { recursive: true, force: true });
 
     // The RPC line limit: one error for the long line, then the next command is answered.
