@@ -4,12 +4,13 @@
  * and bad configuration values are refused without printing a secret.
  * (Run `npm run build` before running this file alone.)
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openaiChat } from '../src/llm/openaiChat.js';
 import { scripted, startTestServer, type TestServer } from '../src/testing/index.js';
-import { runCli as cli } from './cliProcess.js';
+import { cmdlineWhileRunning, runCli as cli } from './cliProcess.js';
+import { DATABASE_URL_WARNING } from '../src/cli/processTitle.js';
 import { cliServerEnv, tempHome } from './helpers.js';
 import { brokenConfigs, keyPieces } from './reliability/cli.js';
 
@@ -155,6 +156,61 @@ describe('configuration errors, issue 24', () => {
     expect(fromEnv.stderr).toBe(`workmem run: WM_MEMORY_POSITION="middle" ${whole}`);
     const target = await cli(['chat', '--fallback-target', 'most'], { env: { ...env, WORKMEM_HOME: tempHome() } });
     expect(target.stderr).toBe('workmem chat: --fallback-target = "most" is invalid: expected one of budget, recent-turns\n');
+  });
+});
+
+describe('the database URL and the command line', () => {
+  const password = 'pw-on-the-command-line-93';
+  const url = `postgres://ada:${password}@127.0.0.1:1/nowhere`;
+
+  const cmdlineOf = (args: string[]) => cmdlineWhileRunning(['viz', '--port', '0', '--home', tempHome(), ...args], 'workmem visualizer on');
+
+  it.runIf(existsSync('/proc/self/cmdline'))(
+    'round 3 #2: --database-url leaves /proc/<pid>/cmdline at once, and a warning says it was visible',
+    async () => {
+      for (const form of [['--database-url', url], [`--database-url=${url}`]]) {
+        const { cmdline, stderr } = await cmdlineOf(form);
+        expect(cmdline).not.toContain(password);
+        expect(cmdline).toMatch(/^workmem viz --port 0 --home \S+ --database-url[ =]\*\*\*$/);
+        expect(stderr).toBe(DATABASE_URL_WARNING);
+        expect(stderr).toMatch(/other local users can read it .*WORKMEM_DATABASE_URL or --database-url-file/);
+      }
+    },
+  );
+
+  it('round 3 #2: the URL comes from --database-url-file or WORKMEM_DATABASE_URL, without a warning, and --help says so everywhere', async () => {
+    const dir = tempHome();
+    const file = join(dir, 'database-url');
+    writeFileSync(file, `\n${url}\n`, { mode: 0o600 });
+    // Nothing listens on port 1: the error shows that the file's URL was used, without its password.
+    for (const [args, extra] of [
+      [['sessions', 'list', '--database-url-file', file], {}],
+      [['memory', 'show', 'abcd1234', '--database-url-file', file], {}],
+      [['sessions', 'list'], { WORKMEM_DATABASE_URL: url }],
+    ] as const) {
+      const result = await cli([...args], { env: { ...env, ...extra, WORKMEM_HOME: tempHome() } });
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stderr).toMatch(/PostgreSQL at postgres:\/\/127\.0\.0\.1:1\/nowhere: connect ECONNREFUSED/);
+      expect(result.stderr).not.toContain(password);
+      expect(result.stderr).not.toContain('--database-url puts');
+    }
+    const missing = await cli(['sessions', 'list', '--database-url-file', join(dir, 'nope')], { env });
+    expect(missing).toMatchObject({
+      code: 2,
+      stderr: `workmem sessions: --database-url-file "${join(dir, 'nope')}" cannot be read: ENOENT\n`,
+    });
+    writeFileSync(file, 'mysql://ada:pw@host/db\n');
+    const wrong = await cli(['sessions', 'list', '--database-url-file', file], { env });
+    expect(wrong.stderr).toBe(`workmem sessions: --database-url-file "${file}" must be a postgres:// URL, got "mysql://***@host/db"\n`);
+    const both = await cli(['sessions', 'list', '--database-url-file', file, '--database-url', url], { env });
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('give --database-url or --database-url-file, not both');
+    for (const command of ['chat', 'run', 'rpc', 'sessions', 'memory', 'viz']) {
+      const help = await cli([command, '--help'], { env });
+      expect(help.stdout, command).toMatch(/--database-url-file <path>\s+keep sessions in PostgreSQL/);
+      expect(help.stdout, command).toContain('WORKMEM_DATABASE_URL');
+      expect(help.stdout, command).toMatch(/--database-url <url>\s+the same URL as a flag: other local users can read it/);
+    }
   });
 });
 

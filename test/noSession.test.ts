@@ -7,6 +7,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
+import { DATABASE_URL_WARNING } from '../src/cli/processTitle.js';
 import { runCli as cli } from './cliProcess.js';
 import { tempHome } from './helpers.js';
 
@@ -46,8 +47,10 @@ describe('--no-session', () => {
     ] as const) {
       const result = await cli([command, '--no-session', flag, ...(command === 'run' ? ['hi'] : [])], { env, cwd: tempHome() });
       expect(result.code, `${command} ${flag}`).toBe(2);
-      expect(result.stderr).toMatch(
-        new RegExp(`^workmem ${command}: --no-session keeps nothing, so it does not go with --${flag.slice(2).split('=')[0]}\\n$`),
+      // A database URL given as a flag is warned about first: it was on the command line.
+      const warned = flag.startsWith('--database-url') ? DATABASE_URL_WARNING : '';
+      expect(result.stderr).toBe(
+        `${warned}workmem ${command}: --no-session keeps nothing, so it does not go with --${flag.slice(2).split('=')[0]}\n`,
       );
       expect(result.stderr).not.toContain('secret');
     }

@@ -57,7 +57,7 @@ export function commandConfig(flags: Flags, env: NodeJS.ProcessEnv): CommandConf
     };
     return { config, throwaway: null, done, onSignals: signals.onSignals };
   }
-  for (const flag of ['session', 'continue', 'database-url', 'inspect', 'inspect-port'])
+  for (const flag of ['session', 'continue', 'database-url', 'database-url-file', 'inspect', 'inspect-port'])
     if (flags[flag] !== undefined) throw new UsageError(`--no-session keeps nothing, so it does not go with --${flag}`);
   // A database named in the environment is not used: the throwaway session lives in the temporary home.
   const config = loadConfig(flags, { ...env, WORKMEM_DATABASE_URL: '' });

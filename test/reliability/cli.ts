@@ -3,16 +3,17 @@
  * terminal escape sequences — OSC 52 clipboard writes, screen clears, window titles, 8-bit
  * C1 controls, a bare \r — and a session name with a newline that would forge a table
  * row; an RPC line with no newline, far over the 16 MB limit; an API key in the history,
- * a session name, a bad configuration value and a config.json that is not JSON. Every
- * command is the built CLI, spawned.
+ * a session name, a bad configuration value and a config.json that is not JSON; a database
+ * password given as a flag, read back from /proc/<pid>/cmdline. Every command is the built
+ * CLI, spawned.
  * **lost** counts printed control sequences, forged rows and keys found.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startTestServer, type ChatRequest, type PolicyReply } from '../../src/testing/index.js';
-import { runCli, type CliResult } from '../cliProcess.js';
+import { cmdlineWhileRunning, runCli, type CliResult } from '../cliProcess.js';
 import { Tally, type FamilyResult } from './report.js';
 
 /** What a hostile model puts in its text, one of each kind. */
@@ -127,6 +128,22 @@ export async function cliCases(options: { lineSizesMB?: number[] } = {}): Promis
       const result = await runCli([...args], { env: runEnv, cwd });
       const found = result.stderr.includes(KEY) ? 1 : 0;
       tally.add(fault, { survived: result.code === 2 && /is invalid/.test(result.stderr) && !found, lost: found, detail: result.stderr });
+    }
+    // A database password given as a flag: gone from the command line other local users read.
+    if (existsSync('/proc/self/cmdline')) {
+      const password = 'pw-cliFAMILY-cmdline-77';
+      for (const form of [
+        ['--database-url', `postgres://ada:${password}@127.0.0.1:1/db`],
+        [`--database-url=postgres://ada:${password}@127.0.0.1:1/db`],
+      ]) {
+        const { cmdline, stderr } = await cmdlineWhileRunning(['viz', '--port', '0', '--home', home, ...form], 'workmem visualizer on');
+        const shown = cmdline.includes(password) ? 1 : 0;
+        tally.add('masking: a database password as --database-url, in /proc/<pid>/cmdline', {
+          survived: !shown && /other local users can read it/.test(stderr),
+          lost: shown,
+          detail: `${cmdline} · ${stderr.slice(0, 200)}`,
+        });
+      }
     }
     // A config.json that is not JSON, under --debug (stack traces): V8 quotes the text around the error.
     let quoted = 0;
