@@ -112,7 +112,11 @@ export class ChatController {
         this.session.setMode(arg as never);
         return this.say('cyan', arg === 'auto' ? 'history mode: automatic' : `history mode pinned to ${arg}`);
       case 'sessions': {
-        const sessions = await listSessions({ home: this.context.config.home, cwd: this.context.io.cwd, ...storeOption(this.context.config) });
+        const sessions = await listSessions({
+          home: this.context.config.home,
+          cwd: this.context.io.cwd,
+          ...storeOption(this.context.config),
+        });
         return this.print(
           sessions
             .map(
@@ -187,7 +191,7 @@ async function chat({ config, throwaway, onSignals }: CommandConfig, flags: Flag
 
   try {
     if (io.stdin.isTTY && io.stdout.isTTY) await terminalLoop(chat, out, io, onSignals);
-    else await lineLoop(chat, out, io);
+    else await lineLoop(chat, out, io, onSignals);
   } finally {
     await chat.close();
   }
@@ -227,30 +231,35 @@ async function terminalLoop(chat: ChatController, out: Output, io: CliIO, onSign
   }
 }
 
-/** Input from a pipe or a file: one message a line. */
-async function lineLoop(chat: ChatController, out: Output, io: CliIO): Promise<void> {
+/**
+ * Input from a pipe or a file: one message a line. SIGINT stops a running turn (a second
+ * within 2 s, or one between turns, ends the chat); SIGTERM and SIGHUP end it, the turn
+ * stopped and the session closed, so a --no-session home is removed.
+ */
+async function lineLoop(chat: ChatController, out: Output, io: CliIO, onSignals: CommandConfig['onSignals']): Promise<void> {
   const rl = createInterface({ input: io.stdin, output: io.stdout, terminal: false });
   rl.setPrompt(paint(out, 'green', '› '));
   let lastInterrupt = 0;
-  const interrupt = (): void => {
+  let ended = false;
+  onSignals((signal) => {
     const now = Date.now();
-    if (chat.session.state.running && now - lastInterrupt > 2000) {
+    if (signal === 'SIGINT' && chat.session.state.running && now - lastInterrupt > 2000) {
       chat.session.abort();
       out.write(`\n${paint(out, 'yellow', STOPPING_NOTICE)}\n`);
       lastInterrupt = now;
       return;
     }
+    ended = true;
+    chat.session.abort();
     rl.close();
-  };
-  process.on('SIGINT', interrupt);
+  });
   try {
     rl.prompt();
     for await (const line of rl) {
-      if ((await handleLine(chat, out, line)) === 'exit') break;
+      if ((await handleLine(chat, out, line)) === 'exit' || ended) break;
       rl.prompt();
     }
   } finally {
-    process.off('SIGINT', interrupt);
     rl.close();
   }
 }
