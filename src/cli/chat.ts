@@ -37,13 +37,17 @@ Esc or Ctrl-C stops a running turn (what it wrote is kept); Ctrl-C twice exits.`
 export class ChatController {
   private stopRendering: () => void = () => {};
   private watch: ContextWatch;
+  /** Set when the user stopped the running turn: settles once the stop has released what it held back. */
+  private stopping: Promise<void> | null = null;
+  /** A stopping notice was printed: nothing more of the answer is drawn after it. */
+  private hushed = false;
 
   constructor(
     public session: Session,
     private readonly out: Output,
     private readonly context: { config: CliConfig; llm: LLM; io: CliIO; throwaway?: boolean },
   ) {
-    this.stopRendering = renderEvents(session, out);
+    this.stopRendering = this.render(session);
     this.watch = this.watchContext(session);
   }
 
@@ -53,8 +57,37 @@ export class ChatController {
     if (!text) return;
     if (text.startsWith('/') && !text.includes('\n')) return this.command(text);
     const result = await this.session.prompt(text);
+    await this.stopping; // its notice before the status line
+    this.stopping = null;
+    this.hushed = false;
     if (result.status === 'failed' && result.error) this.say('red', `the turn failed: ${terminalLine(result.error.message)}`);
     this.say('dim', statusLine(this.session));
+  }
+
+  /**
+   * Stop the running turn (Esc, Ctrl-C, SIGINT). The stop releases the answer's last text,
+   * held back until then so that a key split across deltas could be masked; the abort
+   * goes out in a microtask (Session.abort), and a notice printed meanwhile waits for the
+   * next, so that it follows that text and nothing of the answer follows it.
+   */
+  interrupt(): void {
+    if (!this.session.state.running) return;
+    this.session.abort();
+    this.stopping ??= Promise.resolve();
+  }
+
+  /** A notice while a turn runs (it starts on a line of its own): after what a stop released, and the last thing of the answer. */
+  notice(text: string): void {
+    const show = (): void => {
+      if (this.stopping) this.hushed = true;
+      this.out.write(`${paint(this.out, 'yellow', text)}\n`);
+    };
+    if (this.stopping) void this.stopping.then(show);
+    else show();
+  }
+
+  private render(session: Session): () => void {
+    return renderEvents(session, this.out, undefined, () => this.hushed);
   }
 
   async close(): Promise<void> {
@@ -137,7 +170,7 @@ export class ChatController {
         );
         await this.close();
         this.session = next;
-        this.stopRendering = renderEvents(next, this.out);
+        this.stopRendering = this.render(next);
         this.watch = this.watchContext(next);
         return this.banner();
       }
@@ -204,12 +237,7 @@ async function terminalLoop(chat: ChatController, out: Output, io: CliIO, onSign
     io.stdin,
     io.stdout,
     { first: paint(out, 'green', '› '), next: paint(out, 'green', '… '), width: 2 },
-    {
-      interrupt: () => {
-        if (chat.session.state.running) chat.session.abort();
-      },
-      notice: (text) => out.write(`${paint(out, 'yellow', text)}\n`),
-    },
+    { interrupt: () => chat.interrupt(), notice: (text) => chat.notice(text) },
   );
   // A signal from outside (kill -INT, a closed terminal) ends the chat as Ctrl-C twice would.
   const stop = (): void => {
@@ -244,8 +272,8 @@ async function lineLoop(chat: ChatController, out: Output, io: CliIO, onSignals:
   onSignals((signal) => {
     const now = Date.now();
     if (signal === 'SIGINT' && chat.session.state.running && now - lastInterrupt > 2000) {
-      chat.session.abort();
-      out.write(`\n${paint(out, 'yellow', STOPPING_NOTICE)}\n`);
+      chat.interrupt();
+      chat.notice(`\n${STOPPING_NOTICE}`);
       lastInterrupt = now;
       return;
     }

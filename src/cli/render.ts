@@ -27,9 +27,10 @@ export function terminalOutput(stream: NodeJS.WriteStream, env: NodeJS.ProcessEn
  * Renders one session's events; returns a function that stops rendering. With `answer`,
  * the model's text goes there bare (for `workmem run`: stdout carries only the answer)
  * and everything else to `out`. Text from the model, tools and files passes through
- * terminalText: no escape sequence of theirs reaches the terminal.
+ * terminalText: no escape sequence of theirs reaches the terminal. While `hushed()` says
+ * so (the chat said it is stopping the turn), no more of the answer is drawn.
  */
-export function renderEvents(session: Session, out: Output, answer?: Output): () => void {
+export function renderEvents(session: Session, out: Output, answer?: Output, hushed: () => boolean = () => false): () => void {
   let streaming = false;
   const text = answer ?? out;
   let filter = terminalStream();
@@ -43,12 +44,14 @@ export function renderEvents(session: Session, out: Output, answer?: Output): ()
   return session.on('*', (e: WorkmemEvent) => {
     switch (e.type) {
       case 'message_delta':
+        if (hushed()) break;
         if (!streaming && !answer) out.write(paint(out, 'blue', '● '));
         streaming = true;
         text.write(filter.write(e.delta));
         break;
       case 'message_end':
-        if (streaming) text.write(`${filter.end()}\n`);
+        // Hushed, the notice has ended the line already.
+        if (streaming && !hushed()) text.write(`${filter.end()}\n`);
         filter = terminalStream();
         streaming = false;
         if (e.stop === 'aborted') line('yellow', '(stopped)');

@@ -4,15 +4,16 @@
  * C1 controls, a bare \r — and a session name with a newline that would forge a table
  * row; an RPC line with no newline, far over the 16 MB limit; an API key in the history,
  * a session name, a bad configuration value and a config.json that is not JSON; a database
- * password given as a flag, read back from /proc/<pid>/cmdline. Every command is the built
- * CLI, spawned.
+ * password given as a flag, read back from /proc/<pid>/cmdline; a bracketed paste holding
+ * keys and C1 controls, in chat on a terminal (tmux). Every command is the built CLI, spawned.
  * **lost** counts printed control sequences, forged rows and keys found.
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { startTestServer, type ChatRequest, type PolicyReply } from '../../src/testing/index.js';
+import { startTestServer, type ChatRequest, type PolicyReply, type TestServer } from '../../src/testing/index.js';
+import { Tmux, hasTmux } from '../tmuxChat.js';
 import { cmdlineWhileRunning, runCli, type CliResult } from '../cliProcess.js';
 import { Tally, type FamilyResult } from './report.js';
 
@@ -69,6 +70,46 @@ function hostileModel(request: ChatRequest): PolicyReply {
       ],
     };
   return { content: HOSTILE };
+}
+
+/** Pasted into the chat: keys a paste must not press (Ctrl-C, a command and Return, Esc, Ctrl-D) and C0 and C1 controls. */
+const HOSTILE_PASTE = 'before\u0003/new\nafter\u001b\n\u0004x\u0085y\u009b2Jz\u009d0;owned\u009cend';
+const PASTE_SENT = 'before/new\nafter\nxyzend';
+
+/**
+ * The hostile paste in `workmem chat` on a terminal (tmux): nothing is sent or run before
+ * Enter, and then one message, without a control character. **lost**: turns or sessions
+ * the paste started, and control characters sent.
+ */
+async function hostilePaste(tally: Tally, env: Record<string, string>, cwd: string, server: TestServer): Promise<void> {
+  const tmux = new Tmux({ ...env, NO_COLOR: '1' });
+  try {
+    tmux.start([], cwd);
+    await tmux.seen('/help for commands', 1, 20_000);
+    await tmux.prompt();
+    const before = server.requests.length;
+    tmux.paste(HOSTILE_PASTE, cwd);
+    await tmux.seen('… xyzend');
+    const early = server.requests.length - before;
+    tmux.keys('Enter');
+    await tmux.seen(/\[workmem-test · /);
+    await tmux.prompt();
+    tmux.keys('C-d');
+    await tmux.until('exit', () => tmux.exitStatus() !== null);
+    const users = server.requests
+      .slice(before)
+      .flatMap((r) => r.body.messages.filter((m) => m.role === 'user').map((m) => String(m.content).split('\n\n<context_meta>')[0]!));
+    const sent = [...new Set(users)];
+    const sessions = (tmux.screen().match(/session [0-9a-f-]{36} \(new\)/g) ?? []).length;
+    const lost = early + (sessions - 1) + sent.reduce((n, m) => n + controls(m), 0);
+    tally.add('terminal: a bracketed paste holding Ctrl-C, /new and Return, Esc, Ctrl-D and C1 controls', {
+      survived: lost === 0 && sent.length === 1 && sent[0] === PASTE_SENT,
+      lost,
+      detail: `${early} requests before Enter, ${sessions} sessions, sent ${JSON.stringify(sent).slice(0, 200)}`,
+    });
+  } finally {
+    tmux.kill();
+  }
 }
 
 export async function cliCases(options: { lineSizesMB?: number[] } = {}): Promise<FamilyResult> {
@@ -162,6 +203,8 @@ export async function cliCases(options: { lineSizesMB?: number[] } = {}): Promis
       detail: said.slice(0, 300) || `${quoted} pieces of the key printed`,
     });
     rmSync(configHome, { recursive: true, force: true });
+
+    if (hasTmux) await hostilePaste(tally, { ...env, WORKMEM_HOME: mkdtempSync(join(tmpdir(), 'workmem-cli-paste-')) }, cwd, server);
 
     // The RPC line limit: one error for the long line, then the next command is answered.
     for (const mb of options.lineSizesMB ?? [17]) {
