@@ -72,6 +72,23 @@ describe('chat', () => {
     expect(again.stdout).toContain('history mode: phase1 (pinned)');
   });
 
+  it('round 3 new user: /sessions shows each session with the title sessions list shows, for a session made by run too', async () => {
+    const home = tempHome();
+    const cwd = tempHome();
+    const runEnv = { ...env, WORKMEM_HOME: home };
+    expect((await cli(['run', 'My name is Ada.'], { env: runEnv, cwd })).code).toBe(0);
+    expect((await cli(['chat', '--name', 'planning'], { env: runEnv, cwd, input: 'Hello.\n/exit\n' })).code).toBe(0);
+    const list = await cli(['sessions', 'list'], { env: runEnv, cwd });
+    const listed = list.stdout
+      .trim()
+      .split('\n')
+      .slice(2)
+      .map((row) => ({ id: row.slice(0, 8), title: row.split(/\s{2,}/).at(-1)! }));
+    expect(listed.map((r) => r.title).sort()).toEqual(['My name is Ada.', 'planning']);
+    const chat = await cli(['chat'], { env: runEnv, cwd, input: '/sessions\n/exit\n' });
+    for (const { id, title } of listed) expect(chat.stdout).toMatch(new RegExp(`^  ${id}[0-9a-f-]{28}  [\\d-]+ [\\d:]+  ${title}$`, 'm'));
+  });
+
   it('/compact prints one line, with the history before and after as compaction_end says', async () => {
     const home = tempHome();
     const turns = ['pet', 'city', 'car', 'boat', 'team', 'song'].map(

@@ -8,7 +8,9 @@ import { createInterface } from 'node:readline';
 import type { CliIO, Flags } from './cliIO.js';
 import type { CompactionTarget } from '../compaction/plan.js';
 import type { LLM } from '../llm/llm.js';
-import { listSessions, type Session } from '../session/index.js';
+import type { Session } from '../session/index.js';
+import { redactor } from '../secrets/redact.js';
+import { listedSessions, shownTime } from './sessionList.js';
 import { settingsOf, type CliConfig } from './config.js';
 import { commandConfig, type CommandConfig } from './throwawayHome.js';
 import { ContextWatch, renderContext } from './contextView.js';
@@ -145,17 +147,12 @@ export class ChatController {
         this.session.setMode(arg as never);
         return this.say('cyan', arg === 'auto' ? 'history mode: automatic' : `history mode pinned to ${arg}`);
       case 'sessions': {
-        const sessions = await listSessions({
-          home: this.context.config.home,
-          cwd: this.context.io.cwd,
-          ...storeOption(this.context.config),
-        });
+        const { config, io } = this.context;
+        const sessions = await listedSessions({ home: config.home, cwd: io.cwd, ...storeOption(config) });
+        const mask = redactor([config.apiKey, ...(config.database?.secrets ?? [])]);
         return this.print(
           sessions
-            .map(
-              (s) =>
-                `${s.id === this.session.id ? '*' : ' '} ${s.id}  ${new Date(s.createdAt).toISOString().slice(0, 16)}  ${terminalLine(s.name ?? '')}`,
-            )
+            .map((s) => `${s.id === this.session.id ? '*' : ' '} ${s.id}  ${shownTime(s.updatedAt)}  ${terminalLine(mask(s.title))}`)
             .join('\n') || 'no sessions',
         );
       }
