@@ -22,6 +22,15 @@ beforeAll(async () => {
 });
 afterAll(async () => server.close());
 
+/** The compaction entries of the only session under a home, as messages.jsonl keeps them. */
+function compactionRecords(home: string): { reason: string; tokensBefore: number; tokensAfter: number }[] {
+  return readFileSync(join(sessionDir(home), 'messages.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { type: string; reason: string; tokensBefore: number; tokensAfter: number })
+    .filter((e) => e.type === 'compaction');
+}
+
 /** The only session directory under a home. */
 function sessionDir(home: string): string {
   const root = join(home, 'sessions');
@@ -89,7 +98,7 @@ describe('chat', () => {
     for (const { id, title } of listed) expect(chat.stdout).toMatch(new RegExp(`^  ${id}[0-9a-f-]{28}  [\\d-]+ [\\d:]+  ${title}$`, 'm'));
   });
 
-  it('/compact prints one line, with the history before and after as compaction_end says', async () => {
+  it('/compact prints one line, with the figures of its compaction record', async () => {
     const home = tempHome();
     const turns = ['pet', 'city', 'car', 'boat', 'team', 'song'].map(
       (key, i) => `My ${key} is ${key}-${i}. ${'Some context that makes this turn long enough to be worth archiving. '.repeat(6)}`,
@@ -99,13 +108,32 @@ describe('chat', () => {
     expect(result.code).toBe(0);
     const lines = result.stdout.split('\n').filter((l) => /compact/i.test(l));
     expect(lines).toHaveLength(1);
-    const trace = readFileSync(join(sessionDir(home), 'trace.jsonl'), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { event?: { type: string; reason?: string; tokensBefore: number; tokensAfter: number } });
-    const end = trace.map((r) => r.event).find((e) => e?.type === 'compaction_end' && e.reason === 'manual')!;
-    expect(end.tokensAfter).toBeLessThan(end.tokensBefore);
-    expect(lines[0]).toContain(`${end.tokensBefore} → ${end.tokensAfter} tokens`);
+    const [record] = compactionRecords(home);
+    expect(record).toMatchObject({ reason: 'manual' });
+    expect(record!.tokensAfter).toBeLessThan(record!.tokensBefore);
+    expect(lines[0]).toContain(`${record!.tokensBefore} → ${record!.tokensAfter} tokens`);
+  });
+
+  it('round 3 new user: the fallback marker prints the figures of its compaction record, not the whole request', async () => {
+    const home = tempHome();
+    const turns = Array.from(
+      { length: 10 },
+      (_, i) => `My item${i} is value${i}. ${'Some context that makes this turn long enough to matter. '.repeat(25)}`,
+    );
+    const input = [...turns, '/exit'].join('\n') + '\n';
+    const args = ['chat', '--mode', 'phase1', '--context-window', '4000', '--max-output-tokens', '300'];
+    const result = await cli(args, { env: { ...env, WORKMEM_HOME: home }, cwd: tempHome(), input });
+    expect(result.code).toBe(0);
+    const markers = [...result.stdout.matchAll(/⤓ compacted \((\w+)\): (\d+) items, history (\d+) → (\d+) tokens/g)].map((m) => ({
+      reason: m[1],
+      tokensBefore: Number(m[3]),
+      tokensAfter: Number(m[4]),
+    }));
+    expect(markers.length).toBeGreaterThan(0);
+    expect(markers.every((m) => m.reason === 'fallback')).toBe(true);
+    expect(markers).toEqual(
+      compactionRecords(home).map(({ reason, tokensBefore, tokensAfter }) => ({ reason, tokensBefore, tokensAfter })),
+    );
   });
 });
 

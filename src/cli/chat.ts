@@ -137,7 +137,7 @@ export class ChatController {
       }
       case 'compact': {
         const target = (arg || 'all') as CompactionTarget;
-        // A compaction is reported once, by its compaction_end event (rendered with the history's figures).
+        // A compaction is reported once, by its compaction_end event (rendered with its record's figures).
         const result = await this.session.compact({ target });
         if (!result.changed) this.say('magenta', 'nothing to compact');
         return;

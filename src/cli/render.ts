@@ -5,6 +5,7 @@
  */
 import type { WorkmemEvent } from '../events.js';
 import type { Session } from '../session/index.js';
+import { followCompactions } from './compactionFigures.js';
 import { terminalLine, terminalStream } from './terminalText.js';
 
 export interface Output {
@@ -41,7 +42,14 @@ export function renderEvents(session: Session, out: Output, answer?: Output, hus
     }
     out.write(`${paint(out, color, message)}\n`);
   };
-  return session.on('*', (e: WorkmemEvent) => {
+  // Compactions with the figures of their record (what left the history, what took its place).
+  const stopCompactions = followCompactions(session, (e, before, after) =>
+    line(
+      'magenta',
+      `⤓ compacted (${e.reason}): ${e.replaced} items, history ${before} → ${after} tokens → ${terminalLine(e.files.join(', '))}`,
+    ),
+  );
+  const stopEvents = session.on('*', (e: WorkmemEvent) => {
     switch (e.type) {
       case 'message_delta':
         if (hushed()) break;
@@ -74,13 +82,6 @@ export function renderEvents(session: Session, out: Output, answer?: Output, hus
       case 'mode_changed':
         line('cyan', `⇄ history mode: ${e.from} → ${e.to}${e.pinned ? ' (pinned)' : ''}`);
         break;
-      case 'compaction_end':
-        if (e.replaced > 0)
-          line(
-            'magenta',
-            `⤓ compacted (${e.reason}): ${e.replaced} items, history ${e.tokensBefore} → ${e.tokensAfter} tokens → ${terminalLine(e.files.join(', '))}`,
-          );
-        break;
       case 'retry':
         line('yellow', `↻ ${terminalLine(e.error.message)}; retrying in ${(e.delayMs / 1000).toFixed(1)} s (attempt ${e.attempt})`);
         break;
@@ -89,6 +90,10 @@ export function renderEvents(session: Session, out: Output, answer?: Output, hus
         break;
     }
   });
+  return () => {
+    stopCompactions();
+    stopEvents();
+  };
 }
 
 /** model · tokens used / window (%) · history mode · rounds since the last memory update · input served by the prompt cache */
