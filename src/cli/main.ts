@@ -166,7 +166,8 @@ ${DATABASE_HELP}`,
 Starts the local OpenAI-compatible test server with protocolFollower — a deterministic,
 scripted stand-in for a language model — and runs a conversation through the same code
 path as chat: facts stated early and asked late, a reminder, memory written, the switch
-to phase 2, a compaction. Ends with a table of what happened.`,
+to phase 2, a compaction. Ends with a table of what happened. Its session is kept in a
+home of its own, a new temporary folder it names (or --home <dir>), not in your sessions.`,
     options: { turns: { type: 'string' }, home: { type: 'string' }, quiet: { type: 'boolean' } },
     load: () => import('./demo.js'),
   },
