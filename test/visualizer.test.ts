@@ -27,7 +27,7 @@ import { readTrace, startVizServer, type VizServer } from '../src/viz/vizServer.
 import type { TraceRecord } from '../src/viz/traceRecorder.js';
 import type { WorkmemEvent } from '../src/events.js';
 import { cliPath } from './cliProcess.js';
-import type { RecordedRequest } from '../src/testing/index.js';
+import { protocolFollower, startTestServer, type RecordedRequest } from '../src/testing/index.js';
 import { collect, newSession, ofType, tempHome } from './helpers.js';
 import { auth, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
 
@@ -1323,5 +1323,34 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     expect(blocked.violations).toContain('script-src-elem');
     expect(errors.filter((e) => !/Content Security Policy/.test(e))).toEqual([]);
     await page.close();
+  });
+
+  it('round 3 new user: a page showing no session opens the session a chat --inspect starts, live, and follows it', async () => {
+    const model = await startTestServer({ policy: protocolFollower({ seed: 3 }) });
+    const { page, errors } = await open('');
+    expect(await page.inputValue('#session')).toBe('');
+    const env = { PATH: process.env.PATH, WORKMEM_HOME: home, OPENAI_BASE_URL: model.baseURL, WORKMEM_MODEL: 'workmem-test' };
+    const chat = spawn(process.execPath, [cliPath(), 'chat', '--inspect-port', String(server.port)], { env, cwd: tempHome() });
+    const closed = new Promise((resolve) => chat.once('close', resolve));
+    let out = '';
+    chat.stdout.on('data', (d) => (out += d));
+    chat.stderr.resume();
+    try {
+      await until(() => /session [0-9a-f-]{36} \(new\)/.test(out), 15_000);
+      const id = /session ([0-9a-f-]{36}) \(new\)/.exec(out)![1]!;
+      await page.waitForFunction((id) => (document.querySelector('#session') as HTMLSelectElement).value === id, id);
+      chat.stdin.write('My dog is Rex.\n');
+      await page.waitForFunction(() => document.querySelectorAll('#timeline .point').length >= 1);
+      await page.waitForFunction(() => document.querySelector('#chart .node.active')?.id === 'state:turn.done');
+      chat.stdin.end('/exit\n');
+      await closed;
+      await page.waitForFunction(() => document.querySelector('#live')?.textContent === '● live: none');
+      expect(await page.inputValue('#session')).toBe(id);
+      expect(errors).toEqual([]);
+    } finally {
+      chat.kill('SIGKILL');
+      await page.close();
+      await model.close();
+    }
   });
 });
