@@ -282,6 +282,14 @@ describe('bad input', () => {
     });
   });
 
+  it('round 3 new user: run --help shows -c/--continue and --session, and that without them each run starts a new session', async () => {
+    const help = await cli(['run', '--help'], { env });
+    expect(help.stdout).toMatch(/^workmem run "<prompt>" \[--json\] \[--continue \| --session <id> \| --no-session\]$/m);
+    expect(help.stdout).toMatch(/^  -c, --continue\s+continue the newest session of this directory$/m);
+    expect(help.stdout).toMatch(/^  --session <id>\s+continue a given session$/m);
+    expect(help.stdout).toContain('Each run starts a new session\nunless -c or --session continues one');
+  });
+
   it('--help works on every command', async () => {
     for (const command of ['chat', 'run', 'rpc', 'sessions', 'memory', 'demo', 'viz']) {
       const help = await cli([command, '--help']);

@@ -113,7 +113,8 @@ echo "<prompt>" | workmem run [...]
 
 Runs one turn and prints the answer as it streams: stdout carries only the answer; tool
 calls, memory writes and the status line go to stderr. Without a prompt argument the
-prompt is read from stdin. Exits 1 if the turn fails.
+prompt is read from stdin. Exits 1 if the turn fails. Each run starts a new session
+unless -c or --session continues one (the status line names the session).
 
   --json              print every event as one JSON line instead
   -c, --continue      continue the newest session of this directory
