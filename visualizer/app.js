@@ -98,11 +98,7 @@ async function loadSession(id, keepStep = false) {
   showProblems(body.problems);
   derive();
   setStep(following ? state.derived.steps.length - 1 : state.step);
-  history.replaceState(
-    null,
-    '',
-    `?session=${encodeURIComponent(body.sessionId)}&machine=${encodeURIComponent(state.machine)}${location.hash}`,
-  );
+  history.replaceState(null, '', `?session=${encodeURIComponent(body.sessionId)}&machine=${encodeURIComponent(state.machine)}${location.hash}`);
   for (const data of pending) streamed(data);
 }
 
@@ -187,8 +183,7 @@ function highlight(i) {
   }
   for (const t of step.transitions) {
     // Loops on one state are one edge: each of their transitions is a class of it.
-    for (const el of chart.querySelectorAll(`[id="t:${CSS.escape(t)}"], [id^="t:${CSS.escape(t)}#"], g.edge[class~="t:${CSS.escape(t)}"]`))
-      el.classList.add('last');
+    for (const el of chart.querySelectorAll(`[id="t:${CSS.escape(t)}"], [id^="t:${CSS.escape(t)}#"], g.edge[class~="t:${CSS.escape(t)}"]`)) el.classList.add('last');
   }
 }
 
@@ -270,6 +265,7 @@ function moveRequest(direction) {
   const target = requests[current + direction];
   if (target) setStep(target.at);
 }
+
 
 // ---- live sessions -------------------------------------------------------------------
 

@@ -6,15 +6,7 @@ import { z } from 'zod';
 import type { HistoryMode } from '../history/historyView.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { ReminderConfig } from '../memory/reminderTracker.js';
-import {
-  defaultTurnSettings,
-  FALLBACK_TARGETS,
-  MEMORY_POSITIONS,
-  type FallbackTarget,
-  type MemoryPosition,
-  type RetryPolicy,
-  type TurnSettings,
-} from './settings.js';
+import { defaultTurnSettings, FALLBACK_TARGETS, MEMORY_POSITIONS, type FallbackTarget, type MemoryPosition, type RetryPolicy, type TurnSettings } from './settings.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
