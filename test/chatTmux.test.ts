@@ -285,11 +285,14 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
       .map((e) => String(e.text));
   }
 
-  it('round 3 #7: a Ctrl-C, Esc, Return or Ctrl-D inside a bracketed paste is text: no command runs, nothing is sent until Enter', async () => {
+  it('round 3 #7: a Ctrl-C, Esc, Return, Ctrl-D or an end marker inside a bracketed paste is text: no command runs, nothing is sent until Enter', async () => {
     await startChat();
     const before = server.requests.length;
     tmux.paste('first line\u0003/new\nsecond\u001b\nthird\u0004 end', cwd);
     await tmux.seen('… third end');
+    // An end marker inside the pasted text: what follows it in the same burst is pasted text too.
+    tmux.paste(', more\u001b[201~/new\nafter the marker', cwd);
+    await tmux.seen('… after the marker');
     expect(server.requests.length).toBe(before);
     expect(tmux.screen()).not.toContain(CLEARED_NOTICE);
     expect(tmux.screen().match(/session [0-9a-f-]{36} \(new\)/g)).toHaveLength(1); // no /new ran
@@ -304,7 +307,7 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
     tmux.type('after');
     tmux.keys('Enter');
     await tmux.seen(/\[workmem-test · /, 2);
-    expect(await exitAndTurns()).toEqual(['first line/new\nsecond\nthird end', 'after']);
+    expect(await exitAndTurns()).toEqual(['first line/new\nsecond\nthird end, more/new\nafter the marker', 'after']);
   });
 
   it('round 3 #8: C1 controls in a paste are neither drawn nor sent, a C1 sequence dropped whole', async () => {

@@ -42,6 +42,8 @@ export class TerminalInput {
   /** The first text row drawn when the text is taller than the screen (kept between keys, so the view does not jump). */
   private top = 0;
   private lastKeyAt = 0;
+  /** A paste ended in the keys being read now (see key). */
+  private pasteJustEnded = false;
   private readonly actions: InputAction[] = [];
   private waiting: ((action: InputAction) => void) | null = null;
   private readonly onKey = (_: string | undefined, key: Key | undefined): void => this.key(key ?? {});
@@ -108,7 +110,18 @@ export class TerminalInput {
     const quiet = Date.now() - this.lastKeyAt >= PASTE_QUIET_MS;
     this.lastKeyAt = Date.now();
     if (this.state.mode === 'pasting' && quiet && key.ctrl && key.name === 'c') this.press({ name: 'paste-end' });
+    // The rest of the burst a paste ended in is pasted text too: an end marker inside the
+    // pasted text (ESC [201~) must not turn what follows it into keys, a Return that sends.
+    if (this.pasteJustEnded && this.state.mode === 'editing' && key.name !== 'paste-start') this.press({ name: 'paste-start' });
     this.press(key);
+    if (key.name === 'paste-end' && !this.pasteJustEnded) {
+      this.pasteJustEnded = true;
+      // The keys of one read are emitted at once: the burst is over at the next turn of the event loop.
+      setImmediate(() => {
+        this.pasteJustEnded = false;
+        if (this.state.mode === 'pasting') this.press({ name: 'paste-end' });
+      });
+    }
   }
 
   private press(key: Key): void {

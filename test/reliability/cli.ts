@@ -72,9 +72,12 @@ function hostileModel(request: ChatRequest): PolicyReply {
   return { content: HOSTILE };
 }
 
-/** Pasted into the chat: keys a paste must not press (Ctrl-C, a command and Return, Esc, Ctrl-D) and C0 and C1 controls. */
-const HOSTILE_PASTE = 'before\u0003/new\nafter\u001b\n\u0004x\u0085y\u009b2Jz\u009d0;owned\u009cend';
-const PASTE_SENT = 'before/new\nafter\nxyzend';
+/**
+ * Pasted into the chat: keys a paste must not press (Ctrl-C, a command and Return, Esc,
+ * Ctrl-D, an end marker and a command after it) and C0 and C1 controls.
+ */
+const HOSTILE_PASTE = 'before\u0003/new\nafter\u001b\n\u0004x\u0085y\u009b2Jz\u009d0;owned\u009cend\u001b[201~/new\nlast';
+const PASTE_SENT = 'before/new\nafter\nxyzend/new\nlast';
 
 /**
  * The hostile paste in `workmem chat` on a terminal (tmux): nothing is sent or run before
@@ -89,7 +92,7 @@ async function hostilePaste(tally: Tally, env: Record<string, string>, cwd: stri
     await tmux.prompt();
     const before = server.requests.length;
     tmux.paste(HOSTILE_PASTE, cwd);
-    await tmux.seen('… xyzend');
+    await tmux.seen('… last');
     const early = server.requests.length - before;
     tmux.keys('Enter');
     await tmux.seen(/\[workmem-test · /);
@@ -102,7 +105,7 @@ async function hostilePaste(tally: Tally, env: Record<string, string>, cwd: stri
     const sent = [...new Set(users)];
     const sessions = (tmux.screen().match(/session [0-9a-f-]{36} \(new\)/g) ?? []).length;
     const lost = early + (sessions - 1) + sent.reduce((n, m) => n + controls(m), 0);
-    tally.add('terminal: a bracketed paste holding Ctrl-C, /new and Return, Esc, Ctrl-D and C1 controls', {
+    tally.add('terminal: a bracketed paste holding Ctrl-C, /new and Return, Esc, Ctrl-D, an end marker and C1 controls', {
       survived: lost === 0 && sent.length === 1 && sent[0] === PASTE_SENT,
       lost,
       detail: `${early} requests before Enter, ${sessions} sessions, sent ${JSON.stringify(sent).slice(0, 200)}`,
