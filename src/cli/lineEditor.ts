@@ -4,8 +4,10 @@
  * terminal should do come out. Two modes: editing, and pasting (between the bracketed
  * paste markers ESC[200~ and ESC[201~, where Return is a newline, not a send).
  *
+ * What comes between the paste markers is text, whatever its bytes: never a key.
+ *
  * Several lines: a line ending in "\" continues on Return, and Ctrl-J or Alt-Enter
- * insert a newline. What comes between the paste markers is text only, whatever its bytes. Ctrl-C clears a non-empty line; on an empty line it warns, and a
+ * insert a newline. Ctrl-C clears a non-empty line; on an empty line it warns, and a
  * second one exits. While a turn runs, Ctrl-C and Esc interrupt it (a second Ctrl-C exits).
  */
 

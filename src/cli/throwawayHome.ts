@@ -29,6 +29,8 @@ export interface CommandConfig {
 type SignalHandler = (signal: NodeJS.Signals) => void;
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const PREFIX = 'workmem-throwaway-';
+/** A temporary home's name: the prefix, its owner's pid, mkdtemp's random suffix. */
+const OWNED = new RegExp(`^${PREFIX}(\\d+)-`);
 
 function signalRoute(): { onSignals(handler: SignalHandler): void; release(): void } {
   const handlers: SignalHandler[] = [];
@@ -91,28 +93,24 @@ export function commandConfig(flags: Flags, env: NodeJS.ProcessEnv): CommandConf
  * not ours to judge, nor to remove). A pid taken again by a new process keeps its folder
  * until a later sweep: never a live run's home removed.
  */
-export function sweepThrowawayHomes(dir: string): string[] {
-  const removed: string[] = [];
+function sweepThrowawayHomes(dir: string): void {
   let names: string[];
   try {
     names = readdirSync(dir);
   } catch {
-    return removed; // no temporary directory to sweep: nothing was left there either
+    return; // no temporary directory to sweep: nothing was left there either
   }
   for (const name of names) {
-    const owner = new RegExp(`^${PREFIX}(\\d+)-`).exec(name);
+    const owner = OWNED.exec(name);
     if (!owner || alive(Number(owner[1]))) continue;
     const path = join(dir, name);
     try {
       const stat = lstatSync(path);
-      if (!stat.isDirectory() || (process.getuid && stat.uid !== process.getuid())) continue;
-      rmSync(path, { recursive: true, force: true });
-      removed.push(path);
+      if (stat.isDirectory() && stat.uid === process.getuid?.()) rmSync(path, { recursive: true, force: true });
     } catch {
       // Removed meanwhile by another sweep, or not ours to remove: left alone.
     }
   }
-  return removed;
 }
 
 function alive(pid: number): boolean {
