@@ -349,14 +349,20 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
   }, 120_000);
 
   it('round 3 new user: Ctrl-C during a turn: the answer ends before the "stopping" notice, as kept, and nothing of it follows', async () => {
-    // With a key the answer is streamed through a masking window: the stop releases what the window held.
-    await startChat([], { OPENAI_API_KEY: 'sk-test-0123456789abcdefghijklmnopqrstuvwxyz0123' });
-    server.inject({ type: 'endless' });
-    tmux.type('Tell me a story.');
-    tmux.keys('Enter');
-    await tmux.seen('all work and no play all work');
-    tmux.keys('C-c');
-    await tmux.seen('(stopped)');
+    // A long answer, slowly: the turn is still streaming when Ctrl-C comes, however busy the machine.
+    const story = `Once upon a time ${'there was a story that went on and on. '.repeat(100)}The end.`;
+    const slow = await startTestServer({ policy: () => ({ content: story }), chunkDelayMs: 20 });
+    try {
+      // With a key the answer is streamed through a masking window: the stop releases what the window held.
+      await startChat([], { OPENAI_API_KEY: 'sk-test-0123456789abcdefghijklmnopqrstuvwxyz0123', OPENAI_BASE_URL: slow.baseURL });
+      tmux.type('Tell me a story.');
+      tmux.keys('Enter');
+      await tmux.seen('Once upon a time there was a story');
+      tmux.keys('C-c');
+      await tmux.seen('(stopped)');
+    } finally {
+      await slow.close();
+    }
     const screen = await tmux.prompt();
     const shown = screen.slice(screen.indexOf('● ') + 2);
     expect(shown).toMatch(new RegExp(`^[^\\n]*\\n${escape(STOPPING_NOTICE)}\\n\\(stopped\\)\\n\\[workmem-test`));
