@@ -712,7 +712,8 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
         const files = (events[compaction] as Extract<WorkmemEvent, { type: 'compaction_end' }>).files;
         expect(await page.locator('#context .file-link summary').allTextContents()).toEqual(files);
         await page.locator('#context .file-link summary').first().click();
-        await page.waitForFunction(() => (document.querySelector('#context .file-link pre')?.textContent ?? 'loading…') !== 'loading…');
+        // The body is empty until the toggle event has run, then "loading…" until the file came.
+        await page.waitForFunction(() => !['', 'loading…'].includes(document.querySelector('#context .file-link pre')?.textContent ?? ''));
         expect(await page.locator('#context .file-link pre').first().textContent()).toMatch(/\S/);
         expect(await page.locator('#context .file-link pre').first().textContent()).not.toMatch(/^could not open/);
         // The README's picture (docs/visualizer.jpg is a copy of it).
