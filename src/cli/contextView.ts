@@ -18,6 +18,7 @@ import {
 import { systemPrompt } from '../prompt/systemPrompt.js';
 import type { TurnSettings } from '../settings/settings.js';
 import type { Session } from '../session/index.js';
+import { followCompactions } from './compactionFigures.js';
 import { terminalLine } from './terminalText.js';
 
 type Settings = Pick<TurnSettings, 'reserveOutputTokens' | 'fallbackThreshold' | 'hybridRecent' | 'recentTurns' | 'language'> &
@@ -42,7 +43,14 @@ export class ContextWatch {
     private readonly settings: Settings,
     private readonly instructions?: string,
   ) {
-    this.stop = session.on('*', (e) => this.seen(e));
+    const stopEvents = session.on('*', (e) => this.seen(e));
+    const stopCompactions = followCompactions(session, (e, tokensBefore, tokensAfter) =>
+      this.compactions.push({ turn: e.turn, reason: e.reason, replaced: e.replaced, tokensBefore, tokensAfter, files: e.files }),
+    );
+    this.stop = () => {
+      stopEvents();
+      stopCompactions();
+    };
   }
 
   close(): void {
@@ -93,15 +101,6 @@ export class ContextWatch {
         reminder: reminder ? { level: reminder.level, reason: reminder.reason } : null,
       };
     }
-    if (e.type === 'compaction_end' && e.replaced > 0)
-      this.compactions.push({
-        turn: e.turn,
-        reason: e.reason,
-        replaced: e.replaced,
-        tokensBefore: e.tokensBefore,
-        tokensAfter: e.tokensAfter,
-        files: e.files,
-      });
   }
 }
 
