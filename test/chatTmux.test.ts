@@ -4,13 +4,13 @@
  * paste-buffer -p (bracketed, as a terminal pastes), and the screen is read back with
  * capture-pane. (Run `npm run build` before this file alone.)
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
-import { CLEARED_NOTICE, EXIT_NOTICE } from '../src/cli/lineEditor.js';
+import { CLEARED_NOTICE, EXIT_NOTICE, STOPPING_NOTICE } from '../src/cli/lineEditor.js';
 import { cliPath } from './cliProcess.js';
-import { tempHome } from './helpers.js';
+import { logEntries, tempHome } from './helpers.js';
 import { Tmux, escape, hasTmux, lastLine } from './tmuxChat.js';
 
 let server: TestServer;
@@ -37,6 +37,14 @@ function traceEvents(dir: string): Record<string, any>[] {
     .map((line) => JSON.parse(line) as { k: string; event?: Record<string, any> })
     .filter((r) => r.k === 'event')
     .map((r) => r.event!);
+}
+
+/** The one session directory under a home. */
+function onlySession(dir: string): string {
+  const sessions = join(dir, 'sessions');
+  const dirs = readdirSync(sessions).flatMap((d) => readdirSync(join(sessions, d)).map((id) => join(sessions, d, id)));
+  expect(dirs).toHaveLength(1);
+  return dirs[0]!;
 }
 
 /** The user's text as sent, without the tail the request adds to the last message. */
@@ -265,5 +273,103 @@ describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
       .catch((error: Error) => {
         throw new Error(`${error.message}\nleft: ${readdirSync(tmp, { recursive: true }).join(', ')}`);
       });
+  });
+
+  /** The texts of the session's turns, from its trace, once the chat has ended. */
+  async function exitAndTurns(): Promise<string[]> {
+    await tmux.prompt();
+    tmux.keys('C-d');
+    await tmux.until('exit', () => tmux.exitStatus() !== null);
+    return traceEvents(home)
+      .filter((e) => e.type === 'turn_start')
+      .map((e) => String(e.text));
+  }
+
+  it('round 3 #7: a Ctrl-C, Esc, Return, Ctrl-D or an end marker inside a bracketed paste is text: no command runs, nothing is sent until Enter', async () => {
+    await startChat();
+    const before = server.requests.length;
+    tmux.paste('first line\u0003/new\nsecond\u001b\nthird\u0004 end', cwd);
+    await tmux.seen('… third end');
+    // An end marker inside the pasted text: what follows it in the same burst is pasted text too.
+    tmux.paste(', more\u001b[201~/new\nafter the marker', cwd);
+    await tmux.seen('… after the marker');
+    expect(server.requests.length).toBe(before);
+    expect(tmux.screen()).not.toContain(CLEARED_NOTICE);
+    expect(tmux.screen().match(/session [0-9a-f-]{36} \(new\)/g)).toHaveLength(1); // no /new ran
+    tmux.keys('Enter');
+    await tmux.seen(/\[workmem-test · /);
+    // A paste whose end never came: a Ctrl-C once it has been quiet for a second leaves it (and clears the line).
+    await tmux.prompt();
+    tmux.type('\u001b[200~half a paste');
+    await new Promise((r) => setTimeout(r, 1_500));
+    tmux.keys('C-c');
+    await tmux.seen(CLEARED_NOTICE);
+    tmux.type('after');
+    tmux.keys('Enter');
+    await tmux.seen(/\[workmem-test · /, 2);
+    expect(await exitAndTurns()).toEqual(['first line/new\nsecond\nthird end, more/new\nafter the marker', 'after']);
+  });
+
+  it('round 3 #8: C1 controls in a paste are neither drawn nor sent, a C1 sequence dropped whole', async () => {
+    await startChat();
+    tmux.paste('a\u0085b\u009b2Jc\u009d0;owned\u009cd and more', cwd);
+    const screen = await tmux.seen('› abcd and more');
+    expect(screen).not.toContain('owned');
+    tmux.keys('Enter');
+    await tmux.seen(/\[workmem-test · /);
+    expect(await exitAndTurns()).toEqual(['abcd and more']);
+    expect(userMessages().map(withoutTail)).toContain('abcd and more');
+  });
+
+  it('round 3 #9: after a 900 KB paste a key redraws a screenful, not the paste, and Enter sends the paste whole', async () => {
+    await startChat();
+    const lines = Array.from({ length: 9_000 }, (_, i) => `line ${String(i).padStart(4, '0')} ${'of a long paste '.repeat(6)}`.trimEnd());
+    const text = lines.join('\n');
+    expect(text.length).toBeGreaterThan(900_000);
+    tmux.paste(text, cwd);
+    await tmux.seen(`… ${lines.at(-1)!}`, 1, 60_000);
+    const drawn = join(tempHome(), 'drawn.bin');
+    tmux.recordOutput(drawn);
+    tmux.type('X');
+    await tmux.seen(`${lines.at(-1)!}X`);
+    tmux.keys('Left', 'Left', 'Up');
+    await new Promise((r) => setTimeout(r, 500));
+    tmux.stopRecording();
+    const bytes = existsSync(drawn) ? statSync(drawn).size : 0;
+    expect(bytes).toBeGreaterThan(0);
+    expect(bytes).toBeLessThan(4 * 120 * 50 * 4); // four keys, each at most a 120×50 screen of 4-byte characters
+    const screen = tmux.screen();
+    expect(screen).toMatch(/\(… [\d,]+ rows above\)/);
+    tmux.keys('Enter');
+    await tmux.seen(/\[workmem-test · /, 1, 60_000);
+    // Over the test model's window, the turn fails; the message was taken whole all the same.
+    await exitAndTurns();
+    const sent = logEntries(onlySession(home)).find((e) => e.type === 'message' && e.message.role === 'user');
+    expect(sent?.type === 'message' && sent.message.content === `${text}X`).toBe(true);
+  }, 120_000);
+
+  it('round 3 new user: Ctrl-C during a turn: the answer ends before the "stopping" notice, as kept, and nothing of it follows', async () => {
+    // A long answer, slowly: the turn is still streaming when Ctrl-C comes, however busy the machine.
+    const story = `Once upon a time ${'there was a story that went on and on. '.repeat(100)}The end.`;
+    const slow = await startTestServer({ policy: () => ({ content: story }), chunkDelayMs: 20 });
+    try {
+      // With a key the answer is streamed through a masking window: the stop releases what the window held.
+      await startChat([], { OPENAI_API_KEY: 'sk-test-0123456789abcdefghijklmnopqrstuvwxyz0123', OPENAI_BASE_URL: slow.baseURL });
+      tmux.type('Tell me a story.');
+      tmux.keys('Enter');
+      await tmux.seen('Once upon a time there was a story');
+      tmux.keys('C-c');
+      await tmux.seen('(stopped)');
+    } finally {
+      await slow.close();
+    }
+    const screen = await tmux.prompt();
+    const shown = screen.slice(screen.indexOf('● ') + 2);
+    expect(shown).toMatch(new RegExp(`^[^\\n]*\\n${escape(STOPPING_NOTICE)}\\n\\(stopped\\)\\n\\[workmem-test`));
+    await exitAndTurns();
+    const kept = logEntries(onlySession(home)).find((e) => e.type === 'message' && e.stop === 'aborted');
+    expect(kept?.type === 'message' && shown.split('\n')[0]!.trimEnd()).toBe(
+      String(kept?.type === 'message' && kept.message.content).trimEnd(),
+    );
   });
 });

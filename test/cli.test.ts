@@ -3,7 +3,7 @@
  * (`npm test` builds first; run `npm run build` before running this file alone.)
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { protocolFollower, scripted, startTestServer, type TestServer } from '../src/testing/index.js';
@@ -192,6 +192,23 @@ describe('workmem demo', () => {
     expect(row('facts asked at the end')).toBe('5 / 5 answered from memory');
     expect(result.stdout).toMatch(/Replay:\s+node \S*cli\/bin\.js viz --session [0-9a-f-]{36}/);
   });
+
+  it("round 3 new user: keeps its session in a home of its own, never the user's, and says where", async () => {
+    const userHome = tempHome();
+    const tmp = tempHome();
+    const env = { HOME: userHome, WORKMEM_HOME: join(userHome, 'sessions-home'), TMPDIR: tmp };
+    const result = await cli(['demo', '--quiet'], { env, cwd: tempHome(), timeoutMs: 60_000 });
+    expect(result.code, result.stderr).toBe(0);
+    expect(readdirSync(userHome)).toEqual([]); // neither ~/.workmem nor WORKMEM_HOME
+    const [own] = readdirSync(tmp);
+    const home = join(tmp, own!);
+    expect(own).toMatch(/^workmem-demo-/);
+    expect(result.stdout).toContain(`Its session is kept in ${home} (--home <dir> to choose another), not in your sessions.`);
+    const id = /Replay:\s+node \S+ viz --session ([0-9a-f-]{36}) --home (\S+)/.exec(result.stdout);
+    expect(id?.[2]).toBe(home);
+    const shown = await cli(['sessions', 'show', id![1]!, '--home', home], { env });
+    expect(shown.stdout).toContain(`Session ${id![1]} (workmem demo)`);
+  });
 });
 
 describe('chat', () => {
@@ -263,6 +280,14 @@ describe('bad input', () => {
       code: 2,
       stderr: expect.stringMatching(/^workmem run: give the prompt, e.g. workmem run "What changed\?".*\(stdin was empty\)\n$/),
     });
+  });
+
+  it('round 3 new user: run --help shows -c/--continue and --session, and that without them each run starts a new session', async () => {
+    const help = await cli(['run', '--help'], { env });
+    expect(help.stdout).toMatch(/^workmem run "<prompt>" \[--json\] \[--continue \| --session <id> \| --no-session\]$/m);
+    expect(help.stdout).toMatch(/^  -c, --continue\s+continue the newest session of this directory$/m);
+    expect(help.stdout).toMatch(/^  --session <id>\s+continue a given session$/m);
+    expect(help.stdout).toContain('Each run starts a new session\nunless -c or --session continues one');
   });
 
   it('--help works on every command', async () => {

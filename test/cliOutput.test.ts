@@ -4,13 +4,15 @@
  * and bad configuration values are refused without printing a secret.
  * (Run `npm run build` before running this file alone.)
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openaiChat } from '../src/llm/openaiChat.js';
 import { scripted, startTestServer, type TestServer } from '../src/testing/index.js';
-import { runCli as cli } from './cliProcess.js';
+import { cmdlineWhileRunning, runCli as cli } from './cliProcess.js';
+import { DATABASE_URL_WARNING } from '../src/cli/processTitle.js';
 import { cliServerEnv, tempHome } from './helpers.js';
+import { brokenConfigs, keyPieces } from './reliability/cli.js';
 
 let server: TestServer;
 let env: NodeJS.ProcessEnv;
@@ -19,6 +21,15 @@ beforeAll(async () => {
   ({ server, env } = await cliServerEnv());
 });
 afterAll(async () => server.close());
+
+/** The compaction entries of the only session under a home, as messages.jsonl keeps them. */
+function compactionRecords(home: string): { reason: string; tokensBefore: number; tokensAfter: number }[] {
+  return readFileSync(join(sessionDir(home), 'messages.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { type: string; reason: string; tokensBefore: number; tokensAfter: number })
+    .filter((e) => e.type === 'compaction');
+}
 
 /** The only session directory under a home. */
 function sessionDir(home: string): string {
@@ -70,7 +81,24 @@ describe('chat', () => {
     expect(again.stdout).toContain('history mode: phase1 (pinned)');
   });
 
-  it('/compact prints one line, with the history before and after as compaction_end says', async () => {
+  it('round 3 new user: /sessions shows each session with the title sessions list shows, for a session made by run too', async () => {
+    const home = tempHome();
+    const cwd = tempHome();
+    const runEnv = { ...env, WORKMEM_HOME: home };
+    expect((await cli(['run', 'My name is Ada.'], { env: runEnv, cwd })).code).toBe(0);
+    expect((await cli(['chat', '--name', 'planning'], { env: runEnv, cwd, input: 'Hello.\n/exit\n' })).code).toBe(0);
+    const list = await cli(['sessions', 'list'], { env: runEnv, cwd });
+    const listed = list.stdout
+      .trim()
+      .split('\n')
+      .slice(2)
+      .map((row) => ({ id: row.slice(0, 8), title: row.split(/\s{2,}/).at(-1)! }));
+    expect(listed.map((r) => r.title).sort()).toEqual(['My name is Ada.', 'planning']);
+    const chat = await cli(['chat'], { env: runEnv, cwd, input: '/sessions\n/exit\n' });
+    for (const { id, title } of listed) expect(chat.stdout).toMatch(new RegExp(`^  ${id}[0-9a-f-]{28}  [\\d-]+ [\\d:]+  ${title}$`, 'm'));
+  });
+
+  it('/compact prints one line, with the figures of its compaction record', async () => {
     const home = tempHome();
     const turns = ['pet', 'city', 'car', 'boat', 'team', 'song'].map(
       (key, i) => `My ${key} is ${key}-${i}. ${'Some context that makes this turn long enough to be worth archiving. '.repeat(6)}`,
@@ -80,13 +108,32 @@ describe('chat', () => {
     expect(result.code).toBe(0);
     const lines = result.stdout.split('\n').filter((l) => /compact/i.test(l));
     expect(lines).toHaveLength(1);
-    const trace = readFileSync(join(sessionDir(home), 'trace.jsonl'), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { event?: { type: string; reason?: string; tokensBefore: number; tokensAfter: number } });
-    const end = trace.map((r) => r.event).find((e) => e?.type === 'compaction_end' && e.reason === 'manual')!;
-    expect(end.tokensAfter).toBeLessThan(end.tokensBefore);
-    expect(lines[0]).toContain(`${end.tokensBefore} → ${end.tokensAfter} tokens`);
+    const [record] = compactionRecords(home);
+    expect(record).toMatchObject({ reason: 'manual' });
+    expect(record!.tokensAfter).toBeLessThan(record!.tokensBefore);
+    expect(lines[0]).toContain(`${record!.tokensBefore} → ${record!.tokensAfter} tokens`);
+  });
+
+  it('round 3 new user: the fallback marker prints the figures of its compaction record, not the whole request', async () => {
+    const home = tempHome();
+    const turns = Array.from(
+      { length: 10 },
+      (_, i) => `My item${i} is value${i}. ${'Some context that makes this turn long enough to matter. '.repeat(25)}`,
+    );
+    const input = [...turns, '/exit'].join('\n') + '\n';
+    const args = ['chat', '--mode', 'phase1', '--context-window', '4000', '--max-output-tokens', '300'];
+    const result = await cli(args, { env: { ...env, WORKMEM_HOME: home }, cwd: tempHome(), input });
+    expect(result.code).toBe(0);
+    const markers = [...result.stdout.matchAll(/⤓ compacted \((\w+)\): (\d+) items, history (\d+) → (\d+) tokens/g)].map((m) => ({
+      reason: m[1],
+      tokensBefore: Number(m[3]),
+      tokensAfter: Number(m[4]),
+    }));
+    expect(markers.length).toBeGreaterThan(0);
+    expect(markers.every((m) => m.reason === 'fallback')).toBe(true);
+    expect(markers).toEqual(
+      compactionRecords(home).map(({ reason, tokensBefore, tokensAfter }) => ({ reason, tokensBefore, tokensAfter })),
+    );
   });
 });
 
@@ -119,6 +166,96 @@ describe('configuration errors', () => {
     const long = await cli(['run', 'hi', '--model', 'm', '--language', 'x'.repeat(5000)], { env });
     expect(long.code).toBe(2);
     expect(long.stderr.length).toBeLessThan(400);
+  });
+});
+
+describe('configuration errors, issue 24', () => {
+  it('round 3 #13: a config.json that is not JSON is placed by line and column, with not a character of its key, under --debug too', async () => {
+    const key = 'sk-proj-Zq9XwV7bKt3LmN8pRs2TuY6v';
+    const home = tempHome();
+    for (const text of brokenConfigs(key)) {
+      writeFileSync(join(home, 'config.json'), text);
+      for (const args of [
+        ['run', 'hi'],
+        ['run', 'hi', '--debug'],
+      ]) {
+        const result = await cli(args, { env: { ...env, WORKMEM_HOME: home } });
+        expect(result.code, text).toBe(2);
+        expect(result.stderr, text).toMatch(/config\.json is not valid JSON: .*(line \d+, column \d+|ends too early)/);
+        expect(keyPieces(result.stderr, key), `${text}\n${result.stderr}`).toEqual([]);
+      }
+    }
+    writeFileSync(join(home, 'config.json'), `{"model": "m",\n  "apiKey": ${key}}`);
+    expect((await cli(['run', 'hi'], { env: { ...env, WORKMEM_HOME: home } })).stderr).toContain('unexpected text at line 2, column 13');
+  });
+
+  it('round 3 new user: an invalid value lists every valid value, from a flag, config.json or the environment alike', async () => {
+    const whole = 'is invalid: expected one of before-history, after-history, by-phase\n';
+    const home = tempHome();
+    const flag = await cli(['run', 'hi', '--memory-position', 'middle'], { env: { ...env, WORKMEM_HOME: home } });
+    expect(flag.stderr).toBe(`workmem run: --memory-position = "middle" ${whole}`);
+    writeFileSync(join(home, 'config.json'), JSON.stringify({ memoryPosition: 'middle' }));
+    const file = await cli(['run', 'hi'], { env: { ...env, WORKMEM_HOME: home } });
+    expect(file.stderr).toBe(`workmem run: ${join(home, 'config.json')}: memoryPosition = "middle" ${whole}`);
+    const fromEnv = await cli(['run', 'hi'], { env: { ...env, WORKMEM_HOME: tempHome(), WM_MEMORY_POSITION: 'middle' } });
+    expect(fromEnv.stderr).toBe(`workmem run: WM_MEMORY_POSITION="middle" ${whole}`);
+    const target = await cli(['chat', '--fallback-target', 'most'], { env: { ...env, WORKMEM_HOME: tempHome() } });
+    expect(target.stderr).toBe('workmem chat: --fallback-target = "most" is invalid: expected one of budget, recent-turns\n');
+  });
+});
+
+describe('the database URL and the command line', () => {
+  const password = 'pw-on-the-command-line-93';
+  const url = `postgres://ada:${password}@127.0.0.1:1/nowhere`;
+
+  const cmdlineOf = (args: string[]) => cmdlineWhileRunning(['viz', '--port', '0', '--home', tempHome(), ...args], 'workmem visualizer on');
+
+  it.runIf(existsSync('/proc/self/cmdline'))(
+    'round 3 #2: --database-url leaves /proc/<pid>/cmdline at once, and a warning says it was visible',
+    async () => {
+      for (const form of [['--database-url', url], [`--database-url=${url}`]]) {
+        const { cmdline, stderr } = await cmdlineOf(form);
+        expect(cmdline).not.toContain(password);
+        expect(cmdline).toMatch(/^workmem viz --port 0 --home \S+ --database-url[ =]\*\*\*$/);
+        expect(stderr).toBe(DATABASE_URL_WARNING);
+        expect(stderr).toMatch(/other local users can read it .*WORKMEM_DATABASE_URL or --database-url-file/);
+      }
+    },
+  );
+
+  it('round 3 #2: the URL comes from --database-url-file or WORKMEM_DATABASE_URL, without a warning, and --help says so everywhere', async () => {
+    const dir = tempHome();
+    const file = join(dir, 'database-url');
+    writeFileSync(file, `\n${url}\n`, { mode: 0o600 });
+    // Nothing listens on port 1: the error shows that the file's URL was used, without its password.
+    for (const [args, extra] of [
+      [['sessions', 'list', '--database-url-file', file], {}],
+      [['memory', 'show', 'abcd1234', '--database-url-file', file], {}],
+      [['sessions', 'list'], { WORKMEM_DATABASE_URL: url }],
+    ] as const) {
+      const result = await cli([...args], { env: { ...env, ...extra, WORKMEM_HOME: tempHome() } });
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stderr).toMatch(/PostgreSQL at postgres:\/\/127\.0\.0\.1:1\/nowhere: connect ECONNREFUSED/);
+      expect(result.stderr).not.toContain(password);
+      expect(result.stderr).not.toContain('--database-url puts');
+    }
+    const missing = await cli(['sessions', 'list', '--database-url-file', join(dir, 'nope')], { env });
+    expect(missing).toMatchObject({
+      code: 2,
+      stderr: `workmem sessions: --database-url-file "${join(dir, 'nope')}" cannot be read: ENOENT\n`,
+    });
+    writeFileSync(file, 'mysql://ada:pw@host/db\n');
+    const wrong = await cli(['sessions', 'list', '--database-url-file', file], { env });
+    expect(wrong.stderr).toBe(`workmem sessions: --database-url-file "${file}" must be a postgres:// URL, got "mysql://***@host/db"\n`);
+    const both = await cli(['sessions', 'list', '--database-url-file', file, '--database-url', url], { env });
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('give --database-url or --database-url-file, not both');
+    for (const command of ['chat', 'run', 'rpc', 'sessions', 'memory', 'viz']) {
+      const help = await cli([command, '--help'], { env });
+      expect(help.stdout, command).toMatch(/--database-url-file <path>\s+keep sessions in PostgreSQL/);
+      expect(help.stdout, command).toContain('WORKMEM_DATABASE_URL');
+      expect(help.stdout, command).toMatch(/--database-url <url>\s+the same URL as a flag: other local users can read it/);
+    }
   });
 });
 

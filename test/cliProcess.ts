@@ -3,6 +3,7 @@
  * by the CLI tests and by the reliability matrix (is a key ever printed?).
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { builtFile } from './reliability/built.js';
 
 export interface CliResult {
@@ -37,4 +38,28 @@ export function runCli(
     });
     child.stdin.end(options.input ?? '');
   });
+}
+
+/**
+ * The built CLI started with `args`, left running until `ready` appears on its stdout:
+ * its command line as other local users read it then (/proc/<pid>/cmdline, Linux), and
+ * its stderr so far. The process is killed afterwards.
+ */
+export async function cmdlineWhileRunning(args: string[], ready: string): Promise<{ cmdline: string; stderr: string }> {
+  const child = spawn(process.execPath, [cliPath(), ...args], { env: { PATH: process.env.PATH } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  try {
+    const end = Date.now() + 15_000;
+    while (!stdout.includes(ready)) {
+      if (Date.now() > end || child.exitCode !== null) throw new Error(`workmem ${args.join(' ')} did not start: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const cmdline = readFileSync(`/proc/${child.pid}/cmdline`, 'latin1');
+    return { cmdline: cmdline.replace(/\0+$/, '').replaceAll('\0', ' '), stderr };
+  } finally {
+    child.kill('SIGKILL');
+  }
 }

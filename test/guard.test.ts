@@ -14,7 +14,7 @@ import { neutraliseTags } from '../src/prompt/structuralTags.js';
 import type { ToolContext } from '../src/tools/tool.js';
 import { memoryOnDisk } from './storage/memoryOnDisk.js';
 import { collect, logEntries, newSession, ofType, tempHome } from './helpers.js';
-import { LOOK_ALIKES, raceReads, raceWrites } from './reliability/guard.js';
+import { LOOK_ALIKES, SPACED_LOOK_ALIKES, raceReads, raceWrites } from './reliability/guard.js';
 
 const textOf = (request: LLMRequest) => request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
 
@@ -153,6 +153,15 @@ function expectNeutralised(text: string): void {
 }
 
 describe('look-alike tags', () => {
+  it('round 3 #14: white space between the bracket, the slash and the name does not let a tag through', () => {
+    for (const fake of SPACED_LOOK_ALIKES) {
+      expect(neutraliseTags(`x ${fake} y`), JSON.stringify(fake)).toBe(`x &lt;${fake.slice(1)} y`);
+    }
+    // Comparisons and other tags with a space stay as they are.
+    const plain = 'a < b, a <\tc, x < context, < div>, < /p>, </ b>, < context_metadata>';
+    expect(neutraliseTags(plain)).toBe(plain);
+  });
+
   it('are neutralised after stripping format characters, NFKC and folding hyphens', () => {
     for (const fake of LOOK_ALIKES) {
       expect(neutraliseTags(`x ${fake} y`), JSON.stringify(fake)).toBe(`x &lt;${fake.slice(1)} y`);

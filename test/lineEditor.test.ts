@@ -127,7 +127,7 @@ describe('line editor', () => {
     expect(run([ctrl('d')]).effects).toEqual([{ type: 'exit' }]);
   });
 
-  it('a long paste is one edit and one redraw, however long; Ctrl-C ends a paste whose end never came', async () => {
+  it('a long paste is one edit and one redraw, however long', async () => {
     const text = Array.from({ length: 5_000 }, (_, i) => `line ${i} of a long paste`).join('\r\n');
     const keys = await keysOf(`\u001b[200~${text}\u001b[201~`);
     let state = initialEditor();
@@ -147,12 +147,29 @@ describe('line editor', () => {
     // Pasted in the middle of a line: the line's rest follows the paste.
     const middle = run([...typed('ab'), { name: 'left' }, ...(await keysOf('\u001b[200~1\n2\u001b[201~'))]);
     expect(middle.state.lines).toEqual(['a1', '2b']);
-    // A paste that never ends: Ctrl-C leaves it, drops it, and clears the line.
+  });
+
+  it('round 3 #7: Ctrl-C, Esc, Return and a second start marker inside a bracketed paste are text, never keys', async () => {
+    const keys = await keysOf('\u001b[200~first\u0003/new\rsecond\u001b\rthird\u001b[200~ fourth\u0004\u001b[201~');
+    for (const busy of [false, true]) {
+      const pasted = run(keys, busy, initialEditor());
+      expect(pasted.effects, `busy ${busy}`).toEqual([]);
+      expect(editorText(pasted.state)).toBe('first/new\nsecond\nthird fourth');
+    }
+    // A paste whose end never comes is left by the terminal (a Ctrl-C after a quiet second): a paste-end, then the key.
     const stuck = run([...typed('kept?'), ...(await keysOf('\u001b[200~half'))]);
     expect(stuck.state.mode).toBe('pasting');
-    const after = run([ctrl('c')], false, stuck.state);
+    expect(run([ctrl('c')], false, stuck.state).state.mode).toBe('pasting');
+    const after = run([{ name: 'paste-end' }, ctrl('c')], false, stuck.state);
     expect(after.state.mode).toBe('editing');
     expect(editorText(after.state)).toBe('');
     expect(after.effects).toEqual([{ type: 'notice', text: CLEARED_NOTICE }]);
+  });
+
+  it('round 3 #8: C1 controls, pasted or typed, are dropped, and a C1 sequence whole', async () => {
+    const pasted = run(await keysOf('\u001b[200~a\u0085b\u009b31mc\u009d0;title\u009cd\u0090q\u009ce\u001b[31mf\u001b[201~'));
+    expect(editorText(pasted.state)).toBe('abcdef');
+    const typedC1 = run(await keysOf('x\u0085y\u009fz'));
+    expect(editorText(typedC1.state)).toBe('xyz');
   });
 });

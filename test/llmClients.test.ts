@@ -101,7 +101,6 @@ describe.each(CLIENTS)('through $name', ({ make }) => {
     const demo = await runDemo(io, {
       quiet: true,
       home: tempHome(),
-      showHome: false,
       makeLLM: (config) => make(config.baseURL!, { contextWindow: config.contextWindow!, maxOutputTokens: config.maxOutputTokens! }),
     });
     expect(demo.correct).toBe(demo.asked);

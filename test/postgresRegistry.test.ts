@@ -5,7 +5,7 @@
  * before running this file alone). Skipped, saying so in one line, without PostgreSQL.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresStore } from '../src/storage/postgres/postgresStore.js';
@@ -110,7 +110,7 @@ describe.skipIf(!available)('sessions in Postgres, through the registry and the 
     });
     afterAll(async () => model.close());
 
-    it('run keeps the session in Postgres; sessions list shows it, rm removes it; the password is never printed', async () => {
+    it('run keeps the session in Postgres; sessions list shows it (round 3 #2: the URL from --database-url-file too), rm removes it; the password is never printed', async () => {
       await withDatabase(async (url) => {
         url.username = 'postgres';
         url.password = 'pw-never-shown-42'; // trust auth: accepted, never checked, and must not be printed
@@ -139,6 +139,13 @@ describe.skipIf(!available)('sessions in Postgres, through the registry and the 
         const list = await run(['sessions', 'list', '--database-url', databaseUrl]);
         expect(list.code).toBe(0);
         expect(list.stdout).toContain(id.slice(0, 8));
+        // round 3 #2: the URL from a file, off the command line: the same sessions, and no warning.
+        const urlFile = join(tempHome(), 'database-url');
+        writeFileSync(urlFile, `${databaseUrl}\n`, { mode: 0o600 });
+        const fromFile = await run(['sessions', 'list', '--database-url-file', urlFile]);
+        expect(fromFile.stdout).toContain(id.slice(0, 8));
+        expect(fromFile.stderr).toBe('');
+        expect(list.stderr).toContain('--database-url puts the password on the command line');
         const fileList = await run(['sessions', 'list']);
         expect(fileList.stdout).not.toContain(id.slice(0, 8));
         // The flag beats the environment: a database that is not there is not asked.

@@ -49,6 +49,15 @@ export class Tmux {
     this.tmux('paste-buffer', '-p', '-b', 'test');
   }
 
+  /** Everything the program writes to the terminal from now on, appended to `file` (tmux pipe-pane). */
+  recordOutput(file: string): void {
+    this.tmux('pipe-pane', '-O', `cat >> '${file.replaceAll("'", `'\\''`)}'`);
+  }
+
+  stopRecording(): void {
+    this.tmux('pipe-pane');
+  }
+
   screen(): string {
     return this.tmux('capture-pane', '-p', '-J', '-S', '-500');
   }

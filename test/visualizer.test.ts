@@ -27,7 +27,7 @@ import { readTrace, startVizServer, type VizServer } from '../src/viz/vizServer.
 import type { TraceRecord } from '../src/viz/traceRecorder.js';
 import type { WorkmemEvent } from '../src/events.js';
 import { cliPath } from './cliProcess.js';
-import type { RecordedRequest } from '../src/testing/index.js';
+import { protocolFollower, startTestServer, type RecordedRequest } from '../src/testing/index.js';
 import { collect, newSession, ofType, tempHome } from './helpers.js';
 import { auth, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
 
@@ -495,7 +495,7 @@ describe("the viz server's doors", () => {
 });
 
 describe('workmem viz, the command', () => {
-  it('prints a URL with the token and the real port for --port 0; the token opens the API, its absence does not', async () => {
+  it('round 3 new user: prints a URL with the token and the real port for --port 0, and says which home it reads and where its token is kept; the token opens the API, its absence does not', async () => {
     const home = tempHome();
     const child = spawn(process.execPath, [cliPath(), 'viz', '--port', '0', '--home', home], { env: { PATH: process.env.PATH } });
     let out = '';
@@ -512,6 +512,9 @@ describe('workmem viz, the command', () => {
       expect((await fetch(new URL('/api/sessions', url))).status).toBe(401);
       expect((await fetch(new URL('/api/sessions', url), { headers: auth(token!) })).status).toBe(200);
       expect(JSON.parse(readFileSync(join(home, 'viz', `${url.port}.json`), 'utf8')).token).toBe(token);
+      // round 3 new user: it says which sessions it reads and where it writes its token.
+      expect(out).toContain(`(the sessions of ${home};`);
+      expect(out).toContain(`its token is kept in ${join(home, 'viz', `${url.port}.json`)} until it stops`);
       child.kill('SIGINT');
       await new Promise((r) => child.once('close', r));
       expect(existsSync(join(home, 'viz', `${url.port}.json`))).toBe(false);
@@ -536,7 +539,7 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     home = tempHome();
     const sink = new PassThrough().resume();
     const io = { stdin: process.stdin, stdout: sink, stderr: sink, env: {}, cwd: '/demo' } as unknown as CliIO;
-    const demo = await runDemo(io, { quiet: true, home, showHome: false });
+    const demo = await runDemo(io, { quiet: true, home });
     sessionId = demo.sessionId;
     received = demo.requests;
     records = readTrace(join(demo.sessionDir, 'trace.jsonl')).records;
@@ -709,7 +712,8 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
         const files = (events[compaction] as Extract<WorkmemEvent, { type: 'compaction_end' }>).files;
         expect(await page.locator('#context .file-link summary').allTextContents()).toEqual(files);
         await page.locator('#context .file-link summary').first().click();
-        await page.waitForFunction(() => (document.querySelector('#context .file-link pre')?.textContent ?? 'loading…') !== 'loading…');
+        // The body is empty until the toggle event has run, then "loading…" until the file came.
+        await page.waitForFunction(() => !['', 'loading…'].includes(document.querySelector('#context .file-link pre')?.textContent ?? ''));
         expect(await page.locator('#context .file-link pre').first().textContent()).toMatch(/\S/);
         expect(await page.locator('#context .file-link pre').first().textContent()).not.toMatch(/^could not open/);
         // The README's picture (docs/visualizer.jpg is a copy of it).
@@ -1120,5 +1124,33 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     expect(blocked.violations).toContain('script-src-elem');
     expect(errors.filter((e) => !/Content Security Policy/.test(e))).toEqual([]);
     await page.close();
+  });
+  it('round 3 new user: a page showing no session opens the session a chat --inspect starts, live, and follows it', async () => {
+    const model = await startTestServer({ policy: protocolFollower({ seed: 3 }) });
+    const { page, errors } = await open('');
+    expect(await page.inputValue('#session')).toBe('');
+    const env = { PATH: process.env.PATH, WORKMEM_HOME: home, OPENAI_BASE_URL: model.baseURL, WORKMEM_MODEL: 'workmem-test' };
+    const chat = spawn(process.execPath, [cliPath(), 'chat', '--inspect-port', String(server.port)], { env, cwd: tempHome() });
+    const closed = new Promise((resolve) => chat.once('close', resolve));
+    let out = '';
+    chat.stdout.on('data', (d) => (out += d));
+    chat.stderr.resume();
+    try {
+      await until(() => /session [0-9a-f-]{36} \(new\)/.test(out), 15_000);
+      const id = /session ([0-9a-f-]{36}) \(new\)/.exec(out)![1]!;
+      await page.waitForFunction((id) => (document.querySelector('#session') as HTMLSelectElement).value === id, id);
+      chat.stdin.write('My dog is Rex.\n');
+      await page.waitForFunction(() => document.querySelectorAll('#timeline .point').length >= 1);
+      await page.waitForFunction(() => document.querySelector('#chart .node.active')?.id === 'state:turn.done');
+      chat.stdin.end('/exit\n');
+      await closed;
+      await page.waitForFunction(() => document.querySelector('#live')?.textContent === '● live: none');
+      expect(await page.inputValue('#session')).toBe(id);
+      expect(errors).toEqual([]);
+    } finally {
+      chat.kill('SIGKILL');
+      await page.close();
+      await model.close();
+    }
   });
 });

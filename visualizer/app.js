@@ -26,6 +26,8 @@ const state = {
   next: null,
   loadingId: null,
   pending: null,
+  /** A session was named (?session=, or picked): the page stays on it rather than following live ones. */
+  chosen: false,
   onlyMachine: false,
   shownRequest: undefined,
 };
@@ -42,9 +44,10 @@ async function main() {
   for (const chart of charts.charts) state.charts.set(chart.machine, chart);
   await refreshSessions();
   showChart();
+  const params = new URLSearchParams(location.search);
+  state.chosen = Boolean(params.get('session'));
   // Subscribed before the trace is read: nothing streamed in between is missed.
   await connectLive();
-  const params = new URLSearchParams(location.search);
   if (params.get('machine')) setMachine(params.get('machine'));
   if (params.get('session')) await loadSession(params.get('session'));
   bindControls();
@@ -278,9 +281,11 @@ function connectLive() {
     const data = JSON.parse(message.data);
     if (data.type === 'live') {
       registered();
+      const fresh = data.sessions.filter((id) => !state.live.has(id));
       state.live = new Set(data.sessions);
       if (data.sessions.some((id) => ![...$('#session').options].some((o) => o.value === id))) await refreshSessions();
       markLive();
+      followLive(fresh);
     } else if (data.type === 'record') {
       streamed(data);
     }
@@ -291,6 +296,15 @@ function connectLive() {
     setTimeout(() => connectLive().then(() => state.sessionId && loadSession(state.sessionId, true)), 2000);
   });
   return listening;
+}
+
+/**
+ * Until a session is chosen, the page follows the sessions that go live (`chat --inspect`,
+ * `rpc --inspect`): the newest to appear opens, live.
+ */
+function followLive(fresh) {
+  if (state.chosen || fresh.length === 0 || state.loadingId) return;
+  void loadSession(fresh[fresh.length - 1]);
 }
 
 function markLive() {
@@ -307,7 +321,11 @@ function markLive() {
 // ---- controls --------------------------------------------------------------------------
 
 function bindControls() {
-  $('#session').addEventListener('change', (e) => e.target.value && loadSession(e.target.value));
+  $('#session').addEventListener('change', (e) => {
+    if (!e.target.value) return;
+    state.chosen = true;
+    loadSession(e.target.value);
+  });
   for (const b of document.querySelectorAll('#machines button')) b.addEventListener('click', () => setMachine(b.dataset.machine));
   $('#slider').addEventListener('input', (e) => setStep(Number(e.target.value)));
   $('#first').addEventListener('click', () => setStep(0));

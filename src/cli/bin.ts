@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 /** The `workmem` executable: runs the command line with the process's streams (main.ts has no side effects, for tests). */
 import { describeError, runCli } from './main.js';
+import { hideDatabaseUrl } from './processTitle.js';
+
+// First of all: a password given as --database-url leaves the command line other users can read.
+hideDatabaseUrl(process.argv.slice(2));
 
 runCli(process.argv.slice(2), {
   stdin: process.stdin,

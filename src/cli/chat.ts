@@ -8,7 +8,9 @@ import { createInterface } from 'node:readline';
 import type { CliIO, Flags } from './cliIO.js';
 import type { CompactionTarget } from '../compaction/plan.js';
 import type { LLM } from '../llm/llm.js';
-import { listSessions, type Session } from '../session/index.js';
+import type { Session } from '../session/index.js';
+import { redactor } from '../secrets/redact.js';
+import { listedSessions, shownTime } from './sessionList.js';
 import type { CliConfig } from './config.js';
 import { commandConfig, type CommandConfig } from './throwawayHome.js';
 import { ContextWatch, renderContext } from './contextView.js';
@@ -36,13 +38,17 @@ Esc or Ctrl-C stops a running turn (what it wrote is kept); Ctrl-C twice exits.`
 export class ChatController {
   private stopRendering: () => void = () => {};
   private watch: ContextWatch;
+  /** Set when the user stopped the running turn: settles once the stop has released what it held back. */
+  private stopping: Promise<void> | null = null;
+  /** A stopping notice was printed: nothing more of the answer is drawn after it. */
+  private hushed = false;
 
   constructor(
     public session: Session,
     private readonly out: Output,
     private readonly context: { config: CliConfig; llm: LLM; io: CliIO; throwaway?: boolean },
   ) {
-    this.stopRendering = renderEvents(session, out);
+    this.stopRendering = this.render(session);
     this.watch = this.watchContext(session);
   }
 
@@ -52,8 +58,37 @@ export class ChatController {
     if (!text) return;
     if (text.startsWith('/') && !text.includes('\n')) return this.command(text);
     const result = await this.session.prompt(text);
+    await this.stopping; // its notice before the status line
+    this.stopping = null;
+    this.hushed = false;
     if (result.status === 'failed' && result.error) this.say('red', `the turn failed: ${terminalLine(result.error.message)}`);
     this.say('dim', statusLine(this.session));
+  }
+
+  /**
+   * Stop the running turn (Esc, Ctrl-C, SIGINT). The stop releases the answer's last text,
+   * held back until then so that a key split across deltas could be masked; the abort
+   * goes out in a microtask (Session.abort), and a notice printed meanwhile waits for the
+   * next, so that it follows that text and nothing of the answer follows it.
+   */
+  interrupt(): void {
+    if (!this.session.state.running) return;
+    this.session.abort();
+    this.stopping ??= Promise.resolve();
+  }
+
+  /** A notice while a turn runs (it starts on a line of its own): after what a stop released, and the last thing of the answer. */
+  notice(text: string): void {
+    const show = (): void => {
+      if (this.stopping) this.hushed = true;
+      this.out.write(`${paint(this.out, 'yellow', text)}\n`);
+    };
+    if (this.stopping) void this.stopping.then(show);
+    else show();
+  }
+
+  private render(session: Session): () => void {
+    return renderEvents(session, this.out, undefined, () => this.hushed);
   }
 
   async close(): Promise<void> {
@@ -101,7 +136,7 @@ export class ChatController {
       }
       case 'compact': {
         const target = (arg || 'all') as CompactionTarget;
-        // A compaction is reported once, by its compaction_end event (rendered with the history's figures).
+        // A compaction is reported once, by its compaction_end event (rendered with its record's figures).
         const result = await this.session.compact({ target });
         if (!result.changed) this.say('magenta', 'nothing to compact');
         return;
@@ -111,17 +146,12 @@ export class ChatController {
         this.session.setMode(arg as never);
         return this.say('cyan', arg === 'auto' ? 'history mode: automatic' : `history mode pinned to ${arg}`);
       case 'sessions': {
-        const sessions = await listSessions({
-          home: this.context.config.home,
-          cwd: this.context.io.cwd,
-          ...storeOption(this.context.config),
-        });
+        const { config, io } = this.context;
+        const sessions = await listedSessions({ home: config.home, cwd: io.cwd, ...storeOption(config) });
+        const mask = redactor([config.apiKey, ...(config.database?.secrets ?? [])]);
         return this.print(
           sessions
-            .map(
-              (s) =>
-                `${s.id === this.session.id ? '*' : ' '} ${s.id}  ${new Date(s.createdAt).toISOString().slice(0, 16)}  ${terminalLine(s.name ?? '')}`,
-            )
+            .map((s) => `${s.id === this.session.id ? '*' : ' '} ${s.id}  ${shownTime(s.updatedAt)}  ${terminalLine(mask(s.title))}`)
             .join('\n') || 'no sessions',
         );
       }
@@ -136,7 +166,7 @@ export class ChatController {
         );
         await this.close();
         this.session = next;
-        this.stopRendering = renderEvents(next, this.out);
+        this.stopRendering = this.render(next);
         this.watch = this.watchContext(next);
         return this.banner();
       }
@@ -188,7 +218,7 @@ async function chat({ config, throwaway, onSignals }: CommandConfig, flags: Flag
 
   try {
     if (io.stdin.isTTY && io.stdout.isTTY) await terminalLoop(chat, out, io, onSignals);
-    else await lineLoop(chat, out, io);
+    else await lineLoop(chat, out, io, onSignals);
   } finally {
     await chat.close();
   }
@@ -201,12 +231,7 @@ async function terminalLoop(chat: ChatController, out: Output, io: CliIO, onSign
     io.stdin,
     io.stdout,
     { first: paint(out, 'green', '› '), next: paint(out, 'green', '… '), width: 2 },
-    {
-      interrupt: () => {
-        if (chat.session.state.running) chat.session.abort();
-      },
-      notice: (text) => out.write(`${paint(out, 'yellow', text)}\n`),
-    },
+    { interrupt: () => chat.interrupt(), notice: (text) => chat.notice(text) },
   );
   // A signal from outside (kill -INT, a closed terminal) ends the chat as Ctrl-C twice would.
   const stop = (): void => {
@@ -228,30 +253,35 @@ async function terminalLoop(chat: ChatController, out: Output, io: CliIO, onSign
   }
 }
 
-/** Input from a pipe or a file: one message a line. */
-async function lineLoop(chat: ChatController, out: Output, io: CliIO): Promise<void> {
+/**
+ * Input from a pipe or a file: one message a line. SIGINT stops a running turn (a second
+ * within 2 s, or one between turns, ends the chat); SIGTERM and SIGHUP end it, the turn
+ * stopped and the session closed, so a --no-session home is removed.
+ */
+async function lineLoop(chat: ChatController, out: Output, io: CliIO, onSignals: CommandConfig['onSignals']): Promise<void> {
   const rl = createInterface({ input: io.stdin, output: io.stdout, terminal: false });
   rl.setPrompt(paint(out, 'green', '› '));
   let lastInterrupt = 0;
-  const interrupt = (): void => {
+  let ended = false;
+  onSignals((signal) => {
     const now = Date.now();
-    if (chat.session.state.running && now - lastInterrupt > 2000) {
-      chat.session.abort();
-      out.write(`\n${paint(out, 'yellow', STOPPING_NOTICE)}\n`);
+    if (signal === 'SIGINT' && chat.session.state.running && now - lastInterrupt > 2000) {
+      chat.interrupt();
+      chat.notice(`\n${STOPPING_NOTICE}`);
       lastInterrupt = now;
       return;
     }
+    ended = true;
+    chat.session.abort();
     rl.close();
-  };
-  process.on('SIGINT', interrupt);
+  });
   try {
     rl.prompt();
     for await (const line of rl) {
-      if ((await handleLine(chat, out, line)) === 'exit') break;
+      if ((await handleLine(chat, out, line)) === 'exit' || ended) break;
       rl.prompt();
     }
   } finally {
-    process.off('SIGINT', interrupt);
     rl.close();
   }
 }

@@ -11,6 +11,7 @@ import {
   MAX_RECENT_TURNS,
   definedOnly,
   fallbackTargetFromEnv,
+  issueText,
   memoryPositionFromEnv,
   recentTurnsFromEnv,
   recentTurnsStepFromEnv,
@@ -149,12 +150,35 @@ function readConfigFile(path: string, secrets: (string | undefined)[], mask: Red
   try {
     json = JSON.parse(text);
   } catch (error) {
-    // JSON.parse quotes the text around the error: the file may hold a key.
-    throw new ConfigError(`${path} is not valid JSON: ${shortened(mask((error as Error).message))}`);
+    throw new ConfigError(`${path} is not valid JSON: ${jsonProblem((error as Error).message, text)}`);
   }
   const apiKey = (json as { apiKey?: unknown } | null)?.apiKey;
   if (typeof apiKey === 'string') secrets.push(apiKey);
   return check(json, (key) => `${path}: ${key}`, mask);
+}
+
+/**
+ * Where a file stops being JSON, in words of ours and never a character of the file: V8's
+ * message quotes the text around the error (`Unexpected token 's', ..."apiKey": sk-pro"...`),
+ * and before the file parses, its key is not known to be masked.
+ */
+function jsonProblem(message: string, text: string): string {
+  if (/^Unexpected end of JSON input/.test(message)) return 'it ends too early (a missing } or "?)';
+  const at = /^(.*?)(?: in JSON)? at position (\d+)/.exec(message);
+  // Those messages name only JSON's own characters, e.g. "Expected ',' or '}' after property value".
+  if (at && !at[1]!.includes('"'))
+    return `${at[1]!.replace(/^Unexpected token .*/, 'unexpected text')} at ${lineAndColumn(text, Number(at[2]))}`;
+  // The quoting kind: the quoted text is found in the file to say where, and not repeated.
+  const quoted = /"(?:\.\.\.)?(.*?)(?:\.\.\.)?"(?:\.\.\.)? is not valid JSON$/s.exec(message)?.[1];
+  const token = /^Unexpected token '(.)'/su.exec(message)?.[1];
+  const from = quoted ? text.indexOf(quoted) : -1;
+  if (from < 0) return 'unexpected text';
+  return `unexpected text at ${lineAndColumn(text, from + Math.max(0, token ? quoted!.indexOf(token) : 0))}`;
+}
+
+function lineAndColumn(text: string, offset: number): string {
+  const before = text.slice(0, offset);
+  return `line ${before.split('\n').length}, column ${offset - before.lastIndexOf('\n')}`;
 }
 
 /** A value as an error shows it: masked, and at most about 60 characters. */
@@ -177,7 +201,8 @@ function check(value: unknown, name: (key: string) => string, mask: Redact): Fil
     throw new ConfigError(`${name(shortened(mask(issue.keys[0]!)))}: unknown setting (known: ${Object.keys(Shape).join(', ')})`);
   const key = issue.path.join('.');
   const bad = issue.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey], value);
-  return fail(`${name(key)} = ${shown(key, bad, mask)} is invalid: ${shortened(mask(issue.message))}`);
+  // What was expected is ours (zod's words, the valid values): said whole, unlike the value.
+  return fail(`${name(key)} = ${shown(key, bad, mask)} is invalid: ${mask(issueText(issue))}`);
 }
 
 function fail(message: string): never {

@@ -15,6 +15,7 @@ import {
   type GroupKey,
 } from '../prompt/contextBreakdown.js';
 import type { Session } from '../session/index.js';
+import { followCompactions } from './compactionFigures.js';
 import { terminalLine } from './terminalText.js';
 
 interface Seen {
@@ -32,7 +33,14 @@ export class ContextWatch {
   private readonly stop: () => void;
 
   constructor(private readonly session: Session) {
-    this.stop = session.on('*', (e) => this.seen(e));
+    const stopEvents = session.on('*', (e) => this.seen(e));
+    const stopCompactions = followCompactions(session, (e, tokensBefore, tokensAfter) =>
+      this.compactions.push({ turn: e.turn, reason: e.reason, replaced: e.replaced, tokensBefore, tokensAfter, files: e.files }),
+    );
+    this.stop = () => {
+      stopEvents();
+      stopCompactions();
+    };
   }
 
   close(): void {
@@ -69,15 +77,6 @@ export class ContextWatch {
         reminder: reminder ? { level: reminder.level, reason: reminder.reason } : null,
       };
     }
-    if (e.type === 'compaction_end' && e.replaced > 0)
-      this.compactions.push({
-        turn: e.turn,
-        reason: e.reason,
-        replaced: e.replaced,
-        tokensBefore: e.tokensBefore,
-        tokensAfter: e.tokensAfter,
-        files: e.files,
-      });
   }
 }
 

@@ -3,15 +3,18 @@
  * model with protocolFollower — a deterministic, scripted stand-in, not a language
  * model — and a 32-turn conversation runs through the same code path as `workmem chat`
  * (the real openai client over HTTP): facts stated early and asked late, a reminder,
- * memory written, the switch to phase 2, a compaction. It ends with a table.
+ * memory written, the switch to phase 2, a compaction. It ends with a table. Its session is
+ * kept in a home of its own (a new temporary folder, or --home), never in the user's.
  */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { CliIO, Flags } from './cliIO.js';
 import type { WorkmemEvent } from '../events.js';
 import { defineTool } from '../tools/tool.js';
 import { protocolFollower, startTestServer, type RecordedRequest } from '../testing/index.js';
 import { ChatController } from './chat.js';
-import { defaultHome } from '../storage/sessionPaths.js';
 import type { CliConfig } from './config.js';
 import type { LLM } from '../llm/llm.js';
 import { paint, terminalOutput, type Output } from './render.js';
@@ -74,11 +77,9 @@ const DOCUMENTS: Record<string, string> = {
 };
 
 export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
-  const result = await runDemo(io, {
-    quiet: flags.quiet === true,
-    home: typeof flags.home === 'string' ? flags.home : defaultHome(io.env),
-    showHome: typeof flags.home === 'string',
-  });
+  // A home of its own (kept, for the replay), not the user's: the demo's session is no session of theirs.
+  const home = typeof flags.home === 'string' ? flags.home : mkdtempSync(join(tmpdir(), 'workmem-demo-'));
+  const result = await runDemo(io, { quiet: flags.quiet === true, home });
   return result.correct === result.asked ? 0 : 1;
 }
 
@@ -97,7 +98,6 @@ export async function runDemo(
   options: {
     quiet: boolean;
     home: string;
-    showHome: boolean;
     seed?: number;
     /** Another client for the same server (the tests run the demo through aiSdkModel too); default the CLI's. */
     makeLLM?: (config: CliConfig) => LLM;
@@ -144,6 +144,7 @@ export async function runDemo(
         `served by a local OpenAI-compatible test server at ${server.baseURL}; a ${DEMO_WINDOW.toLocaleString('en-US')}-token window keeps it short.`,
       ),
     );
+    say(paint(out, 'cyan', `Its session is kept in ${options.home} (--home <dir> to choose another), not in your sessions.`));
     say('');
     const answers: string[] = [];
     for (const line of DEMO_SCRIPT) {
@@ -160,7 +161,7 @@ export async function runDemo(
     say('');
     say(`Session:  ${session.dir}`);
     say(`          messages.jsonl, meta.json, working-memory/ (overview.md, detail/), trace.jsonl`);
-    const home = options.showHome ? ` --home ${options.home}` : '';
+    const home = ` --home ${shellWord(options.home)}`;
     say(`Replay:   ${selfCommand()} viz --session ${session.id}${home}   (then open the printed address)`);
     say(`Memory:   ${selfCommand()} memory show ${session.id.slice(0, 8)}${home}`);
     await chat.close();
@@ -208,4 +209,9 @@ function summary(events: WorkmemEvent[], turns: number, correct: number, asked: 
   const valueWidth = Math.max(...rows.map(([, v]) => v.length));
   const bar = `+${'-'.repeat(width + 2)}+${'-'.repeat(valueWidth + 2)}+`;
   return [bar, ...rows.map(([k, v]) => `| ${k.padEnd(width)} | ${v.padEnd(valueWidth)} |`), bar].join('\n');
+}
+
+/** A path as one word for a shell command the user may paste: quoted when it needs to be. */
+function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }

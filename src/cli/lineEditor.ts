@@ -4,10 +4,14 @@
  * terminal should do come out. Two modes: editing, and pasting (between the bracketed
  * paste markers ESC[200~ and ESC[201~, where Return is a newline, not a send).
  *
+ * What comes between the paste markers is text, whatever its bytes: never a key.
+ *
  * Several lines: a line ending in "\" continues on Return, and Ctrl-J or Alt-Enter
  * insert a newline. Ctrl-C clears a non-empty line; on an empty line it warns, and a
  * second one exits. While a turn runs, Ctrl-C and Esc interrupt it (a second Ctrl-C exits).
  */
+
+import { typedText } from './terminalText.js';
 
 export interface Key {
   name?: string | undefined;
@@ -58,10 +62,14 @@ export function editorText(state: EditorState): string {
 }
 
 export function pressKey(state: EditorState, key: Key, busy: boolean): EditorStep {
+  if (state.mode === 'pasting') {
+    if (key.name === 'paste-end') return edit(insertText({ ...state, mode: 'editing', pasted: '' }, typedText(state.pasted)));
+    // A paste is text, never keys: Ctrl-C, Return or a marker inside it are characters pasted.
+    // (A paste whose end never comes is left with a Ctrl-C typed once it went quiet: terminalInput.ts.)
+    return step(key.name === 'paste-start' ? state : { ...state, pasted: state.pasted + pastedText(key) });
+  }
   if (key.name === 'paste-start') return step({ ...state, mode: 'pasting', armed: false, pasted: '' });
-  if (key.name === 'paste-end') return edit(insertText({ ...state, mode: 'editing', pasted: '' }, state.pasted));
-  // Ctrl-C ends a paste whose end never came (and then does what it does).
-  if (state.mode === 'pasting' && !(key.ctrl && key.name === 'c')) return step({ ...state, pasted: state.pasted + pastedText(key) });
+  if (key.name === 'paste-end') return step(state);
 
   const armed = state.armed;
   const s: EditorState = { ...state, armed: false, mode: 'editing', pasted: '' };
@@ -130,12 +138,16 @@ export function pressKey(state: EditorState, key: Key, busy: boolean): EditorSte
   return edit(insert(s, printable(key)));
 }
 
-/** What a key of a paste adds: Return and line feed a newline (CR LF and CR become LF when inserted), a tab a tab. */
+/**
+ * What a key of a paste adds: Return and line feed a newline (CR LF and CR become LF when
+ * inserted), a tab a tab; other characters as they came, filtered once the paste ends
+ * (typedText: a C1 sequence such as U+009B 3 1 m is dropped whole, as in model output).
+ */
 function pastedText(key: Key): string {
   if (key.name === 'return') return '\r';
   if (key.name === 'enter') return '\n';
   if (key.name === 'tab') return '\t';
-  return key.ctrl || key.meta ? '' : printable(key);
+  return key.ctrl || key.meta || /\u001b/.test(key.sequence ?? '') ? '' : (key.sequence ?? '');
 }
 
 /** Text of several lines, inserted at the cursor. */
@@ -150,10 +162,10 @@ function insertText(s: EditorState, text: string): EditorState {
   return { ...s, lines, row: s.row + pieces.length - 1, col: last.length };
 }
 
-/** What a key types: its text, without control characters (a stray escape sequence types nothing). */
+/** What a key types: its text, without control characters, C0, DEL or C1 (a stray escape sequence types nothing). */
 function printable(key: Key): string {
   const text = key.sequence ?? '';
-  return /[\u0000-\u001f\u007f]/u.test(text) ? '' : text;
+  return /[\u0000-\u001f\u007f-\u009f]/u.test(text) ? '' : text;
 }
 
 function submit(s: EditorState): EditorStep {

@@ -5,6 +5,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { DATABASE_URL_WARNING } from './processTitle.js';
 import { terminalLine } from './terminalText.js';
 
 import type { CliIO, Flags } from './cliIO.js';
@@ -12,6 +13,8 @@ import type { CliIO, Flags } from './cliIO.js';
 export type { CliIO, Flags };
 type Options = NonNullable<ParseArgsConfig['options']>;
 
+/** Where sessions are kept in PostgreSQL: every command that reads or writes sessions takes these. */
+const DATABASE_OPTIONS: Options = { 'database-url': { type: 'string' }, 'database-url-file': { type: 'string' } };
 const MODEL_OPTIONS: Options = {
   home: { type: 'string' },
   model: { type: 'string' },
@@ -27,7 +30,7 @@ const MODEL_OPTIONS: Options = {
   'recent-turns-step': { type: 'string' },
   'fallback-target': { type: 'string' },
   'session-write-quota': { type: 'string' },
-  'database-url': { type: 'string' },
+  ...DATABASE_OPTIONS,
 };
 const SESSION_OPTIONS: Options = {
   session: { type: 'string' },
@@ -44,8 +47,11 @@ const RPC_DOC = fileURLToPath(
 );
 const ALWAYS: Options = { help: { type: 'boolean', short: 'h' }, debug: { type: 'boolean' } };
 
-const DATABASE_HELP = `  --database-url <url>        keep sessions in PostgreSQL, postgres://user:password@host/db
-                              (env WORKMEM_DATABASE_URL; the password is never shown)`;
+const DATABASE_HELP = `  --database-url-file <path>  keep sessions in PostgreSQL: the postgres://user:password@host/db
+                              URL is the file's first line (or env WORKMEM_DATABASE_URL)
+  --database-url <url>        the same URL as a flag: other local users can read it in
+                              ps until workmem hides it, and it stays in your shell
+                              history; a warning says so (the password is never shown)`;
 const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
   --model <name>              model name (env WORKMEM_MODEL; default gpt-4o-mini)
   --base-url <url>            any OpenAI-compatible endpoint (env OPENAI_BASE_URL)
@@ -121,7 +127,8 @@ echo "<prompt>" | workmem run [...]
 
 Runs one turn and prints the answer as it streams: stdout carries only the answer; tool
 calls, memory writes and the status line go to stderr. Without a prompt argument the
-prompt is read from stdin. Exits 1 if the turn fails.
+prompt is read from stdin. Exits 1 if the turn fails. Each run starts a new session
+unless -c or --session continues one (the status line names the session).
 
   --json              print every event as one JSON line instead
   -c, --continue      continue the newest session of this directory
@@ -146,13 +153,13 @@ ${INSPECT_HELP}`,
     summary: 'list, show or remove sessions',
     usage: `workmem sessions list [--all] | show <id> | rm <id>
 
-  list                the sessions of this directory, newest first (--all: every directory)
-  show <id>           a session's details, memory and latest messages
-  rm <id>             delete a session and its files
-  --home <dir>        where sessions live (env WORKMEM_HOME; default ~/.workmem)
-  --database-url <url>  the sessions in PostgreSQL instead (env WORKMEM_DATABASE_URL;
-                      the password is never shown); show reads a session in use too`,
-    options: { all: { type: 'boolean' }, home: { type: 'string' }, 'database-url': { type: 'string' } },
+  list                        the sessions of this directory, newest first (--all: all)
+  show <id>                   a session's details, memory and latest messages (also
+                              while it runs elsewhere)
+  rm <id>                     delete a session and its files
+  --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
+${DATABASE_HELP}`,
+    options: { all: { type: 'boolean' }, home: { type: 'string' }, ...DATABASE_OPTIONS },
     load: () => import('./sessions.js'),
   },
   memory: {
@@ -160,9 +167,11 @@ ${INSPECT_HELP}`,
     usage: `workmem memory show [<id>]
 
 Prints overview.md and the detail/ index of a session (default: the newest of this directory),
-also while the session runs elsewhere. --database-url <url> (env WORKMEM_DATABASE_URL): a
-session kept in PostgreSQL.`,
-    options: { home: { type: 'string' }, 'database-url': { type: 'string' } },
+also while the session runs elsewhere.
+
+  --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
+${DATABASE_HELP}`,
+    options: { home: { type: 'string' }, ...DATABASE_OPTIONS },
     load: () => import('./sessions.js').then((m) => ({ main: m.memoryMain })),
   },
   demo: {
@@ -172,17 +181,19 @@ session kept in PostgreSQL.`,
 Starts the local OpenAI-compatible test server with protocolFollower — a deterministic,
 scripted stand-in for a language model — and runs a conversation through the same code
 path as chat: facts stated early and asked late, a reminder, memory written, the switch
-to phase 2, a compaction. Ends with a table of what happened.`,
+to phase 2, a compaction. Ends with a table of what happened. Its session is kept in a
+home of its own, a new temporary folder it names (or --home <dir>), not in your sessions.`,
     options: { turns: { type: 'string' }, home: { type: 'string' }, quiet: { type: 'boolean' } },
     load: () => import('./demo.js'),
   },
   viz: {
     summary: 'the visualizer: statecharts, replay, live sessions, in the browser',
-    usage: `workmem viz [<id> | --session <id>] [--port <n>] [--home <dir>] [--database-url <url>]
+    usage: `workmem viz [<id> | --session <id>] [--port <n>] [--home <dir>] [--database-url-file <path>]
 
 Serves the visualizer on 127.0.0.1 (default port 4900): the statecharts drawn from the
 machines, replay of recorded sessions step by step, the requests' token use, the working
-memory as it was, and sessions running with --inspect, live. Ctrl-C stops it.
+memory as it was, and sessions running with --inspect, live (with a database, the sessions
+kept there, their traces read from it). Ctrl-C stops it.
 
 Open the URL it prints: it carries a per-run token (#token=…) that every API and live
 route requires; the page reads it from the fragment. Only this host's own page gets in
@@ -190,11 +201,11 @@ route requires; the page reads it from the fragment. Only this host's own page g
 <home>/viz/<port>.json (readable by you only), where your --inspect sessions find it and
 check that the listener is the server you started before they send anything.
 
-  --port <n>          the port (default 4900)
-  --session <id>      open this session
-  --database-url <url>  the sessions kept in PostgreSQL, their traces read from it
-                      (env WORKMEM_DATABASE_URL; the password is never shown)`,
-    options: { port: { type: 'string' }, session: { type: 'string' }, home: { type: 'string' }, 'database-url': { type: 'string' } },
+  --port <n>                  the port (default 4900)
+  --session <id>              open this session
+  --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
+${DATABASE_HELP}`,
+    options: { port: { type: 'string' }, session: { type: 'string' }, home: { type: 'string' }, ...DATABASE_OPTIONS },
     load: () => import('./viz.js'),
   },
 };
@@ -250,6 +261,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     io.stderr.write(`workmem ${name}: --session needs a session id, got an empty string\n`);
     return 2;
   }
+  if (typeof parsed.values['database-url'] === 'string') io.stderr.write(DATABASE_URL_WARNING);
   if (parsed.values.help) {
     io.stdout.write(`${command.usage}${['chat', 'run', 'rpc'].includes(name) ? `\n\n${MODEL_HELP}` : ''}\n`);
     return 0;

@@ -5,6 +5,7 @@
  */
 import type { WorkmemEvent } from '../events.js';
 import type { Session } from '../session/index.js';
+import { followCompactions } from './compactionFigures.js';
 import { terminalLine, terminalStream } from './terminalText.js';
 
 export interface Output {
@@ -27,9 +28,10 @@ export function terminalOutput(stream: NodeJS.WriteStream, env: NodeJS.ProcessEn
  * Renders one session's events; returns a function that stops rendering. With `answer`,
  * the model's text goes there bare (for `workmem run`: stdout carries only the answer)
  * and everything else to `out`. Text from the model, tools and files passes through
- * terminalText: no escape sequence of theirs reaches the terminal.
+ * terminalText: no escape sequence of theirs reaches the terminal. While `hushed()` says
+ * so (the chat said it is stopping the turn), no more of the answer is drawn.
  */
-export function renderEvents(session: Session, out: Output, answer?: Output): () => void {
+export function renderEvents(session: Session, out: Output, answer?: Output, hushed: () => boolean = () => false): () => void {
   let streaming = false;
   const text = answer ?? out;
   let filter = terminalStream();
@@ -40,15 +42,24 @@ export function renderEvents(session: Session, out: Output, answer?: Output): ()
     }
     out.write(`${paint(out, color, message)}\n`);
   };
-  return session.on('*', (e: WorkmemEvent) => {
+  // Compactions with the figures of their record (what left the history, what took its place).
+  const stopCompactions = followCompactions(session, (e, before, after) =>
+    line(
+      'magenta',
+      `⤓ compacted (${e.reason}): ${e.replaced} items, history ${before} → ${after} tokens → ${terminalLine(e.files.join(', '))}`,
+    ),
+  );
+  const stopEvents = session.on('*', (e: WorkmemEvent) => {
     switch (e.type) {
       case 'message_delta':
+        if (hushed()) break;
         if (!streaming && !answer) out.write(paint(out, 'blue', '● '));
         streaming = true;
         text.write(filter.write(e.delta));
         break;
       case 'message_end':
-        if (streaming) text.write(`${filter.end()}\n`);
+        // Hushed, the notice has ended the line already.
+        if (streaming && !hushed()) text.write(`${filter.end()}\n`);
         filter = terminalStream();
         streaming = false;
         if (e.stop === 'aborted') line('yellow', '(stopped)');
@@ -71,13 +82,6 @@ export function renderEvents(session: Session, out: Output, answer?: Output): ()
       case 'mode_changed':
         line('cyan', `⇄ history mode: ${e.from} → ${e.to}${e.pinned ? ' (pinned)' : ''}`);
         break;
-      case 'compaction_end':
-        if (e.replaced > 0)
-          line(
-            'magenta',
-            `⤓ compacted (${e.reason}): ${e.replaced} items, history ${e.tokensBefore} → ${e.tokensAfter} tokens → ${terminalLine(e.files.join(', '))}`,
-          );
-        break;
       case 'retry':
         line('yellow', `↻ ${terminalLine(e.error.message)}; retrying in ${(e.delayMs / 1000).toFixed(1)} s (attempt ${e.attempt})`);
         break;
@@ -86,6 +90,10 @@ export function renderEvents(session: Session, out: Output, answer?: Output): ()
         break;
     }
   });
+  return () => {
+    stopCompactions();
+    stopEvents();
+  };
 }
 
 /** model · tokens used / window (%) · history mode · rounds since the last memory update · input served by the prompt cache */

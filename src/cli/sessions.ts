@@ -5,8 +5,8 @@
  */
 import type { CliIO, Flags } from './cliIO.js';
 import { listSessions, readSession, removeSession } from '../session/index.js';
-import type { SessionMeta } from '../storage/sessionMeta.js';
 import type { MemoryFiles, MemoryReader, SessionReader, SessionStore } from '../storage/sessionStore.js';
+import { listedSessions, metaOf, shownTime } from './sessionList.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import { WorkingMemory } from '../memory/workingMemory.js';
 import { redactor } from '../secrets/redact.js';
@@ -43,23 +43,20 @@ async function sessions(
   const mask = redactor([io.env.OPENAI_API_KEY, ...secrets]);
   switch (action) {
     case 'list': {
-      const sessions = await listSessions({ home, ...where, ...(flags.all ? {} : { cwd: io.cwd }) });
+      const sessions = await listedSessions({ home, ...where, ...(flags.all ? {} : { cwd: io.cwd }) });
       if (!sessions.length) {
         io.stdout.write(flags.all ? 'No sessions yet.\n' : `No sessions in ${terminalLine(io.cwd)} yet (--all lists every directory).\n`);
         return 0;
       }
-      const rows: string[][] = [];
-      for (const s of sessions) {
-        const meta = await readSession(s.id, { home, ...where }).then(metaOf, () => null); // removed meanwhile: a row of ?
-        rows.push([
-          s.id.slice(0, 8),
-          new Date(meta?.updatedAt ?? s.createdAt).toISOString().slice(0, 16).replace('T', ' '),
-          String(meta?.turns ?? '?'),
-          String(meta?.messageCount ?? '?'),
-          meta?.historyMode ?? '?',
-          mask(meta?.name ?? meta?.title ?? s.name ?? ''),
-        ]);
-      }
+      // A meta that cannot be read (removed meanwhile): a row of ?
+      const rows = sessions.map(({ id, updatedAt, meta, title }) => [
+        id.slice(0, 8),
+        shownTime(updatedAt),
+        String(meta?.turns ?? '?'),
+        String(meta?.messageCount ?? '?'),
+        meta?.historyMode ?? '?',
+        mask(title),
+      ]);
       io.stdout.write(table(['ID', 'UPDATED', 'TURNS', 'MESSAGES', 'MODE', 'TITLE'], rows, flags.all ? undefined : `in ${io.cwd}`));
       return 0;
     }
@@ -144,11 +141,6 @@ function heldLine(entries: readonly LogEntry[], home: string, env: NodeJS.Proces
     quota = `? (${(error as Error).message})`;
   }
   return `${byteSize(held.bytes)} held by the model's files (${held.count}), of the session write quota of ${quota}`;
-}
-
-async function metaOf(session: SessionReader): Promise<SessionMeta | null> {
-  const read = await session.readMeta();
-  return read.ok ? read.meta : null;
 }
 
 /** Cells are one line each: a newline in a name cannot forge a row. */

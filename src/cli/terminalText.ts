@@ -30,6 +30,17 @@ export function terminalText(text: string): string {
   return withoutSequences(text.replace(/\r\n/g, '\n')).replace(BODY_CONTROL, REPLACEMENT);
 }
 
+/**
+ * Text the user pasted or typed, as the prompt keeps it and sends it: \n and \t kept (a
+ * CR LF or a lone CR becomes \n), escape sequences (7- and 8-bit) dropped whole, and any
+ * other control character (C0, DEL, C1) dropped.
+ */
+export function typedText(text: string): string {
+  const lines = text.replace(/\r\n?/g, '\n');
+  if (!/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(lines)) return lines;
+  return withoutSequences(lines).replace(BODY_CONTROL, '');
+}
+
 /** One line (a table cell, a name): line breaks and tabs become one space. */
 export function terminalLine(text: string): string {
   return terminalText(text.replace(LINE_BREAKS, ' '));

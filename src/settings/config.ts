@@ -123,12 +123,22 @@ function wholeFromEnv(env: NodeJS.ProcessEnv, name: string, min: number, max: nu
   return value;
 }
 
+/** The valid values, every one of them, as every configuration error says them. */
+function expectedOneOf(values: readonly unknown[]): string {
+  return `expected one of ${values.map(String).join(', ')}`;
+}
+
+/** What a validation issue says was expected: for a choice, the whole list of valid values. */
+export function issueText(issue: z.core.$ZodIssue): string {
+  return issue.code === 'invalid_value' ? expectedOneOf(issue.values) : issue.message;
+}
+
 /** One of `values` from WM_<name>; unset or empty: undefined. */
 function choiceFromEnv<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[]): T | undefined {
   const raw = env[name]?.trim();
   if (!raw) return undefined;
   if (!(values as readonly string[]).includes(raw)) {
-    throw new ConfigError(`${name}=${JSON.stringify(env[name])} is invalid: expected one of ${values.join(', ')}`);
+    throw new ConfigError(`${name}=${JSON.stringify(env[name])} is invalid: ${expectedOneOf(values)}`);
   }
   return raw as T;
 }
@@ -180,7 +190,7 @@ export function resolveSettings(
     const issue = parsed.error.issues[0]!;
     const key = issue.path.join('.') || '(settings)';
     const value = issue.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey], overrides);
-    throw new ConfigError(`setting ${key}=${JSON.stringify(value)} is invalid: ${issue.message}`);
+    throw new ConfigError(`setting ${key}=${JSON.stringify(value)} is invalid: ${issueText(issue)}`);
   }
   const o = parsed.data;
   const base = defaultTurnSettings(o.contextWindow ?? model.contextWindow, o.reserveOutputTokens ?? model.maxOutputTokens);

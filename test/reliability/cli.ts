@@ -3,15 +3,18 @@
  * terminal escape sequences — OSC 52 clipboard writes, screen clears, window titles, 8-bit
  * C1 controls, a bare \r — and a session name with a newline that would forge a table
  * row; an RPC line with no newline, far over the 16 MB limit; an API key in the history,
- * a session name and a bad configuration value. Every command is the built CLI, spawned.
+ * a session name, a bad configuration value and a config.json that is not JSON; a database
+ * password given as a flag, read back from /proc/<pid>/cmdline; a bracketed paste holding
+ * keys and C1 controls, in chat on a terminal (tmux). Every command is the built CLI, spawned.
  * **lost** counts printed control sequences, forged rows and keys found.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { startTestServer, type ChatRequest, type PolicyReply } from '../../src/testing/index.js';
-import { runCli, type CliResult } from '../cliProcess.js';
+import { startTestServer, type ChatRequest, type PolicyReply, type TestServer } from '../../src/testing/index.js';
+import { Tmux, hasTmux } from '../tmuxChat.js';
+import { cmdlineWhileRunning, runCli, type CliResult } from '../cliProcess.js';
 import { Tally, type FamilyResult } from './report.js';
 
 /** What a hostile model puts in its text, one of each kind. */
@@ -28,6 +31,26 @@ const HOSTILE = `Here ${SEQUENCES.join(' and ')} end.`;
 /** Anything a terminal would act on: C0 but \n and \t, DEL, C1. */
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 const KEY = 'sk-cliFAMILY-0123456789abcdefghijklmn';
+
+/** config.json files that are not JSON, each with `key` where V8's message would quote the text around the error. */
+export function brokenConfigs(key: string): string[] {
+  return [
+    `{"apiKey": ${key}}`, // unquoted: V8 quotes the text around the token
+    `{"apiKey": "${key}" "model": "m"}`,
+    `{"apiKey": "${key}", }`,
+    `apiKey=${key}`,
+    `{"model": "m",\n "apiKey": "${key.slice(0, 10)}\n${key.slice(10)}"}`,
+    `{"apiKey": "${key}"}\ntrailing ${key}`,
+    `"${key}`,
+  ];
+}
+
+/** Any run of `n` characters of `key` past its `sk-` prefix found in `text`. */
+export function keyPieces(text: string, key: string, n = 4): string[] {
+  const pieces: string[] = [];
+  for (let i = 3; i + n <= key.length; i++) if (text.includes(key.slice(i, i + n))) pieces.push(key.slice(i, i + n));
+  return pieces;
+}
 
 function controls(text: string): number {
   return text.match(CONTROL)?.length ?? 0;
@@ -47,6 +70,49 @@ function hostileModel(request: ChatRequest): PolicyReply {
       ],
     };
   return { content: HOSTILE };
+}
+
+/**
+ * Pasted into the chat: keys a paste must not press (Ctrl-C, a command and Return, Esc,
+ * Ctrl-D, an end marker and a command after it) and C0 and C1 controls.
+ */
+const HOSTILE_PASTE = 'before\u0003/new\nafter\u001b\n\u0004x\u0085y\u009b2Jz\u009d0;owned\u009cend\u001b[201~/new\nlast';
+const PASTE_SENT = 'before/new\nafter\nxyzend/new\nlast';
+
+/**
+ * The hostile paste in `workmem chat` on a terminal (tmux): nothing is sent or run before
+ * Enter, and then one message, without a control character. **lost**: turns or sessions
+ * the paste started, and control characters sent.
+ */
+async function hostilePaste(tally: Tally, env: Record<string, string>, cwd: string, server: TestServer): Promise<void> {
+  const tmux = new Tmux({ ...env, NO_COLOR: '1' });
+  try {
+    tmux.start([], cwd);
+    await tmux.seen('/help for commands', 1, 20_000);
+    await tmux.prompt();
+    const before = server.requests.length;
+    tmux.paste(HOSTILE_PASTE, cwd);
+    await tmux.seen('… last');
+    const early = server.requests.length - before;
+    tmux.keys('Enter');
+    await tmux.seen(/\[workmem-test · /);
+    await tmux.prompt();
+    tmux.keys('C-d');
+    await tmux.until('exit', () => tmux.exitStatus() !== null);
+    const users = server.requests
+      .slice(before)
+      .flatMap((r) => r.body.messages.filter((m) => m.role === 'user').map((m) => String(m.content).split('\n\n<context_meta>')[0]!));
+    const sent = [...new Set(users)];
+    const sessions = (tmux.screen().match(/session [0-9a-f-]{36} \(new\)/g) ?? []).length;
+    const lost = early + (sessions - 1) + sent.reduce((n, m) => n + controls(m), 0);
+    tally.add('terminal: a bracketed paste holding Ctrl-C, /new and Return, Esc, Ctrl-D, an end marker and C1 controls', {
+      survived: lost === 0 && sent.length === 1 && sent[0] === PASTE_SENT,
+      lost,
+      detail: `${early} requests before Enter, ${sessions} sessions, sent ${JSON.stringify(sent).slice(0, 200)}`,
+    });
+  } finally {
+    tmux.kill();
+  }
 }
 
 export async function cliCases(options: { lineSizesMB?: number[] } = {}): Promise<FamilyResult> {
@@ -107,7 +173,41 @@ export async function cliCases(options: { lineSizesMB?: number[] } = {}): Promis
       const found = result.stderr.includes(KEY) ? 1 : 0;
       tally.add(fault, { survived: result.code === 2 && /is invalid/.test(result.stderr) && !found, lost: found, detail: result.stderr });
     }
+    // A database password given as a flag: gone from the command line other local users read.
+    if (existsSync('/proc/self/cmdline')) {
+      const password = 'pw-cliFAMILY-cmdline-77';
+      for (const form of [
+        ['--database-url', `postgres://ada:${password}@127.0.0.1:1/db`],
+        [`--database-url=postgres://ada:${password}@127.0.0.1:1/db`],
+      ]) {
+        const { cmdline, stderr } = await cmdlineWhileRunning(['viz', '--port', '0', '--home', home, ...form], 'workmem visualizer on');
+        const shown = cmdline.includes(password) ? 1 : 0;
+        tally.add('masking: a database password as --database-url, in /proc/<pid>/cmdline', {
+          survived: !shown && /other local users can read it/.test(stderr),
+          lost: shown,
+          detail: `${cmdline} · ${stderr.slice(0, 200)}`,
+        });
+      }
+    }
+    // A config.json that is not JSON, under --debug (stack traces): V8 quotes the text around the error.
+    let quoted = 0;
+    let said = '';
+    for (const text of brokenConfigs(KEY)) {
+      writeFileSync(join(configHome, 'config.json'), text);
+      const result = await runCli(['run', 'hi', '--debug'], { env: { ...env, WORKMEM_HOME: configHome, OPENAI_API_KEY: '' }, cwd });
+      const pieces = keyPieces(result.stderr, KEY).length;
+      quoted += pieces;
+      if (result.code !== 2 || !/is not valid JSON: .*(line \d+, column \d+|ends too early)/.test(result.stderr) || pieces)
+        said = result.stderr;
+    }
+    tally.add('masking: a key in a config.json that is not JSON, under --debug', {
+      survived: said === '' && quoted === 0,
+      lost: quoted,
+      detail: said.slice(0, 300) || `${quoted} pieces of the key printed`,
+    });
     rmSync(configHome, { recursive: true, force: true });
+
+    if (hasTmux) await hostilePaste(tally, { ...env, WORKMEM_HOME: mkdtempSync(join(tmpdir(), 'workmem-cli-paste-')) }, cwd, server);
 
     // The RPC line limit: one error for the long line, then the next command is answered.
     for (const mb of options.lineSizesMB ?? [17]) {

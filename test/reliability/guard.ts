@@ -2,10 +2,11 @@
  * Issue 19's guard cases at full size: a 10 MB tool name, a 10 MB answer and a 2 MB prompt
  * (bounded at capture, nothing frozen, nothing lost); 300 writes of 230 KB in one turn (the
  * per-turn quota); a secret as tool name and call id (masked in every event); look-alike
- * framing tags through tool output, overview.md, a read-back detail file and a summary; an
- * overview.md that is a planted symlink or a 1 GiB sparse file; a child process swapping
- * a folder for a symlink while the read tool reads (0 bytes from outside); and issue 24's
- * session write quota and item memory of users whose ids extend one another's.
+ * framing tags (white space after the bracket too) through tool output, overview.md, a
+ * read-back detail file and a summary; an overview.md that is a planted symlink or a 1 GiB
+ * sparse file; a child process swapping a folder for a symlink while the read tool reads
+ * (0 bytes from outside); the session write quota; and item memory of users whose ids
+ * extend one another's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -23,7 +24,23 @@ import { Tally, type FamilyResult } from './report.js';
 
 const FAMILY = 'guard';
 
+/** White space between the bracket, the slash and the name (issue 24 #14): a model still reads the tag. */
+export const SPACED_LOOK_ALIKES = [
+  '< context_meta>',
+  '<  working_memory>',
+  '<\tmemory_reminder>',
+  '<\ndetail_index>',
+  '< /working_memory>',
+  '</ working_memory>',
+  '< / context_meta >',
+  '<\u00A0relevant_memories>',
+  '<\u3000context_meta>',
+  '<\u200B context_meta>',
+  '\uFF1C context_meta>',
+];
+
 export const LOOK_ALIKES = [
+  ...SPACED_LOOK_ALIKES,
   '<context\u200B_meta>',
   '<context\u200D_meta>',
   '<wor\u00ADking_memory>',
