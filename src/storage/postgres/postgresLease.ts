@@ -37,7 +37,12 @@ export async function holdFence(client: PoolClient, s: string, id: string, token
 }
 
 /** Take the lease of session `id`: the new token and the session's last seq, or SessionInUseError naming the holder. */
-export async function takeLease(db: Database, id: string, holder: string, leaseMs: number): Promise<{ token: string; lastSeq: number; cwd: string }> {
+export async function takeLease(
+  db: Database,
+  id: string,
+  holder: string,
+  leaseMs: number,
+): Promise<{ token: string; lastSeq: number; cwd: string }> {
   const { s } = db;
   const taken = await db.query<{ token: string; last_seq: string; cwd: string }>(
     `UPDATE ${s}.leases SET holder = $2, token = token + 1, expires_at = clock_timestamp() + $3 * interval '1 millisecond'
@@ -84,8 +89,8 @@ export async function leaseLost(db: Database | PoolClient, s: string, id: string
 export class PostgresLease implements Lease {
   private timer: NodeJS.Timeout | null = null;
   private released = false;
-  /** The renewal sent last, settled or not: release waits for it. */
-  private renewing: Promise<unknown> = Promise.resolve();
+  /** The renewal in flight, if any: at most one at a time (a faster one could land first and a slower one after the release); release waits for it. */
+  private renewing: Promise<void> | null = null;
 
   constructor(
     private readonly db: Database,
@@ -103,8 +108,11 @@ export class PostgresLease implements Lease {
 
   async renew(): Promise<void> {
     if (this.released) throw new LeaseLostError(`session ${this.id}: its lease was released`);
-    const renewal = this.extend();
-    this.renewing = renewal.catch(() => {});
+    if (this.renewing) return this.renewing;
+    const renewal = this.extend().finally(() => {
+      if (this.renewing === renewal) this.renewing = null;
+    });
+    this.renewing = renewal;
     return renewal;
   }
 
@@ -127,9 +135,12 @@ export class PostgresLease implements Lease {
     this.stop();
     // A renewal still on its way, on another connection, could land after the release and
     // hold the closed session for a lease more: it goes first.
-    await this.renewing;
+    await this.renewing?.catch(() => {});
     // Only our own lease: one taken over by a newer token is left alone.
-    await this.db.query(`UPDATE ${this.db.s}.leases SET expires_at = '-infinity' WHERE session_id = $1 AND token = $2`, [this.id, this.token]);
+    await this.db.query(`UPDATE ${this.db.s}.leases SET expires_at = '-infinity' WHERE session_id = $1 AND token = $2`, [
+      this.id,
+      this.token,
+    ]);
   }
 
   private stop(): void {
