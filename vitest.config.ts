@@ -1,28 +1,46 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Projects by what a test needs, named by file suffix: `*.test.ts` runs in process and
+ * fast (npm run test:unit); `*.slow.test.ts` walks paths, properties or long sessions;
+ * `*.process.test.ts` spawns the built CLI; `*.tmux.test.ts` drives it in a terminal;
+ * `*.browser.test.ts` drives headless Chromium; `*.pg.test.ts` needs PostgreSQL; the pack
+ * test installs the packed package and runs last, alone. `vitest --project <name>` picks one.
+ */
+const KINDS = ['slow', 'process', 'tmux', 'browser', 'pg'] as const;
+const PACK = 'test/project/pack.test.ts';
+const kind = (name: (typeof KINDS)[number], order = 0) => ({
+  extends: true as const,
+  test: { name, include: [`test/**/*.${name}.test.ts`], sequence: { groupOrder: order } },
+});
+
 export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // Two files at a time on the 2-core machines we run on: much of a file's time is spent
+    // waiting (child processes, servers, timers), and vitest's default there is one.
+    maxWorkers: 2,
     // gc() for the soak: its heap is measured after a forced collection, not as load leaves it.
     execArgv: ['--expose-gc'],
     // A passing run prints only the reporter: a test that prints (or raises a process warning) fails the run.
-    reporters: ['default', './test/quietReporter.ts'],
-    setupFiles: ['./test/warningsAsLogs.ts'],
+    reporters: ['default', './test/project/quietReporter.ts'],
+    setupFiles: ['./test/project/warningsAsLogs.ts'],
+    // One line for the run when the Postgres tests are skipped.
+    globalSetup: ['test/storage/postgresNotice.ts'],
     projects: [
       {
         extends: true,
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/pack.test.ts'],
+          exclude: [...KINDS.map((k) => `test/**/*.${k}.test.ts`), PACK],
           sequence: { groupOrder: 0 },
-          // One line for the run when the Postgres tests are skipped.
-          globalSetup: ['test/storage/postgresNotice.ts'],
         },
       },
+      ...KINDS.map((k) => kind(k)),
       // The pack test installs from the registry and spawns CLIs: it runs after every other file, alone.
-      { extends: true, test: { name: 'pack', include: ['test/pack.test.ts'], sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'pack', include: [PACK], sequence: { groupOrder: 1 } } },
     ],
   },
 });

@@ -8,11 +8,11 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, jsonSchema, stepCountIs, streamText, tool, ToolLoopAgent, wrapLanguageModel, type ModelMessage } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { aiSdkModel } from '../src/aiSdk/aiSdkModel.js';
-import { createWorkmem } from '../src/aiSdk/workmemMiddleware.js';
-import { defineTool } from '../src/tools/tool.js';
-import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
-import { newSession, tempHome } from './helpers.js';
+import { aiSdkModel } from '../../src/aiSdk/aiSdkModel.js';
+import { createWorkmem } from '../../src/aiSdk/workmemMiddleware.js';
+import { defineTool } from '../../src/tools/tool.js';
+import { protocolFollower, startTestServer, type TestServer } from '../../src/testing/index.js';
+import { newSession, tempHome } from '../helpers.js';
 
 const INSTRUCTIONS = 'You help with a garden.';
 const WINDOW = 6000;

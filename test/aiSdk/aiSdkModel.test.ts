@@ -10,11 +10,11 @@ import { APICallError, type LanguageModelV3CallOptions, type LanguageModelV3Stre
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { MockLanguageModelV3, simulateReadableStream } from 'ai/test';
 import { describe, expect, it } from 'vitest';
-import { aiSdkModel } from '../src/aiSdk/index.js';
-import { LLMError, type LLMRequest } from '../src/llm/llm.js';
-import { collect, newSession, ofType, testServers } from './helpers.js';
-import { scripted } from '../src/testing/index.js';
-import { defineTool } from '../src/tools/tool.js';
+import { aiSdkModel } from '../../src/aiSdk/index.js';
+import { LLMError, type LLMRequest } from '../../src/llm/llm.js';
+import { collect, newSession, ofType, testServers } from '../helpers.js';
+import { scripted } from '../../src/testing/index.js';
+import { defineTool } from '../../src/tools/tool.js';
 import { z } from 'zod';
 
 const echo = defineTool({
@@ -32,7 +32,7 @@ interface Fixture {
   message: string;
   retryAfterMs?: number;
 }
-const FIXTURES = JSON.parse(readFileSync(new URL('./fixtures/provider-errors.json', import.meta.url), 'utf8')) as Record<
+const FIXTURES = JSON.parse(readFileSync(new URL('../fixtures/provider-errors.json', import.meta.url), 'utf8')) as Record<
   'overflow' | 'rateLimit' | 'overloaded',
   Fixture[]
 > & { streamErrors: { provider: string; event: unknown; kind: string }[] };

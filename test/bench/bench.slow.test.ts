@@ -5,11 +5,11 @@
  * where a target was missed.
  */
 import { describe, expect, it } from 'vitest';
-import { cliStart, itemMemory, orchestrationOverhead, resume, SMOKE, throughput, tokenEfficiency, traceCost } from './bench/benchmarks.js';
-import { median, p99, quantile, table, type Row } from './bench/harness.js';
-import { cacheEconomics } from './bench/cacheEconomics.js';
-import { PG_LOAD_SMOKE, postgresLoad } from './bench/postgresLoad.js';
-import { postgresAvailable } from './storage/postgresServer.js';
+import { cliStart, itemMemory, orchestrationOverhead, resume, SMOKE, throughput, tokenEfficiency, traceCost } from './benchmarks.js';
+import { median, p99, quantile, table, type Row } from './harness.js';
+import { cacheEconomics } from './cacheEconomics.js';
+import { PG_LOAD_SMOKE, postgresLoad } from './postgresLoad.js';
+import { postgresAvailable } from '../storage/postgresServer.js';
 
 function wellFormed(rows: Row[]): void {
   expect(rows.length).toBeGreaterThan(0);

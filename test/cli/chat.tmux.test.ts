@@ -7,10 +7,10 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
-import { CLEARED_NOTICE, EXIT_NOTICE, STOPPING_NOTICE } from '../src/cli/lineEditor.js';
+import { protocolFollower, startTestServer, type TestServer } from '../../src/testing/index.js';
+import { CLEARED_NOTICE, EXIT_NOTICE, STOPPING_NOTICE } from '../../src/cli/lineEditor.js';
 import { cliPath } from './cliProcess.js';
-import { logEntries, tempHome } from './helpers.js';
+import { logEntries, tempHome } from '../helpers.js';
 import { Tmux, escape, hasTmux, lastLine } from './tmuxChat.js';
 
 let server: TestServer;

@@ -6,16 +6,16 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { protocolFollower, scripted, startTestServer, type TestServer } from '../src/testing/index.js';
-import { runRpcClient } from '../examples/rpcClient.js';
-import { startService } from '../examples/httpService.js';
-import { openaiChat } from '../src/llm/openaiChat.js';
+import { protocolFollower, scripted, startTestServer, type TestServer } from '../../src/testing/index.js';
+import { runRpcClient } from '../../examples/rpcClient.js';
+import { startService } from '../../examples/httpService.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
 import { runCli as cli } from './cliProcess.js';
-import { tempHome } from './helpers.js';
+import { tempHome } from '../helpers.js';
 import WebSocket from 'ws';
-import { startVizServer } from '../src/viz/vizServer.js';
+import { startVizServer } from '../../src/viz/vizServer.js';
 
-const CLI = join(import.meta.dirname, '..', 'dist', 'src', 'cli', 'bin.js');
+const CLI = join(import.meta.dirname, '..', '..', 'dist', 'src', 'cli', 'bin.js');
 
 let server: TestServer;
 let home: string;

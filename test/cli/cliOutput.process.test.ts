@@ -7,12 +7,12 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openaiChat } from '../src/llm/openaiChat.js';
-import { scripted, startTestServer, type TestServer } from '../src/testing/index.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { scripted, startTestServer, type TestServer } from '../../src/testing/index.js';
 import { cmdlineWhileRunning, runCli as cli } from './cliProcess.js';
-import { DATABASE_URL_WARNING } from '../src/cli/processTitle.js';
-import { cliServerEnv, tempHome } from './helpers.js';
-import { brokenConfigs, keyPieces } from './reliability/cli.js';
+import { DATABASE_URL_WARNING } from '../../src/cli/processTitle.js';
+import { cliServerEnv, tempHome } from '../helpers.js';
+import { brokenConfigs, keyPieces } from '../reliability/cli.js';
 
 let server: TestServer;
 let env: NodeJS.ProcessEnv;

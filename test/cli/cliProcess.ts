@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { builtFile } from './reliability/built.js';
+import { builtFile } from '../reliability/built.js';
 
 export interface CliResult {
   code: number | null;

@@ -15,8 +15,8 @@ import {
   type EditorEffect,
   type EditorState,
   type Key,
-} from '../src/cli/lineEditor.js';
-import { textWidth } from '../src/cli/terminalInput.js';
+} from '../../src/cli/lineEditor.js';
+import { textWidth } from '../../src/cli/terminalInput.js';
 
 /** Bytes as a terminal sends them, parsed into keys by node:readline's own parser. */
 async function keysOf(bytes: string): Promise<Key[]> {

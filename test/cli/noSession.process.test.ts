@@ -7,10 +7,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
-import { DATABASE_URL_WARNING } from '../src/cli/processTitle.js';
+import { protocolFollower, startTestServer, type TestServer } from '../../src/testing/index.js';
+import { DATABASE_URL_WARNING } from '../../src/cli/processTitle.js';
 import { cliPath, runCli as cli } from './cliProcess.js';
-import { tempHome } from './helpers.js';
+import { tempHome } from '../helpers.js';
 
 let server: TestServer;
 beforeAll(async () => {

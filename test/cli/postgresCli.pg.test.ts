@@ -11,14 +11,14 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import WebSocket from 'ws';
-import { listSessions } from '../src/session/index.js';
-import { postgresStore } from '../src/storage/postgres/postgresStore.js';
-import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
-import { startVizServer } from '../src/viz/vizServer.js';
+import { listSessions } from '../../src/session/index.js';
+import { postgresStore } from '../../src/storage/postgres/postgresStore.js';
+import { protocolFollower, startTestServer, type TestServer } from '../../src/testing/index.js';
+import { startVizServer } from '../../src/viz/vizServer.js';
 import { cliPath, runCli } from './cliProcess.js';
-import { tempHome } from './helpers.js';
-import { adminQuery, usePostgres } from './storage/postgresServer.js';
-import { auth } from './vizProbes.js';
+import { tempHome } from '../helpers.js';
+import { adminQuery, usePostgres } from '../storage/postgresServer.js';
+import { auth } from '../viz/vizProbes.js';
 
 const { available, server: serverOf } = usePostgres('CLI reader');
 

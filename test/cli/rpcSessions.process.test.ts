@@ -7,9 +7,9 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../src/testing/index.js';
+import { startTestServer, type TestServer } from '../../src/testing/index.js';
 import { cliPath, runCli as cli } from './cliProcess.js';
-import { cliServerEnv, tempHome } from './helpers.js';
+import { cliServerEnv, tempHome } from '../helpers.js';
 
 let server: TestServer;
 let env: NodeJS.ProcessEnv;

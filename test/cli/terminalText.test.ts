@@ -3,7 +3,7 @@
  * model, a file or a user reaches the terminal, whole or split across streamed pieces.
  */
 import { describe, expect, it } from 'vitest';
-import { terminalLine, terminalStream, terminalText } from '../src/cli/terminalText.js';
+import { terminalLine, terminalStream, terminalText } from '../../src/cli/terminalText.js';
 
 const HOSTILE = [
   '\u001b]52;c;aGVsbG8=\u0007', // OSC 52: write the clipboard

@@ -3,16 +3,16 @@
  * storage is CompactionStore and nothing else, the archive and the log entry are
  * committed together, and the tokens reported are those of the range compacted.
  */
-import type { SessionEvent } from '../src/events.js';
+import type { SessionEvent } from '../../src/events.js';
 import { describe, expect, it } from 'vitest';
-import { compact, type CompactionDeps } from '../src/compaction/compact.js';
-import type { CompactionStore } from '../src/compaction/store.js';
-import { NOTE_PREFIX, STUB_PREFIX } from '../src/compaction/plan.js';
-import { viewAfterCompaction } from '../src/history/deriveHistory.js';
-import { fromItems, tokensBetween, totalTokens, type HistoryItem, type HistoryView } from '../src/history/historyView.js';
-import type { ChatMessage } from '../src/history/messages.js';
-import type { CompactionEntry } from '../src/storage/messageLog.js';
-import { loadTokenCounter } from '../src/tokens/tokens.js';
+import { compact, type CompactionDeps } from '../../src/compaction/compact.js';
+import type { CompactionStore } from '../../src/compaction/store.js';
+import { NOTE_PREFIX, STUB_PREFIX } from '../../src/compaction/plan.js';
+import { viewAfterCompaction } from '../../src/history/deriveHistory.js';
+import { fromItems, tokensBetween, totalTokens, type HistoryItem, type HistoryView } from '../../src/history/historyView.js';
+import type { ChatMessage } from '../../src/history/messages.js';
+import type { CompactionEntry } from '../../src/storage/messageLog.js';
+import { loadTokenCounter } from '../../src/tokens/tokens.js';
 
 class MemoryStore implements CompactionStore {
   readonly files = new Map<string, string>();

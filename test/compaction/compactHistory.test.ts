@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import type { LLM, LLMRequest, LLMResponse } from '../src/llm/llm.js';
-import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { modelSummarizer, SUMMARIZER_MARK } from '../src/compaction/summarizer.js';
-import { loadTokenCounter } from '../src/tokens/tokens.js';
-import { defineTool } from '../src/tools/tool.js';
-import { fromItems } from '../src/history/historyView.js';
-import { collect, newSession, ofType, splitTail } from './helpers.js';
-import { logOf, memoryFileOf, storesUnderTest } from './storage/stores.js';
+import type { LLM, LLMRequest, LLMResponse } from '../../src/llm/llm.js';
+import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
+import { modelSummarizer, SUMMARIZER_MARK } from '../../src/compaction/summarizer.js';
+import { loadTokenCounter } from '../../src/tokens/tokens.js';
+import { defineTool } from '../../src/tools/tool.js';
+import { fromItems } from '../../src/history/historyView.js';
+import { collect, newSession, ofType, splitTail } from '../helpers.js';
+import { logOf, memoryFileOf, storesUnderTest } from '../storage/stores.js';
 
 const stores = storesUnderTest('compact_history');
 

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { defineTool } from '../src/tools/tool.js';
-import { collect, independentCount, newSession, ofType } from './helpers.js';
-import { logOf, memoryFileOf, storesUnderTest } from './storage/stores.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { defineTool } from '../../src/tools/tool.js';
+import { collect, independentCount, newSession, ofType } from '../helpers.js';
+import { logOf, memoryFileOf, storesUnderTest } from '../storage/stores.js';
 
 const WINDOW = 6000;
 const RESERVE = 300;

@@ -4,10 +4,10 @@
  * fails a test.
  */
 import { describe, expect, it } from 'vitest';
-import { fromItems, tokensBetween, type HistoryItem, type HistoryView } from '../src/history/historyView.js';
-import type { ChatMessage } from '../src/history/messages.js';
-import type { PromptBase } from '../src/prompt/promptBuilder.js';
-import { AUTO_KEEP_TOOL_OUTPUTS } from '../src/compaction/plan.js';
+import { fromItems, tokensBetween, type HistoryItem, type HistoryView } from '../../src/history/historyView.js';
+import type { ChatMessage } from '../../src/history/messages.js';
+import type { PromptBase } from '../../src/prompt/promptBuilder.js';
+import { AUTO_KEEP_TOOL_OUTPUTS } from '../../src/compaction/plan.js';
 import {
   TAIL_ALLOWANCE,
   autoCompactionTier,
@@ -21,8 +21,8 @@ import {
   thresholdTokens,
   type PolicyInput,
   type PolicySettings,
-} from '../src/compaction/policy.js';
-import { nextWindow } from '../src/history/recentWindow.js';
+} from '../../src/compaction/policy.js';
+import { nextWindow } from '../../src/history/recentWindow.js';
 
 const BASE: PromptBase = { systemPrompt: 'system', tools: [], memoryVersion: 1, relevant: '', systemContent: 'system', tokens: 1000, memoryTokens: 200, memoryBytes: 800 };
 const SETTINGS: PolicySettings = {

@@ -8,14 +8,14 @@
 import fc from 'fast-check';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import type { HistoryView } from '../src/history/historyView.js';
-import type { LLM, LLMRequest } from '../src/llm/llm.js';
-import { ChatMessageSchema, type ChatMessage } from '../src/history/messages.js';
-import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { openSession, type Session } from '../src/session/index.js';
-import { defineTool } from '../src/tools/tool.js';
-import { independentCount, newSession } from './helpers.js';
-import { logOf, memoryFileOf, storesUnderTest } from './storage/stores.js';
+import type { HistoryView } from '../../src/history/historyView.js';
+import type { LLM, LLMRequest } from '../../src/llm/llm.js';
+import { ChatMessageSchema, type ChatMessage } from '../../src/history/messages.js';
+import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
+import { openSession, type Session } from '../../src/session/index.js';
+import { defineTool } from '../../src/tools/tool.js';
+import { independentCount, newSession } from '../helpers.js';
+import { logOf, memoryFileOf, storesUnderTest } from '../storage/stores.js';
 
 type Step =
   | { kind: 'chat'; userWords: number; replyWords: number }

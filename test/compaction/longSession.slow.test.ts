@@ -5,12 +5,12 @@
  */
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { totalTokens } from '../src/history/historyView.js';
-import { loadTokenCounter } from '../src/tokens/tokens.js';
-import { defineTool } from '../src/tools/tool.js';
-import { policyModel, protocolFollower } from '../src/testing/index.js';
-import { collect, newSession, ofType } from './helpers.js';
-import { memoryFileOf, storesUnderTest, type StoreUnderTest } from './storage/stores.js';
+import { totalTokens } from '../../src/history/historyView.js';
+import { loadTokenCounter } from '../../src/tokens/tokens.js';
+import { defineTool } from '../../src/tools/tool.js';
+import { policyModel, protocolFollower } from '../../src/testing/index.js';
+import { collect, newSession, ofType } from '../helpers.js';
+import { memoryFileOf, storesUnderTest, type StoreUnderTest } from '../storage/stores.js';
 
 const WINDOW = 32_000;
 const RESERVE = 2_000;

@@ -7,10 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fromItems, injectedRange, type HistoryItem, type HistoryView } from '../src/history/historyView.js';
-import { ConfigError, resolveSettings } from '../src/settings/config.js';
-import { loadConfig, settingsOf } from '../src/cli/config.js';
-import type { ChatMessage } from '../src/history/messages.js';
+import { fromItems, injectedRange, type HistoryItem, type HistoryView } from '../../src/history/historyView.js';
+import { ConfigError, resolveSettings } from '../../src/settings/config.js';
+import { loadConfig, settingsOf } from '../../src/cli/config.js';
+import type { ChatMessage } from '../../src/history/messages.js';
 
 type Shape = 'plain' | 'tools';
 

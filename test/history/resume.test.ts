@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { SettingsOverrides } from '../src/settings/config.js';
-import type { LLMRequest } from '../src/llm/llm.js';
-import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { openSession, type Session } from '../src/session/index.js';
-import { collect, newSession, ofType } from './helpers.js';
-import { storesUnderTest, type Where } from './storage/stores.js';
+import type { SettingsOverrides } from '../../src/settings/config.js';
+import type { LLMRequest } from '../../src/llm/llm.js';
+import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
+import { openSession, type Session } from '../../src/session/index.js';
+import { collect, newSession, ofType } from '../helpers.js';
+import { storesUnderTest, type Where } from '../storage/stores.js';
 
 const CLOCK = () => 1_800_000_000_000;
 

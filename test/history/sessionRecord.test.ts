@@ -7,9 +7,9 @@ import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SessionRecord } from '../src/history/sessionRecord.js';
-import { fileSessionStore } from '../src/storage/fileSessionStore.js';
-import { SessionInUseError } from '../src/storage/storeErrors.js';
+import { SessionRecord } from '../../src/history/sessionRecord.js';
+import { fileSessionStore } from '../../src/storage/fileSessionStore.js';
+import { SessionInUseError } from '../../src/storage/storeErrors.js';
 
 const homes: string[] = [];
 afterEach(() => {

@@ -7,8 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ItemMemory } from '../src/itemMemory/itemMemory.js';
-import { terms } from '../src/itemMemory/textTerms.js';
+import { ItemMemory } from '../../src/itemMemory/itemMemory.js';
+import { terms } from '../../src/itemMemory/textTerms.js';
 
 interface Fact {
   id: string;
@@ -17,7 +17,7 @@ interface Fact {
   zh: string;
   question: { en: string; zh: string };
 }
-const facts = (JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'item-memory-parallel.json'), 'utf8')) as { facts: Fact[] })
+const facts = (JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'item-memory-parallel.json'), 'utf8')) as { facts: Fact[] })
   .facts;
 
 /** Every fact in one language stored at one instant; each question asked; where the fact ranks. */

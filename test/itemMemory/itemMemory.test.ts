@@ -2,14 +2,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ItemMemory, ItemMemoryError, type ItemMemoryOptions } from '../src/itemMemory/itemMemory.js';
-import { openItemMemory } from '../src/itemMemory/itemMemoryStore.js';
-import { MinHeap } from '../src/itemMemory/minHeap.js';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { openSession } from '../src/session/index.js';
-import { openStateStore } from '../src/storage/openStateStore.js';
-import { loadTokenCounter, type TokenCounter } from '../src/tokens/tokens.js';
-import { collect, newSession, ofType, tempHome } from './helpers.js';
+import { ItemMemory, ItemMemoryError, type ItemMemoryOptions } from '../../src/itemMemory/itemMemory.js';
+import { openItemMemory } from '../../src/itemMemory/itemMemoryStore.js';
+import { MinHeap } from '../../src/itemMemory/minHeap.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { openSession } from '../../src/session/index.js';
+import { openStateStore } from '../../src/storage/openStateStore.js';
+import { loadTokenCounter, type TokenCounter } from '../../src/tokens/tokens.js';
+import { collect, newSession, ofType, tempHome } from '../helpers.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -188,7 +188,7 @@ describe('item memory rules (docs/design.md §8), with an injected clock', () =>
 
 describe('retrieval quality on the labelled set (half Chinese)', () => {
   it('the expected item is in the top 3 for at least 90 % of queries', () => {
-    const fixture = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'item-memory-retrieval.json'), 'utf8')) as {
+    const fixture = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'item-memory-retrieval.json'), 'utf8')) as {
       items: { id: string; content: string; importance: number }[];
       queries: { query: string; expected: string }[];
     };

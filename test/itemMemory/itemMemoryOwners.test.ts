@@ -7,16 +7,16 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { itemOwner, itemPrefix, legacyItemPrefix, ownsKey } from '../src/itemMemory/itemKeys.js';
-import type { MemoryItem } from '../src/itemMemory/itemMemory.js';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import type { ItemMemoryConfig } from '../src/session/options.js';
-import { openSession, removeSession } from '../src/session/index.js';
-import { stateStorePath } from '../src/storage/sessionPaths.js';
-import { openStateStore } from '../src/storage/openStateStore.js';
-import type { StateStore } from '../src/storage/stateStore.js';
-import { collect, newSession, ofType } from './helpers.js';
-import { storesUnderTest, type Where } from './storage/stores.js';
+import { itemOwner, itemPrefix, legacyItemPrefix, ownsKey } from '../../src/itemMemory/itemKeys.js';
+import type { MemoryItem } from '../../src/itemMemory/itemMemory.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import type { ItemMemoryConfig } from '../../src/session/options.js';
+import { openSession, removeSession } from '../../src/session/index.js';
+import { stateStorePath } from '../../src/storage/sessionPaths.js';
+import { openStateStore } from '../../src/storage/openStateStore.js';
+import type { StateStore } from '../../src/storage/stateStore.js';
+import { collect, newSession, ofType } from '../helpers.js';
+import { storesUnderTest, type Where } from '../storage/stores.js';
 
 const remember = (content: string) => ({ toolCalls: [{ name: 'remember', arguments: { content, importance: 0.9 } }] });
 const recall = (query: string) => ({ toolCalls: [{ name: 'recall', arguments: { query } }] });

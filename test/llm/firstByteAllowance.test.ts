@@ -8,12 +8,12 @@ import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
-import { aiSdkModel } from '../src/aiSdk/index.js';
-import { openaiChat, type OpenAIChatOptions } from '../src/llm/openaiChat.js';
-import { firstByteAllowance, isLocalURL, msPerPromptTokenForProvider } from '../src/llm/firstByteAllowance.js';
-import type { LLMRequest } from '../src/llm/llm.js';
-import type { Fault, TestServer } from '../src/testing/index.js';
-import { collect, newSession, ofType, testServers } from './helpers.js';
+import { aiSdkModel } from '../../src/aiSdk/index.js';
+import { openaiChat, type OpenAIChatOptions } from '../../src/llm/openaiChat.js';
+import { firstByteAllowance, isLocalURL, msPerPromptTokenForProvider } from '../../src/llm/firstByteAllowance.js';
+import type { LLMRequest } from '../../src/llm/llm.js';
+import type { Fault, TestServer } from '../../src/testing/index.js';
+import { collect, newSession, ofType, testServers } from '../helpers.js';
 
 const served = testServers();
 const serve = (faults: Fault[]): Promise<TestServer> => served(() => ({ content: 'Read it all.' }), { faults });

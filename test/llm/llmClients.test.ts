@@ -10,16 +10,16 @@ import { PassThrough } from 'node:stream';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { aiSdkModel } from '../src/aiSdk/index.js';
-import { openaiChat } from '../src/llm/openaiChat.js';
-import type { LLM } from '../src/llm/llm.js';
-import { createSession, openSession } from '../src/session/index.js';
-import { defineTool } from '../src/tools/tool.js';
-import { protocolFollower, type ChatRequest, type Policy } from '../src/testing/index.js';
-import { SUMMARIZER_MARK } from '../src/compaction/summarizer.js';
-import { runDemo } from '../src/cli/demo.js';
-import type { CliIO } from '../src/cli/cliIO.js';
-import { collect, logEntries, newSession, ofType, tempHome, testServers } from './helpers.js';
+import { aiSdkModel } from '../../src/aiSdk/index.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import type { LLM } from '../../src/llm/llm.js';
+import { createSession, openSession } from '../../src/session/index.js';
+import { defineTool } from '../../src/tools/tool.js';
+import { protocolFollower, type ChatRequest, type Policy } from '../../src/testing/index.js';
+import { SUMMARIZER_MARK } from '../../src/compaction/summarizer.js';
+import { runDemo } from '../../src/cli/demo.js';
+import type { CliIO } from '../../src/cli/cliIO.js';
+import { collect, logEntries, newSession, ofType, tempHome, testServers } from '../helpers.js';
 
 const echo = defineTool({
   name: 'echo',

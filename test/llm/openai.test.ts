@@ -4,12 +4,12 @@
  */
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../src/settings/config.js';
-import { openaiChat, redact } from '../src/llm/openaiChat.js';
-import { openSession, type Session } from '../src/session/index.js';
-import { defineTool } from '../src/tools/tool.js';
-import { scripted, type Fault, type TestServer } from '../src/testing/index.js';
-import { collect, logEntries, newSession, ofType, splitTail, tempHome, testServers } from './helpers.js';
+import { ConfigError } from '../../src/settings/config.js';
+import { openaiChat, redact } from '../../src/llm/openaiChat.js';
+import { openSession, type Session } from '../../src/session/index.js';
+import { defineTool } from '../../src/tools/tool.js';
+import { scripted, type Fault, type TestServer } from '../../src/testing/index.js';
+import { collect, logEntries, newSession, ofType, splitTail, tempHome, testServers } from '../helpers.js';
 
 const FAST_RETRY = { retry: { maxRetries: 3, baseDelayMs: 5, maxDelayMs: 40 } };
 const serve = testServers();
@@ -162,7 +162,7 @@ describe('faults', () => {
     await session.close();
   });
 
-  // A context-length error: compacted once and retried, a second one fails (test/llmClients.test.ts, for both clients).
+  // A context-length error: compacted once and retried, a second one fails (test/llm/llmClients.test.ts, for both clients).
 
   it('malformed tool-call JSON becomes a tool error the model can correct', async () => {
     const server = await serve(scripted([{ toolCalls: [{ name: 'echo', arguments: '{"text": "hello"}' }] }, 'Corrected.']), {

@@ -4,10 +4,10 @@
  * (`x-should-retry`, `retry-after-ms`, `retry-after`) are obeyed.
  */
 import { describe, expect, it } from 'vitest';
-import { openaiChat } from '../src/llm/openaiChat.js';
-import { retryDelay } from '../src/settings/settings.js';
-import type { Fault, TestServer } from '../src/testing/index.js';
-import { collect, logEntries, newSession, ofType, testServers } from './helpers.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { retryDelay } from '../../src/settings/settings.js';
+import type { Fault, TestServer } from '../../src/testing/index.js';
+import { collect, logEntries, newSession, ofType, testServers } from '../helpers.js';
 
 const served = testServers();
 const serveFaults = (faults: Fault[]): Promise<TestServer> => served(() => ({ content: 'answered' }), { faults });

@@ -4,11 +4,11 @@
  * only by content), and an endless answer (cut past twice the requested maximum output).
  */
 import { describe, expect, it } from 'vitest';
-import { openaiChat } from '../src/llm/openaiChat.js';
-import { outputLimitChars } from '../src/llm/outputLimit.js';
-import type { Fault, TestServer } from '../src/testing/index.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { outputLimitChars } from '../../src/llm/outputLimit.js';
+import type { Fault, TestServer } from '../../src/testing/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { collect, logEntries, newSession, ofType, testServers } from './helpers.js';
+import { collect, logEntries, newSession, ofType, testServers } from '../helpers.js';
 
 const served = testServers();
 const serve = (faults: Fault[]): Promise<TestServer> => served(() => ({ content: 'A normal answer.' }), { faults });

@@ -7,11 +7,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openaiChat } from '../src/llm/openaiChat.js';
-import { REDACTED, redactor, streamRedactor } from '../src/secrets/redact.js';
-import type { Policy } from '../src/testing/wire.js';
-import { runCli } from './cliProcess.js';
-import { collect, newSession, ofType, tempHome, testServers } from './helpers.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { REDACTED, redactor, streamRedactor } from '../../src/secrets/redact.js';
+import type { Policy } from '../../src/testing/wire.js';
+import { runCli } from '../cli/cliProcess.js';
+import { collect, newSession, ofType, tempHome, testServers } from '../helpers.js';
 
 const KEY = 'sk-proj-Zq8WmT3vXr5LpN2cYb7K';
 /** A secret the host configured that has no key shape at all. */

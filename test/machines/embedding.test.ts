@@ -1,8 +1,8 @@
 import { createActor, fromPromise, toPromise } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { fromItems } from '../src/history/historyView.js';
-import { INITIAL_TRACKER } from '../src/memory/reminderTracker.js';
-import { defaultTurnSettings } from '../src/settings/settings.js';
+import { fromItems } from '../../src/history/historyView.js';
+import { INITIAL_TRACKER } from '../../src/memory/reminderTracker.js';
+import { defaultTurnSettings } from '../../src/settings/settings.js';
 import {
   loadTokenCounter,
   turnMachine,
@@ -13,9 +13,9 @@ import {
   type SessionEvent,
   type ToolRunnerInput,
   type ToolRunnerOutput,
-} from '../machines/index.js';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { collect, fixedMemoryStore, newSession, ofType } from './helpers.js';
+} from '../../machines/index.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { collect, fixedMemoryStore, newSession, ofType } from '../helpers.js';
 
 describe('embedding', () => {
   it('the turn machine runs with actors a host provides, and reports through its events', async () => {

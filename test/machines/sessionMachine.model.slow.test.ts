@@ -10,12 +10,12 @@
 import { createActor, fromPromise, setup, type AnyActor, type SnapshotFrom } from 'xstate';
 import { getShortestPaths, type StatePath } from 'xstate/graph';
 import { describe, expect, it } from 'vitest';
-import { sessionMachine, type PersistModeInput, type QueuedPrompt, type SessionInput } from '../machines/sessionMachine.js';
-import type { TurnOutput } from '../machines/turnMachine.js';
-import type { SessionEvent } from '../src/events.js';
-import { fromItems, type HistoryMode, type HistoryView } from '../src/history/historyView.js';
-import { memoryHealth } from '../src/memory/memoryTemplate.js';
-import { INITIAL_TRACKER } from '../src/memory/reminderTracker.js';
+import { sessionMachine, type PersistModeInput, type QueuedPrompt, type SessionInput } from '../../machines/sessionMachine.js';
+import type { TurnOutput } from '../../machines/turnMachine.js';
+import type { SessionEvent } from '../../src/events.js';
+import { fromItems, type HistoryMode, type HistoryView } from '../../src/history/historyView.js';
+import { memoryHealth } from '../../src/memory/memoryTemplate.js';
+import { INITIAL_TRACKER } from '../../src/memory/reminderTracker.js';
 import { allStateIds, allTransitions, runPaths, type PathRun } from './pathRunner.js';
 
 /** The machine's event names in one place: a rename of them is one edit here. */

@@ -7,15 +7,15 @@
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { historyModeMachine, type HistoryModeInput } from '../machines/historyModeMachine.js';
-import { turnMachine, type TurnInput, type LlmOutput, type ToolRunnerOutput } from '../machines/turnMachine.js';
-import { fromItems, type HistoryView } from '../src/history/historyView.js';
-import { LLMError } from '../src/llm/llm.js';
-import { memoryHealth } from '../src/memory/memoryTemplate.js';
-import { INITIAL_TRACKER } from '../src/memory/reminderTracker.js';
-import { defaultTurnSettings } from '../src/settings/settings.js';
-import { loadTokenCounter, type TokenCounter } from '../src/tokens/tokens.js';
-import type { MemorySnapshot } from '../src/memory/workingMemory.js';
+import { historyModeMachine, type HistoryModeInput } from '../../machines/historyModeMachine.js';
+import { turnMachine, type TurnInput, type LlmOutput, type ToolRunnerOutput } from '../../machines/turnMachine.js';
+import { fromItems, type HistoryView } from '../../src/history/historyView.js';
+import { LLMError } from '../../src/llm/llm.js';
+import { memoryHealth } from '../../src/memory/memoryTemplate.js';
+import { INITIAL_TRACKER } from '../../src/memory/reminderTracker.js';
+import { defaultTurnSettings } from '../../src/settings/settings.js';
+import { loadTokenCounter, type TokenCounter } from '../../src/tokens/tokens.js';
+import type { MemorySnapshot } from '../../src/memory/workingMemory.js';
 import { allStateIds, allTransitions, eventsFor, runPaths } from './pathRunner.js';
 
 const never = () => fromPromise(() => new Promise<never>(() => {})) as never;

@@ -4,11 +4,11 @@
  * previous answer. Through the test server, so the assertion is on what went over the wire.
  */
 import { describe, expect, it } from 'vitest';
-import { openaiChat } from '../src/llm/openaiChat.js';
-import { reminderText } from '../src/prompt/requestTail.js';
-import { scripted, type ChatRequest } from '../src/testing/index.js';
-import { collect, newSession, ofType, testServers } from './helpers.js';
-import { storesUnderTest, type StoreUnderTest } from './storage/stores.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { reminderText } from '../../src/prompt/requestTail.js';
+import { scripted, type ChatRequest } from '../../src/testing/index.js';
+import { collect, newSession, ofType, testServers } from '../helpers.js';
+import { storesUnderTest, type StoreUnderTest } from '../storage/stores.js';
 
 const HAIKU = 'Maple leaves drifting\nacross the cold silver pond\nautumn breathes softly';
 const MEMORY = '# Working Memory\n\n## Current task\n- Writing a haiku about autumn for the user.\n';

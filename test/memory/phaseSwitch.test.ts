@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { overviewTemplate } from '../src/memory/memoryTemplate.js';
-import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { openSession } from '../src/session/index.js';
-import type { LLMRequest } from '../src/llm/llm.js';
-import { collect, newSession, ofType } from './helpers.js';
-import { storesUnderTest } from './storage/stores.js';
+import { overviewTemplate } from '../../src/memory/memoryTemplate.js';
+import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
+import { openSession } from '../../src/session/index.js';
+import type { LLMRequest } from '../../src/llm/llm.js';
+import { collect, newSession, ofType } from '../helpers.js';
+import { storesUnderTest } from '../storage/stores.js';
 
 const write = (content: string): ScriptedReply => ({
   toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content } }],
@@ -28,7 +28,7 @@ describe.each(storesUnderTest('phase switching'))('history modes ($name store)',
   });
 
   // recentTurns 0 (phase 2's strict view) where a test tells phase 2 from phase 1 by the
-  // old turns it leaves out; the default (3 recent turns) is test/followUp.test.ts's.
+  // old turns it leaves out; the default (3 recent turns) is test/memory/followUp.test.ts's.
   it('a real write switches to phase 2: with recentTurns 0 the next request carries the memory and the active turn only', async () => {
     const llm = scriptedModel([{ text: 'hello' }, write(REAL), { text: 'noted' }, { text: 'Ada' }]);
     const session = await newSession({ ...store.fresh(), llm, settings: { recentTurns: 0 } });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, resolveSettings } from '../src/settings/config.js';
+import { ConfigError, resolveSettings } from '../../src/settings/config.js';
 import {
   checkRound,
   DEFAULT_REMINDER_CONFIG,
@@ -7,11 +7,11 @@ import {
   markUpdated,
   remindNextRequest,
   type TrackerState,
-} from '../src/memory/reminderTracker.js';
-import { openSession } from '../src/session/index.js';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { collect, newSession, ofType, splitTail } from './helpers.js';
-import { logOf, storesUnderTest } from './storage/stores.js';
+} from '../../src/memory/reminderTracker.js';
+import { openSession } from '../../src/session/index.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { collect, newSession, ofType, splitTail } from '../helpers.js';
+import { logOf, storesUnderTest } from '../storage/stores.js';
 
 const config = DEFAULT_REMINDER_CONFIG;
 

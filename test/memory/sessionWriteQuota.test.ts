@@ -6,13 +6,13 @@
  * `workmem sessions show` prints the usage against the quota. On both stores.
  */
 import { describe, expect, it } from 'vitest';
-import { main as sessionsMain } from '../src/cli/sessions.js';
-import type { CliIO } from '../src/cli/cliIO.js';
-import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { resolveSettings } from '../src/settings/config.js';
-import { openSession } from '../src/session/index.js';
-import { collect, newSession, ofType } from './helpers.js';
-import { storesUnderTest } from './storage/stores.js';
+import { main as sessionsMain } from '../../src/cli/sessions.js';
+import type { CliIO } from '../../src/cli/cliIO.js';
+import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
+import { resolveSettings } from '../../src/settings/config.js';
+import { openSession } from '../../src/session/index.js';
+import { collect, newSession, ofType } from '../helpers.js';
+import { storesUnderTest } from '../storage/stores.js';
 
 const KB = 1024;
 const write = (path: string, kb: number, fill = 'n'): ScriptedReply => ({

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findCycle, forbiddenReach, importsOf, relativeTo, topCommentLines, type Violation } from './importGraph.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** What a machine must never reach: the disk, the network, a child process, a database. */
 const IMPURE_PACKAGES = new Set([

@@ -7,10 +7,10 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3CallOptions } from '@ai-sdk/provider';
 import { MockLanguageModelV3, simulateReadableStream } from 'ai/test';
 import { describe, expect, it } from 'vitest';
-import { aiSdkModel } from '../src/aiSdk/index.js';
-import { openaiChat } from '../src/llm/openaiChat.js';
-import { statusLine } from '../src/cli/render.js';
-import { collect, newSession, ofType, testServers } from './helpers.js';
+import { aiSdkModel } from '../../src/aiSdk/index.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { statusLine } from '../../src/cli/render.js';
+import { collect, newSession, ofType, testServers } from '../helpers.js';
 
 const serve = testServers();
 const question = (i: number) => `Question ${i}: ${'tell me more about the parser and its error recovery '.repeat(40)}`;

@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, resolveSettings } from '../src/settings/config.js';
-import { loadConfig, settingsOf } from '../src/cli/config.js';
-import { openaiChat } from '../src/llm/openaiChat.js';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import type { ChatMessage } from '../src/history/messages.js';
-import { collect, newSession, ofType, testServers } from './helpers.js';
+import { ConfigError, resolveSettings } from '../../src/settings/config.js';
+import { loadConfig, settingsOf } from '../../src/cli/config.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import type { ChatMessage } from '../../src/history/messages.js';
+import { collect, newSession, ofType, testServers } from '../helpers.js';
 
 const serve = testServers();
 const model = { contextWindow: 8000, maxOutputTokens: 1000 };

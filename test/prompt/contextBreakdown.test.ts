@@ -7,12 +7,12 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { HistoryView } from '../src/history/historyView.js';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import type { MemorySnapshot } from '../src/memory/memoryRules.js';
-import { contextBreakdown, type BreakdownSources } from '../src/prompt/contextBreakdown.js';
-import type { MemoryPosition } from '../src/settings/settings.js';
-import { collect, newSession, ofType, splitTail } from './helpers.js';
+import type { HistoryView } from '../../src/history/historyView.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import type { MemorySnapshot } from '../../src/memory/memoryRules.js';
+import { contextBreakdown, type BreakdownSources } from '../../src/prompt/contextBreakdown.js';
+import type { MemoryPosition } from '../../src/settings/settings.js';
+import { collect, newSession, ofType, splitTail } from '../helpers.js';
 
 /** A phase 1 session with a memory about the garden and one detail file, and its events. */
 async function gardenSession(settings: { historyMode: 'phase1'; memoryPosition?: MemoryPosition }) {

@@ -9,18 +9,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { ConfigError, resolveSettings } from '../src/settings/config.js';
-import { loadConfig, settingsOf } from '../src/cli/config.js';
-import { openaiChat } from '../src/llm/openaiChat.js';
-import { protocolFollower } from '../src/testing/index.js';
+import { ConfigError, resolveSettings } from '../../src/settings/config.js';
+import { loadConfig, settingsOf } from '../../src/cli/config.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { protocolFollower } from '../../src/testing/index.js';
 import { createActor, fromPromise, toPromise } from 'xstate';
-import { collect, fixedMemoryStore, newSession, ofType, testServers } from './helpers.js';
-import { fromItems } from '../src/history/historyView.js';
-import { NOTHING_COMPACTED } from '../src/compaction/apply.js';
-import type { ChatMessage } from '../src/history/messages.js';
-import { LLMError } from '../src/llm/llm.js';
-import { INITIAL_TRACKER } from '../src/memory/reminderTracker.js';
-import { defaultTurnSettings } from '../src/settings/settings.js';
+import { collect, fixedMemoryStore, newSession, ofType, testServers } from '../helpers.js';
+import { fromItems } from '../../src/history/historyView.js';
+import { NOTHING_COMPACTED } from '../../src/compaction/apply.js';
+import type { ChatMessage } from '../../src/history/messages.js';
+import { LLMError } from '../../src/llm/llm.js';
+import { INITIAL_TRACKER } from '../../src/memory/reminderTracker.js';
+import { defaultTurnSettings } from '../../src/settings/settings.js';
 import {
   loadTokenCounter,
   turnMachine,
@@ -31,7 +31,7 @@ import {
   type SessionEvent,
   type ToolRunnerInput,
   type ToolRunnerOutput,
-} from '../machines/index.js';
+} from '../../machines/index.js';
 
 const serve = testServers();
 

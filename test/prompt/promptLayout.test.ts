@@ -2,9 +2,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { defineTool } from '../src/tools/tool.js';
-import { collect, independentCount, logEntries, newSession, ofType, splitTail } from './helpers.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { defineTool } from '../../src/tools/tool.js';
+import { collect, independentCount, logEntries, newSession, ofType, splitTail } from '../helpers.js';
 
 const MEMORY = `# Working Memory
 

@@ -4,11 +4,11 @@
  * window, the request the server receives and the events agree to the percent.
  */
 import { describe, expect, it } from 'vitest';
-import { openaiChat } from '../src/llm/openaiChat.js';
-import type { SettingsOverrides } from '../src/settings/config.js';
-import type { ChatRequest } from '../src/testing/index.js';
-import type { WorkmemEvent } from '../src/index.js';
-import { collect, newSession, ofType, testServers } from './helpers.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import type { SettingsOverrides } from '../../src/settings/config.js';
+import type { ChatRequest } from '../../src/testing/index.js';
+import type { WorkmemEvent } from '../../src/index.js';
+import { collect, newSession, ofType, testServers } from '../helpers.js';
 
 const serve = testServers();
 const WINDOW = 10_000;

@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startTestServer, type ChatRequest, type PolicyReply, type TestServer } from '../../src/testing/index.js';
-import { Tmux, hasTmux } from '../tmuxChat.js';
-import { cmdlineWhileRunning, runCli, type CliResult } from '../cliProcess.js';
+import { Tmux, hasTmux } from '../cli/tmuxChat.js';
+import { cmdlineWhileRunning, runCli, type CliResult } from '../cli/cliProcess.js';
 import { Tally, type FamilyResult } from './report.js';
 
 /** What a hostile model puts in its text, one of each kind. */

@@ -62,7 +62,7 @@ export const postgresSection = {
         `instances are separate processes (test/reliability/pgInstance.ts) running turns against the test model server, with a lease of ${LEASE_MS} ms`,
         `renewed every ${RENEW_MS} ms. **survived**: the case went as its row says, afterwards every acknowledged message was in the log unchanged,`,
         'every row a whole entry, seqs 1…n without a gap, turns never going back (no interleaving), the history a valid message list, and a new',
-        'turn worked. A fast subset runs in `npm test` (test/postgresFaults.test.ts).',
+        'turn worked. A fast subset runs in `npm test` (test/storage/postgresFaults.pg.test.ts).',
       ],
       result,
     ),

@@ -5,20 +5,20 @@
  * be lost; a failure prints the case, with its seed where it has one.
  */
 import { describe, expect, it } from 'vitest';
-import { cliCases } from './reliability/cli.js';
-import { crashTrials } from './reliability/crash.js';
-import { damageCases } from './reliability/damage.js';
-import { diskCases } from './reliability/disk.js';
-import { guardCases } from './reliability/guard.js';
-import { hostileCases } from './reliability/hostile.js';
-import { llmCases } from './reliability/llm.js';
-import { lockCases } from './reliability/lock.js';
-import type { FamilyResult } from './reliability/report.js';
-import { secretCases } from './reliability/secrets.js';
-import { soak } from './reliability/soak.js';
-import { storeCases } from './reliability/store.js';
-import { streamCases } from './reliability/streams.js';
-import { vizCases } from './reliability/viz.js';
+import { cliCases } from './cli.js';
+import { crashTrials } from './crash.js';
+import { damageCases } from './damage.js';
+import { diskCases } from './disk.js';
+import { guardCases } from './guard.js';
+import { hostileCases } from './hostile.js';
+import { llmCases } from './llm.js';
+import { lockCases } from './lock.js';
+import type { FamilyResult } from './report.js';
+import { secretCases } from './secrets.js';
+import { soak } from './soak.js';
+import { storeCases } from './store.js';
+import { streamCases } from './streams.js';
+import { vizCases } from './viz.js';
 
 function expectAllSurvived(result: FamilyResult, atLeast: number): void {
   const tried = result.rows.reduce((n, r) => n + r.tried, 0);

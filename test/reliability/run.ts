@@ -91,7 +91,7 @@ const matrix = [
   MATRIX,
   '',
   `Written by \`npm run reliability\` on ${date}, on ${machine()}; ${total.toFixed(0)} s in all (${timings.join(', ')}).`,
-  'A fast subset of the same cases runs in `npm test` (test/reliability.test.ts).',
+  'A fast subset of the same cases runs in `npm test` (test/reliability/reliability.slow.test.ts).',
   '',
   '**tried**: faults injected (for hostile paths: tool calls). **survived**: afterwards the session opened, was consistent',
   '(every acknowledged message in the log unchanged, memory files old or new and never torn, a valid message list,',

@@ -14,7 +14,7 @@ import { openaiChat } from '../../src/llm/openaiChat.js';
 import { createSession } from '../../src/session/index.js';
 import { startTestServer, type PolicyReply } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tools/tool.js';
-import { runCli } from '../cliProcess.js';
+import { runCli } from '../cli/cliProcess.js';
 import { entriesUnder } from './checks.js';
 import { Tally, type FamilyResult } from './report.js';
 

@@ -4,7 +4,7 @@
  * a wrong one, traversal in every route, forged ingest messages, a listener that is not
  * the user's server. **lost** counts requests that read a byte of a session, forged
  * records that reached a page, and session data a squatter received. (The same attacks
- * from a real browser page are in test/visualizer.test.ts.)
+ * from a real browser page are in test/viz/visualizer.browser.test.ts.)
  */
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -16,7 +16,7 @@ import { LiveLink } from '../../src/viz/liveLink.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import { createSession } from '../../src/session/index.js';
 import { startVizServer, type VizServer } from '../../src/viz/vizServer.js';
-import { auth, rawGet, until, upgradeHeaders, wsAttempt } from '../vizProbes.js';
+import { auth, rawGet, until, upgradeHeaders, wsAttempt } from '../viz/vizProbes.js';
 import { Tally, type FamilyResult } from './report.js';
 
 const SECRET = 'the-private-question-7f3a';

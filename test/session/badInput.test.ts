@@ -2,12 +2,12 @@ import { appendFileSync, existsSync, linkSync, mkdirSync, readFileSync, readdirS
 import { join } from 'node:path';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../src/settings/config.js';
-import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { createSession, openSession } from '../src/session/index.js';
-import { defineTool } from '../src/tools/tool.js';
-import { collect, newSession, ofType, tempHome } from './helpers.js';
-import { logOf, storesUnderTest } from './storage/stores.js';
+import { ConfigError } from '../../src/settings/config.js';
+import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
+import { createSession, openSession } from '../../src/session/index.js';
+import { defineTool } from '../../src/tools/tool.js';
+import { collect, newSession, ofType, tempHome } from '../helpers.js';
+import { logOf, storesUnderTest } from '../storage/stores.js';
 
 const call = (name: string, args: string | Record<string, unknown>): ScriptedReply => ({ toolCalls: [{ name, arguments: args }] });
 
@@ -186,7 +186,7 @@ describe('damaged session files', () => {
   it('a malformed reminder state starts afresh, with a note', async () => {
     const home = tempHome();
     const { id } = await sessionWithTurns(home);
-    const { openStateStore } = await import('../src/storage/openStateStore.js');
+    const { openStateStore } = await import('../../src/storage/openStateStore.js');
     const store = await openStateStore(join(home, 'state'));
     await store.set(`tracker:${id}`, { rounds: 'many' });
     await store.close();

@@ -5,9 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { z as z3 } from 'zod/v3';
 import { z } from 'zod';
-import * as entry from '../src/index.js';
-import type { CompactionResult } from '../src/index.js';
-import { tempHome } from './helpers.js';
+import * as entry from '../../src/index.js';
+import type { CompactionResult } from '../../src/index.js';
+import { tempHome } from '../helpers.js';
 
 describe('exports', () => {
   it('the entry point exports SessionInUseError, removeSession, findSession and the compaction result', async () => {

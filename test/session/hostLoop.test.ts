@@ -5,13 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { ChatMessage, ToolCall } from '../src/history/messages.js';
-import type { LLMRequest } from '../src/llm/llm.js';
-import { HostLoop } from '../src/session/hostLoop.js';
-import { defineTool } from '../src/tools/tool.js';
-import { policyModel, protocolFollower } from '../src/testing/index.js';
-import { loadTokenCounter } from '../src/tokens/tokens.js';
-import { collect, newSession, ofType, tempHome } from './helpers.js';
+import type { ChatMessage, ToolCall } from '../../src/history/messages.js';
+import type { LLMRequest } from '../../src/llm/llm.js';
+import { HostLoop } from '../../src/session/hostLoop.js';
+import { defineTool } from '../../src/tools/tool.js';
+import { policyModel, protocolFollower } from '../../src/testing/index.js';
+import { loadTokenCounter } from '../../src/tokens/tokens.js';
+import { collect, newSession, ofType, tempHome } from '../helpers.js';
 
 const INSTRUCTIONS = 'You help with a garden.';
 const WINDOW = 6000;

@@ -6,11 +6,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig, settingsOf } from '../src/cli/config.js';
-import { ConfigError, resolveSettings } from '../src/settings/config.js';
-import type { TestServer } from '../src/testing/index.js';
-import { runCli as cli } from './cliProcess.js';
-import { cliServerEnv, tempHome } from './helpers.js';
+import { loadConfig, settingsOf } from '../../src/cli/config.js';
+import { ConfigError, resolveSettings } from '../../src/settings/config.js';
+import type { TestServer } from '../../src/testing/index.js';
+import { runCli as cli } from '../cli/cliProcess.js';
+import { cliServerEnv, tempHome } from '../helpers.js';
 
 const model = { contextWindow: 8000, maxOutputTokens: 500 };
 

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fileSessionStore } from '../src/storage/fileSessionStore.js';
-import { sessionDir } from '../src/storage/sessionPaths.js';
-import { metaFor, sessionStoreContract } from './storage/contract.js';
+import { fileSessionStore } from '../../src/storage/fileSessionStore.js';
+import { sessionDir } from '../../src/storage/sessionPaths.js';
+import { metaFor, sessionStoreContract } from './contract.js';
 
 sessionStoreContract('filesystem', async () => {
   const home = mkdtempSync(join(tmpdir(), 'workmem-store-'));

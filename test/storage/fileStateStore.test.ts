@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fileStateStore } from '../src/storage/fileStateStore.js';
-import { tempHome } from './helpers.js';
+import { fileStateStore } from '../../src/storage/fileStateStore.js';
+import { tempHome } from '../helpers.js';
 
 const KEYS = [
   'session:0f3c2a4e-1111-4222-8333-944445555666',

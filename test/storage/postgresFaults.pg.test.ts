@@ -6,15 +6,15 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { postgresStore } from '../src/storage/postgres/postgresStore.js';
-import { newSession, tempHome } from './helpers.js';
-import { checkLog, dropSchema } from './reliability/pgCommon.js';
-import { postgresCases, type PostgresScale } from './reliability/postgres.js';
-import type { FamilyResult } from './reliability/report.js';
-import { metaFor } from './storage/contract.js';
-import { observedPool } from './storage/observedPool.js';
-import { postgresBin, usePostgres } from './storage/postgresServer.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { postgresStore } from '../../src/storage/postgres/postgresStore.js';
+import { newSession, tempHome } from '../helpers.js';
+import { checkLog, dropSchema } from '../reliability/pgCommon.js';
+import { postgresCases, type PostgresScale } from '../reliability/postgres.js';
+import type { FamilyResult } from '../reliability/report.js';
+import { metaFor } from './contract.js';
+import { observedPool } from './observedPool.js';
+import { postgresBin, usePostgres } from './postgresServer.js';
 
 // The matrix's cases start servers of their own (initdb), even when the run was given one.
 const available = postgresBin() !== null;

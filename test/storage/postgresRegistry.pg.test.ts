@@ -8,16 +8,16 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postgresStore } from '../src/storage/postgres/postgresStore.js';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { findSession, listSessions, openSession, removeSession } from '../src/session/index.js';
-import { openStateStore } from '../src/storage/openStateStore.js';
-import { stateStorePath } from '../src/storage/sessionPaths.js';
-import { TRACKER_KEY } from '../src/session/options.js';
-import { protocolFollower, startTestServer, type TestServer } from '../src/testing/index.js';
-import { runCli as cli } from './cliProcess.js';
-import { collect, newSession, ofType, tempHome } from './helpers.js';
-import { adminQuery, usePostgres } from './storage/postgresServer.js';
+import { postgresStore } from '../../src/storage/postgres/postgresStore.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { findSession, listSessions, openSession, removeSession } from '../../src/session/index.js';
+import { openStateStore } from '../../src/storage/openStateStore.js';
+import { stateStorePath } from '../../src/storage/sessionPaths.js';
+import { TRACKER_KEY } from '../../src/session/options.js';
+import { protocolFollower, startTestServer, type TestServer } from '../../src/testing/index.js';
+import { runCli as cli } from '../cli/cliProcess.js';
+import { collect, newSession, ofType, tempHome } from '../helpers.js';
+import { adminQuery, usePostgres } from './postgresServer.js';
 
 const { available, server: serverOf } = usePostgres('registry and CLI');
 

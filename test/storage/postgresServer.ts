@@ -119,6 +119,8 @@ function safeReaddir(dir: string): string[] {
 
 /** Whether the tests have a PostgreSQL: one named by the environment, or one they can start. */
 export function postgresAvailable(): boolean {
+  // The fast loop (npm run test:unit) runs the file store's half of the shared suites only.
+  if (process.env.WORKMEM_TEST_POSTGRES === 'off') return false;
   return Boolean(process.env.WORKMEM_TEST_DATABASE_URL) || postgresBin() !== null;
 }
 

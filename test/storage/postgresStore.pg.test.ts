@@ -9,13 +9,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { postgresStore } from '../src/storage/postgres/postgresStore.js';
-import { SequenceConflictError } from '../src/storage/storeErrors.js';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { openSession } from '../src/session/index.js';
-import { newSession, tempHome } from './helpers.js';
-import { metaFor, sessionStoreContract } from './storage/contract.js';
-import { usePostgres } from './storage/postgresServer.js';
+import { postgresStore } from '../../src/storage/postgres/postgresStore.js';
+import { SequenceConflictError } from '../../src/storage/storeErrors.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { openSession } from '../../src/session/index.js';
+import { newSession, tempHome } from '../helpers.js';
+import { metaFor, sessionStoreContract } from './contract.js';
+import { usePostgres } from './postgresServer.js';
 
 const { available, server: serverOf } = usePostgres('store');
 

@@ -7,10 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { postgresStore } from '../src/storage/postgres/postgresStore.js';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { newSession, tempHome } from './helpers.js';
-import { usePostgres } from './storage/postgresServer.js';
+import { postgresStore } from '../../src/storage/postgres/postgresStore.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { newSession, tempHome } from '../helpers.js';
+import { usePostgres } from './postgresServer.js';
 
 const { available, server: serverOf } = usePostgres('trace');
 

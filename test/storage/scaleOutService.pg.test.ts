@@ -10,11 +10,11 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { postgresStore } from '../src/storage/postgres/postgresStore.js';
-import { protocolFollower, type ChatRequest, type Policy } from '../src/testing/index.js';
-import { tempHome, testServers } from './helpers.js';
-import { builtFile } from './reliability/built.js';
-import { usePostgres } from './storage/postgresServer.js';
+import { postgresStore } from '../../src/storage/postgres/postgresStore.js';
+import { protocolFollower, type ChatRequest, type Policy } from '../../src/testing/index.js';
+import { tempHome, testServers } from '../helpers.js';
+import { builtFile } from '../reliability/built.js';
+import { usePostgres } from './postgresServer.js';
 
 const { available, server: postgres } = usePostgres('scale-out service');
 const serve = testServers();

@@ -1,12 +1,12 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { memoryHealth, overviewTemplate } from '../src/memory/memoryTemplate.js';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { listSessions } from '../src/session/index.js';
-import { encodeCwd } from '../src/storage/sessionPaths.js';
-import { loadTokenCounter } from '../src/tokens/tokens.js';
-import { logEntries, newSession, tempHome } from './helpers.js';
+import { memoryHealth, overviewTemplate } from '../../src/memory/memoryTemplate.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { listSessions } from '../../src/session/index.js';
+import { encodeCwd } from '../../src/storage/sessionPaths.js';
+import { loadTokenCounter } from '../../src/tokens/tokens.js';
+import { logEntries, newSession, tempHome } from '../helpers.js';
 
 describe('session layout (docs/design.md §3)', () => {
   it('encodes the working directory as --<cwd>--', () => {
@@ -111,7 +111,7 @@ describe('abort', () => {
 
   it('mid-tool gives every pending call a result, so the history stays valid', async () => {
     const { z } = await import('zod');
-    const { defineTool } = await import('../src/tools/tool.js');
+    const { defineTool } = await import('../../src/tools/tool.js');
     let release: () => void = () => {};
     const slow = defineTool({
       name: 'slow',

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import Keyv from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
 import { describe, expect, it } from 'vitest';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { findSession, listSessions, openSession, removeSession } from '../src/session/index.js';
-import { keyvStateStore } from '../src/storage/keyvStateStore.js';
-import { collect, newSession, ofType, tempHome } from './helpers.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { findSession, listSessions, openSession, removeSession } from '../../src/session/index.js';
+import { keyvStateStore } from '../../src/storage/keyvStateStore.js';
+import { collect, newSession, ofType, tempHome } from '../helpers.js';
 
 const REMEMBER = { toolCalls: [{ name: 'remember', arguments: { content: 'The user keeps bees in Lyon.', importance: 0.7 } }] };
 const RECALL = { toolCalls: [{ name: 'recall', arguments: { query: 'bees' } }] };
@@ -127,7 +127,7 @@ describe('any keyv instance instead', () => {
 
 describe('importing the package', () => {
   it('loads no native addon, through a whole prompt', () => {
-    const dist = join(import.meta.dirname, '..', 'dist', 'src');
+    const dist = join(import.meta.dirname, '..', '..', 'dist', 'src');
     expect(existsSync(join(dist, 'index.js')), 'build first: npx tsc -p tsconfig.json').toBe(true);
     const home = tempHome();
     const script = `
@@ -168,7 +168,7 @@ describe('the sanity of the check above', () => {
     const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
       env,
       encoding: 'utf8',
-      cwd: join(import.meta.dirname, '..'),
+      cwd: join(import.meta.dirname, '..', '..'),
       timeout: 60_000,
     });
     expect(JSON.parse(run.stdout.trim())).toEqual(['node_sqlite3.node']);

@@ -5,10 +5,10 @@
  * with a clear, recorded 404.
  */
 import { describe, expect, it } from 'vitest';
-import type { ChatMessage } from '../src/history/messages.js';
-import type { TestServer } from '../src/testing/index.js';
-import { testServers } from './helpers.js';
-import { loadTokenCounter } from '../src/tokens/tokens.js';
+import type { ChatMessage } from '../../src/history/messages.js';
+import type { TestServer } from '../../src/testing/index.js';
+import { testServers } from '../helpers.js';
+import { loadTokenCounter } from '../../src/tokens/tokens.js';
 
 const counter = await loadTokenCounter('gpt-4o');
 /** Tokens of the request's first `k` messages (and its framing), as the server counts them. */

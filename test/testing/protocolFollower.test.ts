@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openaiChat } from '../src/llm/openaiChat.js';
-import { protocolFollower, startTestServer, statedFacts, type ChatRequest, type TestServer } from '../src/testing/index.js';
-import { collect, newSession, ofType } from './helpers.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { protocolFollower, startTestServer, statedFacts, type ChatRequest, type TestServer } from '../../src/testing/index.js';
+import { collect, newSession, ofType } from '../helpers.js';
 
 const TOOLS = ['read', 'write', 'edit', 'compact_history'].map((name) => ({ type: 'function' as const, function: { name } }));
 

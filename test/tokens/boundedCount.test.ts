@@ -9,11 +9,11 @@ import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants'
 import { countTokens } from 'gpt-tokenizer/model/gpt-4o';
 import { z } from 'zod';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { boundedCounter, MAX_PIECE_CHARS } from '../src/tokens/boundedCount.js';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { loadTokenCounter } from '../src/tokens/tokens.js';
-import { defineTool } from '../src/tools/tool.js';
-import { newSession } from './helpers.js';
+import { boundedCounter, MAX_PIECE_CHARS } from '../../src/tokens/boundedCount.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { loadTokenCounter } from '../../src/tokens/tokens.js';
+import { defineTool } from '../../src/tools/tool.js';
+import { newSession } from '../helpers.js';
 
 const PLAIN = { disallowedSpecial: new Set<string>() };
 const direct = (text: string): number => countTokens(text, PLAIN);

@@ -7,14 +7,14 @@
 import { readdirSync, readFileSync, statSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { LLMRequest, LLMResponse } from '../src/llm/llm.js';
-import { memoryTools } from '../src/tools/memoryTools.js';
-import { scriptedModel, type ScriptedReply } from '../src/llm/scriptedModel.js';
-import { neutraliseTags } from '../src/prompt/structuralTags.js';
-import type { ToolContext } from '../src/tools/tool.js';
-import { memoryOnDisk } from './storage/memoryOnDisk.js';
-import { collect, logEntries, newSession, ofType, tempHome } from './helpers.js';
-import { LOOK_ALIKES, SPACED_LOOK_ALIKES, raceReads, raceWrites } from './reliability/guard.js';
+import type { LLMRequest, LLMResponse } from '../../src/llm/llm.js';
+import { memoryTools } from '../../src/tools/memoryTools.js';
+import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
+import { neutraliseTags } from '../../src/prompt/structuralTags.js';
+import type { ToolContext } from '../../src/tools/tool.js';
+import { memoryOnDisk } from '../storage/memoryOnDisk.js';
+import { collect, logEntries, newSession, ofType, tempHome } from '../helpers.js';
+import { LOOK_ALIKES, SPACED_LOOK_ALIKES, raceReads, raceWrites } from '../reliability/guard.js';
 
 const textOf = (request: LLMRequest) => request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
 

@@ -4,10 +4,10 @@
  */
 import { z } from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import type { Session } from '../src/session/session.js';
-import { defineTool, type Tool } from '../src/tools/tool.js';
-import { newSession } from './helpers.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import type { Session } from '../../src/session/session.js';
+import { defineTool, type Tool } from '../../src/tools/tool.js';
+import { newSession } from '../helpers.js';
 
 /** Whether a parameter may be left out: it has a default or is optional (read off the zod schema itself). */
 function mayBeOmitted(field: z.ZodType): boolean {

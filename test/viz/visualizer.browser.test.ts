@@ -14,25 +14,25 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import WebSocket, { WebSocketServer } from 'ws';
 import { createMachine } from 'xstate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { turnMachine } from '../machines/turnMachine.js';
-import { runDemo } from '../src/cli/demo.js';
-import type { CliIO } from '../src/cli/cliIO.js';
-import { scriptedModel } from '../src/llm/scriptedModel.js';
-import { LLMError } from '../src/llm/llm.js';
-import { LiveLink } from '../src/viz/liveLink.js';
-import { redactor } from '../src/secrets/redact.js';
-import { openSession } from '../src/session/index.js';
-import { chartOf, renderSvg, toDot } from '../src/viz/statechart.js';
-import { readTrace, startVizServer, type VizServer } from '../src/viz/vizServer.js';
-import type { TraceRecord } from '../src/viz/traceRecorder.js';
-import type { WorkmemEvent } from '../src/events.js';
-import { cliPath } from './cliProcess.js';
-import { protocolFollower, startTestServer, type RecordedRequest } from '../src/testing/index.js';
-import { collect, newSession, ofType, tempHome } from './helpers.js';
+import { turnMachine } from '../../machines/turnMachine.js';
+import { runDemo } from '../../src/cli/demo.js';
+import type { CliIO } from '../../src/cli/cliIO.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { LLMError } from '../../src/llm/llm.js';
+import { LiveLink } from '../../src/viz/liveLink.js';
+import { redactor } from '../../src/secrets/redact.js';
+import { openSession } from '../../src/session/index.js';
+import { chartOf, renderSvg, toDot } from '../../src/viz/statechart.js';
+import { readTrace, startVizServer, type VizServer } from '../../src/viz/vizServer.js';
+import type { TraceRecord } from '../../src/viz/traceRecorder.js';
+import type { WorkmemEvent } from '../../src/events.js';
+import { cliPath } from '../cli/cliProcess.js';
+import { protocolFollower, startTestServer, type RecordedRequest } from '../../src/testing/index.js';
+import { collect, newSession, ofType, tempHome } from '../helpers.js';
 import { auth, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = join(import.meta.dirname, 'artifacts');
+const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
 
 describe('the statechart comes from the machine definitions', () => {
   it('every state and transition of the turn machine is in the diagram, with stable ids', async () => {

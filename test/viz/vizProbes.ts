@@ -1,7 +1,7 @@
 /**
  * Probes of the visualizer's doors, as an attacker sends them: raw HTTP requests with any
  * Host, Origin or path (a browser or a WebSocket client would normalise them first) and
- * WebSocket attempts. Shared by test/visualizer.test.ts and the viz reliability family.
+ * WebSocket attempts. Shared by test/viz/visualizer.browser.test.ts and the viz reliability family.
  */
 import { request, type IncomingHttpHeaders } from 'node:http';
 import WebSocket from 'ws';
