@@ -23,7 +23,7 @@ import type { TokenCounter } from '../tokens/tokens.js';
 import type { Tool } from '../tools/tool.js';
 import { SavedOutputNames } from '../tools/savedOutputNames.js';
 import { capOutput, type OutputLimits } from '../tools/toolOutputCap.js';
-import type { TraceRecorder } from '../viz/traceRecorder.js';
+import type { TraceRecorder } from '../trace/traceRecorder.js';
 import { boundErrorText } from '../errors/errorText.js';
 
 export interface SessionHostDeps {
