@@ -1,7 +1,9 @@
 /**
  * Write-behind for the reminder tracker: a turn persists its state without waiting for
- * the store; at most one write is in flight and only the newest state is written next.
- * `flush` waits and reports a failed write.
+ * the store, and the write starts after the turn's own work (never on the request's path:
+ * a file store writes synchronously); at most one write is in flight and only the newest
+ * state is written next. `flush` waits and reports a failed write. A crash loses at most
+ * the last states, which opening rebuilds from the log (reconcileTracker).
  */
 import type { TrackerState } from '../memory/reminderTracker.js';
 import type { StateStore } from '../storage/stateStore.js';
@@ -22,7 +24,7 @@ export class TrackerWriter {
     if (json === this.lastQueued) return;
     this.lastQueued = json;
     this.latest = state;
-    this.inflight ??= this.drain();
+    this.inflight ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.drain());
   }
 
   async flush(state?: TrackerState): Promise<void> {
