@@ -77,6 +77,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
     systemPromptFor: deps.systemPromptFor,
   });
   return {
+    report: emit,
     acceptCall,
     loadMemory: async () => {
       const snapshot = await record.memory.snapshot();
