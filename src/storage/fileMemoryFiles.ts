@@ -8,7 +8,15 @@
 import { closeSync, lstatSync, mkdirSync, readdirSync, readSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DIR_MODE } from './atomicWrite.js';
-import { openInside, PathRefusedError, readOpened, requireRegularFile, resolveInside, writeInside, type ResolvedPath } from './sandboxPath.js';
+import {
+  openInside,
+  PathRefusedError,
+  readOpened,
+  requireRegularFile,
+  resolveInside,
+  writeInside,
+  type ResolvedPath,
+} from './sandboxPath.js';
 import type { MemoryEntry, MemoryFiles } from './sessionStore.js';
 
 const PREFIX = 'working-memory/';

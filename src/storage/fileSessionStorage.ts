@@ -44,7 +44,11 @@ export class FileSessionStorage implements SessionStorage {
     this.memory.layout();
     this.trace = new FileTraceWriter(join(location, SESSION_FILES.trace));
     const loaded = options.fresh ? { entries: [], damage: [], tornTail: false } : readLog(join(location, SESSION_FILES.messages));
-    this.log = new FileSessionLog(id, new MessageLog(join(location, SESSION_FILES.messages), lastSeqOf(loaded), loaded.tornTail, this.now, this.redact), loaded);
+    this.log = new FileSessionLog(
+      id,
+      new MessageLog(join(location, SESSION_FILES.messages), lastSeqOf(loaded), loaded.tornTail, this.now, this.redact),
+      loaded,
+    );
     this.lease = {
       token: lock.nonce,
       holder: `pid ${process.pid}`,
@@ -84,7 +88,11 @@ export class FileSessionStorage implements SessionStorage {
   }
 
   /** Files first (each atomic and durable), then the entry, synced: see SessionStorage.commit. */
-  async commit<E extends NewEntry>(files: readonly MemoryWrite[], entry: E, options: { expectedSeq: number }): Promise<E & { seq: number; ts: number }> {
+  async commit<E extends NewEntry>(
+    files: readonly MemoryWrite[],
+    entry: E,
+    options: { expectedSeq: number },
+  ): Promise<E & { seq: number; ts: number }> {
     if (options.expectedSeq !== this.log.nextSeq) throw new SequenceConflictError(this.id, options.expectedSeq, this.log.nextSeq);
     for (const file of files) {
       if (file.append) await this.memory.append(file.path, file.content);
@@ -148,6 +156,10 @@ class FileSessionLog implements SessionLog {
 
   async sync(): Promise<void> {
     this.file.sync();
+  }
+
+  get syncs(): number {
+    return this.file.syncs;
   }
 
   close(): void {

@@ -28,7 +28,14 @@ export const SessionMetaSchema = z.object({
 export type SessionMeta = z.infer<typeof SessionMetaSchema>;
 
 /** The meta of a session just created at `at`: no messages, phase 1, nothing written yet. */
-export function newSessionMeta(o: { id: string; cwd: string; at: number; name?: string | null; model?: string | null; language?: SessionMeta['language'] }): SessionMeta {
+export function newSessionMeta(o: {
+  id: string;
+  cwd: string;
+  at: number;
+  name?: string | null;
+  model?: string | null;
+  language?: SessionMeta['language'];
+}): SessionMeta {
   return {
     format: 1,
     id: o.id,

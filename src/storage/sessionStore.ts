@@ -96,7 +96,11 @@ export interface SessionStorage {
    * an archive that no entry names, never an entry naming a missing archive. Refused as
    * append() and MemoryFiles.write() are (nothing written by a database then).
    */
-  commit<E extends NewEntry>(files: readonly MemoryWrite[], entry: E, options: { expectedSeq: number }): Promise<E & { seq: number; ts: number }>;
+  commit<E extends NewEntry>(
+    files: readonly MemoryWrite[],
+    entry: E,
+    options: { expectedSeq: number },
+  ): Promise<E & { seq: number; ts: number }>;
   /** Replace the damage report (damage.json for files): damaged log lines and repairs made. */
   writeDamage(report: DamageReport): Promise<void>;
   /** Make what was appended durable, write what is pending, release the lease. */
@@ -176,6 +180,8 @@ export interface SessionLog {
   append<E extends NewEntry>(entry: E, options: { expectedSeq: number; sync: boolean }): Promise<E & { seq: number; ts: number }>;
   /** Make every entry appended so far durable. */
   sync(): Promise<void>;
+  /** Durable flushes made so far (fdatasync, for files), where the store counts them. */
+  readonly syncs?: number;
 }
 
 /**

@@ -36,17 +36,20 @@ async function script(s: SessionRecord): Promise<void> {
   await s.appendEvent(1, 'memory_updated', { path: 'working-memory/overview.md' });
   await s.updateMeta({ memoryWrites: 1, historyMode: 'hybrid' });
   await s.memory.writeSystem('archive/turn-1.md', '# Turn 1');
-  await s.appendCompaction({
-    type: 'compaction',
-    turn: 1,
-    reason: 'manual',
-    target: 'tools',
-    strategy: 'archive',
-    stubs: [{ seq: 3, content: '[archived]', tokens: 2 }],
-    files: ['working-memory/archive/turn-1.md'],
-    tokensBefore: 32,
-    tokensAfter: 14,
-  }, { path: 'archive/turn-1.md', content: '# More', append: true });
+  await s.appendCompaction(
+    {
+      type: 'compaction',
+      turn: 1,
+      reason: 'manual',
+      target: 'tools',
+      strategy: 'archive',
+      stubs: [{ seq: 3, content: '[archived]', tokens: 2 }],
+      files: ['working-memory/archive/turn-1.md'],
+      tokensBefore: 32,
+      tokensAfter: 14,
+    },
+    { path: 'archive/turn-1.md', content: '# More', append: true },
+  );
   await s.appendMessage(2, { role: 'user', content: 'next' }, 1, { sync: true });
 }
 
@@ -135,5 +138,27 @@ describe('SessionRecord', () => {
       entries.map((e) => e.message.content),
     );
     await record.close();
+  });
+});
+
+describe('durability per turn', () => {
+  it('a turn makes the log durable twice: the user message before the model is asked, the answer before the turn ends', async () => {
+    const { newSession } = await import('../helpers.js');
+    const { scriptedModel } = await import('../../src/llm/scriptedModel.js');
+    let syncsWhenAsked = -1;
+    const session = await newSession({
+      llm: scriptedModel(() => {
+        syncsWhenAsked = session.record.storage.log.syncs!;
+        return { text: 'noted' };
+      }),
+    });
+    const before = session.record.storage.log.syncs!;
+    await session.prompt('first');
+    // The user's message was durable when the model was asked; the answer by the end of the turn; nothing twice.
+    expect(syncsWhenAsked - before).toBe(1);
+    expect(session.record.storage.log.syncs! - before).toBe(2);
+    await session.prompt('second');
+    expect(session.record.storage.log.syncs! - before).toBe(4);
+    await session.close();
   });
 });
