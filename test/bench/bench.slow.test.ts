@@ -9,6 +9,9 @@ import { cliStart, itemMemory, orchestrationOverhead, resume, SMOKE, throughput,
 import { median, p99, quantile, table, type Row } from './harness.js';
 import { cacheEconomics } from './cacheEconomics.js';
 import { PG_LOAD_SMOKE, postgresLoad } from './postgresLoad.js';
+import { allocation } from './allocation.js';
+import { hostLoopOverhead } from './hostLoopBench.js';
+import { peerRows } from './peerRows.js';
 import { postgresAvailable } from '../storage/postgresServer.js';
 
 function wellFormed(rows: Row[]): void {
@@ -24,6 +27,18 @@ function wellFormed(rows: Row[]): void {
 }
 
 describe('benchmarks (smoke sizes)', () => {
+  it('allocation per request, the host loop beside a Session, and the LangGraph.js peer run and report', async () => {
+    const allocated = allocation([100], 3, 10);
+    wellFormed(allocated);
+    expect(allocated[0]!.median).toBeGreaterThan(10); // KB: a request allocates something
+    const hosted = await hostLoopOverhead(SMOKE);
+    wellFormed(hosted);
+    expect(hosted.map((r) => r.metric)).toContain('Per model call, AI SDK middleware added');
+    const peer = await peerRows([100]);
+    wellFormed(peer);
+    expect(peer.map((r) => r.metric)).toEqual(['Peer: LangGraph.js 1.7.3, MemorySaver, per request', 'workmem vs the peer, per request']);
+  }, 180_000);
+
   it('order statistics: median, p99 and quantiles of known samples', () => {
     const samples = Array.from({ length: 100 }, (_, i) => 100 - i); // 100 … 1, unsorted
     expect(median(samples)).toBe(51);
@@ -49,7 +64,15 @@ describe('benchmarks (smoke sizes)', () => {
   it('orchestration overhead, resume and the trace cost run and report per size', async () => {
     const overhead = await orchestrationOverhead(SMOKE);
     wellFormed(overhead);
-    expect(overhead.map((r) => r.case)).toEqual(['100 messages in the log', '400 messages in the log', '400 / 100 messages']);
+    expect(overhead.map((r) => r.case)).toEqual([
+      '100 messages in the log, tmpfs',
+      '400 messages in the log, tmpfs',
+      '100 messages in the log, disk',
+      '400 messages in the log, disk',
+      '400 / 100 messages (tmpfs)',
+    ]);
+    // The log's durability is counted per turn: two syncs on disk, none on tmpfs' log either (the same calls, a cheap fs).
+    for (const row of overhead.slice(0, 4)) expect(row.note).toMatch(/^\(2\.00 syncs per turn/);
     const resumed = await resume(SMOKE);
     wellFormed(resumed);
     expect(resumed.map((r) => r.metric)).toEqual(['Resume (openSession → first prompt built)', 'Resume, from a new process']);

@@ -166,10 +166,7 @@ async function peerRun(turns: number, caching: Caching, summariseAt: number | nu
   const mark = caching === 'explicit' ? { cache_control: { type: 'ephemeral' } } : {};
   const own = `You are a helpful assistant for a software project. ${'Follow the project rules, answer briefly, and keep track of what the user says. '.repeat(40)}`;
   const system = profile === 'host' ? `${HOST_INSTRUCTIONS}\n\n${own}` : own;
-  const tools =
-    profile === 'host'
-      ? hostTools().map((t) => ({ type: 'function', function: t.spec }))
-      : undefined;
+  const tools = profile === 'host' ? hostTools().map((t) => ({ type: 'function', function: t.spec })) : undefined;
   const post = async (messages: Record<string, unknown>[], withTools = true) => {
     const response = await fetch(`${server.baseURL}/chat/completions`, {
       method: 'POST',
@@ -192,10 +189,13 @@ async function peerRun(turns: number, caching: Caching, summariseAt: number | nu
       const sent = server.requests.at(-1)!.promptTokens;
       if (summariseAt !== null && sent >= summariseAt * WINDOW) {
         const old = history.slice(0, -6);
-        const summary = await post([
-          { role: 'system', content: 'Summarise this conversation for the assistant that continues it.' },
-          { role: 'user', content: old.map((m) => `${m.role}: ${m.content}`).join('\n') },
-        ], false);
+        const summary = await post(
+          [
+            { role: 'system', content: 'Summarise this conversation for the assistant that continues it.' },
+            { role: 'user', content: old.map((m) => `${m.role}: ${m.content}`).join('\n') },
+          ],
+          false,
+        );
         history = [
           { role: 'user', content: `[Summary of the earlier conversation]\n${summary}` },
           { role: 'assistant', content: 'Understood.' },

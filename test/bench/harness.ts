@@ -51,3 +51,31 @@ export function table(rows: Row[]): string {
   });
   return [head, ...lines].join('\n');
 }
+
+/**
+ * Runs benchmark steps in order, each timed on stderr; prints one markdown table headed by
+ * the date, the machine and the whole run's time, and writes the same figures to `file`.
+ */
+export async function runBench(title: string, steps: [string, () => Promise<Row[]> | Row[]][], file: string): Promise<void> {
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  const { dirname } = await import('node:path');
+  const started = now();
+  const rows: Row[] = [];
+  for (const [name, run] of steps) {
+    const t = now();
+    process.stderr.write(`bench: ${name}…`);
+    rows.push(...(await run()));
+    process.stderr.write(` ${((now() - t) / 1000).toFixed(1)} s\n`);
+  }
+  const date = new Date().toISOString().slice(0, 10);
+  const seconds = (now() - started) / 1000;
+  process.stdout.write(`${title}: measured ${date} on ${machine()} (${seconds.toFixed(0)} s in all)\n\n${table(rows)}\n`);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${JSON.stringify({ date, machine: machine(), seconds, rows }, null, 2)}\n`);
+  const missed = rows.filter((r) => r.met === false);
+  process.stderr.write(
+    missed.length
+      ? `bench: ${missed.length} target(s) missed: ${missed.map((r) => `${r.metric} (${r.case})`).join('; ')}\n`
+      : 'bench: every target met\n',
+  );
+}
