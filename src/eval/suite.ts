@@ -82,7 +82,7 @@ const EN: Phrasing = {
   askRule: (key) => `Remind me: what is the rule for ${key}?`,
   fetch: (document) => `Please use the fetch_document tool with ${document}.`,
   filler: (subject, i) =>
-    `${['Any tips on', 'How would you approach', 'Could you give me a short checklist for', 'Which pitfalls should I watch for with', 'How much time should I plan for', 'Could you explain the trade-offs of'][i % 6]} ${subject}?`,
+    `${['Any tips on', 'How would you approach', 'Could you give me a short checklist for', 'Which pitfalls should I watch for with', 'How much time should I plan for', 'Could you explain the trade-offs of', 'What would you do first about'][i % 7]} ${subject}?${['', ' I am short on time this week.', ' Last time this went badly.', ' Keep it brief please.'][Math.floor(i / 7) % 4]}`,
 };
 
 const ZH: Phrasing = {
@@ -102,7 +102,7 @@ const ZH: Phrasing = {
       `能不能帮我列一个${subject}的清单？`,
       `你觉得${subject}需要注意什么？`,
       `${subject}大概要花多少时间？`,
-    ][i % 5]!,
+    ][i % 5]! + ['', '这周时间比较紧。', '上次这件事没做好。', '简单说说就行。'][Math.floor(i / 5) % 4]!,
 };
 
 /**
@@ -164,8 +164,14 @@ export function conversation(topic: Topic, length: number, size: SuiteName): Con
   const step = (length - 1 - from) / Math.max(1, order.length - 1);
   order.forEach((q, i) => place(from + i * step, q));
 
+  // Small talk: each subject in turn, then again in other words, so that no line repeats.
   let filler = 0;
-  const turns = slots.map((turn) => turn ?? { text: say.filler(topic.subjects[filler % topic.subjects.length]!, filler++ * 7) });
+  const subjects = topic.subjects.length;
+  const turns = slots.map((turn) => {
+    if (turn) return turn;
+    const n = filler++;
+    return { text: say.filler(topic.subjects[n % subjects]!, Math.floor(n / subjects)) };
+  });
   return { id: size === 'full' ? topic.id : `${topic.id}-small`, title: topic.title, language: topic.language, turns };
 }
 
