@@ -40,7 +40,7 @@ export interface EvalProgress {
 export interface EvalOptions {
   /** The model: one for every run, or one made per conversation and arm. */
   llm: LLM | ((run: EvalRunId) => LLM | Promise<LLM>);
-  /** The model's name in the report and the price table (default: the llm's `model`). */
+  /** The model's name in the report and the price table (default: the llm's `model`; name it when `llm` is a function). */
   model?: string;
   /** Default: workmem's full suite. */
   suite?: Suite | SuiteName;
