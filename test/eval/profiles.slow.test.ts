@@ -38,7 +38,15 @@ const lateFacts = (profile: BehaviourProfile, name: ArmSummary['arm']): number =
 describe('workmem eval with the behaviour profiles, on the small suite', () => {
   beforeAll(async () => {
     for (const profile of BEHAVIOUR_PROFILES) {
-      const run = await workmemEval(['--model', `testing:${profile}`, '--suite', 'small', '--json', '--results', join(home, `${profile}.jsonl`)]);
+      const run = await workmemEval([
+        '--model',
+        `testing:${profile}`,
+        '--suite',
+        'small',
+        '--json',
+        '--results',
+        join(home, `${profile}.jsonl`),
+      ]);
       expect(run.code, `${profile}: ${run.stderr}`).toBe(0);
       results.set(profile, JSON.parse(run.stdout) as EvalResult);
     }
@@ -94,7 +102,9 @@ describe('workmem eval with the behaviour profiles, on the small suite', () => {
     const lazy = await again('lazy', '--min-accuracy', '80%');
     expect(lazy.code, lazy.stderr).toBe(1);
     expect(lazy.stdout).toContain('| peer: full history |');
-    expect(lazy.stdout).toContain('- workmem auto (phase 1 → 2): memory never maintained — phase 2 never began; the fallback carried the session');
+    expect(lazy.stdout).toContain(
+      '- workmem auto (phase 1 → 2): memory never maintained — phase 2 never began; the fallback carried the session',
+    );
     expect(lazy.stdout).toMatch(/- MISSED: min-accuracy \d+\.\d % \(at least 80\.0 %\), workmem-auto/);
     expect(lazy.stderr).toContain('gates missed');
     const diligent = await again('diligent', '--min-accuracy', '0.8', '--max-tokens-ratio', '0.8');
