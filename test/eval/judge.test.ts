@@ -1,12 +1,10 @@
 /**
  * The optional judge, offline with a scripted judge: its prompt is the repository's, it is
  * told the question, the expected answer and the answer, and its verdicts are counted (a
- * reply with none is left out). The budget: a paid run stops before it would pass
- * --max-cost, with the figures, and a conversation's projection is never below its bill.
+ * reply with none is left out).
  */
 import { describe, expect, it } from 'vitest';
-import { JUDGE_SYSTEM, builtInSuite, runEval, type Suite } from '../../src/eval/index.js';
-import { projectedCost } from '../../src/eval/budget.js';
+import { JUDGE_SYSTEM, runEval, type Suite } from '../../src/eval/index.js';
 import { diligent, policyModel, type ChatRequest } from '../../src/testing/index.js';
 import { loadTokenCounter } from '../../src/tokens/tokens.js';
 
@@ -54,39 +52,5 @@ describe('the judge', () => {
     // Normalised match is kept beside the judge's verdicts.
     expect(result.summary[0]!.accuracy).toEqual({ right: 3, asked: 3 });
     expect(result.judge).toBe('judge');
-  });
-});
-
-describe('the budget', () => {
-  const conversation = builtInSuite('small').conversations.slice(0, 1);
-  const suite: Suite = { name: 'one', conversations: conversation };
-  const prices = { 'testing:diligent': { input: 1000, cached: 100, output: 1000 } };
-  // The whole conversation, unbudgeted, once for both tests.
-  const free = runEval({ llm: model, model: 'testing:diligent', suite, prices });
-
-  it('stops a run before it would pass --max-cost, and says so with the figures', async () => {
-    expect((await free).spent!, 'the whole run costs more than the budget tried below').toBeGreaterThan(300);
-    const capped = await runEval({ llm: model, model: 'testing:diligent', suite, prices, maxCost: 300 });
-    expect(capped.stopped?.reason).toBe('budget');
-    expect(capped.stopped?.message).toMatch(
-      /^stopped before .+: \$\d+\.\d{4} spent of the \$300 budget, and it is projected to cost up to \$\d+\.\d{4} more$/,
-    );
-    expect(capped.spent!).toBeLessThanOrEqual(300);
-    expect(capped.conversations).toEqual([]);
-  });
-
-  it('projects at least what each arm really spends', async () => {
-    const result = await free;
-    for (const arm of result.conversations[0]!.arms)
-      expect(
-        projectedCost(conversation[0]!, arm.arm, result.contextWindow, counter, prices['testing:diligent']),
-        arm.arm,
-      ).toBeGreaterThanOrEqual(arm.cost!);
-  });
-
-  it('needs a price for the model', async () => {
-    await expect(runEval({ llm: model, suite, model: 'my-own-model', maxCost: 1 })).rejects.toThrow(
-      /--max-cost needs a price for my-own-model/,
-    );
   });
 });
