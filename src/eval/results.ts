@@ -23,15 +23,21 @@ export interface QuestionResult {
 /** One arm's play of one conversation, measured. */
 export interface ArmResult {
   arm: ArmName;
+  /** Each question of the conversation, scored. */
   questions: QuestionResult[];
   /** Input tokens per turn, every request of the turn (summaries too), as the server reported them. */
   tokensPerTurn: number[];
   /** Of those, read from the provider's cache. */
   cachedPerTurn: number[];
+  /** Input tokens of all its requests, as the server reported them. */
   input: number;
+  /** Of those, read from the provider's prompt cache. */
   cached: number;
+  /** Output tokens of all its requests. */
   output: number;
+  /** Requests made to the model, each retry one of them. */
   requests: number;
+  /** Requests that ended in an error. */
   failedRequests: number;
   /** Some requests had no usage from the server: their tokens are our count. */
   counted: boolean;
@@ -41,7 +47,9 @@ export interface ArmResult {
   upkeep: Upkeep | null;
   /** A summarising peer's summaries. */
   summaries: number;
+  /** Turns that ended without an answer. */
   failedTurns: number;
+  /** The time the arm took, model included. */
   wallMs: number;
 }
 
@@ -56,36 +64,54 @@ export interface ConversationResult {
 
 /** Right answers of asked questions. */
 export interface Score {
+  /** Questions answered right. */
   right: number;
+  /** Questions asked. */
   asked: number;
 }
 
 /** One arm over the whole run. */
 export interface ArmSummary {
   arm: ArmName;
+  /** What the report calls the arm. */
   label: string;
+  /** All questions, by normalised match. */
   accuracy: Score;
+  /** By question category. */
   byCategory: Record<string, Score>;
   /** The judge's score, when there is a judge (questions it gave no verdict on are left out). */
   judged?: Score;
+  /** Input tokens over the run, as the server reported them. */
   input: number;
+  /** Of those, read from the provider's prompt cache. */
   cached: number;
+  /** Output tokens over the run. */
   output: number;
+  /** Dollars at the price table's prices; null when the model has none. */
   cost: number | null;
+  /** Requests made to the model, each retry one of them. */
   requests: number;
+  /** Requests that ended in an error. */
   failedRequests: number;
+  /** Some requests had no usage from the server: their tokens are our count. */
   counted: boolean;
+  /** Turns played. */
   turns: number;
   /** workmem's arms: memory writes per 10 turns. */
   writesPer10Turns: number | null;
+  /** workmem's arms: reminders fired. */
   reminders: number | null;
+  /** workmem's arms: reminders followed by a memory write within 2 requests. */
   heeded: number | null;
   /** Compactions by who made them: llm (the model's compact_history), fallback, horizon, overflow, auto; summary for a peer. */
   compactions: Record<string, number>;
   /** Per conversation, the turn phase 2 began (1-based), or null if it never did; empty for a peer. */
   phase2: { conversation: string; turn: number | null }[];
+  /** Tool calls whose result was an error. */
   toolErrors: number;
+  /** Answers that held tool calls written as text. */
   textToolCalls: number;
+  /** The time the arm took over the run. */
   wallMs: number;
   /** What the numbers say, in words: "memory never maintained — …". */
   findings: string[];
@@ -93,22 +119,33 @@ export interface ArmSummary {
 
 /** A gate of `--min-accuracy` or `--max-tokens-ratio`, checked against an arm. */
 export interface GateResult {
+  /** `min-accuracy` or `max-tokens-ratio`. */
   gate: string;
   arm: ArmName;
+  /** The arm's figure: its accuracy (0–1), or its input tokens as a share of the full history's. */
   value: number;
+  /** What the gate asks. */
   limit: number;
   passed: boolean;
 }
 
 /** A whole run of the eval. */
 export interface EvalResult {
+  /** The model's name. */
   model: string;
+  /** The suite's name: full, small, longmemeval or your own. */
   suite: string;
+  /** The window every arm was held to. */
   contextWindow: number;
+  /** The arms that ran, in order. */
   arms: ArmName[];
+  /** The judge's model, when there was one. */
   judge: string | null;
+  /** Each finished conversation, in the suite's order. */
   conversations: ConversationResult[];
+  /** Each arm over the run. */
   summary: ArmSummary[];
+  /** The gates asked for (none when the run stopped early). */
   gates: GateResult[];
   /** Set when the run stopped before its end: interrupted, or its budget would have been passed. */
   stopped?: { reason: 'interrupted' | 'budget'; message: string };

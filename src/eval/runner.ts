@@ -25,14 +25,18 @@ export interface EvalRunId {
 
 /** Where a run is, for a progress bar. */
 export interface EvalProgress {
+  /** The conversation being played (its id). */
   conversation: string;
   /** 0-based index of the conversation among those this invocation plays. */
   index: number;
+  /** Conversations this invocation plays. */
   conversations: number;
   arm: ArmName;
+  /** The turn about to be played (0-based). */
   turn: number;
   /** Turns played so far by this invocation, over every arm, and in all. */
   done: number;
+  /** Turns this invocation plays in all (every arm). */
   total: number;
 }
 
@@ -64,7 +68,9 @@ export interface EvalOptions {
   minAccuracy?: number;
   /** Gates: the most input tokens every workmem arm may send, as a share of the full-history peer's. */
   maxTokensRatio?: number;
+  /** Stops the run; what finished is kept and returned (`stopped`). */
   signal?: AbortSignal;
+  /** Before each turn of each arm. */
   onProgress?: (progress: EvalProgress) => void;
   /** Each conversation once every arm has played it. */
   onConversation?: (result: ConversationResult) => void;

@@ -25,15 +25,19 @@ export interface Question {
 
 /** One user message of a conversation, and what it asks when it is a question. */
 export interface EvalTurn {
+  /** What the user says. */
   text: string;
   question?: Question;
 }
 
 /** A conversation the eval plays through every arm. */
 export interface Conversation {
+  /** Unique within its suite; what the results file keeps it by. */
   id: string;
   title: string;
+  /** The language of workmem's memory template and reminders for it. */
   language: 'en' | 'zh';
+  /** The user's messages, in order. */
   turns: EvalTurn[];
 }
 
