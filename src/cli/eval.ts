@@ -37,6 +37,8 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   if (positionals.length) throw new UsageError(`eval takes no arguments, got ${JSON.stringify(positionals[0])}`);
   // --context-window is the eval's window, not the model's: the configuration does not read it.
   const config = loadConfig({ ...flags, 'context-window': undefined }, io.env);
+  if (flags.longmemeval !== undefined && flags.suite !== undefined)
+    throw new UsageError('--longmemeval is a suite of its own: give it or --suite, not both');
   const suite: Suite | 'full' | 'small' =
     typeof flags.longmemeval === 'string' ? loadLongMemEval(flags.longmemeval) : suiteName(flags.suite);
   const profile = testingProfile(config.model);

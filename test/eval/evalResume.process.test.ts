@@ -89,6 +89,7 @@ describe('workmem eval, interrupted and resumed', () => {
       ],
       [['--model', 'testing:lazy', '--max-cost', '1', '--prices', '/nonexistent.json'], '--prices /nonexistent.json'],
       [['--model', 'testing:lazy', '--bogus'], 'unknown option --bogus'],
+      [['--model', 'testing:lazy', '--suite', 'small', '--longmemeval', 'x.json'], 'give it or --suite, not both'],
     ] as const) {
       const run = await cli(['eval', ...args], { env: { WORKMEM_HOME: tempHome() } });
       expect(run.code, run.stderr).toBe(2);
