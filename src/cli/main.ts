@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DATABASE_URL_WARNING } from './processTitle.js';
 import { terminalLine } from './terminalText.js';
+import { EVAL_OPTIONS, EVAL_USAGE } from './evalHelp.js';
 
 import type { CliIO, Flags } from './cliIO.js';
 
@@ -185,6 +186,12 @@ to phase 2, a compaction. Ends with a table of what happened. Its session is kep
 home of its own, a new temporary folder it names (or --home <dir>), not in your sessions.`,
     options: { turns: { type: 'string' }, home: { type: 'string' }, quiet: { type: 'boolean' } },
     load: () => import('./demo.js'),
+  },
+  eval: {
+    summary: 'does memory work with my model? a benchmark and CI gate',
+    usage: EVAL_USAGE,
+    options: EVAL_OPTIONS,
+    load: () => import('./eval.js'),
   },
   viz: {
     summary: 'the visualizer: statecharts, replay, live sessions, in the browser',

@@ -12,3 +12,5 @@ export { policyModel } from './policyModel.js';
 export type { PolicyModelOptions } from './policyModel.js';
 export type { ChatRequest, Policy, PolicyReply, PolicyContext, WireTool } from './wire.js';
 export { scriptedModel } from '../llm/scriptedModel.js';
+export { BEHAVIOUR_PROFILES, behaviourProfile, diligent, lazy, forgetful, eager, sloppy } from './behaviourProfiles.js';
+export type { BehaviourProfile } from './behaviourProfiles.js';

@@ -6,11 +6,15 @@
  *   "What is my <key>?" (or "我的<key>是什么？").
  * - When the user states facts it updates overview.md (`write`) with every fact it can
  *   still see (memory + visible history), but before any reminder only with probability
- *   1 − forgetfulness; when reminded it always does.
+ *   1 − forgetfulness; when reminded it always does (unless `dropsWrites` drops that write).
  * - It answers from its memory and the visible history, and says it does not know otherwise.
- * - It calls compact_history (when offered) at the compression guide's thresholds.
- * - "Use the <name> tool with <input>." calls that tool with { input }.
- * - Asked for a summary (by workmem's summarizer), it lists the facts it can see.
+ * - It calls compact_history (when offered) at the compression guide's thresholds, and
+ *   with `compactsEvery` every few turns besides.
+ * - "Use the <name> tool with <input>." (or "请用 <name> 工具查看<input>。") calls that tool
+ *   with { input }, when it is offered.
+ * - Asked for a summary (by workmem's summarizer), it lists the facts it can see (with
+ *   `summaries: 'no-facts'`, none of them).
+ * The behaviour profiles (behaviourProfiles.ts) are these options, named.
  * Its randomness is seeded by `seed` and the user's message, so a request always gets
  * the same reply.
  */
@@ -24,11 +28,21 @@ export interface ProtocolFollowerOptions {
   forgetfulness?: number;
   /** Whether it calls compact_history at the guide's thresholds (default true). */
   compacts?: boolean;
+  /** Probability that a write it means to make is not made, reminded or not (0–1, default 0). */
+  dropsWrites?: number;
+  /** Also calls compact_history at the start of one user turn in n on average, whatever the percentage. */
+  compactsEvery?: number;
+  /** What its summaries keep: every fact it sees (default), or only the goal and the progress. */
+  summaries?: 'facts' | 'no-facts';
 }
 
 const TAIL = '\n\n<context_meta>';
 const TOOL_REQUEST = /\buse the ([a-z_][a-z0-9_]*) tool(?: with (.+?))?[.!]?$/i;
+const ZH_TOOL_REQUEST = /请用\s*([a-z_][a-z0-9_]*)\s*工具(?:查看)?(.*?)[。！]?$/i;
 const COMPACTION_NOTE = '[Earlier conversation compacted';
+/** How a peer agent without workmem (src/eval/peerAgent.ts) opens the summary it carries. */
+const SUMMARY_NOTE = '[Summary of the earlier conversation]';
+const isNote = (content: string): boolean => content.startsWith(COMPACTION_NOTE) || content.startsWith(SUMMARY_NOTE);
 const MEMORY_BLOCK = /<working_memory[^>]*>\n([\s\S]*?)\n<\/working_memory>/;
 /** With memoryPosition 'after-history' the memory block opens the last message, up to the end of the detail index. */
 const HEAD_END = '</detail_index>\n\n';
@@ -45,9 +59,12 @@ export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy 
   if (!(forgetfulness >= 0 && forgetfulness <= 1)) throw new RangeError(`forgetfulness must be between 0 and 1, got ${forgetfulness}`);
 
   const compacts = options.compacts ?? true;
+  const dropsWrites = options.dropsWrites ?? 0;
+  if (!(dropsWrites >= 0 && dropsWrites <= 1)) throw new RangeError(`dropsWrites must be between 0 and 1, got ${dropsWrites}`);
+  const every = options.compactsEvery;
   return (request) => {
     if (request.messages[0]?.role === 'system' && request.messages[0].content.startsWith(SUMMARIZER_MARK))
-      return { content: summarise(request) };
+      return { content: summarise(request, options.summaries !== 'no-facts') };
     const view = readRequest(request);
     if (!view.userText) return { content: 'OK.' };
     const last = request.messages.at(-1)!;
@@ -64,19 +81,22 @@ export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy 
       };
     };
     const calls: NonNullable<PolicyReply['toolCalls']> = [];
+    // A write it means to make, unless this one is dropped (the same request, the same choice).
+    const writes = () => view.tools.has('write') && random(seed + 1, view.userText + request.messages.length) >= dropsWrites;
     if (last.role === 'user') {
-      const compaction = compacts && view.tools.has('compact_history') ? compactionFor(view) : null;
+      const due = every !== undefined && random(seed + 2, view.userText) < 1 / every;
+      const compaction = view.tools.has('compact_history') ? ((compacts ? compactionFor(view) : null) ?? (due ? EAGER : null)) : null;
       const record = stated.length > 0 && random(seed, view.userText) >= forgetfulness;
       // Before compacting, it writes down what it still needs: the compacted part leaves its sight.
-      if (view.reminded || record || (compaction && missing)) calls.push(writeMemory());
+      if ((view.reminded || record || (compaction && missing)) && writes()) calls.push(writeMemory());
       if (compaction) calls.push({ name: 'compact_history', arguments: JSON.stringify(compaction) });
-      const asked = TOOL_REQUEST.exec(view.userText);
+      const asked = TOOL_REQUEST.exec(view.userText) ?? ZH_TOOL_REQUEST.exec(view.userText);
       if (asked && view.tools.has(asked[1]!)) calls.push({ name: asked[1]!, arguments: JSON.stringify({ input: asked[2] ?? '' }) });
-    } else if (view.reminded && !view.wroteThisTurn) {
+    } else if (view.reminded && !view.wroteThisTurn && writes()) {
       // A reminder is heeded at once, also in the middle of a turn.
       calls.push(writeMemory());
     }
-    if (calls.length && view.tools.has('write'))
+    if (calls.length)
       return {
         toolCalls: calls.map((c, i) => ({ ...c, id: `call_${hash(view.userText + i + request.messages.length).toString(36)}_${i}` })),
       };
@@ -101,9 +121,7 @@ function readRequest(request: ChatRequest): RequestView {
   const system = messages.find((m) => m.role === 'system')?.content ?? '';
   // In the system message, or at the start of the last message (memoryPosition 'after-history').
   const memory = MEMORY_BLOCK.exec(system)?.[1] ?? MEMORY_BLOCK.exec(headOf(messages.at(-1)?.content ?? ''))?.[1] ?? '';
-  const users = messages.filter(
-    (m): m is Extract<ChatMessage, { role: 'user' }> => m.role === 'user' && !m.content.startsWith(COMPACTION_NOTE),
-  );
+  const users = messages.filter((m): m is Extract<ChatMessage, { role: 'user' }> => m.role === 'user' && !isNote(m.content));
   const lastContent = messages.at(-1)?.content ?? '';
   const tailAt = lastContent.lastIndexOf(TAIL);
   const tail = tailAt >= 0 ? lastContent.slice(tailAt) : '';
@@ -117,7 +135,7 @@ function readRequest(request: ChatRequest): RequestView {
     userText: strip(users.at(-1)?.content ?? ''),
     memoryFacts: memoryFacts(memory),
     visibleFacts: [
-      ...messages.filter((m) => m.role === 'user' && m.content.startsWith(COMPACTION_NOTE)).flatMap((m) => memoryFacts(m.content ?? '')),
+      ...messages.filter((m) => m.role === 'user' && isNote(m.content)).flatMap((m) => memoryFacts(m.content ?? '')),
       ...users.flatMap((m) => statedFacts(strip(m.content))),
     ],
     reminded: tail.includes('<memory_reminder'),
@@ -208,11 +226,11 @@ function answer(view: RequestView): string {
   return parts.length ? parts.join(' ') : `OK: ${view.userText.slice(0, 60)}`;
 }
 
-/** A summary in the five sections workmem's summarizer asks for, with the facts it sees. */
-function summarise(request: ChatRequest): string {
+/** A summary in the five sections workmem's summarizer asks for, with the facts it sees (or none). */
+function summarise(request: ChatRequest, keepsFacts: boolean): string {
   const text = request.messages.map((m) => m.content ?? '').join('\n');
   const facts = new Map<string, string>();
-  for (const f of [...memoryFacts(text), ...statedFacts(text)]) facts.set(f.key, f.value);
+  if (keepsFacts) for (const f of [...memoryFacts(text), ...statedFacts(text)]) facts.set(f.key, f.value);
   const lines = [...facts].map(([k, v]) => `- ${k}: ${v}`);
   return `## Goal\n- Help the user.\n\n## Decisions\n- none recorded\n\n## Progress\n- ${request.messages.length} messages summarised\n\n## Open items\n- none\n\n## Key facts\n${lines.join('\n') || '- none'}`;
 }
@@ -224,6 +242,9 @@ function compactionFor(view: RequestView): Record<string, unknown> | null {
   if (view.percent >= 20 && view.largeToolOutputs > 3) return { target: 'tools', strategy: 'archive', keep_recent: 3 };
   return null;
 }
+
+/** What an eager model compacts every few turns: the conversation but the last 3 turns, archived. */
+const EAGER = { target: 'conversation', strategy: 'archive', keep_recent: 3 };
 
 /** A number in [0, 1) from the seed and a text: the same request, the same choice. */
 function random(seed: number, text: string): number {

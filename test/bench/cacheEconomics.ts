@@ -3,8 +3,8 @@
  * over a long session, as workmem/testing's test server computes it (automatic: OpenAI's,
  * from 1,024 tokens in 128-token increments; explicit: Anthropic-style breakpoints), for
  * workmem in phase 1 pinned, auto (phase 1 → 2) and phase 1 with compactions, with each
- * memoryPosition, and for two usual peers in the same run: a naive agent that sends its full
- * history, and one that summarises at 75 % of the window. Two profiles: workmem's own prompt
+ * memoryPosition, and for two usual peers in the same run (the eval's, src/eval/peerAgent.ts):
+ * a naive agent that sends its full history, and one that summarises at 75 % of the window. Two profiles: workmem's own prompt
  * alone, and embedded in a host agent with instructions and tools of its own (hostAgent.ts),
  * which the peers then send too. Per compaction: the share of the next request sent uncached,
  * and of its prefix before the history (tools, system prompt, the memory where it goes first).
@@ -23,6 +23,8 @@ import { median, type Row } from './harness.js';
 import { loadTokenCounter } from '../../src/tokens/tokens.js';
 import { memoryPlacement } from '../../src/settings/settings.js';
 import { HOST_INSTRUCTIONS, hostTools } from './hostAgent.js';
+import { peerAgent } from '../../src/eval/peerAgent.js';
+import { SUMMARIZER_MARK } from '../../src/compaction/summarizer.js';
 
 type Caching = Exclude<PromptCaching, 'off'>;
 /** workmem's prompt alone, or embedded in a host agent with its own instructions and tools. */
@@ -148,61 +150,38 @@ async function workmemRun(
 }
 
 /**
- * A peer agent without workmem: a system prompt and its whole history each turn, the
- * breakpoints where such agents put them (after the system prompt, on the last message).
- * With `summariseAt`, history over that share of the window is summarised (all but the
- * last 3 turns, by a request to the same server) and replaced by the summary.
+ * A peer agent without workmem (src/eval/peerAgent.ts, the eval's): a system prompt and its
+ * whole history each turn, the breakpoints where such agents put them (after the system
+ * prompt, on the last message). With `summariseAt`, history that would reach that share of
+ * the window is summarised (all but the last 3 turns, by a request to the same server) and
+ * replaced by the summary.
  */
 async function peerRun(turns: number, caching: Caching, summariseAt: number | null, profile: Profile): Promise<CacheRun> {
   const server = await startTestServer({
-    policy: (body) => {
-      const first = String(body.messages[0]?.content ?? '');
-      return first.startsWith('Summarise')
-        ? { content: `Summary: ${'the user stated facts and asked about topics; '.repeat(40)}` }
-        : { content: 'Noted; here is my answer about that.' };
-    },
+    policy: (body) =>
+      String(body.messages[0]?.content ?? '').startsWith(SUMMARIZER_MARK)
+        ? {
+            content: `## Goal\n- Help.\n\n## Progress\n- ${'the user stated facts and asked about topics; '.repeat(40)}\n\n## Key facts\n- none`,
+          }
+        : { content: 'Noted; here is my answer about that.' },
     promptCaching: caching,
   });
-  const mark = caching === 'explicit' ? { cache_control: { type: 'ephemeral' } } : {};
   const own = `You are a helpful assistant for a software project. ${'Follow the project rules, answer briefly, and keep track of what the user says. '.repeat(40)}`;
+  const tools = profile === 'host' ? hostTools() : [];
   const system = profile === 'host' ? `${HOST_INSTRUCTIONS}\n\n${own}` : own;
-  const tools = profile === 'host' ? hostTools().map((t) => ({ type: 'function', function: t.spec })) : undefined;
-  const post = async (messages: Record<string, unknown>[], withTools = true) => {
-    const response = await fetch(`${server.baseURL}/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'workmem-test', messages, max_tokens: 2000, ...(withTools && tools ? { tools } : {}) }),
-    });
-    const body = (await response.json()) as { choices: { message: { content: string } }[] };
-    return body.choices[0]!.message.content;
-  };
-  let history: { role: string; content: string }[] = [];
-  const compactions: Compaction[] = [];
   const counter = await loadTokenCounter('gpt-4o');
-  const prefix = counter.requestBase(system, profile === 'host' ? hostTools().map((t) => t.spec) : []);
+  const peer = peerAgent({ llm: client(server, caching), counter, system, tools, summariseAt, contextWindow: WINDOW });
+  const compactions: Compaction[] = [];
+  const prefix = counter.requestBase(
+    system,
+    tools.map((t) => t.spec),
+  );
+  const signal = new AbortController().signal;
   try {
     for (let t = 1; t <= turns; t++) {
-      history.push({ role: 'user', content: userText(t, turns) });
-      const messages = [{ role: 'system', content: system, ...mark }, ...history.slice(0, -1), { ...history.at(-1)!, ...mark }];
-      const answer = await post(messages);
-      history.push({ role: 'assistant', content: answer });
-      const sent = server.requests.at(-1)!.promptTokens;
-      if (summariseAt !== null && sent >= summariseAt * WINDOW) {
-        const old = history.slice(0, -6);
-        const summary = await post(
-          [
-            { role: 'system', content: 'Summarise this conversation for the assistant that continues it.' },
-            { role: 'user', content: old.map((m) => `${m.role}: ${m.content}`).join('\n') },
-          ],
-          false,
-        );
-        history = [
-          { role: 'user', content: `[Summary of the earlier conversation]\n${summary}` },
-          { role: 'assistant', content: 'Understood.' },
-          ...history.slice(-6),
-        ];
-        compactions.push({ request: server.requests.length, prefix, reason: 'summary' });
-      }
+      const turn = await peer.prompt(userText(t, turns), signal);
+      // The summary is made before the turn's request: the turn's answer is the first request after it.
+      if (turn.summarised) compactions.push({ request: server.requests.length - 1, prefix, reason: 'summary' });
     }
     return totals(server, compactions);
   } finally {

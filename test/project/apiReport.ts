@@ -21,6 +21,7 @@ export const ENTRIES: Record<string, string> = {
   'workmem-postgres': 'dist/src/storage/postgres/index.d.ts',
   'workmem-ai-sdk': 'dist/src/aiSdk/index.d.ts',
   'workmem-testing': 'dist/src/testing/index.d.ts',
+  'workmem-eval': 'dist/src/eval/index.d.ts',
 };
 
 export interface ReportOutcome {

@@ -241,6 +241,30 @@ describe('the packed package, installed in an empty project', () => {
     expect(out).toMatch(/facts asked at the end\s*\|\s*\d+ \/ \d+/);
   }, 200_000);
 
+  it('npx workmem eval runs offline from the package, and workmem/eval imports', () => {
+    const args = [
+      'workmem',
+      'eval',
+      '--model',
+      'testing:lazy',
+      '--suite',
+      'small',
+      '--limit',
+      '1',
+      '--arms',
+      'workmem-auto,full-history',
+      '--json',
+    ];
+    const result = JSON.parse(ok(run('npx', args, project, 120_000), 'workmem eval')) as { summary: { arm: string; findings: string[] }[] };
+    expect(result.summary.map((a) => a.arm)).toEqual(['workmem-auto', 'full-history']);
+    expect(result.summary[0]!.findings).toContain('memory never maintained — phase 2 never began; the fallback carried the session');
+    writeFileSync(
+      join(project, 'eval.mjs'),
+      "import { runEval, builtInSuite } from 'workmem/eval';\nconsole.log(typeof runEval, builtInSuite('small').conversations.length);\n",
+    );
+    expect(ok(run(process.execPath, ['eval.mjs'], project), 'eval.mjs').trim()).toBe('function 3');
+  }, 140_000);
+
   it('npx workmem viz --port 0 serves its page, script and stylesheet at the URL it prints', async () => {
     const child = spawn('npx', ['workmem', 'viz', '--port', '0'], { cwd: project, env: env(), detached: true });
     try {

@@ -1,0 +1,136 @@
+/**
+ * The arms of the eval: each conversation is played under each of them on the same model.
+ * Two are workmem through its own door, a Session (auto: phase 1 → 2 with the defaults; and
+ * the cache-aware settings), two are the usual peers of peerAgent.ts (full history; summarise
+ * all but the last 3 turns at 75 %). An arm's run plays the turns in order and returns the
+ * answers, the calls the metered model recorded, and (workmem) the upkeep of its memory.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSession } from '../session/index.js';
+import type { SettingsOverrides } from '../settings/config.js';
+import type { TokenCounter } from '../tokens/tokens.js';
+import type { LLM } from '../llm/llm.js';
+import { fetchDocumentTool } from './evalTools.js';
+import { meteredModel, type CallRecord } from './meteredModel.js';
+import { peerAgent } from './peerAgent.js';
+import type { Conversation } from './suite.js';
+import { UpkeepTracker, type Upkeep } from './upkeep.js';
+
+/** The arms' names, in the order they run and are reported. */
+export const ARM_NAMES = ['workmem-auto', 'workmem-cache-aware', 'full-history', 'summarise-75'] as const;
+/** One arm's name. */
+export type ArmName = (typeof ARM_NAMES)[number];
+
+/** What the report calls each arm. */
+export const ARM_LABELS: Record<ArmName, string> = {
+  'workmem-auto': 'workmem auto (phase 1 → 2)',
+  'workmem-cache-aware': 'workmem, cache-aware settings',
+  'full-history': 'peer: full history',
+  'summarise-75': 'peer: summarise at 75 %',
+};
+
+/** The cache-aware settings (docs/ai-sdk.md): memory by phase, phase 2's window held for 6 turns, the fallback to recent turns. */
+export const CACHE_AWARE: SettingsOverrides = { memoryPosition: 'by-phase', recentTurnsStep: 6, fallbackTarget: 'recent-turns' };
+
+/** The share of the window at which the summarising peer summarises. */
+export const SUMMARISE_AT = 0.75;
+
+/** What every arm is told: the same host instructions, before workmem's own for its arms. */
+export const EVAL_INSTRUCTIONS =
+  'You are a helpful assistant in a long conversation with one user. Answer in one or two sentences. ' +
+  'When the user asks about something they told you, give the exact value they said last. ' +
+  'If they never told you, say that you do not know; never guess.';
+
+/** One arm's play of one conversation. */
+export interface ArmRun {
+  /** The answer to each turn ('' for a turn that failed). */
+  answers: string[];
+  calls: CallRecord[];
+  /** null for a peer. */
+  upkeep: Upkeep | null;
+  /** Summaries a summarising peer made. */
+  summaries: number;
+  /** Turns that ended without an answer. */
+  failedTurns: number;
+  wallMs: number;
+}
+
+/** What an arm's run needs besides the conversation. */
+export interface ArmContext {
+  llm: LLM;
+  counter: TokenCounter;
+  contextWindow: number;
+  signal: AbortSignal;
+  /** Called before each turn is played (0-based); may throw to stop the run. */
+  beforeTurn?: (turn: number, calls: readonly CallRecord[]) => void;
+}
+
+/** Plays `conversation` under `arm`. */
+export async function runArm(arm: ArmName, conversation: Conversation, context: ArmContext): Promise<ArmRun> {
+  const started = performance.now();
+  const meter = meteredModel(context.llm, context.counter);
+  const tools = [fetchDocumentTool(conversation.language)];
+  const answers: string[] = [];
+  let failedTurns = 0;
+  if (arm === 'workmem-auto' || arm === 'workmem-cache-aware') {
+    const home = mkdtempSync(join(tmpdir(), 'workmem-eval-'));
+    const tracker = new UpkeepTracker();
+    try {
+      const session = await createSession({
+        llm: meter.llm,
+        home,
+        cwd: '/eval',
+        env: {},
+        trace: false,
+        name: `eval ${conversation.id} ${arm}`,
+        instructions: EVAL_INSTRUCTIONS,
+        tools,
+        settings: {
+          contextWindow: context.contextWindow,
+          ...(conversation.language === 'zh' ? { language: 'zh' } : {}),
+          ...(arm === 'workmem-cache-aware' ? CACHE_AWARE : {}),
+        },
+      });
+      session.on('*', tracker.onEvent);
+      const stop = (): void => session.abort();
+      context.signal.addEventListener('abort', stop);
+      try {
+        for (const [i, turn] of conversation.turns.entries()) {
+          context.beforeTurn?.(i, meter.calls);
+          meter.turn = tracker.turn = i;
+          const result = await session.prompt(turn.text);
+          if (context.signal.aborted) throw context.signal.reason;
+          if (result.status !== 'done') failedTurns++;
+          answers.push(result.status === 'done' ? result.text : '');
+        }
+      } finally {
+        context.signal.removeEventListener('abort', stop);
+        await session.close();
+      }
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+    return { answers, calls: meter.calls, upkeep: tracker.upkeep, summaries: 0, failedTurns, wallMs: performance.now() - started };
+  }
+  const peer = peerAgent({
+    llm: meter.llm,
+    counter: context.counter,
+    system: EVAL_INSTRUCTIONS,
+    tools,
+    summariseAt: arm === 'summarise-75' ? SUMMARISE_AT : null,
+    contextWindow: context.contextWindow,
+  });
+  let summaries = 0;
+  for (const [i, turn] of conversation.turns.entries()) {
+    context.beforeTurn?.(i, meter.calls);
+    meter.turn = i;
+    const result = await peer.prompt(turn.text, context.signal);
+    if (context.signal.aborted) throw context.signal.reason;
+    summaries += result.summarised;
+    if (result.failed) failedTurns++;
+    answers.push(result.text);
+  }
+  return { answers, calls: meter.calls, upkeep: null, summaries, failedTurns, wallMs: performance.now() - started };
+}
