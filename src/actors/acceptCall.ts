@@ -76,6 +76,9 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
       const entry = await record.appendMessage(turn, kept, counter.message(kept), { sync: true });
       ended(turn, entry.seq, entry.tokens, kept);
     }
+    // A host loop opened for this call, in the middle of a turn (the proxy opens its session per
+    // request): the turn the log holds goes on, opened again in this session.
+    if (opened === null && (call as { resume?: boolean }).resume === true) opened = activeTurnText(record);
     return {
       history: record.history,
       turn,
@@ -104,6 +107,16 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
     }
     return null;
   }
+}
+
+/** The user message that opened the turn at the tip of the history ('' when there is none). */
+function activeTurnText(record: SessionRecord): string {
+  const history = record.history;
+  for (let i = history.length - 1; i >= 0; i--) {
+    const message = history.items[i]!.message;
+    if (message.role === 'user') return message.content;
+  }
+  return '';
 }
 
 /** Where the host's new messages start, and the branch its conversation takes from the log's, if it departs. */

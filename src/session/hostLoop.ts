@@ -54,6 +54,8 @@ export class HostLoop {
   private waiting: ((call: PreparedCall) => void) | null = null;
   /** How the pass in progress will end. */
   private current: Promise<HostPassOutcome> | null = null;
+  /** Calls prepared so far. */
+  private calls = 0;
 
   private constructor(
     readonly session: Session,
@@ -76,7 +78,7 @@ export class HostLoop {
       try {
         session = await openSession(id, common);
       } catch (error) {
-        if (!(error instanceof SessionNotFoundError)) throw error;
+        if (!(error instanceof SessionNotFoundError || (error as Error).cause instanceof SessionNotFoundError)) throw error;
         session = await createSession({ ...common, id, ...(id !== sessionId ? { name: sessionId } : {}) });
       }
     }
@@ -100,8 +102,15 @@ export class HostLoop {
   ): Promise<PreparedCall> {
     const id = randomUUID();
     const given = 'messages' in call ? splitSystem(call.messages) : { instructions: call.instructions, conversation: call.conversation };
-    // `whole` rides on the call to acceptCall (acceptCall.ts), beside the machine's fields.
-    const hostCall: HostCall & { whole?: boolean } = { id, ...given, tools: call.tools, ...(call.whole ? { whole: true } : {}) };
+    // `whole` and `resume` ride on the call to acceptCall (acceptCall.ts), beside the machine's fields.
+    // The first call of this loop may come in the middle of a turn (a loop opened per request): it resumes it.
+    const hostCall: HostCall & { whole?: boolean; resume?: boolean } = {
+      id,
+      ...given,
+      tools: call.tools,
+      ...(call.whole ? { whole: true } : {}),
+      ...(this.calls++ === 0 ? { resume: true } : {}),
+    };
     return this.exclusive(async () => {
       const delivered = this.nextRequest();
       const ended = (this.current = this.session.hostPass({ type: 'call', call: hostCall }));
