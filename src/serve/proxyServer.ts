@@ -48,6 +48,8 @@ export interface ProxyOptions {
   timeoutMs?: number;
   /** How long a request waits for a session another proxy holds. Default 30 s. */
   leaseWaitMs?: number;
+  /** Keep each session's trace for the visualizer (default true). */
+  trace?: boolean;
   /** Stream the sessions' traces live to `workmem viz` (as --inspect does). */
   visualizer?: true | number | string;
   warn?: (message: string) => void;
@@ -90,6 +92,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       cwd: options.cwd ?? process.cwd(),
       env: options.env ?? process.env,
       ...(options.settings ? { settings: options.settings } : {}),
+      ...(options.trace === false ? { trace: false } : {}),
       ...(options.visualizer !== undefined ? { visualizer: options.visualizer } : {}),
       ...(options.warn ? { warn: options.warn } : {}),
       secrets: [...secrets, auth?.replace(/^Bearer\s+/i, '')].filter((s): s is string => !!s),

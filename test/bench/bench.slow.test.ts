@@ -9,6 +9,7 @@ import { cliStart, itemMemory, orchestrationOverhead, resume, SMOKE, throughput,
 import { median, p99, quantile, table, type Row } from './harness.js';
 import { cacheEconomics } from './cacheEconomics.js';
 import { PG_LOAD_SMOKE, postgresLoad } from './postgresLoad.js';
+import { proxyOverhead } from './proxyBench.js';
 import { postgresAvailable } from '../storage/postgresServer.js';
 
 function wellFormed(rows: Row[]): void {
@@ -82,6 +83,12 @@ describe('benchmarks (smoke sizes)', () => {
       expect(row.median).toBeGreaterThan(0);
       expect(row.median).toBeLessThanOrEqual(100);
     }
+  }, 120_000);
+
+  it('the proxy overhead: workmem serve beside a Session, first text and whole answer', async () => {
+    const rows = await proxyOverhead(SMOKE);
+    wellFormed(rows);
+    expect(rows.filter((r) => r.target !== null).map((r) => r.case)).toEqual(['400 messages in the log, first streamed text']);
   }, 120_000);
 
   it('CLI start and item memory', async () => {

@@ -7,6 +7,7 @@ import { cliStart, FULL, itemMemory, orchestrationOverhead, resume, throughput, 
 import { machine, now, table, type Row } from './harness.js';
 import { cacheEconomics } from './cacheEconomics.js';
 import { PG_LOAD_FULL, postgresLoad } from './postgresLoad.js';
+import { proxyOverhead } from './proxyBench.js';
 
 const started = now();
 const rows: Row[] = [];
@@ -20,6 +21,7 @@ const steps: [string, () => Promise<Row[]> | Row[]][] = [
   ['item memory', () => itemMemory(FULL)],
   ['cache economics', () => cacheEconomics(FULL.efficiencyTurns)],
   ['Postgres load', () => postgresLoad(PG_LOAD_FULL)],
+  ['proxy overhead (workmem serve)', () => proxyOverhead(FULL)],
 ];
 for (const [name, run] of steps) {
   const t = now();
