@@ -31,6 +31,8 @@ export interface AcceptCallDeps {
   capture(call: ToolCall, content: string, turn: number): Promise<string>;
   /** The system prompt for the host's instructions and the names of the tools it sends. */
   systemPromptFor(instructions: string | undefined, toolNames: string[]): string;
+  /** The trace's record of what the host sent: the log messages its conversation stands for. */
+  traceHost?(call: { turn: number; instructions: string | undefined; seqs: readonly number[]; sent: number }): void;
 }
 
 export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput) => Promise<AcceptCallOutput> {
@@ -53,7 +55,7 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
 
     let turn = current;
     let opened: string | null = null;
-    const { from, branch } = known(conversation, record.hostLine, deps.redact, (call as { whole?: boolean }).whole === true);
+    const { from, branch, elements } = known(conversation, record.hostLine, deps.redact, (call as { whole?: boolean }).whole === true);
     if (branch) {
       await record.appendBranch({ type: 'branch', turn, ...branch });
       // The active turn is the one the branch kept last, until the host's next message opens another.
@@ -75,6 +77,12 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
           : message;
       const entry = await record.appendMessage(turn, kept, counter.message(kept), { sync: true });
       ended(turn, entry.seq, entry.tokens, kept);
+    }
+    if (deps.traceHost) {
+      // The host's conversation is the line's last elements: those it matched, then those it brought.
+      const line = record.hostLine.elements;
+      const seqs = line.slice(Math.max(0, line.length - elements)).flatMap((e) => e.at);
+      deps.traceHost({ turn, instructions, seqs, sent: conversation.length + (instructions === undefined ? 0 : 1) });
     }
     // A host loop opened for this call, in the middle of a turn (the proxy opens its session per
     // request): the turn the log holds goes on, opened again in this session.
@@ -122,6 +130,8 @@ function activeTurnText(record: SessionRecord): string {
 /** Where the host's new messages start, and the branch its conversation takes from the log's, if it departs. */
 interface Known {
   from: number;
+  /** The host's conversation, folded: how many elements. */
+  elements: number;
   branch?: { after: number; dropped: number; reason: 'edited' | 'compacted' };
 }
 
@@ -138,12 +148,12 @@ interface Known {
  */
 function known(host: HostConversation, line: HostLine, mask: Redact, whole: boolean): Known {
   const n = line.length;
-  if (n === 0 || host.length === 0) return { from: 0 };
   const spans = new HostSpans(host, mask);
   const h = spans.length;
+  if (n === 0 || host.length === 0) return { from: 0, elements: h };
   const logKey = (i: number): string => line.elements[i]!.key;
   /** Past host element e, which is the log's last: what the log holds of it is known. */
-  const through = (e: number): Known => ({ from: Math.min(spans.end(e), spans.start(e) + line.elements[n - 1]!.at.length) });
+  const through = (e: number): Known => ({ from: Math.min(spans.end(e), spans.start(e) + line.elements[n - 1]!.at.length), elements: h });
   if (h >= n && spans.key(n - 1) === logKey(n - 1) && spans.key(0) === logKey(0)) return through(n - 1);
   for (let k = Math.min(h, n); k > 0; k--) {
     if (spans.key(k - 1) !== logKey(n - 1) || spans.key(0) !== logKey(n - k)) continue;
@@ -153,12 +163,13 @@ function known(host: HostConversation, line: HostLine, mask: Redact, whole: bool
   }
   let c = 0;
   while (c < Math.min(h, n) && spans.key(c) === logKey(c)) c++;
-  if (!whole && c < 2) return { from: 0 };
+  if (!whole && c < 2) return { from: 0, elements: h };
   let dropped = 0;
   for (let i = c; i < n; i++) dropped += line.elements[i]!.at.length;
   const after = c === 0 ? 0 : Math.max(...line.elements[c - 1]!.at);
   return {
     from: c < h ? spans.start(c) : host.length,
+    elements: h,
     branch: { after, dropped, reason: keptTail(spans, line, c) ? 'compacted' : 'edited' },
   };
 }

@@ -78,6 +78,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
     builtIn: deps.builtIn,
     capture: toolDeps.capture,
     systemPromptFor: deps.systemPromptFor,
+    ...(deps.trace ? { traceHost: deps.trace.host.bind(deps.trace) } : {}),
   });
   return {
     acceptCall,

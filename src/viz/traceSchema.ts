@@ -13,7 +13,22 @@ const text = z.string();
 const mode = z.enum(['phase1', 'phase2', 'hybrid']);
 const compactionReason = z.enum(['llm', 'fallback', 'overflow', 'auto', 'manual', 'horizon']);
 const turnError = z.object({
-  kind: z.enum(['overflow', 'rate_limit', 'server', 'network', 'timeout', 'aborted', 'auth', 'bad_request', 'bad_response', 'tool', 'memory', 'storage', 'window', 'internal']),
+  kind: z.enum([
+    'overflow',
+    'rate_limit',
+    'server',
+    'network',
+    'timeout',
+    'aborted',
+    'auth',
+    'bad_request',
+    'bad_response',
+    'tool',
+    'memory',
+    'storage',
+    'window',
+    'internal',
+  ]),
   message: text,
   status: z.number().int().optional(),
   retryAfterMs: z.number().nonnegative().optional(),
@@ -102,7 +117,14 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     usage: z.object({ input: count, cached: count, output: count }).optional(),
   }),
   z.object({ type: z.literal('prompt_dropped'), ts: z.number(), promptId: text, text }),
-  z.object({ type: z.literal('error'), ts: z.number(), turn: turnNo.optional(), request: count.optional(), error: turnError, fatal: z.boolean() }),
+  z.object({
+    type: z.literal('error'),
+    ts: z.number(),
+    turn: turnNo.optional(),
+    request: count.optional(),
+    error: turnError,
+    fatal: z.boolean(),
+  }),
 ]);
 
 /** A machine's state value: a state name, or nested names for compound and parallel states. */
@@ -126,7 +148,14 @@ export const traceRecordSchema = z.discriminatedUnion('k', [
   z.object({ k: z.literal('event'), ts: z.number(), event: tracedEventSchema }),
   z.object({ k: z.literal('memory'), ts: z.number(), version: count, content: text, turn: turnNo.nullable() }),
   // What each request sent (sentMessages.ts).
-  z.object({ k: z.literal('system'), ts: z.number(), hash: text, content: text, detailIndexTokens: count.nullable(), memory: text.optional() }),
+  z.object({
+    k: z.literal('system'),
+    ts: z.number(),
+    hash: text,
+    content: text,
+    detailIndexTokens: count.nullable(),
+    memory: text.optional(),
+  }),
   z.object({ k: z.literal('message'), ts: z.number(), seq: count, turn: turnNo, tokens: count, message: chatMessage }),
   z.object({
     k: z.literal('request'),
@@ -139,6 +168,16 @@ export const traceRecordSchema = z.discriminatedUnion('k', [
     tail: text,
     tokens: promptTokens,
     reserved: count.nullable(),
+  }),
+  // What a host's loop sent with each call (hostMessages.ts).
+  z.object({ k: z.literal('instructions'), ts: z.number(), hash: text, content: text }),
+  z.object({
+    k: z.literal('host'),
+    ts: z.number(),
+    turn: turnNo,
+    instructions: text.nullable(),
+    seqs: z.array(z.tuple([count, count])),
+    sent: count,
   }),
 ]);
 
