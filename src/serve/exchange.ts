@@ -101,6 +101,8 @@ export async function runExchange(
       }
     }
     usage.add(response.usage);
+    // The streamed text leaves before the answer is recorded (its append waits for the disk).
+    await new Promise((resolve) => setImmediate(resolve));
     await call.answer(response);
     const calls = response.message.role === 'assistant' ? (response.message.tool_calls ?? []) : [];
     const mine = calls.filter((c) => ours.has(c.function.name));

@@ -136,8 +136,7 @@ export function toDot(model: ChartModel): string {
   for (const t of model.transitions) if (t.targets.length === 0) loops.set(t.source, [...(loops.get(t.source) ?? []), t]);
   const labelOf = (t: ChartTransition): string => `${t.label}${t.guard ? ` [${t.guard}]` : ''}`;
   const from = (t: ChartTransition): string => (compound.has(t.source) ? any(t.source) : t.source);
-  const ltail = (t: ChartTransition): string =>
-    compound.has(t.source) && t.source !== root.id ? `, ltail=${q(`cluster_${t.source}`)}` : '';
+  const ltail = (t: ChartTransition): string => (compound.has(t.source) && t.source !== root.id ? `, ltail=${q(`cluster_${t.source}`)}` : '');
   for (const list of loops.values()) {
     const t = list[0]!;
     const classes = list.length > 1 ? `, class=${q(list.map((l) => `t:${l.id}`).join(' '))}` : '';
@@ -151,9 +150,7 @@ export function toDot(model: ChartModel): string {
       const to = compound.has(target) ? anchor(target) : target;
       const head = compound.has(target) && target !== root.id ? `, lhead=${q(`cluster_${target}`)}` : '';
       const style = t.label === 'always' ? ', style=dashed' : '';
-      lines.push(
-        `  ${q(from(t))} -> ${q(to)} [id=${q(`t:${t.id}${i ? `#${i}` : ''}`)}, label=${q(labelOf(t))}${ltail(t)}${head}${style}];`,
-      );
+      lines.push(`  ${q(from(t))} -> ${q(to)} [id=${q(`t:${t.id}${i ? `#${i}` : ''}`)}, label=${q(labelOf(t))}${ltail(t)}${head}${style}];`);
     });
   }
   lines.push('}');

@@ -165,9 +165,7 @@ export async function startVizServer(options: { home: string; port?: number; sto
   // The 101 of a proven session carries the server's proof over its nonce once more, so that
   // the socket, a new connection, is checked to end at this server too.
   sockets.on('headers', (headers, req) => {
-    const nonce = subprotocols(req)
-      .find((p) => p.startsWith('proof.'))
-      ?.split('.')[1];
+    const nonce = subprotocols(req).find((p) => p.startsWith('proof.'))?.split('.')[1];
     if (nonce) headers.push(`x-workmem-proof: ${serverProof(token, port, `upgrade.${nonce}`)}`);
   });
   const broadcast = (message: unknown): void => {

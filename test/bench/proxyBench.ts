@@ -4,9 +4,12 @@
  * answering at once), alternated in one run: the time to the first streamed text and to the
  * answer's end. The proxy opens its session for each request and closes it after (the lease
  * moves with the requests, docs/proxy.md), so its baseline is a Session opened, prompted and
- * closed per request; a Session kept open is measured beside it. The client is the `openai`
- * package, streaming, sending its whole conversation each time as agents do.
+ * closed per request; a Session kept open is measured beside it. The proxy is the built CLI in
+ * a process of its own, as it runs (in this process its disk waits would hold up the client's
+ * reading); the client is the `openai` package, streaming, sending its whole conversation each
+ * time as agents do. Traces are on for all, as by default.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,15 +17,14 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ChatMessage } from '../../src/history/messages.js';
 import { openaiChat } from '../../src/llm/openaiChat.js';
-import { startProxy } from '../../src/serve/proxyServer.js';
 import { createSession, openSession, type Session } from '../../src/session/index.js';
 import { startTestServer } from '../../src/testing/index.js';
 import { loadTokenCounter } from '../../src/tokens/tokens.js';
 import { LONG_HISTORY_ARCHIVE, longHistoryEntries, zeroLatencyModel, type Scale } from './benchmarks.js';
 import { median, now, p99, type Row } from './harness.js';
+import { builtFile } from '../reliability/built.js';
 
 const ANSWER = 'Noted, thank you.';
-const SETTINGS = { injectHistory: true };
 const TARGET_MS = 3;
 
 async function longSession(home: string, messages: number): Promise<{ id: string; conversation: ChatMessage[] }> {
@@ -56,20 +58,12 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
     const server = await startTestServer({ policy: () => ({ content: ANSWER }), promptCaching: 'off', chunkChars: 64 });
     const home = mkdtempSync(join(tmpdir(), 'workmem-bench-proxy-'));
     const llm = () => openaiChat({ baseURL: server.baseURL, apiKey: 'bench', model: 'gpt-4o', contextWindow: 128_000, maxRetries: 0 });
-    const common = { home, env: {}, trace: false as const, settings: SETTINGS };
+    const common = { home, env: {} };
     const kept = await longSession(home, size);
     const reopened = await longSession(home, size);
     const proxied = await longSession(home, size);
     const open = await openSession(kept.id, { llm: llm(), ...common });
-    const proxy = await startProxy({
-      upstream: server.baseURL,
-      home,
-      cwd: '/bench',
-      env: {},
-      contextWindow: 128_000,
-      settings: SETTINGS,
-      trace: false,
-    });
+    const proxy = await startServe(server.baseURL, home);
     const client = new OpenAI({ baseURL: proxy.url, apiKey: 'bench', maxRetries: 0, defaultHeaders: { 'x-workmem-session': proxied.id } });
     const held = proxied.conversation as ChatCompletionMessageParam[];
     const t = { kept: [[], []], reopened: [[], []], proxy: [[], []] } as Record<string, [number[], number[]]>;
@@ -106,7 +100,7 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
       }
     }
     await open.close();
-    await proxy.close();
+    await proxy.stop();
     await server.close();
     rmSync(home, { recursive: true, force: true });
     const label = size >= 1000 ? `${size / 1000}k` : String(size);
@@ -130,4 +124,36 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
     );
   }
   return rows;
+}
+
+/** `workmem serve` from the build, in a process of its own, on the home's sessions. */
+async function startServe(upstream: string, home: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [builtFile('src/cli/bin.js'), 'serve', '--upstream', upstream, '--context-window', '128000'],
+    {
+      cwd: '/',
+      env: { PATH: process.env.PATH, WORKMEM_HOME: home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const read = (chunk: Buffer): void => {
+      out += chunk;
+      const found = /workmem serve on (http:\/\/\S+\/v1)/.exec(out)?.[1];
+      if (found) resolve(found);
+    };
+    child.stdout!.on('data', read);
+    child.stderr!.on('data', read);
+    child.once('exit', (code) => reject(new Error(`workmem serve exited (${code}): ${out}`)));
+  });
+  return {
+    url,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
 }
