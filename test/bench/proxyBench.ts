@@ -10,33 +10,21 @@
  * time as agents do. Traces are on for all, as by default.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { ChatMessage } from '../../src/history/messages.js';
 import { openaiChat } from '../../src/llm/openaiChat.js';
-import { createSession, openSession, type Session } from '../../src/session/index.js';
+import { openSession, type Session } from '../../src/session/index.js';
 import { startTestServer } from '../../src/testing/index.js';
-import { loadTokenCounter } from '../../src/tokens/tokens.js';
-import { LONG_HISTORY_ARCHIVE, longHistoryEntries, zeroLatencyModel, type Scale } from './benchmarks.js';
+import { longSession } from './hostLoopBench.js';
+import type { Scale } from './benchmarks.js';
 import { median, now, p99, type Row } from './harness.js';
 import { builtFile } from '../reliability/built.js';
 
 const ANSWER = 'Noted, thank you.';
 const TARGET_MS = 3;
-
-async function longSession(home: string, messages: number): Promise<{ id: string; conversation: ChatMessage[] }> {
-  const counter = await loadTokenCounter('gpt-4o');
-  const session = await createSession({ llm: zeroLatencyModel(), home, cwd: '/bench', env: {}, trace: false });
-  const { id, dir } = session;
-  await session.close();
-  const lines = longHistoryEntries(messages, 0, counter);
-  if (lines.length > messages) writeFileSync(join(dir, 'working-memory', LONG_HISTORY_ARCHIVE), '# Archived conversation\n');
-  appendFileSync(join(dir, 'messages.jsonl'), `${lines.join('\n')}\n`);
-  return { id, conversation: lines.slice(0, messages).map((l) => (JSON.parse(l) as { message: ChatMessage }).message) };
-}
 
 /** A Session's request: [first text, end] in ms. */
 async function timedPrompt(session: Session, text: string, started: number): Promise<[number, number]> {
