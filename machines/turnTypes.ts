@@ -3,7 +3,7 @@
  * the types the turn machine (turnMachine.ts) and src/actors/ agree on.
  */
 import type { CompactionRequest, CompactionResult } from '../src/compaction/compact.js';
-import type { TokenUsage, TurnStatus } from '../src/events.js';
+import type { SessionEvent, TokenUsage, TurnStatus } from '../src/events.js';
 import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
 import type { RecentWindow } from '../src/history/recentWindow.js';
 import type { TurnError } from '../src/events.js';
@@ -87,6 +87,11 @@ export interface TurnHost {
   request(input: LlmInput, signal: AbortSignal): Promise<LlmOutput>;
   runTools(input: ToolRunnerInput, signal: AbortSignal): Promise<ToolRunnerOutput>;
   compact(input: CompactorInput, signal: AbortSignal): Promise<CompactorOutput>;
+  /**
+   * Where the turn's own events go when the machines are provided over hosts (hostedMachine.ts):
+   * straight to the session's listeners, without a hop through the session machine.
+   */
+  report?(event: SessionEvent): void;
 }
 
 /** Every actor's input carries the host (see TurnStatics.host). */

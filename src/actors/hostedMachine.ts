@@ -27,6 +27,7 @@ import type {
   TurnHost,
 } from '../../machines/turnMachine.js';
 import type { MemorySnapshot } from '../memory/memoryRules.js';
+import type { SessionEvent } from '../events.js';
 
 function hostIn<H extends TurnHost>(input: { host?: H }): H {
   if (!input.host) throw new Error('workmem: an actor ran without its session host (statics.host)');
@@ -42,6 +43,11 @@ export function hostedSessionMachine(): typeof sessionMachine {
   hosted ??= sessionMachine.provide({
     actors: {
       turn: childTurn.provide({
+        // The turn's events go straight to the session's listeners (the host's report), not through the session machine.
+        actions: {
+          report: (({ context }: { context: { statics: { host?: TurnHost } } }, event: SessionEvent) =>
+            hostIn(context.statics).report!(event)) as never,
+        },
         actors: {
           memoryStore: fromPromise<MemorySnapshot, MemoryStoreInput>(({ input }) => hostIn(input).loadMemory(input)),
           llm: fromPromise<LlmOutput, LlmInput>(({ input, signal }) => hostIn(input).request(input, signal)),

@@ -23,7 +23,7 @@ import type { TokenCounter } from '../tokens/tokens.js';
 import type { Tool } from '../tools/tool.js';
 import { SavedOutputNames } from '../tools/savedOutputNames.js';
 import { capOutput, type OutputLimits } from '../tools/toolOutputCap.js';
-import type { TraceRecorder } from '../viz/traceRecorder.js';
+import type { TraceRecorder } from '../trace/traceRecorder.js';
 import { boundErrorText } from '../errors/errorText.js';
 
 export interface SessionHostDeps {
@@ -81,6 +81,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
     ...(deps.trace ? { traceHost: deps.trace.host.bind(deps.trace) } : {}),
   });
   return {
+    report: emit,
     acceptCall,
     loadMemory: async () => {
       const snapshot = await record.memory.snapshot();

@@ -6,6 +6,7 @@
  * memory written, the switch to phase 2, a compaction. It ends with a table. Its session is
  * kept in a home of its own (a new temporary folder, or --home), never in the user's.
  */
+import { UsageError } from './usageError.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,6 +71,26 @@ export const DEMO_SCRIPT: string[] = [
   ...FACTS.map(([question]) => question),
 ];
 
+/** The shortest demo: the opening turns that state facts and fetch, then the questions. */
+const MIN_TURNS = 10;
+const MAX_TURNS = 2000;
+
+/**
+ * The script at `turns` turns: the default's, or its opening and its closing questions with
+ * the discussion between shortened, or lengthened with more topics (the facts asked last).
+ */
+export function demoScript(turns = DEMO_SCRIPT.length): string[] {
+  const head = DEMO_SCRIPT.slice(0, 5);
+  const tail = DEMO_SCRIPT.slice(-(FACTS.length + 1));
+  const middle = DEMO_SCRIPT.slice(5, -(FACTS.length + 1));
+  const room = turns - head.length - tail.length;
+  const more = Array.from(
+    { length: Math.max(0, room - middle.length) },
+    (_, i) => `Let us go over open question ${i + 1} of the compiler.`,
+  );
+  return [...head, ...middle.slice(0, Math.max(0, room)), ...more, ...tail];
+}
+
 const DOCUMENTS: Record<string, string> = {
   design: 'Ferrite design: a Rust compiler front end with an SSA-based IR, incremental type checking and a small runtime.',
   parser: 'Parser notes: recursive descent with Pratt parsing for expressions, error recovery at statement boundaries.',
@@ -78,8 +99,11 @@ const DOCUMENTS: Record<string, string> = {
 
 export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   // A home of its own (kept, for the replay), not the user's: the demo's session is no session of theirs.
+  const turns = flags.turns === undefined ? DEMO_SCRIPT.length : Number(flags.turns);
+  if (!Number.isInteger(turns) || turns < MIN_TURNS || turns > MAX_TURNS)
+    throw new UsageError(`--turns must be a whole number from ${MIN_TURNS} to ${MAX_TURNS}, got ${JSON.stringify(flags.turns)}`);
   const home = typeof flags.home === 'string' ? flags.home : mkdtempSync(join(tmpdir(), 'workmem-demo-'));
-  const result = await runDemo(io, { quiet: flags.quiet === true, home });
+  const result = await runDemo(io, { quiet: flags.quiet === true, home, turns });
   return result.correct === result.asked ? 0 : 1;
 }
 
@@ -98,6 +122,8 @@ export async function runDemo(
   options: {
     quiet: boolean;
     home: string;
+    /** The conversation's length (default the script's, 32 turns). */
+    turns?: number;
     seed?: number;
     /** Another client for the same server (the tests run the demo through aiSdkModel too); default the CLI's. */
     makeLLM?: (config: CliConfig) => LLM;
@@ -147,7 +173,8 @@ export async function runDemo(
     say(paint(out, 'cyan', `Its session is kept in ${options.home} (--home <dir> to choose another), not in your sessions.`));
     say('');
     const answers: string[] = [];
-    for (const line of DEMO_SCRIPT) {
+    const script = demoScript(options.turns);
+    for (const line of script) {
       if (!quiet) out.write(`${paint(out, 'green', 'you ›')} ${line}\n`);
       const before = events.length;
       await chat.handle(line);
@@ -157,7 +184,7 @@ export async function runDemo(
     const late = answers.slice(-FACTS.length);
     const correct = FACTS.filter(([, answer], i) => late[i]!.includes(answer)).length;
     say('');
-    say(summary(events, DEMO_SCRIPT.length, correct, FACTS.length));
+    say(summary(events, script.length, correct, FACTS.length));
     say('');
     say(`Session:  ${session.dir}`);
     say(`          messages.jsonl, meta.json, working-memory/ (overview.md, detail/), trace.jsonl`);

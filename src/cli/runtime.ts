@@ -10,7 +10,7 @@ import { openaiChat } from '../llm/openaiChat.js';
 import { createSession, listSessions, openSession, type Session } from '../session/index.js';
 import type { SessionStore } from '../storage/sessionStore.js';
 import type { Tool } from '../tools/tool.js';
-import { DEFAULT_VIZ_PORT } from '../viz/liveLink.js';
+import { DEFAULT_VIZ_PORT } from '../trace/liveLink.js';
 import { UsageError } from './usageError.js';
 import { settingsOf, type CliConfig } from './config.js';
 

@@ -9,7 +9,7 @@ import { withoutUserinfo } from '../llm/baseUrl.js';
 import { startProxy } from '../serve/proxyServer.js';
 import { isLoopback } from '../serve/proxyDoors.js';
 import { defaultHome } from '../storage/sessionPaths.js';
-import { DEFAULT_VIZ_PORT } from '../viz/liveLink.js';
+import { DEFAULT_VIZ_PORT } from '../trace/liveLink.js';
 import type { CliIO, Flags } from './cliIO.js';
 import { databaseOf, storeOf } from './databaseStore.js';
 import { terminalLine } from './terminalText.js';

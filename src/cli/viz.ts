@@ -3,14 +3,14 @@
  * --database-url / WORKMEM_DATABASE_URL, those kept in Postgres (their traces read from it).
  */
 import type { CliIO, Flags } from './cliIO.js';
-import { DEFAULT_VIZ_PORT } from '../viz/liveLink.js';
+import { DEFAULT_VIZ_PORT } from '../trace/liveLink.js';
 import { findSession } from '../session/index.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import { startVizServer } from '../viz/vizServer.js';
 import type { SessionStore } from '../storage/sessionStore.js';
 import { databaseOf, storeOf, type DatabaseChoice } from './databaseStore.js';
 import { withoutUserinfo } from '../llm/baseUrl.js';
-import { tokenFilePath } from '../viz/vizDoors.js';
+import { tokenFilePath } from '../trace/liveProtocol.js';
 import { terminalLine } from './terminalText.js';
 import { UsageError } from './usageError.js';
 

@@ -18,11 +18,9 @@ import { appendItem, fromItems, type HistoryView } from './historyView.js';
 import type { HostLine } from './hostLine.js';
 import type { ChatMessage } from './messages.js';
 import { rebuildMeta, titleOf, trackerFactsOf } from './sessionFacts.js';
+import { MetaCache } from './metaCache.js';
 
 const noRedaction: Redact = (text) => text;
-const META_INTERVAL_MS = 1_000;
-/** Fields whose change is written to the meta at once; counts wait (at most a second). */
-const SIGNIFICANT = ['historyMode', 'pinnedMode', 'memoryWrites', 'name', 'title', 'model'] as const;
 
 export interface RecordCreateOptions {
   cwd: string;
@@ -47,10 +45,7 @@ export class SessionRecord {
   /** The messages of the current branch as a host holds them (hostLine.ts). */
   private line: HostLine;
   private lastTurnValue: number;
-  private metaValue: SessionMeta;
-  private metaWritten: SessionMeta;
-  private metaWrittenAt = 0;
-  private metaDirty = false;
+  private readonly metaCache: MetaCache;
   /** The append in progress: the next waits for it, so each names the seq that is really next. */
   private appending: Promise<unknown> = Promise.resolve();
   /** Work that will append when it is done (what an aborted request keeps): sync() and close() wait for it. */
@@ -74,8 +69,7 @@ export class SessionRecord {
     this.view = derived.view;
     this.line = derived.line;
     this.lastTurnValue = derived.lastTurn;
-    this.metaValue = meta;
-    this.metaWritten = meta;
+    this.metaCache = new MetaCache(storage, meta, now);
     this.memory = new WorkingMemory(storage.memory, meta.language, redact);
   }
 
@@ -174,7 +168,7 @@ export class SessionRecord {
   }
 
   get id(): string {
-    return this.metaValue.id;
+    return this.metaCache.value.id;
   }
   /** Where the session lives (its directory for the filesystem store). */
   get location(): string {
@@ -185,7 +179,7 @@ export class SessionRecord {
     return this.storage.location;
   }
   get meta(): Readonly<SessionMeta> {
-    return this.metaValue;
+    return this.metaCache.value;
   }
   get history(): HistoryView {
     return this.view;
@@ -211,11 +205,12 @@ export class SessionRecord {
     this.view = appendItem(this.view, { seq: entry.seq, turn, message, tokens });
     this.line.add(message, entry.seq);
     this.lastTurnValue = Math.max(this.lastTurnValue, turn);
-    this.metaValue = {
-      ...this.metaValue,
-      messageCount: this.metaValue.messageCount + 1,
-      title: this.metaValue.title ?? (message.role === 'user' ? titleOf(message.content) : null),
-    };
+    const meta = this.metaCache.value;
+    this.metaCache.counted({
+      ...meta,
+      messageCount: meta.messageCount + 1,
+      title: meta.title ?? (message.role === 'user' ? titleOf(message.content) : null),
+    });
     return entry;
   }
 
@@ -270,17 +265,9 @@ export class SessionRecord {
     await this.append<NewEntry>({ type: 'event', turn, name, data }, false);
   }
 
-  /**
-   * The meta is a cache of the log: replaced without a flush of its own, and at most once
-   * a second unless something other than the counts changed (open() heals counts that
-   * lag after a crash). close() writes what is pending.
-   */
-  async updateMeta(patch: Partial<SessionMeta>): Promise<void> {
-    const next = { ...this.metaValue, ...patch, updatedAt: this.now() };
-    const significant = SIGNIFICANT.some((k) => next[k] !== this.metaWritten[k]);
-    this.metaValue = next;
-    if (significant || next.updatedAt - this.metaWrittenAt >= META_INTERVAL_MS) await this.writeMeta();
-    else this.metaDirty = true;
+  /** The meta is a cache of the log (metaCache.ts): counts written behind the turn, other changes at once. */
+  updateMeta(patch: Partial<SessionMeta>): Promise<void> {
+    return this.metaCache.update(patch);
   }
 
   /** Wait for `work` (which appends when it is done) in sync() and close(). */
@@ -304,18 +291,10 @@ export class SessionRecord {
     try {
       await this.settle();
       // Counts change with every append without a write of their own: a clean close leaves them current.
-      if (this.metaDirty || this.metaValue !== this.metaWritten) await this.writeMeta();
+      await this.metaCache.flush();
     } finally {
       await this.storage.close();
     }
-  }
-
-  private async writeMeta(): Promise<void> {
-    const meta = this.metaValue;
-    await this.storage.writeMeta(meta, { durable: false });
-    this.metaWritten = meta;
-    this.metaWrittenAt = meta.updatedAt;
-    this.metaDirty = this.metaValue !== meta;
   }
 
   /** Append after the append in progress, naming the seq that is next. */

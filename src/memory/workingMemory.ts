@@ -64,7 +64,10 @@ export class WorkingMemory {
   }
 
   async snapshot(): Promise<MemorySnapshot> {
-    let overview = await this.files.stat(OVERVIEW);
+    // One round trip for both versions where the store can (a database).
+    let [overview, detail] = this.files.statAll
+      ? await this.files.statAll([OVERVIEW, 'detail'])
+      : [await this.files.stat(OVERVIEW), await this.files.stat('detail')];
     if (overview === null) {
       // Deleted from outside: start again from the template rather than from nothing.
       await this.init();
@@ -73,7 +76,6 @@ export class WorkingMemory {
     // A planted link would send its target with every request.
     if (overview?.kind === 'link') throw overviewIsLink();
     if (!overview || overview.kind !== 'file') throw new PathRefusedError(`${OVERVIEW} is not a regular file`);
-    const detail = await this.files.stat('detail');
     const detailVersion = detail?.version ?? '-';
     const overviewChanged = this.overviewVersion !== overview.version;
     const detailChanged = this.detailStale || detailVersion !== this.detailVersion;
@@ -94,7 +96,10 @@ export class WorkingMemory {
     return this.cached;
   }
 
-  async read(path: unknown, options: { offset?: number; limit?: number } = {}): Promise<{ text: string; totalLines: number; from: number; to: number }> {
+  async read(
+    path: unknown,
+    options: { offset?: number; limit?: number } = {},
+  ): Promise<{ text: string; totalLines: number; from: number; to: number }> {
     return sliceLines(await this.files.read(pathOf(path), { maxBytes: READ_MAX_BYTES }), options);
   }
 
@@ -148,7 +153,12 @@ export class WorkingMemory {
   async relOf(path: unknown): Promise<string> {
     const input = pathOf(path);
     await this.files.exists(input);
-    return input.replace(/^(\.\/)+/, '').replace(/^working-memory\//, '').split('/').filter((s) => s !== '' && s !== '.').join('/');
+    return input
+      .replace(/^(\.\/)+/, '')
+      .replace(/^working-memory\//, '')
+      .split('/')
+      .filter((s) => s !== '' && s !== '.')
+      .join('/');
   }
 
   private async readOverview(bytes: number): Promise<string> {
@@ -175,7 +185,11 @@ export class WorkingMemory {
         else if (entry.kind === 'folder') await walk(entry.path);
         // An aliased file may be one outside: list it, but read nothing from it. Links are never followed.
         else if (entry.kind === 'file')
-          entries.push({ path: entry.path, bytes: entry.bytes, heading: entry.aliased ? null : await this.headingOf(entry.path, entry.version) });
+          entries.push({
+            path: entry.path,
+            bytes: entry.bytes,
+            heading: entry.aliased ? null : await this.headingOf(entry.path, entry.version),
+          });
       }
     };
     await walk('detail');

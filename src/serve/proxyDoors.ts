@@ -7,7 +7,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
-import { bearer, plainPath, refusal, sameSecret } from '../viz/vizDoors.js';
+import { sameSecret } from '../trace/liveProtocol.js';
+import { bearer, plainPath, refusal } from '../viz/vizDoors.js';
 
 export const TOKEN_HEADER = 'x-workmem-token';
 

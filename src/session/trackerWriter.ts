@@ -1,16 +1,22 @@
 /**
  * Write-behind for the reminder tracker: a turn persists its state without waiting for
- * the store; at most one write is in flight and only the newest state is written next.
- * `flush` waits and reports a failed write.
+ * the store, and the write comes after the turn's own work (never on the request's path),
+ * coalesced: at most one a second, only the newest state. `flush` writes what is pending
+ * and reports a failed write. A crash loses at most the last second's states, which
+ * opening rebuilds from the log (reconcileTracker).
  */
 import type { TrackerState } from '../memory/reminderTracker.js';
 import type { StateStore } from '../storage/stateStore.js';
+
+const INTERVAL_MS = 1_000;
 
 export class TrackerWriter {
   private latest: TrackerState | null = null;
   private lastQueued = '';
   private inflight: Promise<void> | null = null;
   private failure: unknown = null;
+  private timer: NodeJS.Timeout | null = null;
+  private writtenAt = 0;
 
   constructor(
     private readonly store: StateStore,
@@ -22,11 +28,14 @@ export class TrackerWriter {
     if (json === this.lastQueued) return;
     this.lastQueued = json;
     this.latest = state;
-    this.inflight ??= this.drain();
+    if (this.timer || this.inflight) return;
+    this.timer = setTimeout(() => this.start(), Math.max(0, INTERVAL_MS - (Date.now() - this.writtenAt)));
+    this.timer.unref();
   }
 
   async flush(state?: TrackerState): Promise<void> {
     if (state) this.persist(state);
+    if (this.timer) this.start();
     while (this.inflight) await this.inflight;
     this.throwIfFailed();
   }
@@ -40,11 +49,18 @@ export class TrackerWriter {
     throw failure;
   }
 
+  private start(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.inflight ??= this.drain();
+  }
+
   private async drain(): Promise<void> {
     try {
       while (this.latest) {
         const state = this.latest;
         this.latest = null;
+        this.writtenAt = Date.now();
         await this.store.set(this.key, state);
       }
     } catch (error) {

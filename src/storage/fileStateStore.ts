@@ -142,7 +142,8 @@ export function fileName(key: string): string {
     name += /[a-z0-9_.-]/.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
   }
   // No hidden file, and no Windows device name (con, nul, com1, …), even with a suffix.
-  if (name.startsWith('.') || /^(con|prn|aux|nul|com\d|lpt\d)(\.|$)/.test(name)) name = `%${name.charCodeAt(0).toString(16).toUpperCase()}${name.slice(1)}`;
+  if (name.startsWith('.') || /^(con|prn|aux|nul|com\d|lpt\d)(\.|$)/.test(name))
+    name = `%${name.charCodeAt(0).toString(16).toUpperCase()}${name.slice(1)}`;
   if (name.length > MAX_NAME) {
     let cut = MAX_NAME - 17;
     const escape = name.lastIndexOf('%', cut - 1);

@@ -226,4 +226,6 @@ export interface MemoryFiles {
   exists(path: string): Promise<boolean>;
   /** One entry, or null when nothing is there. A link is reported as kind 'link', never followed. */
   stat(path: string): Promise<MemoryEntry | null>;
+  /** Several entries at once (one round trip to a database), as stat gives each. Optional: stat is asked for each otherwise. */
+  statAll?(paths: readonly string[]): Promise<(MemoryEntry | null)[]>;
 }

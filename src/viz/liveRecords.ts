@@ -6,7 +6,7 @@
  * numbered in the order they came; a page reads the trace and this run's stream, then
  * applies the streamed records numbered from the count it was given, and reads again on a gap.
  */
-import type { TraceRecord } from './traceRecorder.js';
+import type { TraceRecord } from '../trace/traceRecorder.js';
 
 /** Beyond this many records a session's stream is no longer kept whole (the file is read alone). */
 const KEEP_LIMIT = 200_000;

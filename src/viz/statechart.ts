@@ -6,6 +6,7 @@
  * (`state:<id>`, `t:<id>`), which the visualizer and the trace share.
  */
 import type { AnyStateMachine, AnyStateNode } from 'xstate';
+import { transitionId } from '../trace/transitionId.js';
 
 export interface ChartState {
   id: string;
@@ -31,14 +32,6 @@ export interface ChartModel {
   transitions: ChartTransition[];
 }
 
-type Transition = AnyStateNode['transitions'] extends Map<string, (infer T)[]> ? T : never;
-
-/** A transition's id: its source, its event and its place among the source's transitions for that event. */
-export function transitionId(t: Transition): string {
-  const list = t.eventType ? t.source.transitions.get(t.eventType) : t.source.always;
-  return `${t.source.id}|${t.eventType || 'always'}|${Math.max(0, list?.indexOf(t) ?? 0)}`;
-}
-
 export function chartOf(machine: AnyStateMachine): ChartModel {
   const states: ChartState[] = [];
   const transitions: ChartTransition[] = [];
@@ -61,7 +54,7 @@ export function chartOf(machine: AnyStateMachine): ChartModel {
   return { machine: machine.id, states, transitions };
 }
 
-function describe(t: Transition, eventType: string): ChartTransition {
+function describe(t: Parameters<typeof transitionId>[0], eventType: string): ChartTransition {
   const guard = t.guard ? (typeof t.guard === 'string' ? t.guard : ((t.guard as { type?: string }).type ?? 'guard')) : null;
   return {
     id: transitionId(t),
@@ -136,7 +129,8 @@ export function toDot(model: ChartModel): string {
   for (const t of model.transitions) if (t.targets.length === 0) loops.set(t.source, [...(loops.get(t.source) ?? []), t]);
   const labelOf = (t: ChartTransition): string => `${t.label}${t.guard ? ` [${t.guard}]` : ''}`;
   const from = (t: ChartTransition): string => (compound.has(t.source) ? any(t.source) : t.source);
-  const ltail = (t: ChartTransition): string => (compound.has(t.source) && t.source !== root.id ? `, ltail=${q(`cluster_${t.source}`)}` : '');
+  const ltail = (t: ChartTransition): string =>
+    compound.has(t.source) && t.source !== root.id ? `, ltail=${q(`cluster_${t.source}`)}` : '';
   for (const list of loops.values()) {
     const t = list[0]!;
     const classes = list.length > 1 ? `, class=${q(list.map((l) => `t:${l.id}`).join(' '))}` : '';
@@ -150,7 +144,9 @@ export function toDot(model: ChartModel): string {
       const to = compound.has(target) ? anchor(target) : target;
       const head = compound.has(target) && target !== root.id ? `, lhead=${q(`cluster_${target}`)}` : '';
       const style = t.label === 'always' ? ', style=dashed' : '';
-      lines.push(`  ${q(from(t))} -> ${q(to)} [id=${q(`t:${t.id}${i ? `#${i}` : ''}`)}, label=${q(labelOf(t))}${ltail(t)}${head}${style}];`);
+      lines.push(
+        `  ${q(from(t))} -> ${q(to)} [id=${q(`t:${t.id}${i ? `#${i}` : ''}`)}, label=${q(labelOf(t))}${ltail(t)}${head}${style}];`,
+      );
     });
   }
   lines.push('}');

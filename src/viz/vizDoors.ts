@@ -1,30 +1,10 @@
 /**
  * The visualizer's doors (docs/design.md §11): which requests reach the server at all (our own
- * Host and Origin, a plain path), the per-run token that opens the API and the
- * WebSockets, the token file through which `--inspect` sessions of the same user find
- * it, and the challenge–response by which such a session proves the listener is that
- * server before sending it anything.
+ * Host and Origin, a plain path) and the per-run token that opens the API and the WebSockets;
+ * the token file and the challenge–response with `--inspect` sessions are the live link's
+ * protocol (src/trace/liveProtocol.ts).
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, lstatSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import { join } from 'node:path';
-import { DIR_MODE, writeFileAtomic } from '../storage/atomicWrite.js';
-
-/** 256 random bits, base64url: header- and subprotocol-safe. */
-export function newToken(): string {
-  return randomBytes(32).toString('base64url');
-}
-
-export function newNonce(): string {
-  return randomBytes(16).toString('base64url');
-}
-
-/** Equal strings, in time that does not depend on where they differ (hashed first: lengths may differ). */
-export function sameSecret(a: string, b: string): boolean {
-  const digest = (s: string) => createHash('sha256').update(s).digest();
-  return timingSafeEqual(digest(a), digest(b)) && a.length > 0;
-}
 
 /** Our own names: a rebinding attacker's DNS name never matches. */
 function ownHosts(port: number): Set<string> {
@@ -68,70 +48,4 @@ export function subprotocols(req: IncomingMessage): string[] {
     .split(',')
     .map((p) => p.trim())
     .filter(Boolean);
-}
-
-/** The WebSocket subprotocol every client asks for; the secret rides beside it. */
-export const PROTOCOL = 'workmem';
-
-// ---- the challenge–response of --inspect sessions ----------------------------------------
-
-/** What the server answers to a client's nonce: proves it holds the token, for this port. */
-export function serverProof(token: string, port: number, clientNonce: string): string {
-  return createHmac('sha256', token).update(`server:${port}:${clientNonce}`).digest('base64url');
-}
-
-/** What the client answers to the server's nonce. The two are domain-separated: one never serves as the other. */
-export function clientProof(token: string, port: number, serverNonce: string): string {
-  return createHmac('sha256', token).update(`client:${port}:${serverNonce}`).digest('base64url');
-}
-
-// ---- the token file --------------------------------------------------------------------------
-
-export interface TokenFile {
-  port: number;
-  token: string;
-  pid: number;
-}
-
-export function tokenDir(home: string): string {
-  return join(home, 'viz');
-}
-
-export function tokenFilePath(home: string, port: number): string {
-  return join(tokenDir(home), `${port}.json`);
-}
-
-/** 0600 in a 0700 folder: readable by the user who started the server, nobody else. */
-export function writeTokenFile(home: string, file: TokenFile): string {
-  const dir = tokenDir(home);
-  mkdirSync(dir, { recursive: true, mode: DIR_MODE });
-  chmodSync(dir, DIR_MODE);
-  const path = tokenFilePath(home, file.port);
-  writeFileAtomic(path, `${JSON.stringify(file)}\n`, { durable: false });
-  return path;
-}
-
-/** Removed on close, if it is still ours (another server may own the port by now). */
-export function removeTokenFile(home: string, file: TokenFile): void {
-  const path = tokenFilePath(home, file.port);
-  try {
-    if (readTokenFile(home, file.port)?.token === file.token) unlinkSync(path);
-  } catch {
-    /* already gone */
-  }
-}
-
-/** The token for a port, if a server of this user wrote one: a plain file, ours, not group- or world-readable. */
-export function readTokenFile(home: string, port: number): TokenFile | null {
-  const path = tokenFilePath(home, port);
-  try {
-    const stat = lstatSync(path);
-    if (!stat.isFile() || (stat.mode & 0o077) !== 0) return null;
-    if (typeof process.getuid === 'function' && stat.uid !== process.getuid()) return null;
-    const file = JSON.parse(readFileSync(path, 'utf8')) as Partial<TokenFile>;
-    if (file.port !== port || typeof file.token !== 'string' || file.token.length < 22) return null;
-    return { port, token: file.token, pid: Number(file.pid) };
-  } catch {
-    return null;
-  }
 }

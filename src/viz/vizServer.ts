@@ -16,23 +16,21 @@ import { turnMachine } from '../../machines/turnMachine.js';
 import { listSessions, readSession } from '../session/index.js';
 import type { SessionStore } from '../storage/sessionStore.js';
 import { chartOf, renderSvg, toDot, type ChartModel } from './statechart.js';
-import { TRACE_FORMAT, type TraceRecord } from './traceRecorder.js';
-import { ingestMessageSchema } from './traceSchema.js';
+import { TRACE_FORMAT, type TraceRecord } from '../trace/traceRecorder.js';
+import { ingestMessageSchema } from '../trace/traceSchema.js';
 import { LiveRecords } from './liveRecords.js';
 import { memoryFile } from './memoryFile.js';
+import { bearer, refusal, subprotocols } from './vizDoors.js';
 import {
   PROTOCOL,
-  bearer,
   clientProof,
   newNonce,
   newToken,
-  refusal,
   removeTokenFile,
   sameSecret,
   serverProof,
-  subprotocols,
   writeTokenFile,
-} from './vizDoors.js';
+} from '../trace/liveProtocol.js';
 
 export interface VizServer {
   url: string;
@@ -165,7 +163,9 @@ export async function startVizServer(options: { home: string; port?: number; sto
   // The 101 of a proven session carries the server's proof over its nonce once more, so that
   // the socket, a new connection, is checked to end at this server too.
   sockets.on('headers', (headers, req) => {
-    const nonce = subprotocols(req).find((p) => p.startsWith('proof.'))?.split('.')[1];
+    const nonce = subprotocols(req)
+      .find((p) => p.startsWith('proof.'))
+      ?.split('.')[1];
     if (nonce) headers.push(`x-workmem-proof: ${serverProof(token, port, `upgrade.${nonce}`)}`);
   });
   const broadcast = (message: unknown): void => {

@@ -193,6 +193,19 @@ describe('workmem demo', () => {
     expect(result.stdout).toMatch(/Replay:\s+node \S*cli\/bin\.js viz --session [0-9a-f-]{36}/);
   });
 
+  it("--turns sets the conversation's length (the facts still asked last); a bad count is a usage error", async () => {
+    const long = await cli(['demo', '--quiet', '--turns', '45', '--home', tempHome()], { cwd: tempHome(), timeoutMs: 90_000 });
+    expect(long.code, long.stderr).toBe(0);
+    const turns = (out: string) => Number(/\| turns\s+\| ([^|]+?)\s+\|/.exec(out)?.[1]);
+    expect(turns(long.stdout)).toBe(45);
+    expect(long.stdout).toMatch(/facts asked at the end\s*\|\s*5 \/ 5/);
+    const short = await cli(['demo', '--quiet', '--turns', '12', '--home', tempHome()], { cwd: tempHome(), timeoutMs: 60_000 });
+    expect(turns(short.stdout)).toBe(12);
+    const bad = await cli(['demo', '--turns', 'many'], { cwd: tempHome() });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--turns must be a whole number from 10 to 2000, got "many"');
+  });
+
   it("round 3 new user: keeps its session in a home of its own, never the user's, and says where", async () => {
     const userHome = tempHome();
     const tmp = tempHome();

@@ -7,7 +7,7 @@
  */
 import { createActor, type AnyActor, type AnyStateMachine, type AnyStateNode, type EventObject, type Snapshot } from 'xstate';
 import type { StatePath } from 'xstate/graph';
-import { TakenTransitions } from '../../src/viz/takenTransitions.js';
+import { TakenTransitions } from '../../src/trace/takenTransitions.js';
 
 type Transition = AnyStateNode['transitions'] extends Map<string, (infer T)[]> ? T : never;
 

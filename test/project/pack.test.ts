@@ -145,47 +145,86 @@ describe('the packed package, installed in an empty project', () => {
     expect(result.requests).toBeGreaterThanOrEqual(1);
   });
 
-  it("the README's library examples, as written, run against the installed package", async () => {
-    // Every ```ts block that imports workmem, transpiled as they are; the ones that need what
-    // is not installed here (@keyv/sqlite, pg and a database) are left out, and a snippet
-    // that assumes an import shown earlier gets it.
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
-      .map((m) => m[1]!)
-      .filter((b) => /from 'workmem(\/testing|\/ai-sdk)?'/.test(b) && !/@keyv\/sqlite|postgresStore/.test(b));
-    expect(blocks.length, 'README blocks that import workmem').toBeGreaterThanOrEqual(2);
-    // A block that uses an AI SDK provider gets the versions we test with, as a user would install them.
-    if (blocks.some((b) => /from '@ai-sdk\//.test(b))) {
-      const ours = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
-      const wanted = ['ai', '@ai-sdk/openai-compatible'].map((name) => `${name}@${ours.devDependencies[name]}`);
-      const args = ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', ...wanted];
-      ok(run('npm', args, project, INSTALL_TIMEOUT), 'npm install ai');
-    }
+  it('every ts example of the README and docs/ type-checks against the installed package, and runs', async () => {
+    // Each ```ts block is a whole module, as a user would paste it: compiled with tsc (strict,
+    // NodeNext) against the installed package and what it imports, then run against the test
+    // server. A block that needs what cannot run here is type-checked only, and says why below.
+    const pages = [
+      'README.md',
+      ...readdirSync(join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
+    const blocks = pages.flatMap((page) =>
+      [...readFileSync(join(ROOT, page), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m, i) => ({ page, i, source: m[1]! })),
+    );
+    expect(blocks.filter((b) => b.page === 'README.md').length, 'README blocks').toBeGreaterThanOrEqual(2);
+    // What a user installs beside workmem for them, at the versions we test with.
+    const ours = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    const imported = new Set(blocks.flatMap((b) => [...b.source.matchAll(/from '([^'.][^']*)'/g)].map((m) => m[1]!)));
+    const extra = ['ai', '@ai-sdk/openai-compatible', '@keyv/sqlite', 'pg', '@types/pg'].filter(
+      (name) =>
+        imported.has(name) ||
+        (name === '@types/pg' && imported.has('workmem/postgres')) ||
+        (name === 'pg' && imported.has('workmem/postgres')),
+    );
+    const wanted = ['@types/node', 'typescript', ...extra].map((name) => `${name}@${ours.devDependencies[name]}`);
+    ok(
+      run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', ...wanted], project, INSTALL_TIMEOUT),
+      'npm install',
+    );
+    // Type-checked as written; @ai-sdk/anthropic is only named in a comment.
+    const files = blocks.map((b) => `example-${b.page.replace(/[/.]/g, '-')}-${b.i}.ts`);
+    blocks.forEach((b, n) => writeFileSync(join(project, files[n]!), b.source));
+    writeFileSync(
+      join(project, 'machines-types.ts'),
+      "import type { TurnHost, SessionHost, TurnInput } from 'workmem/machines';\n" +
+        'export const hosts: [TurnHost | null, SessionHost | null, TurnInput | null] = [null, null, null];\n',
+    );
+    const tsconfig = {
+      compilerOptions: {
+        target: 'ES2023',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        skipLibCheck: true,
+        noEmit: true,
+        types: ['node'],
+      },
+      files: [...files, 'machines-types.ts'],
+    };
+    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify(tsconfig));
+    const tsc = run(process.execPath, [join(project, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], project, 180_000);
+    expect(tsc.status, `tsc on the examples:\n${tsc.stdout}\n${tsc.stderr}`).toBe(0);
+
+    // Run: against the test server (and a PostgreSQL when the tests have one). @keyv/sqlite compiles a
+    // native addon, which this project (install scripts off, as pnpm 10 and Bun install) does not build.
     const ts = (await import('typescript')).default;
     const { startTestServer, protocolFollower } = await import(join(ROOT, 'dist', 'src', 'testing', 'index.js'));
     const server = await startTestServer({ policy: protocolFollower({ seed: 1 }) });
+    const database = process.env.WORKMEM_TEST_DATABASE_URL;
+    let ran = 0;
     try {
-      for (const [i, block] of blocks.entries()) {
-        const source =
-          (/\bopenaiChat\b/.test(block) && !/import \{[^}]*\bopenaiChat\b/.test(block) ? "import { openaiChat } from 'workmem';\n" : '') +
-          block;
-        const js = ts.transpileModule(source, {
-          compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-        }).outputText;
-        writeFileSync(join(project, `readme-${i}.mjs`), js);
-        // The environment the README describes: a base URL (here the test server's) and no key needed for it.
+      for (const [n, block] of blocks.entries()) {
+        if (/@keyv\/sqlite/.test(block.source) || (/workmem\/postgres/.test(block.source) && !database)) continue;
+        const js = ts.transpileModule(block.source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
+        const file = files[n]!.replace(/\.ts$/, '.mjs');
+        writeFileSync(join(project, file), js.outputText);
         // Not spawnSync: the test server answers from this process's event loop.
-        const result = await runAsync(process.execPath, [`readme-${i}.mjs`], project, {
+        const result = await runAsync(process.execPath, [file], project, {
           ...env(),
           OPENAI_BASE_URL: server.baseURL,
           WORKMEM_MODEL: 'workmem-test',
+          ...(database ? { DATABASE_URL: database } : {}),
         });
-        expect(result.status, `README block ${i + 1}:\n${block}\n${result.stdout}\n${result.stderr}`).toBe(0);
+        expect(result.status, `${block.page} block ${block.i + 1}:\n${block.source}\n${result.stdout}\n${result.stderr}`).toBe(0);
+        ran++;
       }
     } finally {
       await server.close();
     }
-  }, 420_000); // INSTALL_TIMEOUT + 2 minutes: the AI SDK is installed for the block that uses it
+    expect(ran, 'examples run').toBeGreaterThanOrEqual(blocks.length - 2);
+  }, 600_000); // installs from the registry, then runs each example
 
   it('npx workmem --help, and rpc --help names a documentation file that exists', () => {
     expect(ok(run('npx', ['workmem', '--help'], project), 'workmem --help')).toMatch(/Commands:[\s\S]*\bdemo\b[\s\S]*\bviz\b/);

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket, { WebSocketServer } from 'ws';
-import { LiveLink } from '../../src/viz/liveLink.js';
+import { LiveLink } from '../../src/trace/liveLink.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import { createSession } from '../../src/session/index.js';
 import { startVizServer, type VizServer } from '../../src/viz/vizServer.js';

@@ -30,7 +30,6 @@ export interface ContractOptions {
   noFencing?: string;
 }
 
-
 const user = (text: string) => ({ type: 'message' as const, turn: 1, tokens: 1, message: { role: 'user' as const, content: text } });
 
 export function sessionStoreContract(name: string, makeBackend: () => Promise<StoreBackend>, options: ContractOptions = {}): void {
@@ -157,6 +156,11 @@ export function sessionStoreContract(name: string, makeBackend: () => Promise<St
       await s.memory.write('detail/plan.md', '# Plan\n\nthree, longer');
       expect((await s.memory.stat('detail/plan.md'))!.version).not.toBe(before);
       expect(await s.memory.stat('detail/none.md')).toBeNull();
+      // Several at once, where the store offers it: what stat gives for each, in the order asked.
+      if (s.memory.statAll) {
+        const paths = ['detail/none.md', 'working-memory/detail/plan.md', 'detail'];
+        expect(await s.memory.statAll(paths)).toEqual(await Promise.all(paths.map((p) => s.memory.stat(p))));
+      }
     });
 
     it('appends sections to a memory file', async () => {
@@ -264,7 +268,10 @@ export function sessionStoreContract(name: string, makeBackend: () => Promise<St
       expect(await reader.memory.stat('detail/nothing.md')).toBeNull();
       expect(await reader.memory.exists('overview.md')).toBe(true);
       await expect(reader.memory.read('../meta.json', { maxBytes: 100 })).rejects.toThrow(PathRefusedError);
-      expect((await reader.readTrace()).map((r) => JSON.parse(r))).toEqual([{ k: 'header', n: 1 }, { k: 'event', n: 2 }]);
+      expect((await reader.readTrace()).map((r) => JSON.parse(r))).toEqual([
+        { k: 'header', n: 1 },
+        { k: 'event', n: 2 },
+      ]);
       // The writer goes on, and the reader sees it; the lease stayed with the writer all along.
       await s.log.append(user('two'), { expectedSeq: 2, sync: true });
       expect((await reader.readLog()).entries).toHaveLength(2);

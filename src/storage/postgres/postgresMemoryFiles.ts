@@ -40,7 +40,10 @@ export class PostgresMemoryFiles implements MemoryFiles {
     const row = rows[0];
     if (!row) throw new PathRefusedError(`file not found: ${JSON.stringify(path)}`);
     if (row.kind !== 'file') throw new PathRefusedError(`${JSON.stringify(path)} is a directory, not a file`);
-    if (options.head) return Buffer.from(row.content ?? '').subarray(0, options.maxBytes).toString('utf8');
+    if (options.head)
+      return Buffer.from(row.content ?? '')
+        .subarray(0, options.maxBytes)
+        .toString('utf8');
     if (row.content === null) throw new PathRefusedError(`${rel} is ${row.bytes} bytes; too large to read`);
     return row.content;
   }
@@ -104,6 +107,19 @@ export class PostgresMemoryFiles implements MemoryFiles {
     return rows[0] ? entryOf(rows[0]) : null;
   }
 
+  async statAll(paths: readonly string[]): Promise<(MemoryEntry | null)[]> {
+    const rels = paths.map(relOf);
+    const rows = await this.db.query<Row>(
+      `SELECT path, kind, octet_length(content) AS bytes, version FROM ${this.db.s}.memory_files WHERE session_id = $1 AND path = ANY($2)`,
+      [this.sessionId, rels],
+    );
+    const byPath = new Map(rows.map((r) => [r.path, r]));
+    return rels.map((rel) => {
+      const row = byPath.get(rel);
+      return row ? entryOf(row) : null;
+    });
+  }
+
   /** Run `write` in a transaction holding the lease's row (or refuse: LeaseLostError). */
   private fenced<T>(write: (client: PoolClient) => Promise<T>): Promise<T> {
     return this.db.transaction(async (client) => {
@@ -136,7 +152,10 @@ export class PostgresMemoryFiles implements MemoryFiles {
       [this.sessionId, rel, parent, kind, content],
     );
     if (added.rowCount && parent) {
-      await client.query(`UPDATE ${s}.memory_files SET version = version + 1 WHERE session_id = $1 AND path = $2`, [this.sessionId, parent]);
+      await client.query(`UPDATE ${s}.memory_files SET version = version + 1 WHERE session_id = $1 AND path = $2`, [
+        this.sessionId,
+        parent,
+      ]);
     }
   }
 }
@@ -149,5 +168,11 @@ function relOf(path: string): string {
 }
 
 function entryOf(row: Row): MemoryEntry {
-  return { path: row.path, kind: row.kind, bytes: row.kind === 'file' ? Number(row.bytes ?? 0) : 0, version: String(row.version), aliased: false };
+  return {
+    path: row.path,
+    kind: row.kind,
+    bytes: row.kind === 'file' ? Number(row.bytes ?? 0) : 0,
+    version: String(row.version),
+    aliased: false,
+  };
 }

@@ -67,7 +67,8 @@ export class SentMessages {
     const c = context as TurnView | undefined;
     const prompt = c?.prompt;
     const items = c?.history?.items;
-    if (!prompt?.messages || !prompt.range || !prompt.tokens || !items || typeof c.turn !== 'number' || typeof c.request !== 'number') return [];
+    if (!prompt?.messages || !prompt.range || !prompt.tokens || !items || typeof c.turn !== 'number' || typeof c.request !== 'number')
+      return [];
     const out: SentRecord[] = [];
     const system = prompt.messages[0];
     const content = system?.role === 'system' ? system.content : '';

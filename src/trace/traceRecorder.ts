@@ -10,7 +10,7 @@
 import type { InspectionEvent } from 'xstate';
 import type { TraceWriter } from '../storage/sessionStore.js';
 import type { WorkmemEvent } from '../events.js';
-import { transitionId } from './statechart.js';
+import { transitionId } from './transitionId.js';
 import { TakenTransitions } from './takenTransitions.js';
 import { SentMessages, type SentRecord } from './sentMessages.js';
 import { HostMessages, type HostRecord } from './hostMessages.js';

@@ -10,7 +10,7 @@
 import WebSocket from 'ws';
 import { defaultHome } from '../storage/sessionPaths.js';
 import type { TraceRecord } from './traceRecorder.js';
-import { PROTOCOL, clientProof, newNonce, readTokenFile, sameSecret, serverProof, tokenDir } from './vizDoors.js';
+import { PROTOCOL, clientProof, newNonce, readTokenFile, sameSecret, serverProof, tokenDir } from './liveProtocol.js';
 
 export const DEFAULT_VIZ_PORT = 4900;
 const QUEUE_LIMIT = 2_000;
