@@ -27,14 +27,19 @@ export function traceModel(records) {
       // A seq can be traced again (a compaction stubbed it): each request reads the version it sent.
       if (!bodies.has(r.seq)) bodies.set(r.seq, []);
       bodies.get(r.seq).push({ idx, record: r });
-    } else if (r.k === 'request') sent = { ...r, idx };
+    } else if (r.k === 'request') {
+      // Its prompt_built may have come first (a session's events reach the trace before the step that built it).
+      const built = requests.at(-1);
+      if (built && !built.sent && built.event.turn === r.turn && built.event.request === r.request) built.sent = { ...r, idx };
+      else sent = { ...r, idx };
+    }
     else if (r.k === 'instructions') instructions.set(r.hash, r.content);
     else if (r.k === 'host') host = { ...r, idx };
     else if (r.k === 'header') host = null;
     else if (r.k === 'event') {
       const e = r.event;
       if (e.type === 'prompt_built') {
-        // A request record comes just before its prompt_built (a request built twice, after an overflow, has two).
+        // A request record comes just before its prompt_built, or just after it (a request built twice, after an overflow, has two).
         const match = sent && sent.turn === e.turn && sent.request === e.request ? sent : null;
         requests.push({ event: e, at: steps.length - 1, sent: match, compactions, host });
         sent = null;
