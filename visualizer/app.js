@@ -219,7 +219,7 @@ function showContext() {
   const index = requestAt(state.step);
   if (index === state.shownRequest) return;
   state.shownRequest = index;
-  const { requests, systems, bodies } = state.derived;
+  const { requests, systems, bodies, instructions } = state.derived;
   const r = requests[index];
   const previous = requests[index - 1];
   renderContext($('#context'), $('#context-caption'), {
@@ -231,6 +231,8 @@ function showContext() {
     previous: previous?.sent ?? null,
     compactions: r?.compactions ?? [],
     usage: r?.turnUsage ?? null,
+    host: r?.host ?? null,
+    instructions,
     loadFile,
   });
   $('#context').dataset.request = String(index);

@@ -202,7 +202,46 @@ export function renderContext(box, caption, view) {
   if (num(tokens.calibration) !== 0)
     children.push(el('p', { class: 'muted' }, `server correction: ${num(tokens.calibration) > 0 ? '+' : ''}${fmt(tokens.calibration)} tokens (the server's last count minus ours)`));
   if (compactions.length) children.push(compactionList(compactions, view.loadFile));
-  box.replaceChildren(...children);
+  if (!view.host) return box.replaceChildren(...children);
+  // A host's loop (the proxy's client) sent its own conversation: shown beside what went upstream.
+  box.replaceChildren(
+    el(
+      'div',
+      { class: 'sides' },
+      clientSide(view.host, view.instructions, bodies),
+      el('div', { class: 'side', 'data-side': 'upstream' }, el('h3', { class: 'side-title' }, 'Sent upstream'), ...children),
+    ),
+  );
+}
+
+/** workmem's own tools (src/history/hostLine.ts): their calls and results never reach the proxy's client. */
+const WORKMEM_TOOLS = new Set(['read', 'write', 'edit', 'compact_history', 'remember', 'recall', 'forget']);
+
+/** What the host sent with this call: its instructions, then the log messages its conversation stands for, as first recorded. */
+function clientSide(host, instructions, bodies) {
+  const parts = [];
+  if (host.instructions != null)
+    parts.push(part({ message: 0, role: 'system', label: 'its instructions', tokens: null, text: instructions?.get(host.instructions) ?? '(not in this trace)' }));
+  const ours = new Set();
+  seqsOf(host).forEach((seq, i) => {
+    const body = (bodies.get(seq) ?? [])[0]?.record;
+    const message = body?.message ?? { role: 'unknown', content: '(not in this trace)' };
+    const calls = message.tool_calls ?? [];
+    for (const c of calls) if (WORKMEM_TOOLS.has(c.function?.name)) ours.add(c.id);
+    const hidden = message.role === 'tool' ? ours.has(message.tool_call_id) : calls.length > 0 && calls.every((c) => WORKMEM_TOOLS.has(c.function?.name));
+    const shown = part({
+      message: i + 1,
+      role: message.role,
+      label: `#${seq}${hidden ? ' · workmem’s tools, run in the proxy: folded into the answer the client holds' : ''}`,
+      tokens: body?.tokens,
+      text: message.content ?? '',
+      calls: calls.filter((c) => !WORKMEM_TOOLS.has(c.function?.name)),
+      seq,
+    });
+    if (hidden) shown.classList.add('workmem');
+    parts.push(shown);
+  });
+  return el('div', { class: 'side', 'data-side': 'client' }, el('h3', { class: 'side-title' }, `Client sent · ${fmt(host.sent)} messages`), ...parts);
 }
 
 /** The provider's prompt cache: what it served of the turn's input (turn_end's usage), and the prefix it could serve. */

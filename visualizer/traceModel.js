@@ -11,6 +11,9 @@ export function traceModel(records) {
   // With the memory after the history: the memory block that opened the last message, by the same hash.
   systems.afterHistory = new Map();
   const bodies = new Map();
+  // What a host's loop sent (the proxy's client): its instructions by hash, and the last call's record.
+  const instructions = new Map();
+  let host = null;
   let sent = null; // the request record waiting for its prompt_built
   let compactions = [];
   records.forEach((r, idx) => {
@@ -24,13 +27,21 @@ export function traceModel(records) {
       // A seq can be traced again (a compaction stubbed it): each request reads the version it sent.
       if (!bodies.has(r.seq)) bodies.set(r.seq, []);
       bodies.get(r.seq).push({ idx, record: r });
-    } else if (r.k === 'request') sent = { ...r, idx };
+    } else if (r.k === 'request') {
+      // Its prompt_built may have come first (a session's events reach the trace before the step that built it).
+      const built = requests.at(-1);
+      if (built && !built.sent && built.event.turn === r.turn && built.event.request === r.request) built.sent = { ...r, idx };
+      else sent = { ...r, idx };
+    }
+    else if (r.k === 'instructions') instructions.set(r.hash, r.content);
+    else if (r.k === 'host') host = { ...r, idx };
+    else if (r.k === 'header') host = null;
     else if (r.k === 'event') {
       const e = r.event;
       if (e.type === 'prompt_built') {
-        // A request record comes just before its prompt_built (a request built twice, after an overflow, has two).
+        // A request record comes just before its prompt_built, or just after it (a request built twice, after an overflow, has two).
         const match = sent && sent.turn === e.turn && sent.request === e.request ? sent : null;
-        requests.push({ event: e, at: steps.length - 1, sent: match, compactions });
+        requests.push({ event: e, at: steps.length - 1, sent: match, compactions, host });
         sent = null;
         compactions = [];
       }
@@ -41,7 +52,7 @@ export function traceModel(records) {
       if (kind && !(e.type === 'compaction_end' && e.replaced === 0)) markers.push({ kind, event: e, at: steps.length - 1, request: requests.length });
     }
   });
-  return { steps, requests, markers, memories, systems, bodies };
+  return { steps, requests, markers, memories, systems, bodies, instructions };
 }
 
 /**

@@ -11,7 +11,7 @@
 import type { AcceptCallInput, AcceptCallOutput, HostConversation } from '../../machines/sessionMachine.js';
 import type { SessionEvent } from '../events.js';
 import { answerInterruptedCalls } from '../history/crashRecovery.js';
-import { messageKey } from '../history/messageKey.js';
+import { HostSpans, type HostLine } from '../history/hostLine.js';
 import type { ChatMessage, ToolCall } from '../history/messages.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
 import { promptProblem } from '../llm/captureBounds.js';
@@ -31,11 +31,8 @@ export interface AcceptCallDeps {
   capture(call: ToolCall, content: string, turn: number): Promise<string>;
   /** The system prompt for the host's instructions and the names of the tools it sends. */
   systemPromptFor(instructions: string | undefined, toolNames: string[]): string;
-}
-
-/** The host's messages do not continue the session's log: it edited or dropped messages the log holds. */
-export class DivergedHistoryError extends Error {
-  override name = 'DivergedHistoryError';
+  /** The trace's record of what the host sent: the log messages its conversation stands for. */
+  traceHost?(call: { turn: number; instructions: string | undefined; seqs: readonly number[]; sent: number }): void;
 }
 
 export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput) => Promise<AcceptCallOutput> {
@@ -58,13 +55,20 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
 
     let turn = current;
     let opened: string | null = null;
-    for (let i = known(conversation, record.messageKeys, deps.redact); i < conversation.length; i++) {
+    const { from, branch, elements } = known(conversation, record.hostLine, deps.redact, (call as { whole?: boolean }).whole === true);
+    if (branch) {
+      await record.appendBranch({ type: 'branch', turn, ...branch });
+      // The active turn is the one the branch kept last, until the host's next message opens another.
+      const history = record.history;
+      turn = history.length ? history.items[history.length - 1]!.turn : 0;
+    }
+    for (let i = from; i < conversation.length; i++) {
       const message = conversation.at(i);
       if (message.role === 'user') {
         const tooLarge = promptProblem(message.content);
         if (tooLarge) throw new RangeError(tooLarge);
         for (const entry of await answerInterruptedCalls(record, counter)) ended(entry.turn, entry.seq, entry.tokens, entry.message);
-        turn += 1;
+        turn = Math.max(turn, current) + 1;
         opened = message.content;
       } else if (turn === 0) turn = 1;
       const kept =
@@ -74,6 +78,15 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
       const entry = await record.appendMessage(turn, kept, counter.message(kept), { sync: true });
       ended(turn, entry.seq, entry.tokens, kept);
     }
+    if (deps.traceHost) {
+      // The host's conversation is the line's last elements: those it matched, then those it brought.
+      const line = record.hostLine.elements;
+      const seqs = line.slice(Math.max(0, line.length - elements)).flatMap((e) => e.at);
+      deps.traceHost({ turn, instructions, seqs, sent: conversation.length + (instructions === undefined ? 0 : 1) });
+    }
+    // A host loop opened for this call, in the middle of a turn (the proxy opens its session per
+    // request): the turn the log holds goes on, opened again in this session.
+    if (opened === null && (call as { resume?: boolean }).resume === true) opened = activeTurnText(record);
     return {
       history: record.history,
       turn,
@@ -104,31 +117,70 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
   }
 }
 
+/** The user message that opened the turn at the tip of the history ('' when there is none). */
+function activeTurnText(record: SessionRecord): string {
+  const history = record.history;
+  for (let i = history.length - 1; i >= 0; i--) {
+    const message = history.items[i]!.message;
+    if (message.role === 'user') return message.content;
+  }
+  return '';
+}
+
+/** Where the host's new messages start, and the branch its conversation takes from the log's, if it departs. */
+interface Known {
+  from: number;
+  /** The host's conversation, folded: how many elements. */
+  elements: number;
+  branch?: { after: number; dropped: number; reason: 'edited' | 'compacted' };
+}
+
 /**
- * How many of the host's messages the log already holds, from its start: all it holds
- * (the whole conversation and more), the log's last k and more (a window of its end, or
- * only what is new: 0). A host that starts as the log does but departs from it edited or
- * dropped messages the log holds: refused, the log is never rewritten.
+ * What of the host's conversation the log already holds, both folded (hostLine.ts): all it
+ * holds (the whole conversation and more), the log's last k elements and more (a window of
+ * its end), or nothing (only what is new). A host that departs from the log — it edited
+ * or regenerated a message, or compacted its own history — takes a branch: the log's
+ * messages after the last element both hold are left behind, the host's that follow are
+ * new. A host that sends its whole conversation (`whole`) branches wherever it departs;
+ * another, once it has matched the log's first two elements (before them it may be sending
+ * only what is new). The last element both hold may have grown in the host's copy (the
+ * results of workmem's tools that it ran): those are new too.
  */
-function known(host: HostConversation, keys: readonly string[], mask: Redact): number {
-  const n = keys.length;
-  if (n === 0 || host.length === 0) return 0;
-  const hostKeys: (string | undefined)[] = [];
-  const key = (i: number): string => (hostKeys[i] ??= messageKey(host.at(i), mask));
-  if (host.length >= n && key(n - 1) === keys[n - 1] && key(0) === keys[0]) return n;
-  for (let k = Math.min(host.length, n); k > 0; k--) {
-    if (key(k - 1) !== keys[n - 1] || key(0) !== keys[n - k]) continue;
+function known(host: HostConversation, line: HostLine, mask: Redact, whole: boolean): Known {
+  const n = line.length;
+  const spans = new HostSpans(host, mask);
+  const h = spans.length;
+  if (n === 0 || host.length === 0) return { from: 0, elements: h };
+  const logKey = (i: number): string => line.elements[i]!.key;
+  /** Past host element e, which is the log's last: what the log holds of it is known. */
+  const through = (e: number): Known => ({ from: Math.min(spans.end(e), spans.start(e) + line.elements[n - 1]!.at.length), elements: h });
+  if (h >= n && spans.key(n - 1) === logKey(n - 1) && spans.key(0) === logKey(0)) return through(n - 1);
+  for (let k = Math.min(h, n); k > 0; k--) {
+    if (spans.key(k - 1) !== logKey(n - 1) || spans.key(0) !== logKey(n - k)) continue;
     let same = true;
-    for (let i = 1; i < k - 1 && same; i++) same = key(i) === keys[n - k + i];
-    if (same) return k;
+    for (let i = 1; i < k - 1 && same; i++) same = spans.key(i) === logKey(n - k + i);
+    if (same) return through(k - 1);
   }
-  if (host.length > 1 && n > 1 && key(0) === keys[0] && key(1) === keys[1]) {
-    let at = 2;
-    while (at < Math.min(host.length, n) && key(at) === keys[at]) at++;
-    throw new DivergedHistoryError(
-      `the messages sent depart from the session's log at message ${at + 1} of ${host.length} (the log holds ${n}): ` +
-        'a conversation that was edited or regenerated goes on in a new session, or sends only what is new',
-    );
-  }
-  return 0;
+  let c = 0;
+  while (c < Math.min(h, n) && spans.key(c) === logKey(c)) c++;
+  if (!whole && c < 2) return { from: 0, elements: h };
+  let dropped = 0;
+  for (let i = c; i < n; i++) dropped += line.elements[i]!.at.length;
+  const after = c === 0 ? 0 : Math.max(...line.elements[c - 1]!.at);
+  return {
+    from: c < h ? spans.start(c) : host.length,
+    elements: h,
+    branch: { after, dropped, reason: keptTail(spans, line, c) ? 'compacted' : 'edited' },
+  };
+}
+
+/**
+ * A host that compacted its own history replaced earlier messages (by a summary, say) and
+ * kept its recent ones: after where it departs, new messages are followed by a run that
+ * ends as the log ends. One that edited or regenerated a message has no such run.
+ */
+function keptTail(spans: HostSpans, line: HostLine, departs: number): boolean {
+  const last = line.elements.at(-1)!.key;
+  for (let p = spans.length - 1; p > departs; p--) if (spans.key(p) === last) return true;
+  return false;
 }

@@ -45,6 +45,8 @@ export interface SessionHostDeps {
   relevant?: (history: HistoryView) => string;
   /** The system prompt for a host loop's instructions and tools (the session's settings otherwise). */
   systemPromptFor(instructions: string | undefined, toolNames: string[]): string;
+  /** A host loop's host never sends workmem's results back: they are recorded as the tools run. */
+  recordToolResults?: boolean;
 }
 
 export function sessionHost(deps: SessionHostDeps): SessionHost {
@@ -60,6 +62,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
     counter,
     emit,
     now: deps.now,
+    recordHostResults: deps.recordToolResults === true,
     capture: (call: ToolCall, content: string, turn: number) =>
       capOutput(
         content,
@@ -75,6 +78,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
     builtIn: deps.builtIn,
     capture: toolDeps.capture,
     systemPromptFor: deps.systemPromptFor,
+    ...(deps.trace ? { traceHost: deps.trace.host.bind(deps.trace) } : {}),
   });
   return {
     report: emit,

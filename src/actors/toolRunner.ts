@@ -27,6 +27,8 @@ export interface ToolRunnerDeps {
   now(): number;
   /** The tools whose effects (a memory write, a compaction) the turn acts on: workmem's own. */
   builtIn: ReadonlySet<string>;
+  /** In a host's loop, record the results all the same (its host never sees workmem's calls). */
+  recordHostResults?: boolean;
   /** Shapes what the model sees of a tool's output (caps large output); identity by default. */
   capture?(call: ToolCall, content: string, turn: number): Promise<string>;
 }
@@ -41,13 +43,14 @@ export async function runToolCalls(input: ToolRunnerInput, signal: AbortSignal, 
   let finished = false;
   const results: ToolResult[] = [];
 
-  // In a host's loop the host records the result (it sends it back with its next call).
+  // In a host's loop the host records the result (it sends it back with its next call), unless it never sees them.
+  const hostRecords = input.hostLoop && !deps.recordHostResults;
   const append = async (call: ToolCall, content: string, isError: boolean, ms: number): Promise<void> => {
     const message = { role: 'tool' as const, tool_call_id: call.id, content };
     answered.add(call.id);
     results.push({ callId: call.id, content, isError });
     const base = { turn: input.turn, request: input.request };
-    const entry = input.hostLoop ? null : await record.appendMessage(input.turn, message, counter.message(message), { sync: true });
+    const entry = hostRecords ? null : await record.appendMessage(input.turn, message, counter.message(message), { sync: true });
     deps.emit({ type: 'tool_end', ...base, callId: call.id, name: call.function.name, isError, content, ms });
     if (entry) deps.emit({ type: 'message_end', ...base, seq: entry.seq, tokens: entry.tokens, message });
   };

@@ -4,13 +4,13 @@
  * through the same function, so resume derives exactly what the live session had.
  */
 import { fromItems, type HistoryItem, type HistoryView } from './historyView.js';
-import { messageKey } from './messageKey.js';
+import { HostLine } from './hostLine.js';
 import type { CompactionEntry, LogEntry, RepairEntry } from '../storage/messageLog.js';
 
 export interface DerivedHistory {
   view: HistoryView;
-  /** The key of every message in the log, in order (messageKey.ts): what a host's loop is matched against. */
-  keys: string[];
+  /** The messages of the log's current branch as a host holds them (hostLine.ts): what a host's loop is matched against. */
+  line: HostLine;
   lastTurn: number;
   lastSeq: number;
   messageCount: number;
@@ -18,31 +18,79 @@ export interface DerivedHistory {
   problems: string[];
 }
 
-export function deriveHistory(entries: readonly LogEntry[]): DerivedHistory {
+/** `mask`: the log's masking of secrets, for the keys of the host line (a log's copy is masked already). */
+export function deriveHistory(entries: readonly LogEntry[], mask?: (text: string) => string): DerivedHistory {
   let items: HistoryItem[] = [];
   const problems: string[] = [];
   let lastTurn = 0;
   let lastSeq = 0;
   let messageCount = 0;
-  const keys: string[] = [];
+  const line = new HostLine(mask);
+  const branches = new Branches();
   for (const entry of entries) {
     lastSeq = Math.max(lastSeq, entry.seq);
     lastTurn = Math.max(lastTurn, entry.turn);
     if (entry.type === 'message') {
       messageCount++;
-      keys.push(messageKey(entry.message));
+      line.add(entry.message, entry.seq);
       items.push({ seq: entry.seq, turn: entry.turn, message: entry.message, tokens: entry.tokens });
     } else if (entry.type === 'compaction') {
       const result = applyCompaction(items, entry);
       if (typeof result === 'string') problems.push(`compaction ${entry.seq}: ${result}`);
-      else items = result;
+      else {
+        branches.compacted(items, entry);
+        items = result;
+      }
     } else if (entry.type === 'repair') {
       const result = applyRepair(items, entry);
       if (typeof result === 'string') problems.push(`repair ${entry.seq}: ${result}`);
-      else items = result;
+      else {
+        if (entry.answer) branches.covers.set(entry.seq, branches.top(entry.answer.after));
+        items = result;
+      }
+    } else if (entry.type === 'branch') {
+      let kept = line.length;
+      while (kept > 0 && line.elements[kept - 1]!.at[0]! > entry.after) kept--;
+      line.truncate(kept);
+      items = branches.follow(items, entry.after);
     }
   }
-  return { view: fromItems(items), keys, lastTurn, lastSeq, messageCount, problems };
+  return { view: fromItems(items), line, lastTurn, lastSeq, messageCount, problems };
+}
+
+/**
+ * What following a branch needs: the newest message each compaction note and repaired
+ * result stands for, and the items each note replaced. A note that stands only for
+ * messages the branch keeps stays; one that reaches past the branch point gives back the
+ * kept items it replaced, as they were (they are in the log: nothing is lost).
+ */
+class Branches {
+  /** An item that is not a message (a note, a repaired result): the newest message seq it stands for. */
+  readonly covers = new Map<number, number>();
+  private readonly replaced = new Map<number, HistoryItem[]>();
+
+  top(seq: number): number {
+    return this.covers.get(seq) ?? seq;
+  }
+
+  /** Before `entry` applies to `items` (it applied: its range is there). */
+  compacted(items: readonly HistoryItem[], entry: CompactionEntry): void {
+    if (!entry.replaces || !entry.note) return;
+    const start = items.findIndex((item) => item.seq === entry.replaces!.from);
+    const gone = items.slice(start, start + entry.replaces.count);
+    this.replaced.set(entry.seq, gone);
+    this.covers.set(entry.seq, Math.max(...gone.map((item) => this.top(item.seq))));
+  }
+
+  follow(items: readonly HistoryItem[], after: number): HistoryItem[] {
+    const out: HistoryItem[] = [];
+    const keep = (item: HistoryItem): void => {
+      if (this.top(item.seq) <= after) out.push(item);
+      else for (const inner of this.replaced.get(item.seq) ?? []) keep(inner);
+    };
+    for (const item of items) keep(item);
+    return out;
+  }
 }
 
 /** The items after `entry`, or why it cannot apply. Never mutates `items`. */

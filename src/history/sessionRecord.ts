@@ -10,13 +10,13 @@ import { heldFilesOf } from '../memory/heldWrites.js';
 import type { TrackerFacts } from '../memory/reminderTracker.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import { WorkingMemory } from '../memory/workingMemory.js';
-import type { CompactionEntry, Damage, MessageEntry, NewEntry, RepairEntry } from '../storage/messageLog.js';
+import type { BranchEntry, CompactionEntry, Damage, MessageEntry, NewEntry, RepairEntry } from '../storage/messageLog.js';
 import { describeRepair, newSessionMeta, type Repair, type SessionMeta } from '../storage/sessionMeta.js';
 import type { Redact, SessionStorage, SessionStore } from '../storage/sessionStore.js';
 import { applyRepair, deriveHistory, viewAfterCompaction, type DerivedHistory } from './deriveHistory.js';
 import { appendItem, fromItems, type HistoryView } from './historyView.js';
+import type { HostLine } from './hostLine.js';
 import type { ChatMessage } from './messages.js';
-import { messageKey } from './messageKey.js';
 import { rebuildMeta, titleOf, trackerFactsOf } from './sessionFacts.js';
 import { MetaCache } from './metaCache.js';
 
@@ -42,8 +42,8 @@ export interface RecordOpenOptions {
 
 export class SessionRecord {
   private view: HistoryView;
-  /** The key of every message in the log, in order (messageKey.ts). */
-  private readonly keys: string[];
+  /** The messages of the current branch as a host holds them (hostLine.ts). */
+  private line: HostLine;
   private lastTurnValue: number;
   private readonly metaCache: MetaCache;
   /** The append in progress: the next waits for it, so each names the seq that is really next. */
@@ -67,7 +67,7 @@ export class SessionRecord {
     readonly redact: Redact,
   ) {
     this.view = derived.view;
-    this.keys = derived.keys;
+    this.line = derived.line;
     this.lastTurnValue = derived.lastTurn;
     this.metaCache = new MetaCache(storage, meta, now);
     this.memory = new WorkingMemory(storage.memory, meta.language, redact);
@@ -90,7 +90,7 @@ export class SessionRecord {
       const record = new SessionRecord(
         storage,
         meta,
-        deriveHistory([]),
+        deriveHistory([], redact),
         trackerFactsOf([]),
         new Map(),
         [],
@@ -113,7 +113,7 @@ export class SessionRecord {
 
   private static async opened(storage: SessionStorage, now: () => number, redact: Redact, contextWindow: number): Promise<SessionRecord> {
     const loaded = await storage.log.read();
-    const derived = deriveHistory(loaded.entries);
+    const derived = deriveHistory(loaded.entries, redact);
     const damage: string[] = loaded.damage.map((d) => `messages.jsonl line ${d.line}: ${d.reason}`);
     damage.push(...derived.problems);
     const stored = await storage.readMeta();
@@ -187,9 +187,9 @@ export class SessionRecord {
   get lastTurn(): number {
     return this.lastTurnValue;
   }
-  /** The key of every message in the log, in order: what a host's loop holds is matched against them. */
-  get messageKeys(): readonly string[] {
-    return this.keys;
+  /** The messages of the current branch as a host holds them: what a host's loop holds is matched against. */
+  get hostLine(): HostLine {
+    return this.line;
   }
 
   async appendMessage(
@@ -203,7 +203,7 @@ export class SessionRecord {
       options.sync,
     );
     this.view = appendItem(this.view, { seq: entry.seq, turn, message, tokens });
-    this.keys.push(messageKey(message, this.redact));
+    this.line.add(message, entry.seq);
     this.lastTurnValue = Math.max(this.lastTurnValue, turn);
     const meta = this.metaCache.value;
     this.metaCache.counted({
@@ -239,6 +239,18 @@ export class SessionRecord {
     const items = applyRepair(this.view.items.slice(0, this.view.length), full);
     if (typeof items === 'string') throw new Error(`repair ${full.seq} cannot apply: ${items}`);
     this.view = fromItems(items);
+    return full;
+  }
+
+  /**
+   * Append a branch (see BranchEntry) and derive the history again from the log, as opening
+   * would: a branch is rare, and what it undoes (compactions past its point) is in the log.
+   */
+  async appendBranch(entry: Omit<BranchEntry, 'seq' | 'ts'>): Promise<BranchEntry> {
+    const full = await this.append<Omit<BranchEntry, 'seq' | 'ts'>>(entry, true);
+    const derived = deriveHistory((await this.storage.log.read()).entries, this.redact);
+    this.view = derived.view;
+    this.line = derived.line;
     return full;
   }
 

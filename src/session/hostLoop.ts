@@ -54,6 +54,8 @@ export class HostLoop {
   private waiting: ((call: PreparedCall) => void) | null = null;
   /** How the pass in progress will end. */
   private current: Promise<HostPassOutcome> | null = null;
+  /** Calls prepared so far. */
+  private calls = 0;
 
   private constructor(
     readonly session: Session,
@@ -76,7 +78,7 @@ export class HostLoop {
       try {
         session = await openSession(id, common);
       } catch (error) {
-        if (!(error instanceof SessionNotFoundError)) throw error;
+        if (!(error instanceof SessionNotFoundError || (error as Error).cause instanceof SessionNotFoundError)) throw error;
         session = await createSession({ ...common, id, ...(id !== sessionId ? { name: sessionId } : {}) });
       }
     }
@@ -91,14 +93,27 @@ export class HostLoop {
   /**
    * Everything the host's loop holds for this call (its system messages are its instructions)
    * and the tools it sends: the request to send instead. A host may hand over its conversation
-   * as a view read by index, converting a message only when it is read.
+   * as a view read by index, converting a message only when it is read. `whole`: the host
+   * always sends its whole conversation, so wherever it departs from the log it took a branch
+   * of its own (it edited, regenerated or compacted its history), which the session follows.
    */
-  prepare(call: { messages: readonly ChatMessage[]; tools: readonly ToolSpec[] } | Omit<HostCall, 'id'>): Promise<PreparedCall> {
+  prepare(
+    call: ({ messages: readonly ChatMessage[]; tools: readonly ToolSpec[] } | Omit<HostCall, 'id'>) & { whole?: boolean },
+  ): Promise<PreparedCall> {
     const id = randomUUID();
-    const given = 'messages' in call ? splitSystem(call.messages) : call;
+    const given = 'messages' in call ? splitSystem(call.messages) : { instructions: call.instructions, conversation: call.conversation };
+    // `whole` and `resume` ride on the call to acceptCall (acceptCall.ts), beside the machine's fields.
+    // The first call of this loop may come in the middle of a turn (a loop opened per request): it resumes it.
+    const hostCall: HostCall & { whole?: boolean; resume?: boolean } = {
+      id,
+      ...given,
+      tools: call.tools,
+      ...(call.whole ? { whole: true } : {}),
+      ...(this.calls++ === 0 ? { resume: true } : {}),
+    };
     return this.exclusive(async () => {
       const delivered = this.nextRequest();
-      const ended = (this.current = this.session.hostPass({ type: 'call', call: { id, ...given, tools: call.tools } }));
+      const ended = (this.current = this.session.hostPass({ type: 'call', call: hostCall }));
       const first = await Promise.race([delivered, ended.then((outcome) => ({ outcome }))]);
       if (!('outcome' in first)) return { call: first, done: ended };
       this.waiting = null;

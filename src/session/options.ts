@@ -53,6 +53,11 @@ export interface SessionOptions {
   stateStore?: Keyv;
   /** Where sessions are kept: default the filesystem store under `home`; e.g. postgresStore({ connectionString }). */
   store?: SessionStore;
+  /**
+   * For a host loop whose host never sees workmem's own tool calls (the proxy, `workmem
+   * serve`): their results are recorded as the tools run, since the host never sends them back.
+   */
+  recordToolResults?: boolean;
 }
 
 /** Item memory for a session: remember / recall / forget, per session or per user, optionally injected after overview.md. */

@@ -195,7 +195,8 @@ async function findIn(sessions: SessionStore, id: string): Promise<SessionSummar
   try {
     return await sessions.find(id);
   } catch (error) {
-    if (error instanceof SessionNotFoundError) throw new ConfigError(error.message);
+    // The cause stays: a host loop creates the session it names when there is none (hostLoop.ts).
+    if (error instanceof SessionNotFoundError) throw new ConfigError(error.message, { cause: error });
     throw error;
   }
 }

@@ -20,7 +20,9 @@ export function checkSessionOptions(options: unknown, caller: 'createSession' | 
   if (typeof llm!.model !== 'string' || !llm!.model) fail(`options.llm.model must be a model name (an LLM: ${AN_LLM})`);
   if (typeof llm!.complete !== 'function') fail(`options.llm.complete must be a function (an LLM: ${AN_LLM})`);
   if (o.id !== undefined && (typeof o.id !== 'string' || !SESSION_ID.test(o.id)))
-    fail(`options.id must be a session id (a lowercase UUID), got ${typeof o.id === 'string' ? JSON.stringify(o.id.slice(0, 80)) : typeOf(o.id)}`);
+    fail(
+      `options.id must be a session id (a lowercase UUID), got ${typeof o.id === 'string' ? JSON.stringify(o.id.slice(0, 80)) : typeOf(o.id)}`,
+    );
   for (const key of ['home', 'cwd', 'name', 'instructions'] as const)
     if (o[key] !== undefined && typeof o[key] !== 'string') fail(`options.${key} must be a string, got ${typeOf(o[key])}`);
   if (o.tools !== undefined && !Array.isArray(o.tools)) fail('options.tools must be an array of tools (defineTool(...))');

@@ -125,6 +125,7 @@ export function wireSession(
       ...(options.random ? { random: options.random } : {}),
       redact: record.redact,
       systemPromptFor,
+      ...(options.recordToolResults ? { recordToolResults: true } : {}),
       ...(inject && items
         ? { relevant: (history: HistoryView) => relevantMemories(items.memory, latestUserText(history), inject, counter) }
         : {}),

@@ -62,7 +62,26 @@ export interface RepairEntry {
   setAside?: number;
 }
 
-export type LogEntry = MessageEntry | CompactionEntry | EventEntry | RepairEntry;
+/**
+ * A host's conversation departed from the log (it edited or regenerated a message, or
+ * compacted its own history): the messages after `after` (a message's seq; 0: all of
+ * them) leave the derived history, and the host's own messages that follow are appended
+ * after this entry. Nothing is removed from the log; workmem's compactions of messages the
+ * branch keeps stay, those that reached past it are undone (deriveHistory.ts).
+ */
+export interface BranchEntry {
+  type: 'branch';
+  seq: number;
+  ts: number;
+  turn: number;
+  after: number;
+  /** How many of the log's messages it leaves behind. */
+  dropped: number;
+  /** 'compacted': the host replaced earlier messages and kept its recent ones (hostLine.ts says how this is told). */
+  reason: 'edited' | 'compacted';
+}
+
+export type LogEntry = MessageEntry | CompactionEntry | EventEntry | RepairEntry | BranchEntry;
 export type NewEntry = DistributiveOmit<LogEntry, 'seq' | 'ts'>;
 type DistributiveOmit<T, K extends keyof any> = T extends unknown ? Omit<T, K> : never;
 
@@ -162,6 +181,8 @@ export function checkEntry(value: unknown): string | null {
         ? checkMessage(answer.message)
         : 'repair answer is not a tool result';
     }
+    case 'branch':
+      return isInt(e.after) && isInt(e.dropped) && (e.reason === 'edited' || e.reason === 'compacted') ? null : 'malformed branch';
     default:
       return `unknown entry type ${JSON.stringify(e.type)}`;
   }

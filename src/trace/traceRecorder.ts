@@ -13,6 +13,7 @@ import type { WorkmemEvent } from '../events.js';
 import { transitionId } from './transitionId.js';
 import { TakenTransitions } from './takenTransitions.js';
 import { SentMessages, type SentRecord } from './sentMessages.js';
+import { HostMessages, type HostRecord } from './hostMessages.js';
 
 export const TRACE_FORMAT = 1;
 
@@ -32,7 +33,8 @@ export type TraceRecord =
     }
   | { k: 'event'; ts: number; event: TracedEvent }
   | { k: 'memory'; ts: number; version: number; content: string; turn: number | null }
-  | SentRecord;
+  | SentRecord
+  | HostRecord;
 
 type Transition = Parameters<typeof transitionId>[0];
 /** A session event as traced: without its session id (the header has it). */
@@ -86,6 +88,7 @@ export class TraceRecorder {
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly taken = new TakenTransitions();
   private readonly sent = new SentMessages();
+  private readonly hosted = new HostMessages();
   /** This run's header: a listener gets it first. */
   private header: TraceRecord | null = null;
 
@@ -167,6 +170,12 @@ export class TraceRecorder {
       this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
       this.flushTimer.unref();
     }
+  }
+
+  /** What a host's loop sent with a model call (hostMessages.ts). */
+  host(call: { turn: number; instructions: string | undefined; seqs: readonly number[]; sent: number }): void {
+    if (this.writer === null) return;
+    for (const record of this.hosted.records(call, this.now())) this.record(record);
   }
 
   memory(version: number, content: string): void {

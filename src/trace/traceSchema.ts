@@ -169,6 +169,16 @@ export const traceRecordSchema = z.discriminatedUnion('k', [
     tokens: promptTokens,
     reserved: count.nullable(),
   }),
+  // What a host's loop sent with each call (hostMessages.ts).
+  z.object({ k: z.literal('instructions'), ts: z.number(), hash: text, content: text }),
+  z.object({
+    k: z.literal('host'),
+    ts: z.number(),
+    turn: turnNo,
+    instructions: text.nullable(),
+    seqs: z.array(z.tuple([count, count])),
+    sent: count,
+  }),
 ]);
 
 /** A LiveLink's messages: who it is, then its records. */

@@ -12,6 +12,7 @@ import { PG_LOAD_SMOKE, postgresLoad } from './postgresLoad.js';
 import { allocation } from './allocation.js';
 import { hostLoopOverhead } from './hostLoopBench.js';
 import { peerRows } from './peerRows.js';
+import { proxyOverhead } from './proxyBench.js';
 import { postgresAvailable } from '../storage/postgresServer.js';
 
 function wellFormed(rows: Row[]): void {
@@ -105,6 +106,12 @@ describe('benchmarks (smoke sizes)', () => {
       expect(row.median).toBeGreaterThan(0);
       expect(row.median).toBeLessThanOrEqual(100);
     }
+  }, 120_000);
+
+  it('the proxy overhead: workmem serve beside a Session, first text and whole answer', async () => {
+    const rows = await proxyOverhead(SMOKE);
+    wellFormed(rows);
+    expect(rows.filter((r) => r.target !== null).map((r) => r.case)).toEqual(['400 messages in the log, first streamed text']);
   }, 120_000);
 
   it('CLI start and item memory', async () => {

@@ -21,7 +21,7 @@ import { median, now, p99, type Row } from './harness.js';
 const ANSWER = 'Noted, thank you.';
 
 /** A session whose log holds `messages` messages (older ones behind a compaction), and the conversation a host would hold. */
-async function longSession(home: string, messages: number): Promise<{ id: string; conversation: ChatMessage[] }> {
+export async function longSession(home: string, messages: number): Promise<{ id: string; conversation: ChatMessage[] }> {
   const counter = await loadTokenCounter('gpt-4o');
   const session = await createSession({ llm: zeroLatencyModel(), home, cwd: '/bench', env: {}, trace: false });
   const { id, dir } = session;

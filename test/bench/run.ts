@@ -9,6 +9,7 @@ import { cliStart, FULL, itemMemory, orchestrationOverhead, resume, throughput, 
 import { runBench } from './harness.js';
 import { hostLoopOverhead } from './hostLoopBench.js';
 import { peerRows } from './peerRows.js';
+import { proxyOverhead } from './proxyBench.js';
 
 await runBench(
   'npm run bench',
@@ -16,6 +17,7 @@ await runBench(
     ['orchestration overhead', () => orchestrationOverhead(FULL)],
     ['allocation', () => allocation(FULL.sizes, 50, 300)],
     ['host loop and middleware', () => hostLoopOverhead({ ...FULL, warmup: 30, samples: 200 })],
+    ['proxy overhead (workmem serve)', () => proxyOverhead(FULL)],
     ['LangGraph.js, the peer', () => peerRows(FULL.sizes)],
     ['resume', () => resume(FULL)],
     ['throughput', () => throughput(FULL)],

@@ -247,7 +247,7 @@ describe('bad input', () => {
     const unknownCommand = await cli(['frobnicate']);
     expect(unknownCommand).toMatchObject({ code: 2, stdout: '' });
     expect(unknownCommand.stderr).toBe(
-      'workmem: unknown command "frobnicate"; the commands are chat, run, rpc, sessions, memory, demo, eval, viz (see workmem --help)\n',
+      'workmem: unknown command "frobnicate"; the commands are chat, run, rpc, sessions, memory, demo, eval, serve, viz (see workmem --help)\n',
     );
 
     const unknownFlag = await cli(['run', '--frobnicate', 'x'], { env });

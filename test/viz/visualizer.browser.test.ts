@@ -10,7 +10,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import WebSocket, { WebSocketServer } from 'ws';
 import { createMachine } from 'xstate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,7 +29,7 @@ import type { WorkmemEvent } from '../../src/events.js';
 import { cliPath } from '../cli/cliProcess.js';
 import { protocolFollower, startTestServer, type RecordedRequest } from '../../src/testing/index.js';
 import { collect, newSession, ofType, tempHome } from '../helpers.js';
-import { auth, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
+import { auth, launchChromium, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
@@ -544,18 +544,8 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     received = demo.requests;
     records = readTrace(join(demo.sessionDir, 'trace.jsonl')).records;
     server = await startVizServer({ home });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
+
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

@@ -4,12 +4,17 @@
  * WebSocket attempts. Shared by test/viz/visualizer.browser.test.ts and the viz reliability family.
  */
 import { request, type IncomingHttpHeaders } from 'node:http';
+import { chromium, type Browser } from 'playwright-core';
 import WebSocket from 'ws';
 
 export const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
 /** One HTTP request with the headers given as they are (Host included), as a browser cannot send them. */
-export function rawGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
+export function rawGet(
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
   return new Promise((resolve) => {
     const req = request({ host: '127.0.0.1', port, path, headers: { host: `127.0.0.1:${port}`, ...headers } }, (res) => {
       let body = '';
@@ -52,7 +57,7 @@ export function wsAttempt(
 }
 
 export const until = async (check: () => boolean, ms = 5_000): Promise<void> => {
-  for (const end = Date.now() + ms; !check(); ) {
+  for (const end = Date.now() + ms; !check();) {
     if (Date.now() > end) throw new Error('timed out waiting');
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -66,3 +71,19 @@ export const upgradeHeaders = (token: string): Record<string, string> => ({
   'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
   'sec-websocket-protocol': `workmem, token.${token}`,
 });
+
+/** Headless Chromium as the browser tests run it: the system's build, offline, no sandbox. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+}

@@ -1,0 +1,100 @@
+/**
+ * workmem serve: the working-memory proxy (src/serve/) until Ctrl-C. Sessions are kept in
+ * the home's folders or, with --database-url / --database-url-file / WORKMEM_DATABASE_URL,
+ * in PostgreSQL, where several proxies share them. The upstream's key comes from
+ * OPENAI_API_KEY (never a flag), or with --forward-auth from each client.
+ */
+import { readFileSync } from 'node:fs';
+import { withoutUserinfo } from '../llm/baseUrl.js';
+import { startProxy } from '../serve/proxyServer.js';
+import { isLoopback } from '../serve/proxyDoors.js';
+import { defaultHome } from '../storage/sessionPaths.js';
+import { DEFAULT_VIZ_PORT } from '../trace/liveLink.js';
+import type { CliIO, Flags } from './cliIO.js';
+import { databaseOf, storeOf } from './databaseStore.js';
+import { terminalLine } from './terminalText.js';
+import { UsageError } from './usageError.js';
+
+export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
+  if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  const upstream = typeof flags.upstream === 'string' ? flags.upstream.trim() : '';
+  if (!upstream) throw new UsageError('give the model server to send requests to: --upstream <base-url> (e.g. https://api.openai.com/v1)');
+  let parsed: URL;
+  try {
+    parsed = new URL(upstream);
+  } catch {
+    throw new UsageError(`--upstream ${JSON.stringify(upstream.replace(/^.*@/, '***@'))} is not a URL`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new UsageError(`--upstream must be an http:// or https:// URL, got ${JSON.stringify(withoutUserinfo(upstream))}`);
+  const port = numberFlag(flags.port, '--port', 0, 65535) ?? 0;
+  const contextWindow = numberFlag(flags['context-window'], '--context-window', 1024, 100_000_000);
+  const host = typeof flags.host === 'string' ? flags.host : '127.0.0.1';
+  const token = tokenOf(flags, io.env);
+  if (!isLoopback(host) && !token)
+    throw new UsageError(
+      `--host ${host} listens beyond loopback: give a token clients must send (--token-file <path>, or env WORKMEM_SERVE_TOKEN)`,
+    );
+  const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
+  const apiKey = io.env.OPENAI_API_KEY?.trim() || undefined;
+  const inspect = flags.inspect === true ? (numberFlag(flags['inspect-port'], '--inspect-port', 1, 65535) ?? DEFAULT_VIZ_PORT) : undefined;
+  const database = databaseOf(flags, io.env);
+  const store = storeOf(database);
+  try {
+    const proxy = await startProxy({
+      upstream,
+      ...(apiKey ? { apiKey } : {}),
+      forwardAuth: flags['forward-auth'] === true,
+      host,
+      port,
+      ...(token ? { token } : {}),
+      home,
+      ...(store ? { store } : {}),
+      cwd: io.cwd,
+      env: io.env,
+      ...(contextWindow ? { contextWindow } : {}),
+      ...(inspect ? { visualizer: inspect } : {}),
+      warn: (message) => io.stderr.write(`workmem serve: ${terminalLine(message)}\n`),
+    });
+    io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(withoutUserinfo(upstream))}\n`);
+    io.stdout.write(
+      `(sessions ${database ? `in ${terminalLine(withoutUserinfo(database.url))}` : `of ${terminalLine(home)}`}; ` +
+        `point a client at it: OPENAI_BASE_URL=${proxy.url}; Ctrl-C stops)\n`,
+    );
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    await proxy.close();
+    return 0;
+  } finally {
+    await store?.close();
+  }
+}
+
+function numberFlag(value: string | boolean | undefined, name: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (typeof value !== 'string' || !Number.isInteger(n) || n < min || n > max)
+    throw new UsageError(`${name} ${JSON.stringify(value)} is not a whole number from ${min} to ${max}`);
+  return n;
+}
+
+/** The token clients must send: the first line of --token-file, or WORKMEM_SERVE_TOKEN. */
+function tokenOf(flags: Flags, env: NodeJS.ProcessEnv): string | undefined {
+  let token = env.WORKMEM_SERVE_TOKEN?.trim();
+  if (typeof flags['token-file'] === 'string') {
+    try {
+      token = readFileSync(flags['token-file'], 'utf8')
+        .split(/\r?\n/)
+        .find((l) => l.trim())
+        ?.trim();
+    } catch (error) {
+      throw new UsageError(
+        `--token-file ${JSON.stringify(flags['token-file'])} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      );
+    }
+  }
+  if (token !== undefined && token.length < 16) throw new UsageError('the serve token must be at least 16 characters');
+  return token || undefined;
+}

@@ -1,0 +1,158 @@
+/**
+ * A conversation as a host's loop holds it, matched against the log by message keys
+ * (messageKey.ts). A host that runs workmem's tools itself (the AI SDK middleware) holds
+ * their calls and results; one that never sees them (the proxy: its client gets only its
+ * own calls and text) holds one assistant message where the log holds the model's answers
+ * that called workmem's tools, their results and the answer after them. Both sides are
+ * folded the same way, so that either kind of host matches the log: workmem's calls are
+ * left out of an assistant message's key, their results join the element before them, and
+ * an answer that follows workmem's results joins the answer that called them (its text
+ * appended, as the proxy streams it to its client). An element keeps the positions of the
+ * messages it stands for (log seqs, or a host's indices): a branch point, the trace.
+ */
+import type { AssistantMessage, ChatMessage } from './messages.js';
+import { messageKey } from './messageKey.js';
+
+/** workmem's own tools (memory, compact_history, item memory): the names sessionTools.ts gives them. */
+export const WORKMEM_TOOL_NAMES: ReadonlySet<string> = new Set([
+  'read',
+  'write',
+  'edit',
+  'compact_history',
+  'remember',
+  'recall',
+  'forget',
+]);
+
+type Mask = (text: string) => string;
+
+/** How the next message folds in: a result of workmem's joins the last element, an answer after them joins the answer, else a new element. */
+class Folder {
+  /** Ids of workmem's calls, to know their results. */
+  private readonly ours = new Set<string>();
+  /** The last element is an answer whose last part called only workmem's tools: the next answer joins it. */
+  open = false;
+
+  step(message: ChatMessage, hasLast: boolean): 'hidden' | 'join' | 'new' {
+    if (message.role === 'tool' && hasLast && this.ours.has(message.tool_call_id)) return 'hidden';
+    const joins = this.open && message.role === 'assistant';
+    this.open = false;
+    if (message.role !== 'assistant') return 'new';
+    const calls = message.tool_calls ?? [];
+    let theirs = 0;
+    for (const c of calls) {
+      if (WORKMEM_TOOL_NAMES.has(c.function.name)) this.ours.add(c.id);
+      else theirs++;
+    }
+    this.open = theirs === 0 && calls.length > 0;
+    return joins ? 'join' : 'new';
+  }
+}
+
+/** An assistant message as a host sees it: workmem's calls left out. */
+function visible(message: AssistantMessage): AssistantMessage {
+  const calls = message.tool_calls?.filter((c) => !WORKMEM_TOOL_NAMES.has(c.function.name)) ?? [];
+  return { role: 'assistant', content: message.content, ...(calls.length ? { tool_calls: calls } : {}) };
+}
+
+/** Answers joined: texts appended in order, the host's calls gathered. */
+export function joinAnswers(first: AssistantMessage, next: AssistantMessage): AssistantMessage {
+  const content = (first.content ?? '') + (next.content ?? '') || null;
+  const calls = [...(first.tool_calls ?? []), ...(next.tool_calls ?? [])];
+  return { role: 'assistant', content, ...(calls.length ? { tool_calls: calls } : {}) };
+}
+
+export interface HostElement {
+  key: string;
+  /** The positions of the messages it stands for: log seqs, or a host's indices. */
+  readonly at: number[];
+  /** While an answer may still join it: the joined message its key is made of. */
+  joined?: AssistantMessage;
+}
+
+/** The log's side, folded as messages are appended (each key computed once). */
+export class HostLine {
+  readonly elements: HostElement[] = [];
+  private folder = new Folder();
+
+  constructor(private readonly mask: Mask = (text) => text) {}
+
+  get length(): number {
+    return this.elements.length;
+  }
+
+  add(message: ChatMessage, at: number): void {
+    const last = this.elements.at(-1);
+    const how = this.folder.step(message, last !== undefined);
+    if (how === 'hidden') {
+      last!.at.push(at);
+      return;
+    }
+    if (how === 'join' && last?.joined && message.role === 'assistant') {
+      const joined = joinAnswers(last.joined, visible(message));
+      last.key = messageKey(joined, this.mask);
+      last.at.push(at);
+      if (this.folder.open) last.joined = joined;
+      else delete last.joined;
+      return;
+    }
+    if (last) delete last.joined;
+    const own = message.role === 'assistant' ? visible(message) : message;
+    this.elements.push({ key: messageKey(own, this.mask), at: [at], ...(this.folder.open ? { joined: own as AssistantMessage } : {}) });
+  }
+
+  /** Keep the first `count` elements: a branch drops the rest. */
+  truncate(count: number): void {
+    this.elements.length = Math.min(count, this.elements.length);
+    const last = this.elements.at(-1);
+    if (last) delete last.joined;
+    this.folder = new Folder(); // the kept elements are whole: nothing joins them
+  }
+}
+
+/**
+ * The host's side, folded by roles and tool names alone: an element's key is computed only
+ * when it is compared (a host sends its whole conversation on every call; most of it is known).
+ */
+export class HostSpans {
+  /** starts[i]: the host index element i begins at; starts[length]: the conversation's length. */
+  private readonly starts: number[] = [];
+  private readonly keys: (string | undefined)[] = [];
+
+  constructor(
+    private readonly conversation: { length: number; at(index: number): ChatMessage },
+    private readonly mask: Mask,
+  ) {
+    const folder = new Folder();
+    for (let i = 0; i < conversation.length; i++) if (folder.step(conversation.at(i), i > 0) === 'new') this.starts.push(i);
+    if (conversation.length && this.starts[0] !== 0) this.starts.unshift(0);
+    this.starts.push(conversation.length);
+  }
+
+  get length(): number {
+    return this.starts.length - 1;
+  }
+
+  /** The host indices of element i: [start, end). */
+  start(i: number): number {
+    return this.starts[i]!;
+  }
+  end(i: number): number {
+    return this.starts[i + 1]!;
+  }
+
+  key(i: number): string {
+    let key = this.keys[i];
+    if (key === undefined) {
+      let message = this.conversation.at(this.start(i));
+      if (message.role === 'assistant') message = visible(message);
+      for (let j = this.start(i) + 1; j < this.end(i); j++) {
+        const m = this.conversation.at(j);
+        // Results of workmem's calls are joined; answers after them are appended.
+        if (m.role === 'assistant' && message.role === 'assistant') message = joinAnswers(message, visible(m));
+      }
+      key = this.keys[i] = messageKey(message, this.mask);
+    }
+    return key;
+  }
+}

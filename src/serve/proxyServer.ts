@@ -1,0 +1,249 @@
+/**
+ * `workmem serve`: a working-memory proxy that speaks the Chat Completions API. Any program
+ * that talks to an OpenAI-compatible base URL talks to this one instead: POST
+ * /v1/chat/completions (streamed or not) goes through a workmem session (exchange.ts), GET
+ * /v1/models is passed through, everything else is 404. Every request passes the doors
+ * (proxyDoors.ts) first; bodies and answers are bounded; errors are OpenAI-shaped and keep
+ * the upstream's status; keys never reach a log, a trace or an error (redact.ts).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { userinfoSecrets } from '../llm/baseUrl.js';
+import { modelLimits } from '../llm/models.js';
+import { redactor, type Redact } from '../secrets/redact.js';
+import { HostLoopError, type HostLoopOptions } from '../session/hostLoop.js';
+import type { SettingsOverrides } from '../settings/config.js';
+import type { SessionStore } from '../storage/sessionStore.js';
+import { SessionInUseError } from '../storage/storeErrors.js';
+import { BadRequestError, readClientRequest, type ClientRequest } from './chatWire.js';
+import { ClientStream, completionOf } from './clientAnswer.js';
+import { runExchange, type ExchangeSink } from './exchange.js';
+import { isLoopback, proxyRefusal, type Doors } from './proxyDoors.js';
+import { SessionGate } from './sessionGate.js';
+import { SESSION_HEADER, sessionNameOf } from './sessionNaming.js';
+import { Upstream } from './upstream.js';
+
+export interface ProxyOptions {
+  /** The upstream's base URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1. */
+  upstream: string;
+  /** The upstream's key, from the proxy's environment (never from a flag). */
+  apiKey?: string;
+  /** Send the client's Authorization upstream instead of apiKey. */
+  forwardAuth?: boolean;
+  /** Default 127.0.0.1; beyond loopback `token` is required. */
+  host?: string;
+  /** Default 0: a free port (the server says which). */
+  port?: number;
+  token?: string;
+  home: string;
+  store?: SessionStore;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** The model's window, for every model; default: the known window of the request's model. */
+  contextWindow?: number;
+  settings?: SettingsOverrides;
+  /** Request bodies past this are refused (413). Default 32 MiB. */
+  maxRequestBytes?: number;
+  /** Wait for the upstream's first output and between its chunks. Default 600 s. */
+  timeoutMs?: number;
+  /** How long a request waits for a session another proxy holds. Default 30 s. */
+  leaseWaitMs?: number;
+  /** Keep each session's trace for the visualizer (default true). */
+  trace?: boolean;
+  /** Stream the sessions' traces live to `workmem viz` (as --inspect does). */
+  visualizer?: true | number | string;
+  warn?: (message: string) => void;
+}
+
+export interface ProxyServer {
+  /** The base URL for clients, ending in /v1. */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+/** /v1/models is a short list; a larger answer is not passed on. */
+const MAX_MODELS_BYTES = 4 * 1024 * 1024;
+
+export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
+  const host = options.host ?? '127.0.0.1';
+  const doors: Doors = { loopback: isLoopback(host), token: options.token, forwardAuth: options.forwardAuth === true };
+  if (!doors.loopback && !doors.token) throw new Error(`listening on ${host} (beyond loopback) needs a token`);
+  const secrets = [options.apiKey, ...userinfoSecrets(options.upstream)];
+  const hide = redactor(secrets);
+  const upstream = new Upstream(
+    { baseURL: options.upstream, ...(options.apiKey ? { apiKey: options.apiKey } : {}), timeoutMs: options.timeoutMs ?? 600_000 },
+    hide,
+  );
+  const gate = new SessionGate(options.leaseWaitMs ?? 30_000);
+  const maxBytes = options.maxRequestBytes ?? MAX_REQUEST_BYTES;
+  let port = 0;
+
+  const loopOptions = (request: ClientRequest, auth: string | undefined): HostLoopOptions => {
+    const contextWindow = options.contextWindow ?? modelLimits(request.model).contextWindow;
+    return {
+      model: request.model,
+      contextWindow,
+      // The client's limit (within half the window), else what openaiChat reserves by default.
+      maxOutputTokens: Math.min(request.maxTokens?.value ?? 4096, Math.floor(contextWindow / (request.maxTokens ? 2 : 4))),
+      home: options.home,
+      ...(options.store ? { store: options.store } : {}),
+      cwd: options.cwd ?? process.cwd(),
+      env: options.env ?? process.env,
+      ...(options.settings ? { settings: options.settings } : {}),
+      ...(options.trace === false ? { trace: false } : {}),
+      ...(options.visualizer !== undefined ? { visualizer: options.visualizer } : {}),
+      ...(options.warn ? { warn: options.warn } : {}),
+      secrets: [...secrets, auth?.replace(/^Bearer\s+/i, '')].filter((s): s is string => !!s),
+      recordToolResults: true,
+    };
+  };
+
+  async function chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readBody(req, maxBytes);
+    if (raw === null) {
+      // The rest of the body is not read: the connection closes once the refusal is sent.
+      res.setHeader('connection', 'close');
+      res.on('finish', () => req.destroy());
+      return sendError(res, 413, `the request body is larger than ${maxBytes} bytes`, 'invalid_request_error');
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      return sendError(res, 400, 'the request body is not JSON', 'invalid_request_error');
+    }
+    const request = readClientRequest(parsed);
+    const { name } = sessionNameOf(req.headers[SESSION_HEADER], request.user, request.messages);
+    const auth = doors.forwardAuth ? req.headers.authorization : undefined;
+    const hideAll: Redact = auth ? redactor([...secrets, auth.replace(/^Bearer\s+/i, '')]) : hide;
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    let stream: ClientStream | null = null;
+    let reply: (() => void) | null = null;
+    await gate.use(name, loopOptions(request, auth), async (loop) => {
+      const headers = { [SESSION_HEADER]: loop.session.id };
+      stream = request.stream ? new ClientStream(res, headers) : null;
+      const sink: ExchangeSink = stream ?? { begin: () => {}, delta: () => {} };
+      const outcome = await runExchange(loop, request, upstream, auth, abort.signal, sink);
+      if (!outcome.ok) {
+        const { failure } = outcome;
+        const body = { error: { ...failure.body.error, message: hideAll(failure.body.error.message) } };
+        if (stream?.begun) stream.fail({ ...failure, body });
+        else reply = () => sendJson(res, failure.status, body, { ...headers, ...failure.headers });
+      } else if (stream) stream.finish(outcome.answer, request.streamUsage);
+      else {
+        const completion = completionOf(outcome.answer);
+        reply = () => sendJson(res, 200, completion, headers);
+      }
+    });
+    // Answered once the session is closed (its lease given back): the client's next request may go to any proxy.
+    if (reply) (reply as () => void)();
+    else (stream as ClientStream | null)?.end();
+  }
+
+  async function models(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    let answer;
+    try {
+      answer = await upstream.models(doors.forwardAuth ? req.headers.authorization : undefined, abort.signal);
+    } catch (error) {
+      const failure = upstream.failure(error);
+      return sendJson(res, 502, failure.body);
+    }
+    if (answer.body.length > MAX_MODELS_BYTES)
+      return sendError(res, 502, 'the upstream sent a model list too large to pass on', 'upstream_error');
+    res.writeHead(answer.status, { 'content-type': answer.type });
+    res.end(answer.body);
+  }
+
+  const server: Server = createServer((req, res) => {
+    const refused = proxyRefusal(req, port, doors);
+    if (refused) return sendError(res, refused.status, refused.reason, 'invalid_request_error');
+    const path = (req.url ?? '/').split('?')[0];
+    const route =
+      req.method === 'POST' && path === '/v1/chat/completions' ? chat : req.method === 'GET' && path === '/v1/models' ? models : null;
+    if (!route)
+      return sendError(
+        res,
+        404,
+        `no route for ${req.method} ${path}: workmem serve answers POST /v1/chat/completions and GET /v1/models`,
+        'invalid_request_error',
+      );
+    route(req, res).catch((error: unknown) => {
+      if (res.headersSent) {
+        if (!res.writableEnded)
+          res.end(`data: ${JSON.stringify({ error: { message: hide(messageOf(error)), type: 'server_error' } })}\n\n`);
+        return;
+      }
+      if (error instanceof BadRequestError) return sendError(res, 400, error.message, 'invalid_request_error', error.code, error.param);
+      if (error instanceof RangeError) return sendError(res, 400, hide(error.message), 'invalid_request_error');
+      if (error instanceof SessionInUseError) {
+        res.setHeader('retry-after', '1');
+        return sendError(res, 409, hide(`the session is busy in another proxy: ${error.message}`), 'session_in_use', 'session_in_use');
+      }
+      const what = error instanceof HostLoopError ? `the session could not take the request: ${error.message}` : messageOf(error);
+      sendError(res, 500, hide(what), 'server_error');
+    });
+  });
+  server.headersTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  port = (server.address() as AddressInfo).port;
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${port}/v1`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.pause();
+        resolve(null);
+        return;
+      }
+      parts.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return void res.end();
+  res.writeHead(status, { ...headers, 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+function sendError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  type: string,
+  code: string | null = null,
+  param: string | null = null,
+): void {
+  sendJson(res, status, { error: { message, type, param, code } });
+}

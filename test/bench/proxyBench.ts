@@ -1,0 +1,147 @@
+/**
+ * What `workmem serve` adds per request, at 100 and 10k messages in the log, beside what a
+ * Session pays for the same request to the same upstream (the test server on loopback,
+ * answering at once), alternated in one run: the time to the first streamed text and to the
+ * answer's end. The proxy opens its session for each request and closes it after (the lease
+ * moves with the requests, docs/proxy.md), so its baseline is a Session opened, prompted and
+ * closed per request; a Session kept open is measured beside it. The proxy is the built CLI in
+ * a process of its own, as it runs (in this process its disk waits would hold up the client's
+ * reading); the client is the `openai` package, streaming, sending its whole conversation each
+ * time as agents do. Traces are on for all, as by default.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { openSession, type Session } from '../../src/session/index.js';
+import { startTestServer } from '../../src/testing/index.js';
+import { longSession } from './hostLoopBench.js';
+import type { Scale } from './benchmarks.js';
+import { median, now, p99, type Row } from './harness.js';
+import { builtFile } from '../reliability/built.js';
+
+const ANSWER = 'Noted, thank you.';
+const TARGET_MS = 3;
+
+/** A Session's request: [first text, end] in ms. */
+async function timedPrompt(session: Session, text: string, started: number): Promise<[number, number]> {
+  let first = NaN;
+  const off = session.on('message_delta', () => {
+    if (Number.isNaN(first)) first = now() - started;
+  });
+  await session.prompt(text);
+  off();
+  return [first, now() - started];
+}
+
+export async function proxyOverhead(scale: Scale): Promise<Row[]> {
+  const rows: Row[] = [];
+  const sizes = [scale.sizes[0]!, scale.sizes.includes(10_000) ? 10_000 : scale.sizes.at(-1)!];
+  const warmup = Math.min(scale.warmup, 20);
+  const samples = Math.min(scale.samples, 150);
+  for (const size of sizes) {
+    const server = await startTestServer({ policy: () => ({ content: ANSWER }), promptCaching: 'off', chunkChars: 64 });
+    const home = mkdtempSync(join(tmpdir(), 'workmem-bench-proxy-'));
+    const llm = () => openaiChat({ baseURL: server.baseURL, apiKey: 'bench', model: 'gpt-4o', contextWindow: 128_000, maxRetries: 0 });
+    const common = { home, env: {} };
+    const kept = await longSession(home, size);
+    const reopened = await longSession(home, size);
+    const proxied = await longSession(home, size);
+    const open = await openSession(kept.id, { llm: llm(), ...common });
+    const proxy = await startServe(server.baseURL, home);
+    const client = new OpenAI({ baseURL: proxy.url, apiKey: 'bench', maxRetries: 0, defaultHeaders: { 'x-workmem-session': proxied.id } });
+    const held = proxied.conversation as ChatCompletionMessageParam[];
+    const t = { kept: [[], []], reopened: [[], []], proxy: [[], []] } as Record<string, [number[], number[]]>;
+    for (let i = 0; i < warmup + samples; i++) {
+      const question = `Question ${i}: what changed since the last request?`;
+      const keptMs = await timedPrompt(open, question, now());
+
+      let started = now();
+      const session = await openSession(reopened.id, { llm: llm(), ...common });
+      const reopenedMs = await timedPrompt(session, question, started);
+      await session.close();
+      reopenedMs[1] = now() - started;
+
+      held.push({ role: 'user', content: question });
+      started = now();
+      let first = NaN;
+      let text = '';
+      const stream = await client.chat.completions.create({ model: 'gpt-4o', messages: held, stream: true });
+      for await (const chunk of stream) {
+        const delta = chunk.choices[0]?.delta?.content;
+        if (delta && Number.isNaN(first)) first = now() - started;
+        text += delta ?? '';
+      }
+      const proxyMs = [first, now() - started];
+      held.push({ role: 'assistant', content: text });
+      if (i < warmup) continue;
+      for (const [name, ms] of [
+        ['kept', keptMs],
+        ['reopened', reopenedMs],
+        ['proxy', proxyMs],
+      ] as const) {
+        t[name]![0].push(ms[0]);
+        t[name]![1].push(ms[1]);
+      }
+    }
+    await open.close();
+    await proxy.stop();
+    await server.close();
+    rmSync(home, { recursive: true, force: true });
+    const label = size >= 1000 ? `${size / 1000}k` : String(size);
+    const over = (base: string, k: 0 | 1) => t.proxy![k].map((ms, i) => ms - t[base]![k][i]!);
+    const row = (metric: string, what: string, samples: number[], target: boolean): Row => ({
+      metric,
+      case: `${label} messages in the log, ${what}`,
+      median: median(samples),
+      p99: p99(samples),
+      unit: 'ms',
+      target: target ? `median ≤ ${TARGET_MS} ms` : null,
+      met: target ? median(samples) <= TARGET_MS : null,
+    });
+    rows.push(
+      row('Proxy request, Session baseline (opened per request)', 'first streamed text', t.reopened![0], false),
+      row('Proxy request, through workmem serve', 'first streamed text', t.proxy![0], false),
+      row('Proxy request, through workmem serve', 'whole answer', t.proxy![1], false),
+      row('Proxy overhead over Session (opened per request)', 'first streamed text', over('reopened', 0), size === sizes.at(-1)),
+      row('Proxy overhead over Session (opened per request)', 'whole answer', over('reopened', 1), false),
+      row('Proxy overhead over Session (kept open)', 'first streamed text', over('kept', 0), false),
+    );
+  }
+  return rows;
+}
+
+/** `workmem serve` from the build, in a process of its own, on the home's sessions. */
+async function startServe(upstream: string, home: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [builtFile('src/cli/bin.js'), 'serve', '--upstream', upstream, '--context-window', '128000'],
+    {
+      cwd: '/',
+      env: { PATH: process.env.PATH, WORKMEM_HOME: home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const read = (chunk: Buffer): void => {
+      out += chunk;
+      const found = /workmem serve on (http:\/\/\S+\/v1)/.exec(out)?.[1];
+      if (found) resolve(found);
+    };
+    child.stdout!.on('data', read);
+    child.stderr!.on('data', read);
+    child.once('exit', (code) => reject(new Error(`workmem serve exited (${code}): ${out}`)));
+  });
+  return {
+    url,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * An agent program from npm that no one here wrote, driven headless against the proxy's base
+ * URL: pi (@mariozechner/pi-coding-agent, a coding agent CLI), installed from the registry
+ * into a cache of its own (never a dependency of workmem: it brings 200 MB and install
+ * scripts), configured as its docs say for an OpenAI-compatible server (models.json,
+ * api "openai-completions"), run with `-p` (print mode) one turn per process, continuing its
+ * own session (`-c`), offline. Its built-in tools read/write/edit have the names of
+ * workmem's own, so it runs with `--tools bash` (the proxy refuses a clash, see
+ * docs/proxy.md). Across its processes the proxy keeps one session: memory written through
+ * the proxy, pi's own tool call round-tripping, and none of workmem's calls reaching pi.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { proxies, sessionState } from './proxyHarness.js';
+
+const PI_VERSION = '0.73.1';
+const CACHE = join(tmpdir(), `workmem-test-pi-${PI_VERSION}`);
+const PI = join(CACHE, 'node_modules', '@mariozechner', 'pi-coding-agent', 'dist', 'cli.js');
+const proxied = proxies();
+
+beforeAll(() => {
+  if (existsSync(PI)) return;
+  mkdirSync(CACHE, { recursive: true });
+  const installed = spawnSync(
+    'npm',
+    [
+      'install',
+      '--prefix',
+      CACHE,
+      '--no-audit',
+      '--no-fund',
+      '--prefer-offline',
+      '--ignore-scripts',
+      '--loglevel=error',
+      `@mariozechner/pi-coding-agent@${PI_VERSION}`,
+    ],
+    { encoding: 'utf8', timeout: 5 * 60_000, env: { PATH: process.env.PATH, HOME: process.env.HOME } },
+  );
+  if (installed.status !== 0) throw new Error(`npm could not install pi: ${installed.stderr}`);
+}, 6 * 60_000);
+
+function pi(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    // stdin closed: in print mode pi reads a piped stdin to its end.
+    const child = spawn(process.execPath, [PI, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('exit', (code) => (clearTimeout(timer), resolve({ code, stdout, stderr })));
+  });
+}
+
+describe('pi, an agent from npm, through workmem serve', () => {
+  it('runs headless turn after turn against the base URL; the proxy keeps its session', async () => {
+    const { proxy, server, home } = await proxied();
+    const work = mkdtempSync(join(tmpdir(), 'workmem-pi-'));
+    const agentDir = join(work, 'agent');
+    mkdirSync(agentDir);
+    writeFileSync(
+      join(agentDir, 'models.json'),
+      JSON.stringify({
+        providers: {
+          workmem: {
+            baseUrl: proxy.url,
+            api: 'openai-completions',
+            apiKey: 'unused-by-the-proxy',
+            compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
+            models: [{ id: 'workmem-test', contextWindow: 32_000, maxTokens: 2_000 }],
+          },
+        },
+      }),
+    );
+    const env = { PATH: process.env.PATH, HOME: work, PI_CODING_AGENT_DIR: agentDir };
+    const common = [
+      '--provider',
+      'workmem',
+      '--model',
+      'workmem-test',
+      '--tools',
+      'bash',
+      '--offline',
+      '--no-extensions',
+      '--no-skills',
+      '--no-context-files',
+      '--session-dir',
+      join(work, 'sessions'),
+    ];
+    const turns = [
+      'My plant1 is rose1.',
+      'My plant2 is rose2.',
+      'Use the bash tool with echo hi.',
+      'What is my plant1?',
+      'What is my plant2?',
+    ];
+    const answers: string[] = [];
+    for (const [i, text] of turns.entries()) {
+      const run = await pi([...common, ...(i ? ['-c'] : []), '-p', text], env, work);
+      expect(run.code, run.stderr).toBe(0);
+      answers.push(run.stdout.trim());
+    }
+    expect(answers[3]).toContain('rose1');
+    expect(answers[4]).toContain('rose2');
+
+    // One session for the conversation, named by its opening (pi's system prompt and first message).
+    expect(server.requests.length).toBeGreaterThanOrEqual(turns.length);
+    const sessionDir = join(home, 'sessions');
+    const sessions = readdirSync(sessionDir).flatMap((cwd) => readdirSync(join(sessionDir, cwd)));
+    expect(sessions.length).toBe(1);
+    const { log, overview } = await sessionState(sessions[0]!, { home });
+    expect(overview).toContain('rose2');
+    const calls = log.flatMap((e) =>
+      e.type === 'message' && e.message.role === 'assistant' ? (e.message.tool_calls ?? []).map((c) => c.function.name) : [],
+    );
+    expect(calls).toContain('bash');
+    expect(calls).toContain('write');
+    expect(log.some((e) => e.type === 'message' && e.message.role === 'tool' && calls.includes('bash'))).toBe(true);
+    expect(log.filter((e) => e.type === 'branch')).toEqual([]);
+    // pi's own session holds its bash call and none of workmem's.
+    const piSessions = readdirSync(join(work, 'sessions'), { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith('.jsonl'));
+    const piLog = piSessions.map((f) => readFileSync(join(work, 'sessions', f), 'utf8')).join('\n');
+    expect(piLog).toContain('bash');
+    expect(piLog).not.toContain('working-memory/overview.md');
+  }, 120_000);
+});

@@ -1,0 +1,168 @@
+/**
+ * What `workmem serve` answers besides a good conversation: upstream failures with the
+ * upstream's status and an OpenAI-shaped body (429 with its retry-after, 500), an overflow
+ * compacted once and sent again without the client seeing it, bad requests refused with a
+ * reason and nothing recorded, the doors (Host, Origin, token beyond loopback, size limits),
+ * /v1/models passed through, session naming, and the upstream's key in no log or trace.
+ */
+import { request as httpRequest } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { sessionIdFor } from '../../src/session/sessionName.js';
+import { openingKey } from '../../src/serve/sessionNaming.js';
+import { agentTurn, client, proxies, sessionState } from './proxyHarness.js';
+
+const proxied = proxies();
+const UPSTREAM_KEY = 'sk-upstreamSecretKey0123456789abcdef';
+
+/** A raw request to the proxy, as a program (or a browser) would send it. */
+function raw(
+  url: string,
+  options: { method?: string; path?: string; headers?: Record<string, string>; body?: string },
+): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+  const target = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: options.method ?? 'POST',
+        path: options.path ?? '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', ...options.headers },
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body ?? '');
+  });
+}
+
+const chat = (content: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ model: 'workmem-test', messages: [{ role: 'user', content }], ...extra });
+
+describe('workmem serve: failures, doors and names', () => {
+  it('keeps the upstream status and body: 429 with retry-after, 500; nothing the client sees is half an answer', async () => {
+    const { proxy, server } = await proxied();
+    server.inject({ type: 'rate_limit', retryAfterSeconds: 7 });
+    const limited = await raw(proxy.url, { body: chat('hello') });
+    expect(limited.status).toBe(429);
+    expect(limited.headers['retry-after']).toBe('7');
+    expect(JSON.parse(limited.body).error).toMatchObject({ code: 'rate_limit_exceeded', message: expect.stringContaining('Rate limit') });
+    server.inject({ type: 'server_error' });
+    const failed = await raw(proxy.url, { body: chat('hello') });
+    expect(failed.status).toBe(500);
+    expect(JSON.parse(failed.body).error.type).toBe('server_error');
+    // The same conversation goes on once the upstream is back.
+    const ok = await raw(proxy.url, { body: chat('hello') });
+    expect(ok.status).toBe(200);
+  });
+
+  it('compacts an overflow once and asks again: the client gets its answer, never the 400', async () => {
+    const { proxy, server, home } = await proxied({ proxy: { contextWindow: 8000 } });
+    const openai = client(proxy, { 'x-workmem-session': 'overflowing' });
+    const messages: ChatCompletionMessageParam[] = [];
+    for (let i = 1; i <= 8; i++) await agentTurn(openai, messages, `Small talk ${i}: ${'words and more words, '.repeat(20)}`);
+    server.inject({ type: 'context_length' });
+    const before = server.requests.length;
+    const answer = await agentTurn(openai, messages, 'My plant1 is rose1.');
+    expect(answer).toContain('rose1');
+    // The 400, then the call made again (and again after the model wrote its memory through the proxy).
+    const statuses = server.requests.slice(before).map((r) => r.status);
+    expect(statuses[0]).toBe(400);
+    expect(statuses.slice(1).every((s) => s === 200) && statuses.length >= 2).toBe(true);
+    const { log } = await sessionState(sessionIdFor('overflowing'), { home });
+    expect(log.filter((e) => e.type === 'compaction' && e.reason === 'overflow').length).toBe(1);
+  });
+
+  it('refuses what it cannot keep, with the reason, and records nothing of it', async () => {
+    const { proxy, server } = await proxied();
+    const image = await raw(proxy.url, {
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }] }),
+    });
+    expect(image.status).toBe(400);
+    expect(JSON.parse(image.body).error).toMatchObject({ type: 'invalid_request_error', code: 'unsupported_content' });
+    const clash = await raw(proxy.url, {
+      body: chat('hi', { tools: [{ type: 'function', function: { name: 'write', parameters: { type: 'object' } } }] }),
+    });
+    expect(clash.status).toBe(400);
+    expect(JSON.parse(clash.body).error.code).toBe('tool_name_conflict');
+    expect((await raw(proxy.url, { body: '{not json' })).status).toBe(400);
+    expect((await raw(proxy.url, { body: chat('hi', { n: 2 }) })).status).toBe(400);
+    expect(server.requests.length).toBe(0);
+  });
+
+  it('has the doors: its own Host only, no browser Origin, bounded bodies, two routes', async () => {
+    const { proxy } = await proxied({ proxy: { maxRequestBytes: 4096 } });
+    expect((await raw(proxy.url, { body: chat('hi'), headers: { host: 'evil.example:80' } })).status).toBe(421);
+    expect((await raw(proxy.url, { body: chat('hi'), headers: { origin: 'http://evil.example' } })).status).toBe(403);
+    const big = await raw(proxy.url, { body: chat('x'.repeat(10_000)) });
+    expect(big.status).toBe(413);
+    expect(JSON.parse(big.body).error.message).toContain('4096');
+    const missing = await raw(proxy.url, { method: 'GET', path: '/v1/embeddings' });
+    expect(missing.status).toBe(404);
+    const models = await raw(proxy.url, { method: 'GET', path: '/v1/models' });
+    expect(models.status).toBe(200);
+    expect(JSON.parse(models.body).data[0].id).toBe('workmem-test');
+  });
+
+  it('beyond loopback, asks for its token', async () => {
+    const token = 'a-serve-token-of-some-length';
+    const { proxy } = await proxied({ proxy: { host: '0.0.0.0', token } });
+    const local = proxy.url.replace('0.0.0.0', '127.0.0.1');
+    expect((await raw(local, { body: chat('hi') })).status).toBe(401);
+    expect((await raw(local, { body: chat('hi'), headers: { authorization: 'Bearer wrong-token-wrong-token' } })).status).toBe(401);
+    expect((await raw(local, { body: chat('hi'), headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    expect((await raw(local, { body: chat('hi'), headers: { 'x-workmem-token': token } })).status).toBe(200);
+  });
+
+  it('names the session by header, else user, else the opening; the response says which', async () => {
+    const { proxy } = await proxied();
+    const byHeader = await raw(proxy.url, { body: chat('hi'), headers: { 'x-workmem-session': 'mine' } });
+    expect(byHeader.headers['x-workmem-session']).toBe(sessionIdFor('mine'));
+    const byUser = await raw(proxy.url, { body: chat('hi', { user: 'ann' }) });
+    expect(byUser.headers['x-workmem-session']).toBe(sessionIdFor('user:ann'));
+    const opening = [
+      { role: 'system' as const, content: 'Be kind.' },
+      { role: 'user' as const, content: 'first' },
+    ];
+    const first = await raw(proxy.url, { body: JSON.stringify({ model: 'm', messages: opening }) });
+    const later = await raw(proxy.url, {
+      body: JSON.stringify({
+        model: 'm',
+        messages: [
+          ...opening,
+          { role: 'assistant', content: JSON.parse(first.body).choices[0].message.content },
+          { role: 'user', content: 'second' },
+        ],
+      }),
+    });
+    expect(first.headers['x-workmem-session']).toBe(sessionIdFor(openingKey(opening)));
+    expect(later.headers['x-workmem-session']).toBe(first.headers['x-workmem-session']);
+    const other = await raw(proxy.url, { body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'another first' }] }) });
+    expect(other.headers['x-workmem-session']).not.toBe(first.headers['x-workmem-session']);
+  });
+
+  it('keeps the upstream key out of the log, the trace and the errors, from the environment or forwarded', async () => {
+    for (const forwardAuth of [false, true]) {
+      const { proxy, home, server } = await proxied({
+        server: { apiKey: UPSTREAM_KEY },
+        proxy: forwardAuth ? { forwardAuth: true } : { apiKey: UPSTREAM_KEY },
+      });
+      const headers = { 'x-workmem-session': 'keyed', ...(forwardAuth ? { authorization: `Bearer ${UPSTREAM_KEY}` } : {}) };
+      const said = await raw(proxy.url, { body: chat(`My key is ${UPSTREAM_KEY}, keep it.`), headers });
+      expect(said.status).toBe(200);
+      server.inject({ type: 'server_error', message: `upstream broke with key ${UPSTREAM_KEY}` });
+      const failed = await raw(proxy.url, { body: chat('again'), headers });
+      expect(failed.status).toBe(500);
+      expect(failed.body).not.toContain(UPSTREAM_KEY);
+      const state = await sessionState(sessionIdFor('keyed'), { home });
+      const everything = JSON.stringify(state.log) + state.trace.join('\n') + JSON.stringify(state.meta);
+      expect(everything).toContain('My key is');
+      expect(everything).not.toContain(UPSTREAM_KEY);
+    }
+  });
+});

@@ -1,0 +1,53 @@
+/**
+ * `workmem serve` from the built CLI: its help, its usage errors (exit 2), and a proxy that
+ * starts on the port it prints, serves the `openai` client, and stops on SIGTERM (exit 0).
+ */
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../cli/cliProcess.js';
+import { protocolFollower, startTestServer } from '../../src/testing/index.js';
+import { tempHome } from '../helpers.js';
+import { client } from './proxyHarness.js';
+import { serveProcesses } from './serveProcess.js';
+
+const serve = serveProcesses();
+
+describe('workmem serve, the command', () => {
+  it('says how it is used, and refuses what it cannot do with exit code 2', async () => {
+    const help = await runCli(['serve', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--upstream <base-url>');
+    expect(help.stdout).toContain('x-workmem-session');
+    const main = await runCli(['--help']);
+    expect(main.stdout).toMatch(/serve\s+a working-memory proxy/);
+    const none = await runCli(['serve'], { env: { WORKMEM_HOME: tempHome() } });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('--upstream');
+    const open = await runCli(['serve', '--upstream', 'http://127.0.0.1:9/v1', '--host', '0.0.0.0'], { env: { WORKMEM_HOME: tempHome() } });
+    expect(open.code).toBe(2);
+    expect(open.stderr).toContain('token');
+    const bad = await runCli(['serve', '--upstream', 'ftp://x'], { env: { WORKMEM_HOME: tempHome() } });
+    expect(bad.code).toBe(2);
+  });
+
+  it('serves a client on the port it prints and stops cleanly', async () => {
+    const server = await startTestServer({ policy: protocolFollower({ seed: 1 }) });
+    try {
+      const proxy = await serve(['--upstream', server.baseURL], {
+        WORKMEM_HOME: tempHome(),
+        OPENAI_API_KEY: 'sk-proxyKeyOfTheProxyItself01234567',
+      });
+      const openai = client({ url: proxy.url, port: 0, close: async () => {} });
+      const completion = await openai.chat.completions.create({
+        model: 'workmem-test',
+        messages: [{ role: 'user', content: 'My plant1 is rose1.' }],
+      });
+      expect(completion.choices[0]!.message.content).toContain('rose1');
+      expect(server.requests.at(-1)!.headers.authorization).toBe('Bearer [redacted]');
+      expect(proxy.output()).toContain(`OPENAI_BASE_URL=${proxy.url}`);
+      expect(await proxy.stop()).toBe(0);
+      expect(proxy.output()).not.toContain('sk-proxyKey');
+    } finally {
+      await server.close();
+    }
+  });
+});
