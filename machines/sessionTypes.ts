@@ -40,6 +40,10 @@ export interface HostCall {
   instructions: string | undefined;
   conversation: HostConversation;
   tools: readonly ToolSpec[];
+  /** The host always sends its whole conversation (a proxy's client): wherever it departs from the log, it took a branch. */
+  whole?: boolean;
+  /** The first call of a loop opened in the middle of a turn (a loop opened per request): it resumes that turn. */
+  resume?: boolean;
 }
 
 /** A host's loop asks workmem to run some of its own tools (the model called them). */

@@ -55,7 +55,7 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
 
     let turn = current;
     let opened: string | null = null;
-    const { from, branch, elements } = known(conversation, record.hostLine, deps.redact, (call as { whole?: boolean }).whole === true);
+    const { from, branch, elements } = known(conversation, record.hostLine, deps.redact, call.whole === true);
     if (branch) {
       await record.appendBranch({ type: 'branch', turn, ...branch });
       // The active turn is the one the branch kept last, until the host's next message opens another.
@@ -86,7 +86,7 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
     }
     // A host loop opened for this call, in the middle of a turn (the proxy opens its session per
     // request): the turn the log holds goes on, opened again in this session.
-    if (opened === null && (call as { resume?: boolean }).resume === true) opened = activeTurnText(record);
+    if (opened === null && call.resume === true) opened = activeTurnText(record);
     return {
       history: record.history,
       turn,

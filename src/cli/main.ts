@@ -8,14 +8,14 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DATABASE_URL_WARNING } from './processTitle.js';
 import { terminalLine } from './terminalText.js';
 import { EVAL_OPTIONS, EVAL_USAGE } from './evalHelp.js';
+import { DATABASE_HELP, DATABASE_OPTIONS, INSPECT_HELP } from './sharedHelp.js';
+import { SERVE_OPTIONS, SERVE_USAGE } from './serveHelp.js';
 
 import type { CliIO, Flags } from './cliIO.js';
 
 export type { CliIO, Flags };
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-/** Where sessions are kept in PostgreSQL: every command that reads or writes sessions takes these. */
-const DATABASE_OPTIONS: Options = { 'database-url': { type: 'string' }, 'database-url-file': { type: 'string' } };
 const MODEL_OPTIONS: Options = {
   home: { type: 'string' },
   model: { type: 'string' },
@@ -39,20 +39,12 @@ const SESSION_OPTIONS: Options = {
   inspect: { type: 'boolean' },
   'inspect-port': { type: 'string' },
 };
-const INSPECT_HELP = `  --inspect           stream the session live to your \`workmem viz\` on 127.0.0.1
-                      (only after it proves it is the server you started)
-  --inspect-port <n>  the visualizer's port (default 4900)`;
 /** The protocol's documentation, shipped in the package: its path from here, src/ or dist/src/. */
 const RPC_DOC = fileURLToPath(
   new URL(import.meta.url.endsWith('/dist/src/cli/main.js') ? '../../../docs/rpc.md' : '../../docs/rpc.md', import.meta.url),
 );
 const ALWAYS: Options = { help: { type: 'boolean', short: 'h' }, debug: { type: 'boolean' } };
 
-const DATABASE_HELP = `  --database-url-file <path>  keep sessions in PostgreSQL: the postgres://user:password@host/db
-                              URL is the file's first line (or env WORKMEM_DATABASE_URL)
-  --database-url <url>        the same URL as a flag: other local users can read it in
-                              ps until workmem hides it, and it stays in your shell
-                              history; a warning says so (the password is never shown)`;
 const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
   --model <name>              model name (env WORKMEM_MODEL; default gpt-4o-mini)
   --base-url <url>            any OpenAI-compatible endpoint (env OPENAI_BASE_URL)
@@ -195,41 +187,8 @@ home of its own, a new temporary folder it names (or --home <dir>), not in your 
   },
   serve: {
     summary: 'a working-memory proxy: any OpenAI-compatible agent, unchanged, behind it',
-    usage: `workmem serve --upstream <base-url> [--port <n>] [--host <addr>] [--forward-auth]
-
-Serves the Chat Completions API (POST /v1/chat/completions, streamed or not; GET /v1/models
-passed through) on 127.0.0.1 at the port it prints, and puts a workmem session between each
-conversation and the upstream model: working memory, history per phase, compaction, and
-workmem's tools, which run inside the proxy (the client sees only its own). Point any
-OpenAI-compatible program at it: OPENAI_BASE_URL=<the URL it prints>. A session is named by
-the x-workmem-session header, else the request's user field, else the conversation's
-opening; the response's x-workmem-session header names it. See docs/proxy.md.
-
-  --upstream <base-url>       the model server, e.g. https://api.openai.com/v1; its key
-                              comes from OPENAI_API_KEY
-  --forward-auth              send each client's Authorization header upstream instead
-  --port <n>                  the port (default: a free one, printed)
-  --host <addr>               the address to listen on (default 127.0.0.1); beyond
-                              loopback clients must send a token
-  --token-file <path>         that token: the file's first line (or env WORKMEM_SERVE_TOKEN),
-                              sent as Authorization: Bearer <token> or x-workmem-token
-  --context-window <tokens>   the window of every model (default: the known window of
-                              the request's model, else 32768)
-  --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
-${DATABASE_HELP}
-${INSPECT_HELP}`,
-    options: {
-      upstream: { type: 'string' },
-      port: { type: 'string' },
-      host: { type: 'string' },
-      'forward-auth': { type: 'boolean' },
-      'token-file': { type: 'string' },
-      'context-window': { type: 'string' },
-      home: { type: 'string' },
-      inspect: { type: 'boolean' },
-      'inspect-port': { type: 'string' },
-      ...DATABASE_OPTIONS,
-    },
+    usage: SERVE_USAGE,
+    options: SERVE_OPTIONS,
     load: () => import('./serve.js'),
   },
   viz: {

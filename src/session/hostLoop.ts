@@ -98,13 +98,12 @@ export class HostLoop {
    * of its own (it edited, regenerated or compacted its history), which the session follows.
    */
   prepare(
-    call: ({ messages: readonly ChatMessage[]; tools: readonly ToolSpec[] } | Omit<HostCall, 'id'>) & { whole?: boolean },
+    call: ({ messages: readonly ChatMessage[]; tools: readonly ToolSpec[] } | Omit<HostCall, 'id' | 'resume'>) & { whole?: boolean },
   ): Promise<PreparedCall> {
     const id = randomUUID();
     const given = 'messages' in call ? splitSystem(call.messages) : { instructions: call.instructions, conversation: call.conversation };
-    // `whole` and `resume` ride on the call to acceptCall (acceptCall.ts), beside the machine's fields.
     // The first call of this loop may come in the middle of a turn (a loop opened per request): it resumes it.
-    const hostCall: HostCall & { whole?: boolean; resume?: boolean } = {
+    const hostCall: HostCall = {
       id,
       ...given,
       tools: call.tools,

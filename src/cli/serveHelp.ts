@@ -1,0 +1,44 @@
+/**
+ * `workmem serve --help` and the command's flags: kept beside main.ts, which loads them before
+ * a command is chosen (the command itself loads only when it runs).
+ */
+import type { ParseArgsConfig } from 'node:util';
+import { DATABASE_HELP, DATABASE_OPTIONS, INSPECT_HELP } from './sharedHelp.js';
+
+/** What `workmem serve --help` prints. */
+export const SERVE_USAGE = `workmem serve --upstream <base-url> [--port <n>] [--host <addr>] [--forward-auth]
+
+Serves the Chat Completions API (POST /v1/chat/completions, streamed or not; GET /v1/models
+passed through) on 127.0.0.1 at the port it prints, and puts a workmem session between each
+conversation and the upstream model: working memory, history per phase, compaction, and
+workmem's tools, which run inside the proxy (the client sees only its own). Point any
+OpenAI-compatible program at it: OPENAI_BASE_URL=<the URL it prints>. A session is named by
+the x-workmem-session header, else the request's user field, else the conversation's
+opening; the response's x-workmem-session header names it. See docs/proxy.md.
+
+  --upstream <base-url>       the model server, e.g. https://api.openai.com/v1; its key
+                              comes from OPENAI_API_KEY
+  --forward-auth              send each client's Authorization header upstream instead
+  --port <n>                  the port (default: a free one, printed)
+  --host <addr>               the address to listen on (default 127.0.0.1); beyond
+                              loopback clients must send a token
+  --token-file <path>         that token: the file's first line (or env WORKMEM_SERVE_TOKEN),
+                              sent as Authorization: Bearer <token> or x-workmem-token
+  --context-window <tokens>   the window of every model (default: the known window of
+                              the request's model, else 32768)
+  --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
+${DATABASE_HELP}
+${INSPECT_HELP}`;
+
+export const SERVE_OPTIONS: NonNullable<ParseArgsConfig['options']> = {
+  upstream: { type: 'string' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  'forward-auth': { type: 'boolean' },
+  'token-file': { type: 'string' },
+  'context-window': { type: 'string' },
+  home: { type: 'string' },
+  inspect: { type: 'boolean' },
+  'inspect-port': { type: 'string' },
+  ...DATABASE_OPTIONS,
+};
