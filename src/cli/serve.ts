@@ -29,6 +29,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
     throw new UsageError(`--upstream must be an http:// or https:// URL, got ${JSON.stringify(withoutUserinfo(upstream))}`);
   const port = numberFlag(flags.port, '--port', 0, 65535) ?? 0;
   const contextWindow = numberFlag(flags['context-window'], '--context-window', 1024, 100_000_000);
+  const keepOpenMs = numberFlag(flags['keep-open'], '--keep-open', 0, 3_600_000);
   const host = typeof flags.host === 'string' ? flags.host : '127.0.0.1';
   const token = tokenOf(flags, io.env);
   if (!isLoopback(host) && !token)
@@ -53,6 +54,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       cwd: io.cwd,
       env: io.env,
       ...(contextWindow ? { contextWindow } : {}),
+      ...(keepOpenMs !== undefined ? { keepOpenMs } : {}),
       ...(inspect ? { visualizer: inspect } : {}),
       warn: (message) => io.stderr.write(`workmem serve: ${terminalLine(message)}\n`),
     });

@@ -24,6 +24,9 @@ opening; the response's x-workmem-session header names it. See docs/proxy.md.
                               loopback clients must send a token
   --token-file <path>         that token: the file's first line (or env WORKMEM_SERVE_TOKEN),
                               sent as Authorization: Bearer <token> or x-workmem-token
+  --keep-open <ms>            keep a session open this long after a request, for the
+                              conversation's next one (default 5000; 0: close at once);
+                              another proxy on the same database waits for it meanwhile
   --context-window <tokens>   the window of every model (default: the known window of
                               the request's model, else 32768)
   --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
@@ -37,6 +40,7 @@ export const SERVE_OPTIONS: NonNullable<ParseArgsConfig['options']> = {
   'forward-auth': { type: 'boolean' },
   'token-file': { type: 'string' },
   'context-window': { type: 'string' },
+  'keep-open': { type: 'string' },
   home: { type: 'string' },
   inspect: { type: 'boolean' },
   'inspect-port': { type: 'string' },

@@ -48,6 +48,8 @@ export interface ProxyOptions {
   timeoutMs?: number;
   /** How long a request waits for a session another proxy holds. Default 30 s. */
   leaseWaitMs?: number;
+  /** How long a session stays open after a request, for the conversation's next one (its lease held). Default 5 s; 0 closes at once. */
+  keepOpenMs?: number;
   /** Keep each session's trace for the visualizer (default true). */
   trace?: boolean;
   /** Stream the sessions' traces live to `workmem viz` (as --inspect does). */
@@ -76,7 +78,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     { baseURL: options.upstream, ...(options.apiKey ? { apiKey: options.apiKey } : {}), timeoutMs: options.timeoutMs ?? 600_000 },
     hide,
   );
-  const gate = new SessionGate(options.leaseWaitMs ?? 30_000);
+  const gate = new SessionGate(options.leaseWaitMs ?? 30_000, options.keepOpenMs ?? 5_000);
   const maxBytes = options.maxRequestBytes ?? MAX_REQUEST_BYTES;
   let port = 0;
 
@@ -200,11 +202,13 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   return {
     url: `http://${shown}:${port}/v1`,
     port,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+      await gate.close();
+    },
   };
 }
 

@@ -1,32 +1,50 @@
 /**
- * The sessions a proxy has open, each for one request at a time: opened for the request
- * (its lease taken) and closed after it (the lease given back), so that the next request
- * of the session may land on any proxy sharing the store. Requests of one session that meet
- * in one proxy wait for each other in order; one whose session another proxy holds waits
- * for the lease (a client's next request often arrives while the last is being closed).
+ * The sessions a proxy has open, each for one request at a time. A session is opened for a
+ * request (its lease taken) and kept open for `keepOpenMs` after it, so that the
+ * conversation's next request — an agent's loop sends one after another — finds it warm
+ * instead of reading its log again; then it is closed (the lease given back), so that a later
+ * request may land on any proxy sharing the store. Requests of one session that meet in one
+ * proxy wait for each other in order; one whose session another proxy holds waits for the
+ * lease (that proxy keeps it at most `keepOpenMs` past its last request).
  */
 import { HostLoop, type HostLoopOptions } from '../session/hostLoop.js';
 import { sessionIdFor } from '../session/sessionName.js';
 import { SESSION_ID } from '../storage/sessionPaths.js';
 import { SessionInUseError } from '../storage/storeErrors.js';
 
+interface Kept {
+  loop: HostLoop;
+  /** What the loop was opened with that a request may change (model, window, secrets): another reopens it. */
+  signature: string;
+  timer: NodeJS.Timeout | null;
+}
+
 export class SessionGate {
   private readonly tails = new Map<string, Promise<unknown>>();
+  private readonly open = new Map<string, Kept>();
 
-  constructor(private readonly leaseWaitMs: number) {}
+  constructor(
+    private readonly leaseWaitMs: number,
+    private readonly keepOpenMs: number,
+  ) {}
 
-  /** Run `work` with the named session open, alone among this proxy's requests of it; closed after. */
+  /** Run `work` with the named session open, alone among this proxy's requests of it. */
   async use<T>(name: string, options: HostLoopOptions, work: (loop: HostLoop) => Promise<T>): Promise<T> {
     const id = SESSION_ID.test(name) ? name : sessionIdFor(name);
     const before = this.tails.get(id) ?? Promise.resolve();
     const run = before
       .catch(() => {})
       .then(async () => {
-        const loop = await this.open({ ...options, sessionId: name });
+        const signature = JSON.stringify([options.model, options.contextWindow, options.maxOutputTokens, options.secrets ?? []]);
+        const loop = (await this.reuse(id, signature)) ?? (await this.opened({ ...options, sessionId: name }));
+        let ok = false;
         try {
-          return await work(loop);
+          const result = await work(loop);
+          ok = true;
+          return result;
         } finally {
-          await loop.close();
+          if (ok && this.keepOpenMs > 0) this.keep(id, loop, signature);
+          else await loop.close();
         }
       });
     const tail = run.catch(() => {});
@@ -38,8 +56,43 @@ export class SessionGate {
     }
   }
 
+  /** Close every session kept open (the proxy stops). */
+  async close(): Promise<void> {
+    const kept = [...this.open.values()];
+    this.open.clear();
+    for (const k of kept) if (k.timer) clearTimeout(k.timer);
+    await Promise.all(kept.map((k) => k.loop.close()));
+  }
+
+  /** The session's loop kept from its last request, if it was opened as this one needs; another is closed. */
+  private async reuse(id: string, signature: string): Promise<HostLoop | null> {
+    const kept = this.open.get(id);
+    if (!kept) return null;
+    this.open.delete(id);
+    if (kept.timer) clearTimeout(kept.timer);
+    if (kept.signature === signature) return kept.loop;
+    await kept.loop.close();
+    return null;
+  }
+
+  private keep(id: string, loop: HostLoop, signature: string): void {
+    const kept: Kept = { loop, signature, timer: null };
+    kept.timer = setTimeout(() => {
+      if (this.open.get(id) !== kept) return;
+      this.open.delete(id);
+      // Closed in the session's order: a request that came meanwhile took it from the map already.
+      const tail = (this.tails.get(id) ?? Promise.resolve()).catch(() => {}).then(() => loop.close());
+      this.tails.set(
+        id,
+        tail.catch(() => {}),
+      );
+    }, this.keepOpenMs);
+    kept.timer.unref();
+    this.open.set(id, kept);
+  }
+
   /** Open, waiting while another proxy holds the session (or creates it this very moment). */
-  private async open(options: HostLoopOptions): Promise<HostLoop> {
+  private async opened(options: HostLoopOptions): Promise<HostLoop> {
     const until = Date.now() + this.leaseWaitMs;
     for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
       try {

@@ -25,8 +25,8 @@ describe.skipIf(!available)('two proxies on one PostgreSQL', () => {
     const env = { WORKMEM_DATABASE_URL: postgres().url };
     try {
       const proxies = await Promise.all([
-        serve(['--upstream', upstream.baseURL], { ...env, WORKMEM_HOME: tempHome() }),
-        serve(['--upstream', upstream.baseURL], { ...env, WORKMEM_HOME: tempHome() }),
+        serve(['--upstream', upstream.baseURL, '--keep-open', '0'], { ...env, WORKMEM_HOME: tempHome() }),
+        serve(['--upstream', upstream.baseURL, '--keep-open', '0'], { ...env, WORKMEM_HOME: tempHome() }),
       ]);
       const said = (c: number, t: number) => `My thing${t} is c${c}t${t}.`;
       const answers = await Promise.all(
