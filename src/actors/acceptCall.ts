@@ -60,6 +60,11 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
     let opened: string | null = null;
     for (let i = known(conversation, record.messageKeys, deps.redact); i < conversation.length; i++) {
       const message = conversation.at(i);
+      const pinned = conversation.pinned?.(i) === true;
+      if (pinned && message.role !== 'user')
+        throw new TypeError(
+          `message ${i + 1} of the conversation is marked pinned, but only a user message can be pinned (its role is ${message.role})`,
+        );
       if (message.role === 'user') {
         const tooLarge = promptProblem(message.content);
         if (tooLarge) throw new RangeError(tooLarge);
@@ -71,8 +76,8 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
         message.role === 'tool'
           ? { ...message, content: neutraliseTags(await shaped(message.tool_call_id, message.content, turn)) }
           : message;
-      const entry = await record.appendMessage(turn, kept, counter.message(kept), { sync: true });
-      ended(turn, entry.seq, entry.tokens, kept);
+      const entry = await record.appendMessage(turn, kept, counter.message(kept), { sync: true, pinned });
+      ended(turn, entry.seq, entry.tokens, kept, pinned);
     }
     return {
       history: record.history,
@@ -83,8 +88,8 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
     };
   };
 
-  function ended(turn: number, seq: number, tokens: number, message: ChatMessage): void {
-    deps.emit({ type: 'message_end', turn, request: 0, seq, tokens, message });
+  function ended(turn: number, seq: number, tokens: number, message: ChatMessage, pinned = false): void {
+    deps.emit({ type: 'message_end', turn, request: 0, seq, tokens, message, ...(pinned ? { pinned } : {}) });
   }
 
   /** A host tool's output capped as the tool runner caps it; workmem's own came back as it was given. */

@@ -17,7 +17,7 @@ import { applyRepair, deriveHistory, viewAfterCompaction, type DerivedHistory } 
 import { appendItem, fromItems, type HistoryView } from './historyView.js';
 import type { ChatMessage } from './messages.js';
 import { messageKey } from './messageKey.js';
-import { rebuildMeta, titleOf, trackerFactsOf } from './sessionFacts.js';
+import { rebuildMeta, titleFrom, trackerFactsOf } from './sessionFacts.js';
 
 const noRedaction: Redact = (text) => text;
 const META_INTERVAL_MS = 1_000;
@@ -202,19 +202,22 @@ export class SessionRecord {
     turn: number,
     message: ChatMessage,
     tokens: number,
-    options: { sync: boolean; stop?: 'aborted' },
+    options: { sync: boolean; stop?: 'aborted'; pinned?: boolean },
   ): Promise<MessageEntry> {
+    if (options.pinned && message.role !== 'user')
+      throw new TypeError(`only a user message can be pinned (a ${message.role} message was marked pinned)`);
+    const pin = options.pinned ? { pinned: true as const } : {};
     const entry = await this.append<Omit<MessageEntry, 'seq' | 'ts'>>(
-      { type: 'message', turn, tokens, message, ...(options.stop ? { stop: options.stop } : {}) },
+      { type: 'message', turn, tokens, message, ...(options.stop ? { stop: options.stop } : {}), ...pin },
       options.sync,
     );
-    this.view = appendItem(this.view, { seq: entry.seq, turn, message, tokens });
+    this.view = appendItem(this.view, { seq: entry.seq, turn, message, tokens, ...pin });
     this.keys.push(messageKey(message, this.redact));
     this.lastTurnValue = Math.max(this.lastTurnValue, turn);
     this.metaValue = {
       ...this.metaValue,
       messageCount: this.metaValue.messageCount + 1,
-      title: this.metaValue.title ?? (message.role === 'user' ? titleOf(message.content) : null),
+      title: this.metaValue.title ?? titleFrom(turn, message, options.pinned === true),
     };
     return entry;
   }

@@ -53,6 +53,17 @@ export interface SessionOptions {
   stateStore?: Keyv;
   /** Where sessions are kept: default the filesystem store under `home`; e.g. postgresStore({ connectionString }). */
   store?: SessionStore;
+  /**
+   * User messages pinned when the session is created, before its first turn (the task
+   * statement, rules): every request carries them and no compaction replaces them. Opening
+   * a session with another list is refused: a session keeps the pins it was created with.
+   */
+  pinned?: readonly string[];
+}
+
+/** How a prompt is queued: `pin: true` pins it (every request carries it, no compaction replaces it). */
+export interface PromptOptions {
+  pin?: boolean;
 }
 
 /** Item memory for a session: remember / recall / forget, per session or per user, optionally injected after overview.md. */

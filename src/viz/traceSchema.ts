@@ -58,6 +58,7 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     mode,
     messages: count,
     range: z.tuple([count, count]),
+    pinned: z.array(count).optional(),
     tokens: promptTokens,
   }),
   z.object({
@@ -67,6 +68,7 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     tokens: count,
     message: z.object({ role: z.enum(['system', 'user', 'assistant', 'tool']) }),
     stop: z.literal('aborted').optional(),
+    pinned: z.literal(true).optional(),
   }),
   z.object({ type: z.literal('tool_start'), ...at, callId: text, name: text, arguments: text }),
   z.object({ type: z.literal('tool_end'), ...at, callId: text, name: text, isError: z.boolean(), content: text, ms: z.number() }),
@@ -127,7 +129,7 @@ export const traceRecordSchema = z.discriminatedUnion('k', [
   z.object({ k: z.literal('memory'), ts: z.number(), version: count, content: text, turn: turnNo.nullable() }),
   // What each request sent (sentMessages.ts).
   z.object({ k: z.literal('system'), ts: z.number(), hash: text, content: text, detailIndexTokens: count.nullable(), memory: text.optional() }),
-  z.object({ k: z.literal('message'), ts: z.number(), seq: count, turn: turnNo, tokens: count, message: chatMessage }),
+  z.object({ k: z.literal('message'), ts: z.number(), seq: count, turn: turnNo, tokens: count, message: chatMessage, pinned: z.literal(true).optional() }),
   z.object({
     k: z.literal('request'),
     ts: z.number(),
