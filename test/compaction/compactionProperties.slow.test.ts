@@ -10,12 +10,13 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import type { HistoryView } from '../../src/history/historyView.js';
 import type { LLM, LLMRequest } from '../../src/llm/llm.js';
-import { ChatMessageSchema, type ChatMessage } from '../../src/history/messages.js';
+import type { ChatMessage } from '../../src/history/messages.js';
 import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
 import { openSession, type Session } from '../../src/session/index.js';
 import { defineTool } from '../../src/tools/tool.js';
 import { independentCount, newSession } from '../helpers.js';
 import { logOf, memoryFileOf, storesUnderTest } from '../storage/stores.js';
+import { checkPairs } from './pairs.js';
 
 type Step =
   | { kind: 'chat'; userWords: number; replyWords: number }
@@ -85,27 +86,6 @@ function repliesFor(step: Step, t: number): ScriptedReply[] {
         },
         { text: `compacted${t}` },
       ];
-  }
-}
-
-/** Every tool call is answered by its results right after it, and every result follows its call. */
-function checkPairs(messages: readonly ChatMessage[]): void {
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i]!;
-    expect(ChatMessageSchema.safeParse(m).success).toBe(true);
-    if (m.role === 'assistant' && m.tool_calls?.length) {
-      const ids = m.tool_calls.map((c) => c.id);
-      const results = messages.slice(i + 1, i + 1 + ids.length);
-      // The last assistant message of an interrupted view may still await its results.
-      if (results.length === 0 && i === messages.length - 1) continue;
-      expect(results.map((r) => (r.role === 'tool' ? r.tool_call_id : `<${r.role}>`))).toEqual(ids);
-    }
-    if (m.role === 'tool') {
-      let j = i - 1;
-      while (j >= 0 && messages[j]!.role === 'tool') j--;
-      const call = messages[j];
-      expect(call?.role === 'assistant' && call.tool_calls?.some((c) => c.id === m.tool_call_id)).toBe(true);
-    }
   }
 }
 
