@@ -8,37 +8,23 @@
  * never split, no request exceeds the window, and a resumed session has the same pins.
  */
 import fc from 'fast-check';
-import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import type { HistoryView } from '../../src/history/historyView.js';
 import type { LLMRequest } from '../../src/llm/llm.js';
-import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import { openSession } from '../../src/session/index.js';
-import { defineTool } from '../../src/tools/tool.js';
 import { independentCount, newSession } from '../helpers.js';
 import { logOf, storesUnderTest } from '../storage/stores.js';
-import { checkPairs } from './pairs.js';
+import { checkPairs, probeTool, repliesFor, stepArb, words } from './randomSessions.js';
 
-type Compaction = { target: 'conversation' | 'tools' | 'all'; keep: number };
-interface Step {
-  kind: 'chat' | 'tools' | 'compact';
-  words: number;
-  pin: boolean;
-  /** The model's compact_history in this turn (kind compact), or the user's /compact before it. */
-  compaction: Compaction;
-  manualBefore: boolean;
-}
-
-const compactionArb = fc.record({
-  target: fc.constantFrom('conversation' as const, 'tools' as const, 'all' as const),
-  keep: fc.integer({ min: 0, max: 4 }),
-});
-const stepArb: fc.Arbitrary<Step> = fc.record({
-  kind: fc.constantFrom('chat' as const, 'chat' as const, 'tools' as const, 'compact' as const),
-  words: fc.integer({ min: 5, max: 300 }),
+/** A random step, maybe pinned, maybe after the user's /compact. */
+const pinnedStepArb = fc.record({
+  step: stepArb,
   pin: fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
-  compaction: compactionArb,
-  manualBefore: fc.boolean(),
+  manual: fc.option(
+    fc.record({ target: fc.constantFrom('conversation' as const, 'tools' as const, 'all' as const), keep: fc.integer({ min: 0, max: 4 }) }),
+    { freq: 4 },
+  ),
 });
 const scenarioArb = fc.record({
   window: fc.integer({ min: 3_500, max: 8_000 }),
@@ -47,46 +33,14 @@ const scenarioArb = fc.record({
   recentTurns: fc.integer({ min: 0, max: 2 }),
   hybridRecent: fc.integer({ min: 1, max: 6 }),
   compaction: fc.constantFrom('llm' as const, 'auto' as const),
-  steps: fc.array(stepArb, { minLength: 6, maxLength: 18 }),
+  steps: fc.array(pinnedStepArb, { minLength: 6, maxLength: 18 }),
 });
 
 const RESERVE = 200;
-const words = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(' ');
-
-function repliesFor(step: Step, t: number): ScriptedReply[] {
-  switch (step.kind) {
-    case 'chat':
-      return [{ text: `reply${t} ${words(step.words, `r${t}w`)}` }];
-    case 'tools':
-      return [
-        { toolCalls: [{ id: `call_${t}_a`, name: 'probe', arguments: { turn: t, words: step.words } }] },
-        { toolCalls: [{ id: `call_${t}_b`, name: 'probe', arguments: { turn: t, words: 20 } }] },
-        { text: `tools${t} done` },
-      ];
-    case 'compact':
-      return [
-        {
-          toolCalls: [
-            {
-              id: `call_${t}_c`,
-              name: 'compact_history',
-              arguments: { target: step.compaction.target, keep_recent: step.compaction.keep },
-            },
-          ],
-        },
-        { text: `compacted${t}` },
-      ];
-  }
-}
 
 describe.each(storesUnderTest('pinned compaction property'))('pinned messages under compaction ($name store)', (store) => {
   it('random sessions with random pins: no pin ever leaves the carried history, pairs stay whole, the window holds', async () => {
-    const probe = defineTool({
-      name: 'probe',
-      description: 'Returns some output',
-      parameters: z.object({ turn: z.number(), words: z.number() }),
-      execute: ({ turn, words: n }) => `out${turn} ${words(n, `o${turn}w`)}`,
-    });
+    const probe = probeTool();
     const where = store.fresh();
     let runs = 0;
     let sentFirst = 0;
@@ -95,7 +49,7 @@ describe.each(storesUnderTest('pinned compaction property'))('pinned messages un
     await fc.assert(
       fc.asyncProperty(scenarioArb, async (scenario) => {
         runs++;
-        const replies = scenario.steps.flatMap((step, t) => repliesFor(step, t + 1));
+        const replies = scenario.steps.flatMap(({ step }, t) => repliesFor(step, t + 1));
         // Each request sent, with what it was built from: the history view and its prompt_built event (just before it).
         const sentWith: { request: LLMRequest; view: HistoryView; range: [number, number]; pinned: number[] }[] = [];
         let last: Omit<(typeof sentWith)[number], 'request'> | null = null;
@@ -120,9 +74,10 @@ describe.each(storesUnderTest('pinned compaction property'))('pinned messages un
         session.on('compaction_end', (e) => (compactions += e.replaced > 0 ? 1 : 0));
 
         for (let t = 0; t < scenario.steps.length; t++) {
-          const step = scenario.steps[t]!;
-          if (step.manualBefore) await session.compact({ target: step.compaction.target, keepRecent: step.compaction.keep });
-          const result = await session.prompt(`user${t + 1} ${words(step.words, `u${t + 1}w`)}`, { pin: step.pin });
+          const { step, pin, manual } = scenario.steps[t]!;
+          if (manual) await session.compact({ target: manual.target, keepRecent: manual.keep });
+          const userWords = step.kind === 'chat' ? step.userWords : 8;
+          const result = await session.prompt(`user${t + 1} ${words(userWords, `u${t + 1}w`)}`, { pin });
           // A turn may fail only because a single request could not fit at all; never anything else.
           if (result.status !== 'done') expect(result.error?.kind).toBe('window');
         }
