@@ -162,7 +162,10 @@ export function renderContext(box, caption, view) {
   const last = seqs.length;
   const memoryTokens = detailTokens == null ? num(tokens.memory) : num(tokens.memory) - num(detailTokens);
   const dropped = previous ? seqsOf(previous).filter((s) => !seqs.includes(s)) : [];
-  const range = seqs.length ? `#${seqs[0]}–#${seqs[seqs.length - 1]}` : 'none';
+  // The pinned messages older than the window are sent first: the range is the window's.
+  const first = built ? (built.pinned ?? []).filter((i) => i < num(built.range?.[0])).length : 0;
+  const carried = seqs.slice(first);
+  const range = `${first ? `${first} pinned first, then ` : ''}${carried.length ? `#${carried[0]}–#${carried[carried.length - 1]}` : 'none'}`;
 
   const notebook = [
     group(
