@@ -674,6 +674,23 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     }, at);
     await page.waitForFunction((i) => document.querySelector('#context')?.getAttribute('data-request') === String(i), built);
   }
+  /** A session of its own opened in the page (its trace has one request per model call); show(i) replays to its request i. */
+  async function openReplay(session: { id: string; dir: string }, requests: number) {
+    const own = readTrace(join(session.dir, 'trace.jsonl')).records;
+    const built = own.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
+    expect(built).toHaveLength(requests);
+    const { page, errors } = await open(`?session=${session.id}`);
+    await page.waitForSelector('#timeline .point');
+    const show = async (i: number): Promise<void> => {
+      const at = own.slice(0, own.indexOf(built[i]!)).filter((r) => r.k === 'step').length - 1;
+      await page.locator('#slider').evaluate((el, v) => {
+        (el as HTMLInputElement).value = String(v);
+        el.dispatchEvent(new Event('input'));
+      }, at);
+      await page.waitForFunction((n) => document.querySelector('#context')?.getAttribute('data-request') === String(n), i);
+    };
+    return { page, errors, built, show };
+  }
   const builtEvents = () => records.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
   const builtAt = (i: number) => (builtEvents()[i] as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
 
@@ -755,18 +772,9 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     const session = await newSession({ llm, home, settings: { memoryPosition: 'after-history', historyMode: 'phase1' } });
     for (const q of ['Hello.', 'Remember: roses.', 'What next?']) await session.prompt(q);
     await session.close();
-    const own = readTrace(join(session.dir, 'trace.jsonl')).records;
-    const built = own.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
-    expect(built).toHaveLength(llm.requests.length);
-    const { page, errors } = await open(`?session=${session.id}`);
-    await page.waitForSelector('#timeline .point');
+    const { page, errors, built, show } = await openReplay(session, llm.requests.length);
     for (const i of [0, 2, 3]) {
-      const at = own.slice(0, own.indexOf(built[i]!)).filter((r) => r.k === 'step').length - 1;
-      await page.locator('#slider').evaluate((el, v) => {
-        (el as HTMLInputElement).value = String(v);
-        el.dispatchEvent(new Event('input'));
-      }, at);
-      await page.waitForFunction((n) => document.querySelector('#context')?.getAttribute('data-request') === String(n), i);
+      await show(i);
       const shown = await page.evaluate(() => {
         const messages: { role: string; content: string }[] = [];
         for (const part of Array.from(document.querySelectorAll<HTMLElement>('#context .part'))) {
@@ -803,18 +811,9 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     await session.prompt(task, { pin: true });
     for (const q of ['Where?', 'When?', 'How deep?']) await session.prompt(q);
     await session.close();
-    const own = readTrace(join(session.dir, 'trace.jsonl')).records;
-    const built = own.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
-    expect(built).toHaveLength(llm.requests.length);
-    const { page, errors } = await open(`?session=${session.id}`);
-    await page.waitForSelector('#timeline .point');
+    const { page, errors, built, show } = await openReplay(session, llm.requests.length);
     for (const i of [0, built.length - 1]) {
-      const at = own.slice(0, own.indexOf(built[i]!)).filter((r) => r.k === 'step').length - 1;
-      await page.locator('#slider').evaluate((el, v) => {
-        (el as HTMLInputElement).value = String(v);
-        el.dispatchEvent(new Event('input'));
-      }, at);
-      await page.waitForFunction((n) => document.querySelector('#context')?.getAttribute('data-request') === String(n), i);
+      await show(i);
       const shown = await page.evaluate(() => {
         const messages: { role: string; content: string; pinned: boolean }[] = [];
         for (const part of Array.from(document.querySelectorAll<HTMLElement>('#context .part'))) {
