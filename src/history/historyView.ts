@@ -22,8 +22,11 @@ export interface HistoryView {
   /** cum[i] = tokens of items[0, i); cum.length >= length + 1. */
   readonly cum: readonly number[];
   readonly length: number;
-  /** Indices of the pinned items, ascending (those from `length` on belong to a newer view). */
-  readonly pins: readonly number[];
+  /**
+   * Indices of the pinned items, ascending (those from `length` on belong to a newer view).
+   * A view built by hand may leave it out: its items' `pinned` say then.
+   */
+  readonly pins?: readonly number[];
 }
 
 export function fromItems(items: readonly HistoryItem[]): HistoryView {
@@ -43,9 +46,9 @@ export function appendItem(view: HistoryView, item: HistoryItem): HistoryView {
   if (items.length === view.length) {
     items.push(item);
     cum.push(cum[view.length]! + item.tokens);
-    const pins = view.pins as number[];
-    if (item.pinned) pins.push(view.length);
-    return { items, cum, length: view.length + 1, pins };
+    const pins = view.pins as number[] | undefined;
+    if (item.pinned) pins?.push(view.length);
+    return { items, cum, length: view.length + 1, ...(pins ? { pins } : {}) };
   }
   // An older snapshot: copy rather than overwrite what a newer one already holds.
   return fromItems([...items.slice(0, view.length), item]);
@@ -68,6 +71,10 @@ export function totalTokens(view: HistoryView): number {
 export function pinsBetween(view: HistoryView, from: number, to: number): number[] {
   const end = Math.min(to, view.length);
   const out: number[] = [];
+  if (!view.pins) {
+    for (let i = from; i < end; i++) if (view.items[i]!.pinned) out.push(i);
+    return out;
+  }
   for (const i of view.pins) {
     if (i >= end) break;
     if (i >= from) out.push(i);

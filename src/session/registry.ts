@@ -6,6 +6,7 @@
  */
 import type Keyv from 'keyv';
 import { repairPairing } from '../history/crashRecovery.js';
+import { pinsBetween } from '../history/historyView.js';
 import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
 import { openItemMemory, removeItemMemory } from '../itemMemory/itemMemoryStore.js';
 import { itemOwner, type ItemOwner } from '../itemMemory/itemKeys.js';
@@ -125,7 +126,9 @@ async function recordPins(record: SessionRecord, pinned: readonly string[], coun
 /** Pins given when opening must be those the session was created with (as its log keeps them: masked). */
 function checkPins(record: SessionRecord, pinned: readonly string[]): void {
   const view = record.history;
-  const had = view.pins.filter((i) => i < view.length && view.items[i]!.turn === 0).map((i) => view.items[i]!.message.content);
+  const had = pinsBetween(view, 0, view.length)
+    .filter((i) => view.items[i]!.turn === 0)
+    .map((i) => view.items[i]!.message.content);
   const given = pinned.map((text) => record.redact(text));
   if (had.length === given.length && had.every((text, i) => text === given[i])) return;
   throw new ConfigError(

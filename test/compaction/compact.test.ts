@@ -289,6 +289,16 @@ describe('compact with pinned messages', () => {
     expect(again.replaced).toBe(0);
   });
 
+  it('a view built by hand, without its index of pins, is read by its items: the same plan, the same history after', async () => {
+    const view = history(6, 120, [2, 5], 1);
+    const { pins: _, ...byHand } = view;
+    const order = { kind: 'target', reason: 'manual', turn: 6, activeTurn: 7, target: 'all', strategy: 'archive', keepRecent: 1 } as const;
+    const indexed = await compact(order, await deps(new MemoryStore(view)), signal);
+    const read = await compact(order, await deps(new MemoryStore({ ...byHand, items: view.items.slice() })), signal);
+    expect(read.applied.entry).toEqual(indexed.applied.entry);
+    expect(read.history.items.slice(0, read.history.length)).toEqual(indexed.history.items.slice(0, indexed.history.length));
+  });
+
   it('a compaction entry whose kept items are not in its range is reported, not applied', () => {
     const view = history(3);
     const entry = {

@@ -9,7 +9,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { HistoryView } from '../../src/history/historyView.js';
+import { pinsBetween, type HistoryView } from '../../src/history/historyView.js';
 import type { LLMRequest } from '../../src/llm/llm.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import { openSession } from '../../src/session/index.js';
@@ -85,7 +85,7 @@ describe.each(storesUnderTest('pinned compaction property'))('pinned messages un
         // Every request: every pin of its view, each pin older than the range right after the system message, in order.
         let seen: number[] = [];
         sentWith.forEach(({ request, view, range, pinned }, r) => {
-          const pins = view.pins.filter((i) => i < view.length);
+          const pins = pinsBetween(view, 0, view.length);
           expect(pinned, `request ${r + 1}`).toEqual(pins);
           const seqs = pins.map((i) => view.items[i]!.seq);
           // Pins only ever come: none of those an earlier request carried is missing.
@@ -130,7 +130,7 @@ describe.each(storesUnderTest('pinned compaction property'))('pinned messages un
           expect(reopened.history.items.slice(0, reopened.history.length)).toEqual(
             live.map((i) => ({ ...i, message: JSON.parse(JSON.stringify(i.message)) })),
           );
-          expect(reopened.history.pins).toEqual(view.pins.filter((i) => i < view.length));
+          expect(pinsBetween(reopened.history, 0, reopened.history.length)).toEqual(pinsBetween(view, 0, view.length));
           await reopened.close();
         }
       }),

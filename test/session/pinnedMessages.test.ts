@@ -8,7 +8,7 @@
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { tokensBetween, type HistoryView } from '../../src/history/historyView.js';
+import { pinsBetween, tokensBetween, type HistoryView } from '../../src/history/historyView.js';
 import type { ChatMessage } from '../../src/history/messages.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import { ConfigError } from '../../src/settings/config.js';
@@ -30,7 +30,7 @@ function checkCarried(
   requests.forEach((request, r) => {
     const { range, pinned = [], tokens } = built[r]!;
     const view = views[r]!;
-    const pins = view.pins.filter((i) => i < view.length);
+    const pins = pinsBetween(view, 0, view.length);
     expect(pinned, `request ${r + 1}`).toEqual(pins);
     const first = pins.filter((i) => i < range[0]);
     before += first.length ? 1 : 0;
