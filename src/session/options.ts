@@ -61,11 +61,6 @@ export interface SessionOptions {
   pinned?: readonly string[];
 }
 
-/** How a prompt is queued: `pin: true` pins it (every request carries it, no compaction replaces it). */
-export interface PromptOptions {
-  pin?: boolean;
-}
-
 /** Item memory for a session: remember / recall / forget, per session or per user, optionally injected after overview.md. */
 export interface ItemMemoryConfig {
   /** 'session' (default): items belong to this session; 'user': shared by a user's sessions. */

@@ -21,7 +21,7 @@ import type { TurnSettings } from '../settings/settings.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { Tool } from '../tools/tool.js';
 import type { EventBus } from './eventBus.js';
-import type { PromptOptions, SessionState, TurnResult } from './options.js';
+import type { SessionState, TurnResult } from './options.js';
 import { pinOption } from './sessionOptionsCheck.js';
 import { wireSession, type SessionParts, type SessionWiring } from './sessionWiring.js';
 
@@ -85,7 +85,7 @@ export class Session {
    * Queue a user message; resolves when its turn has ended (done, failed or aborted). With
    * `pin: true` (the task statement, rules) every request carries it and no compaction replaces it.
    */
-  prompt(text: string, options: PromptOptions = {}): Promise<TurnResult> {
+  prompt(text: string, options: { pin?: boolean } = {}): Promise<TurnResult> {
     try {
       return this.enqueue(text, options).result;
     } catch (error) {
@@ -97,7 +97,7 @@ export class Session {
    * Queue a user message (pinned with `pin: true`, as for prompt). Its id is returned before
    * any of its events happen (they carry it: turn_start, turn_end), so a caller can pick out its own turn.
    */
-  enqueue(text: string, options: PromptOptions = {}): { promptId: string; result: Promise<TurnResult> } {
+  enqueue(text: string, options: { pin?: boolean } = {}): { promptId: string; result: Promise<TurnResult> } {
     if (this.closed) throw new Error(`session ${this.id} is closed`);
     if (typeof text !== 'string' || text.trim() === '') throw new TypeError('prompt text must be a non-empty string');
     const tooLarge = promptProblem(text);
