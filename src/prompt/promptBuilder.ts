@@ -185,13 +185,14 @@ export function buildPrompt(plan: PromptPlan): BuiltPrompt {
   ];
   const tail = lastTokens - last.tokens - head;
   // The history before the last message is the same in the next request in phase 1 (and within a tool loop in any mode).
+  // The pinned messages sent first stay while phase 2's window moves on: their end is a stable prefix too.
+  const inHistory: CacheBreakpoint[] = [
+    ...(pinnedBefore.length && pinnedBefore.length < messages.length - 2 ? [{ message: pinnedBefore.length }] : []),
+    ...(messages.length > 2 ? [{ message: messages.length - 2 }] : []),
+  ];
   const cacheBreakpoints: CacheBreakpoint[] = base.memoryHead
-    ? [{ message: 0 }, ...(messages.length > 2 ? [{ message: messages.length - 2 }] : [])]
-    : [
-        ...(base.stableChars ? [{ message: 0, chars: base.stableChars }] : []),
-        { message: 0 },
-        ...(messages.length > 2 ? [{ message: messages.length - 2 }] : []),
-      ];
+    ? [{ message: 0 }, ...inHistory]
+    : [...(base.stableChars ? [{ message: 0, chars: base.stableChars }] : []), { message: 0 }, ...inHistory];
   return {
     messages,
     tools: plan.tools,

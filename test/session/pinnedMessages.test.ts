@@ -22,7 +22,7 @@ const filler = (i: number) => `Question ${i}: ${'what about the soil, the light 
 
 /** Every request carries every pin recorded so far, in order; those before the range right after the system message; all counted. */
 function checkCarried(
-  requests: readonly { messages: ChatMessage[] }[],
+  requests: readonly { messages: ChatMessage[]; cacheBreakpoints?: readonly { message: number }[] }[],
   built: readonly { range: [number, number]; pinned?: number[]; tokens: { history: number } }[],
   views: readonly HistoryView[],
 ): number {
@@ -40,6 +40,9 @@ function checkCarried(
     const pinnedTokens = first.reduce((n, i) => n + view.items[i]!.tokens, 0);
     expect(tokens.history, `request ${r + 1}`).toBe(pinnedTokens + tokensBetween(view, range[0], range[1]));
     for (const i of pins) expect(request.messages.some((m) => m.content?.startsWith(view.items[i]!.message.content ?? '-'))).toBe(true);
+    // Where the pins sent first end is a cache breakpoint: they stay while the window moves on.
+    if (first.length && first.length < request.messages.length - 2)
+      expect(request.cacheBreakpoints, `request ${r + 1}`).toContainEqual({ message: first.length });
   });
   return before;
 }
