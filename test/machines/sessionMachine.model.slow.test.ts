@@ -545,7 +545,7 @@ describe('session machine, model-based', () => {
     // What was covered is the machine's own set, read from its definition, not a list kept here.
     expect([...run.visited].filter((id) => !states.includes(id))).toEqual([]);
     expect(run.fired.size).toBe(allTransitions(machine).size);
-  });
+  }, 120_000); // replaying every path is CPU-bound: ~15 s alone, over 30 s beside other files on two cores
 
   it('a prompt sent in each state waits its turn', () => {
     const inAccepting = paths.find((p) =>
