@@ -21,8 +21,8 @@ const TASK = 'Task: keep track of my plants and answer questions about them.';
 
 function prompts(): string[] {
   const out = [TASK];
-  for (let i = 1; i <= 12; i++) out.push(`My plant${i} is rose${i}. ${'It likes the sun and a little shade, '.repeat(12)}`);
-  for (let i = 1; i <= 6; i++) out.push(`What is my plant${i}?`);
+  for (let i = 1; i <= 8; i++) out.push(`My plant${i} is rose${i}. ${'It likes the sun and a little shade, '.repeat(16)}`);
+  for (let i = 1; i <= 3; i++) out.push(`What is my plant${i}?`);
   return out;
 }
 
