@@ -1,7 +1,8 @@
 /**
  * The injected history is derived from messages.jsonl: messages in order, with each
- * compaction entry replacing the items it names (the pinned ones it names as kept stay). The live session applies compactions
- * through the same function, so resume derives exactly what the live session had.
+ * compaction entry replacing the items it names (the pinned ones it names as kept stay).
+ * The live session applies compactions through the same function, so resume derives
+ * exactly what the live session had.
  */
 import { fromItems, type HistoryItem, type HistoryView } from './historyView.js';
 import { messageKey } from './messageKey.js';

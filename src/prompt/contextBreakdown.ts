@@ -1,7 +1,7 @@
 /**
- * What a request held, group by group: system prompt, working memory, detail index,
- * the pinned messages, history (which mode, which range), tail (<context_meta>, the reminder) — tokens and
- * share of the window each, the 75 % line and the output reserve, and what compactions
+ * What a request held, group by group: system prompt, working memory, detail index, the
+ * pinned messages, history (which mode, which range), tail (<context_meta>, the reminder)
+ * — tokens and share of the window each, the 75 % line and the output reserve, and what compactions
  * archived and where. Pure: built from the prompt_built event of the request (or, before
  * the first, an estimate of the next), the history view and memory it was built from,
  * and the compaction_end events. `/context` in chat prints it; the visualizer can use it.

@@ -2,7 +2,8 @@
  * Assembles a request in the prefix-cache-friendly order of docs/design.md §4:
  * system prompt + working memory (one system message) → history per mode → the tail,
  * appended to the last message only. The pinned messages older than the history a mode
- * carries are sent first, right after the system message: every request carries them. With memoryPosition 'after-history' the memory block
+ * carries are sent first, right after the system message: every request carries them.
+ * With memoryPosition 'after-history' the memory block
  * leaves the system message and opens the last message instead (before its text and
  * tail), so that a memory write no longer changes the prefix the history is cached under.
  * Pure: counts come from stored per-message counts, and only the system message and memory
