@@ -15,6 +15,8 @@ import type { TurnHost, TurnOutput, TurnStatics } from './turnTypes.js';
 export interface QueuedPrompt {
   id: string;
   text: string;
+  /** Pinned: every request carries it and no compaction replaces it. */
+  pinned?: boolean;
 }
 
 /** The user's compaction between turns (Session.compact, /compact): what to compact, by id. */
@@ -32,6 +34,11 @@ export type CompactionOutcome = { id: string; result: CompactionResult } | { id:
 export interface HostConversation {
   readonly length: number;
   at(index: number): ChatMessage;
+  /**
+   * Whether the host pinned the message at `index` (a user message only: every request
+   * carries it, no compaction replaces it). Read when the message is first recorded.
+   */
+  pinned?(index: number): boolean;
 }
 
 /** One model call of a host's own loop: its instructions (its system messages), the conversation its loop holds, the tools it sends. */

@@ -272,6 +272,7 @@ export const turnMachine = setup({
             mode: context.mode,
             messages: context.prompt!.messages.length,
             range: context.prompt!.range,
+            ...(context.prompt!.pinned.length ? { pinned: context.prompt!.pinned } : {}),
             tokens: context.prompt!.tokens,
           }),
         },

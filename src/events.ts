@@ -96,10 +96,22 @@ export type SessionEvent =
       mode: HistoryMode;
       messages: number;
       range: [number, number];
+      /** The pinned messages carried (view indices; those before `range` are sent first); absent: none. */
+      pinned?: number[];
       tokens: PromptTokens;
     }
   | { type: 'message_delta'; turn: number; request: number; delta: string }
-  | { type: 'message_end'; turn: number; request: number; seq: number; tokens: number; message: ChatMessage; stop?: 'aborted' }
+  | {
+      type: 'message_end';
+      turn: number;
+      request: number;
+      seq: number;
+      tokens: number;
+      message: ChatMessage;
+      stop?: 'aborted';
+      /** A user message the host pinned. */
+      pinned?: true;
+    }
   | { type: 'tool_start'; turn: number; request: number; callId: string; name: string; arguments: string }
   | { type: 'tool_end'; turn: number; request: number; callId: string; name: string; isError: boolean; content: string; ms: number }
   | { type: 'memory_updated'; turn: number; request: number; path: string; bytes: number; health: MemoryHealth; warning?: string }

@@ -1,7 +1,9 @@
 // The context view: what one request sent, message by message, grouped as the prompt is
 // built (system prompt, working memory, detail index, history, tail; with the memory after
 // the history: system prompt, history, working memory, detail index, tail), with the window as
-// a stacked bar and the compactions that shaped the history. Built from the trace's
+// a stacked bar and the compactions that shaped the history. Pinned messages (never
+// compacted, sent first when older than the history a mode carries) are marked where they
+// are sent, and their share drawn in the bar. Built from the trace's
 // `system`, `message` and `request` records (src/viz/sentMessages.ts); text only, never markup.
 
 import { el } from './dom.js';
@@ -45,12 +47,14 @@ function firstLines(text, lines = 2, chars = 160) {
  * lines; expanded, its whole text. `message` is the index of the message in the request:
  * a message cut in parts (the system message, the last message and its tail) is its parts joined.
  */
-function part({ message, role, label, tokens, text, calls = [], seq = null }) {
+function part({ message, role, label, tokens, text, calls = [], seq = null, pinned = false }) {
   const summary = el(
     'summary',
     {},
     el('span', { class: `role ${role}` }, role),
     ' ',
+    pinned ? el('span', { class: 'pin', title: 'pinned: every request carries it, no compaction replaces it' }, 'pinned') : '',
+    pinned ? ' ' : '',
     el('span', { class: 'label' }, label),
     ' ',
     el('span', { class: 'tokens', 'data-tokens': tokens ?? '' }, tokens == null ? '' : `${fmt(tokens)} tok`),
@@ -59,8 +63,9 @@ function part({ message, role, label, tokens, text, calls = [], seq = null }) {
   );
   const body = el('pre', { class: 'body' }, String(text ?? ''));
   const callList = calls.map((c) => el('pre', { class: 'call', 'data-name': c.function?.name ?? '' }, `${c.function?.name}(${c.function?.arguments ?? ''})`));
-  const attributes = { class: 'part', 'data-message': message, 'data-role': role };
+  const attributes = { class: pinned ? 'part pinned' : 'part', 'data-message': message, 'data-role': role };
   if (seq != null) attributes['data-seq'] = seq;
+  if (pinned) attributes['data-pinned'] = '1';
   return el('details', attributes, summary, body, ...callList);
 }
 
@@ -74,12 +79,13 @@ function group(name, title, tokens, ...children) {
 }
 
 /** The window as one bar: each part of the request, the free space, the reserved output; the 75 % line over it. */
-function windowBar(tokens, reserved) {
+function windowBar(tokens, reserved, pinned) {
   const window = Math.max(1, num(tokens.window));
   const parts = [
     ['system', 'system prompt', num(tokens.system)],
     ['memory', 'working memory + detail index', num(tokens.memory)],
-    ['history', 'history', num(tokens.history)],
+    ['pinned', 'pinned messages', pinned],
+    ['history', pinned ? 'rest of the history' : 'history', num(tokens.history) - pinned],
     ['tail', 'tail', num(tokens.tail)],
     ['calibration', 'server correction', Math.max(0, num(tokens.calibration))],
   ];
@@ -134,10 +140,14 @@ export function renderContext(box, caption, view) {
   const detailTokens = systems.detailIndexTokens?.get(request.system);
   caption.textContent = `turn ${request.turn}, request ${request.request} · ${request.mode} · ${seqs.length + 1} messages · ${fmt(tokens.total)} tokens (${num(tokens.percent)} %)`;
 
+  let pinnedCount = 0;
+  let pinnedTokens = 0;
   const history = seqs.map((seq, i) => {
     const versions = bodies.get(seq) ?? [];
     const body = versions.filter((v) => v.idx < request.idx).at(-1)?.record;
     const message = body?.message ?? { role: 'unknown', content: '(not in this trace)' };
+    const pinned = body?.pinned === true;
+    if (pinned) (pinnedCount++, (pinnedTokens += num(body.tokens)));
     return part({
       message: i + 1,
       role: message.role,
@@ -146,12 +156,16 @@ export function renderContext(box, caption, view) {
       text: message.content ?? '',
       calls: message.tool_calls ?? [],
       seq,
+      pinned,
     });
   });
   const last = seqs.length;
   const memoryTokens = detailTokens == null ? num(tokens.memory) : num(tokens.memory) - num(detailTokens);
   const dropped = previous ? seqsOf(previous).filter((s) => !seqs.includes(s)) : [];
-  const range = seqs.length ? `#${seqs[0]}–#${seqs[seqs.length - 1]}` : 'none';
+  // The pinned messages older than the window are sent first: the range is the window's.
+  const first = built ? (built.pinned ?? []).filter((i) => i < num(built.range?.[0])).length : 0;
+  const carried = seqs.slice(first);
+  const range = `${first ? `${first} pinned first, then ` : ''}${carried.length ? `#${carried[0]}–#${carried[carried.length - 1]}` : 'none'}`;
 
   const notebook = [
     group(
@@ -174,14 +188,15 @@ export function renderContext(box, caption, view) {
   const lastTokens = memoryAt ? num(bodies.get(seqs.at(-1))?.filter((v) => v.idx < request.idx).at(-1)?.record.tokens) : 0;
   const historyGroup = group(
     'history',
-    `History · ${request.mode} · ${earlier.length} messages (${range})${memoryAt ? ', the last after the working memory' : ''}`,
+    `History · ${request.mode} · ${earlier.length} messages (${range})${memoryAt ? ', the last after the working memory' : ''}` +
+      (pinnedCount ? ` · ${pinnedCount} pinned (${fmt(pinnedTokens)} tokens, never compacted)` : ''),
     num(tokens.history) - lastTokens,
     ...earlier,
     dropped.length ? el('p', { class: 'muted dropped' }, `no longer sent since the previous request: ${dropped.map((s) => `#${s}`).join(', ')}`) : '',
   );
   const lastGroup = memoryAt ? [group('last', 'Last message (history)', lastTokens, history.at(-1))] : [];
   const children = [
-    windowBar(tokens, request.reserved),
+    windowBar(tokens, request.reserved, pinnedTokens),
     ...cacheLines(view.usage, tokens, request.turn),
     group(
       'system',

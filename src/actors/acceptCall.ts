@@ -64,6 +64,11 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
     }
     for (let i = from; i < conversation.length; i++) {
       const message = conversation.at(i);
+      const pinned = conversation.pinned?.(i) === true;
+      if (pinned && message.role !== 'user')
+        throw new TypeError(
+          `message ${i + 1} of the conversation is marked pinned, but only a user message can be pinned (its role is ${message.role})`,
+        );
       if (message.role === 'user') {
         const tooLarge = promptProblem(message.content);
         if (tooLarge) throw new RangeError(tooLarge);
@@ -75,8 +80,8 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
         message.role === 'tool'
           ? { ...message, content: neutraliseTags(await shaped(message.tool_call_id, message.content, turn)) }
           : message;
-      const entry = await record.appendMessage(turn, kept, counter.message(kept), { sync: true });
-      ended(turn, entry.seq, entry.tokens, kept);
+      const entry = await record.appendMessage(turn, kept, counter.message(kept), { sync: true, pinned });
+      ended(turn, entry.seq, entry.tokens, kept, pinned);
     }
     if (deps.traceHost) {
       // The host's conversation is the line's last elements: those it matched, then those it brought.
@@ -96,8 +101,8 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
     };
   };
 
-  function ended(turn: number, seq: number, tokens: number, message: ChatMessage): void {
-    deps.emit({ type: 'message_end', turn, request: 0, seq, tokens, message });
+  function ended(turn: number, seq: number, tokens: number, message: ChatMessage, pinned = false): void {
+    deps.emit({ type: 'message_end', turn, request: 0, seq, tokens, message, ...(pinned ? { pinned } : {}) });
   }
 
   /** A host tool's output capped as the tool runner caps it; workmem's own came back as it was given. */

@@ -107,8 +107,17 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
       for (const entry of await answerInterruptedCalls(record, counter))
         emit({ type: 'message_end', turn: entry.turn, request: 0, seq: entry.seq, tokens: entry.tokens, message: entry.message });
       const message = { role: 'user' as const, content: input.prompt.text };
-      const entry = await record.appendMessage(input.turn, message, counter.message(message), { sync: true });
-      emit({ type: 'message_end', turn: input.turn, request: 0, seq: entry.seq, tokens: entry.tokens, message });
+      const pinned = input.prompt.pinned === true;
+      const entry = await record.appendMessage(input.turn, message, counter.message(message), { sync: true, pinned });
+      emit({
+        type: 'message_end',
+        turn: input.turn,
+        request: 0,
+        seq: entry.seq,
+        tokens: entry.tokens,
+        message,
+        ...(pinned ? { pinned } : {}),
+      });
       return { history: record.history };
     },
     save: async (input) => {

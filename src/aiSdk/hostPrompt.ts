@@ -19,7 +19,8 @@ import { PartAssembler } from './partAssembler.js';
 /**
  * The prompt as a host call's instructions (its system messages) and conversation, read by
  * index: only the messages read are converted (a long loop hands over all of them each call,
- * and workmem reads the first, the last and what is new).
+ * and workmem reads the first, the last and what is new). A message whose providerOptions
+ * say `workmem: { pinned: true }` is pinned (a user message only).
  */
 export function conversationOf(prompt: LanguageModelV3Prompt): { instructions: string | undefined; conversation: HostConversation } {
   const system: string[] = [];
@@ -27,7 +28,10 @@ export function conversationOf(prompt: LanguageModelV3Prompt): { instructions: s
   const at: number[] = [];
   const part: number[] = [];
   prompt.forEach((message, i) => {
-    if (message.role === 'system') return void system.push(message.content);
+    if (message.role === 'system') {
+      if (isPinned(message)) throw new TypeError('a system message is marked pinned, but only a user message can be pinned');
+      return void system.push(message.content);
+    }
     if (message.role !== 'tool') return void (at.push(i), part.push(-1));
     message.content.forEach((p, j) => {
       if (p.type === 'tool-result') (at.push(i), part.push(j));
@@ -36,8 +40,18 @@ export function conversationOf(prompt: LanguageModelV3Prompt): { instructions: s
   const converted: ChatMessage[] = [];
   return {
     instructions: system.length ? system.join('\n\n') : undefined,
-    conversation: { length: at.length, at: (i) => (converted[i] ??= messageAt(prompt[at[i]!]!, part[i]!)) },
+    conversation: {
+      length: at.length,
+      at: (i) => (converted[i] ??= messageAt(prompt[at[i]!]!, part[i]!)),
+      pinned: (i) => isPinned(prompt[at[i]!]!),
+    },
   };
+}
+
+/** `providerOptions: { workmem: { pinned: true } }` on a message (ModelMessage or prompt message). */
+function isPinned(message: LanguageModelV3Prompt[number]): boolean {
+  const workmem = message.providerOptions?.workmem as { pinned?: unknown } | undefined;
+  return workmem?.pinned === true;
 }
 
 /** The prompt as Chat Completions messages, every one converted. */

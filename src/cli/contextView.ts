@@ -61,7 +61,14 @@ export class ContextWatch {
     // Before the first request: the next one, as the turn will build it.
     const next = await s.nextRequest();
     const memory = s.record.memory.lastSnapshot ?? (await s.record.memory.snapshot());
-    const request = { turn: s.record.lastTurn + 1, request: 1, mode: s.state.mode, range: next.range, tokens: next.tokens };
+    const request = {
+      turn: s.record.lastTurn + 1,
+      request: 1,
+      mode: s.state.mode,
+      range: next.range,
+      pinned: next.pinned,
+      tokens: next.tokens,
+    };
     const reminder = next.reminder ? { level: next.reminder.level, reason: next.reminder.reason } : null;
     return contextBreakdown({ request, estimate: true, history: s.history, memory, reminder, ...common });
   }
@@ -71,7 +78,14 @@ export class ContextWatch {
     if (e.type === 'prompt_built') {
       const reminder = this.reminder?.turn === e.turn && this.reminder.request === e.request ? this.reminder : null;
       this.last = {
-        request: { turn: e.turn, request: e.request, mode: e.mode, range: e.range, tokens: e.tokens },
+        request: {
+          turn: e.turn,
+          request: e.request,
+          mode: e.mode,
+          range: e.range,
+          ...(e.pinned ? { pinned: e.pinned } : {}),
+          tokens: e.tokens,
+        },
         history: this.session.history,
         memory: this.session.record.memory.lastSnapshot,
         reminder: reminder ? { level: reminder.level, reason: reminder.reason } : null,
@@ -81,7 +95,7 @@ export class ContextWatch {
 }
 
 const BAR = 60;
-const MARK: Record<GroupKey, string> = { system: 'S', memory: 'M', detail_index: 'D', history: 'H', tail: 'T' };
+const MARK: Record<GroupKey, string> = { system: 'S', memory: 'M', detail_index: 'D', pinned: 'P', history: 'H', tail: 'T' };
 
 export function renderContext(b: ContextBreakdown): string {
   const n = (x: number): string => x.toLocaleString('en-US');

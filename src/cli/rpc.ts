@@ -21,7 +21,7 @@ export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 
 const id = z.union([z.string(), z.number()]).optional();
 export const RpcCommandSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('prompt'), id, text: z.string().min(1) }),
+  z.object({ type: z.literal('prompt'), id, text: z.string().min(1), pin: z.boolean().optional() }),
   z.object({ type: z.literal('abort'), id }),
   z.object({ type: z.literal('get_state'), id }),
   z.object({ type: z.literal('get_messages'), id, limit: z.number().int().positive().optional() }),
@@ -189,7 +189,7 @@ class RpcServer {
     const session = this.session;
     switch (command.type) {
       case 'prompt': {
-        const { promptId } = session.enqueue(command.text);
+        const { promptId } = session.enqueue(command.text, { pin: command.pin === true });
         return { promptId, sessionId: session.id };
       }
       case 'abort':

@@ -2,7 +2,8 @@
  * Carries out a compaction plan (plan.ts), the one place that does: the archived turns
  * and moved tool outputs go verbatim to a transcript inside working-memory/ (detail/ by
  * default), and one log entry replaces the turns by a note (a structured summary when
- * asked and possible) and each output by a one-line stub naming where it went. The two
+ * asked and possible) and each output by a one-line stub naming where it went. Pinned
+ * messages among the turns are not archived: the entry names them as kept. The two
  * are committed as one unit (CompactionStore.commit): a crash loses nothing.
  */
 import type { CompactionReason } from '../events.js';
@@ -63,7 +64,9 @@ export async function applyCompaction(
 ): Promise<CompactionResult> {
   const { store, counter } = deps;
   const view = store.history();
-  const archived = plan.archive ? view.items.slice(plan.archive[0], plan.archive[1]) : [];
+  const inArchive = plan.archive ? view.items.slice(plan.archive[0], plan.archive[1]) : [];
+  const kept = new Set(plan.kept.map((i) => view.items[i]!.seq));
+  const archived = inArchive.filter((item) => !kept.has(item.seq));
   const stubbed = plan.stubs.map((i) => view.items[i]!);
   const tokensBefore = sum(archived) + sum(stubbed);
   if (archived.length === 0 && stubbed.length === 0) return NOTHING_COMPACTED;
@@ -125,7 +128,12 @@ export async function applyCompaction(
     strategy: options.strategy,
     ...(archived.length
       ? {
-          replaces: { from: archived[0]!.seq, to: archived.at(-1)!.seq, count: archived.length },
+          replaces: {
+            from: archived[0]!.seq,
+            to: archived.at(-1)!.seq,
+            count: inArchive.length,
+            ...(kept.size ? { kept: [...kept] } : {}),
+          },
           note: { message: note!, tokens: noteTokens },
         }
       : {}),

@@ -101,8 +101,8 @@ export async function compact(
     signal,
   );
   const history = deps.store.history();
-  // An archive replaces its items by one note; stubs keep their places.
-  const removed = plan.archive ? plan.archive[1] - plan.archive[0] - 1 : 0;
+  // An archive replaces its items by one note (the pinned ones stay); stubs keep their places.
+  const removed = plan.archive ? plan.archive[1] - plan.archive[0] - plan.kept.length - 1 : 0;
   const tokensAfter = applied.changed ? tokensBetween(history, from, Math.max(from, to - removed)) : tokensBefore;
   report?.emit({ type: 'compaction_end', ...at, tokensBefore, tokensAfter, replaced: applied.changed, files: applied.files });
   return { replaced: applied.changed, files: applied.files, history, tokensBefore, tokensAfter, applied };

@@ -4,8 +4,10 @@
  * - archive whole turns (never the active one): replaced by one note;
  * - stub tool outputs: each replaced by a one-line stub.
  * Whole turns and whole outputs only, so a tool call is never separated from its result.
+ * A pinned message (a user message the host pinned) is never archived: an archive keeps
+ * it, and it stands right after the note (deriveHistory.applyCompaction).
  */
-import { tokensBetween, turnStartIndex, type HistoryView } from '../history/historyView.js';
+import { pinsBetween, tokensBetween, turnStartIndex, type HistoryView } from '../history/historyView.js';
 
 export type CompactionTarget = 'conversation' | 'tools' | 'all';
 export type CompactionStrategy = 'archive' | 'summarize';
@@ -23,8 +25,10 @@ const STUB_TOKENS = 40;
 export const AUTO_KEEP_TOOL_OUTPUTS = 5;
 
 export interface CompactionPlan {
-  /** Positions [from, to) of whole turns to archive. */
+  /** Positions [from, to) of whole turns to archive (never starting or ending on a pinned message). */
   archive: [number, number] | null;
+  /** Positions of the pinned messages inside `archive`: they stay, in order, after the note. */
+  kept: number[];
   /** Positions of tool results to stub. */
   stubs: number[];
 }
@@ -35,10 +39,34 @@ export interface Block {
   end: number;
   tokens: number;
   isNote: boolean;
+  /** Tokens of the pinned message that opens the block (0: none), which no compaction removes. */
+  pinned: number;
 }
+
+const NOTHING: CompactionPlan = Object.freeze({ archive: null, kept: [], stubs: [] }) as CompactionPlan;
 
 export function isEmptyPlan(plan: CompactionPlan): boolean {
   return !plan.archive && plan.stubs.length === 0;
+}
+
+/** Tokens an archive of the block removes. */
+function removable(block: Block): number {
+  return block.tokens - block.pinned;
+}
+
+/**
+ * The archive of whole blocks: their span without the pinned messages at its ends, and
+ * the pinned messages inside it, which stay. Null when there is nothing to archive, or
+ * only one earlier note (it would only be replaced by another).
+ */
+function archiveOf(view: HistoryView, blocks: readonly Block[]): Pick<CompactionPlan, 'archive' | 'kept'> | null {
+  const archived = blocks.filter((b) => removable(b) > 0);
+  if (archived.length === 0 || (archived.length === 1 && archived[0]!.isNote)) return null;
+  let start = blocks[0]!.start;
+  let end = blocks.at(-1)!.end;
+  while (start < end && view.items[start]!.pinned) start++;
+  while (end > start && view.items[end - 1]!.pinned) end--;
+  return { archive: [start, end], kept: pinsBetween(view, start, end) };
 }
 
 export function turnBlocks(view: HistoryView, from: number, to: number): Block[] {
@@ -46,12 +74,13 @@ export function turnBlocks(view: HistoryView, from: number, to: number): Block[]
   let start = from;
   for (let i = from + 1; i <= to; i++) {
     if (i === to || view.items[i]!.turn !== view.items[start]!.turn || view.items[i]!.message.role === 'user') {
-      const first = view.items[start]!.message;
+      const first = view.items[start]!;
       blocks.push({
         start,
         end: i,
         tokens: tokensBetween(view, start, i),
-        isNote: first.role === 'user' && first.content.startsWith(NOTE_PREFIX),
+        isNote: first.message.role === 'user' && first.message.content.startsWith(NOTE_PREFIX),
+        pinned: first.pinned ? first.tokens : 0,
       });
       start = i;
     }
@@ -59,22 +88,26 @@ export function turnBlocks(view: HistoryView, from: number, to: number): Block[]
   return blocks;
 }
 
-/** Whole turns in [from, the active turn) except the last `keepTurns` turns; null if none. */
-export function planConversation(view: HistoryView, from: number, turn: number, keepTurns: number): [number, number] | null {
+/** Whole turns in [from, the active turn) except the last `keepTurns` turns (pinned messages stay); null if none. */
+export function planConversation(
+  view: HistoryView,
+  from: number,
+  turn: number,
+  keepTurns: number,
+): Pick<CompactionPlan, 'archive' | 'kept'> | null {
   const activeStart = Math.max(from, turnStartIndex(view, turn));
   const blocks = turnBlocks(view, from, activeStart);
   let kept = 0;
   let cut = blocks.length;
   while (cut > 0 && kept < keepTurns) {
     cut--;
-    if (!blocks[cut]!.isNote) kept++;
+    // Notes and pinned messages alone are no turns of the conversation to keep.
+    if (!blocks[cut]!.isNote && removable(blocks[cut]!) > 0) kept++;
   }
   if (cut === 0) return null;
-  const last = blocks[cut - 1]!;
-  // Archiving a lone earlier note would only replace it by another; a few short turns would grow.
-  if (cut === 1 && last.isNote) return null;
-  if (tokensBetween(view, blocks[0]!.start, last.end) < MIN_ARCHIVE_TOKENS) return null;
-  return [blocks[0]!.start, last.end];
+  // A few short turns would grow.
+  if (blocks.slice(0, cut).reduce((n, b) => n + removable(b), 0) < MIN_ARCHIVE_TOKENS) return null;
+  return archiveOf(view, blocks.slice(0, cut));
 }
 
 /** Tool results in [from, to) worth stubbing, except the last `keep` of them. */
@@ -94,7 +127,7 @@ export function planToolStubs(view: HistoryView, from: number, to: number, keep:
  */
 export function planForBudget(view: HistoryView, range: [number, number], turn: number, budget: number, keepTurns: number): CompactionPlan {
   const before = tokensBetween(view, range[0], range[1]);
-  if (before <= budget) return { archive: null, stubs: [] };
+  if (before <= budget) return NOTHING;
   const activeStart = Math.max(range[0], turnStartIndex(view, turn));
   const blocks = turnBlocks(view, range[0], activeStart);
   let chosen = 0;
@@ -102,15 +135,14 @@ export function planForBudget(view: HistoryView, range: [number, number], turn: 
   search: for (let keep = Math.min(keepTurns, blocks.length); keep >= 0; keep--) {
     removed = 0;
     for (let n = 1; n <= blocks.length - keep; n++) {
-      removed += blocks[n - 1]!.tokens;
+      removed += removable(blocks[n - 1]!);
       chosen = n;
       if (before - removed + NOTE_TOKENS <= budget) break search;
     }
   }
-  if (chosen === 1 && blocks[0]!.isNote) ((chosen = 0), (removed = 0));
-  if (removed <= NOTE_TOKENS) ((chosen = 0), (removed = 0));
-  const archive: [number, number] | null = chosen > 0 ? [blocks[0]!.start, blocks[chosen - 1]!.end] : null;
-  let remaining = before - removed + (archive ? NOTE_TOKENS : 0);
+  const planned = removed > NOTE_TOKENS ? archiveOf(view, blocks.slice(0, chosen)) : null;
+  const archive = planned?.archive ?? null;
+  let remaining = before - (archive ? removed - NOTE_TOKENS : 0);
   const stubs: number[] = [];
   if (remaining > budget) {
     for (const i of planToolStubs(view, activeStart, range[1], 1)) {
@@ -119,7 +151,7 @@ export function planForBudget(view: HistoryView, range: [number, number], turn: 
       remaining -= view.items[i]!.tokens - STUB_TOKENS;
     }
   }
-  return { archive, stubs };
+  return { archive, kept: planned?.kept ?? [], stubs };
 }
 
 /**
@@ -135,9 +167,10 @@ export function planForTier(
   keepTurns: number,
   keepToolOutputs: number,
 ): CompactionPlan {
-  const archive = target === 'tools' ? null : planConversation(view, range[0], turn, keepTurns);
+  const planned = target === 'tools' ? null : planConversation(view, range[0], turn, keepTurns);
+  const archive = planned?.archive ?? null;
   const stubs = target === 'conversation' ? [] : planToolStubs(view, archive ? archive[1] : range[0], range[1], keepToolOutputs);
-  return { archive, stubs };
+  return { archive, kept: planned?.kept ?? [], stubs };
 }
 
 /** What compact_history (or a manual compaction) would compact for a target. */

@@ -14,9 +14,9 @@
  * and the number the model sees never disagree.
  */
 import type { CompactionReason } from '../events.js';
-import { injectedRange, tokensBetween, type HistoryMode, type HistoryView } from '../history/historyView.js';
+import { injectedRange, pinsBetween, tokensBetween, tokensOf, type HistoryMode, type HistoryView } from '../history/historyView.js';
 import type { RecentWindow } from '../history/recentWindow.js';
-import { estimateWithoutTail, type BuiltPrompt, type PromptBase } from '../prompt/promptBuilder.js';
+import { estimateWithoutTail, pinnedBeforeTokens, type BuiltPrompt, type PromptBase } from '../prompt/promptBuilder.js';
 import type { TurnSettings } from '../settings/settings.js';
 import type { CompactionRequest } from './compact.js';
 import { AUTO_KEEP_TOOL_OUTPUTS, autoTier, isEmptyPlan, NOTE_TOKENS, planForTier, type CompactionTarget } from './plan.js';
@@ -143,20 +143,22 @@ export function autoCompactionTier(input: PolicyInput): CompactionTarget | null 
 
 /** The range to compact for a reason and the tokens it may keep (see the shares above). */
 export function compactionBudget(input: PolicyInput, reason: CompactionReason): CompactionBudget {
-  const fixedTokens = baseOf(input).tokens + input.calibration + TAIL_ALLOWANCE;
   const overflow = reason === 'overflow';
   const range = reason === 'horizon' ? phase1Range(input) : carriedRange(input);
+  // The pinned messages sent before the range cost what they cost: no compaction makes them smaller.
+  const fixedTokens = baseOf(input).tokens + pinnedBeforeTokens(input.history, range[0]) + input.calibration + TAIL_ALLOWANCE;
   const share = overflow ? OVERFLOW_TARGET_SHARE : FALLBACK_TARGET_SHARE;
   let budget = Math.max(0, Math.floor(thresholdTokens(input.statics.settings) * share) - fixedTokens - 1);
   // The server refused what we counted as fitting: our count is off, so at least halve the history.
   if (overflow) budget = Math.min(budget, Math.floor(tokensBetween(input.history, range[0], range[1]) / 2));
-  // 'recent-turns': no more than the last keepRecentTurns turns and the note that replaces the rest.
+  // 'recent-turns': no more than the last keepRecentTurns turns, the pinned messages and the note that replaces the rest.
   if (reason === 'fallback' && input.statics.settings.fallbackTarget === 'recent-turns') {
-    const keep = injectedRange(input.history, 'phase2', input.turn, {
-      hybridRecent: 1,
-      recentTurns: input.statics.settings.keepRecentTurns,
-    })[0];
-    budget = Math.min(budget, tokensBetween(input.history, Math.max(range[0], keep), range[1]) + NOTE_TOKENS);
+    const keep = Math.max(
+      range[0],
+      injectedRange(input.history, 'phase2', input.turn, { hybridRecent: 1, recentTurns: input.statics.settings.keepRecentTurns })[0],
+    );
+    const pinned = tokensOf(input.history, pinsBetween(input.history, range[0], keep));
+    budget = Math.min(budget, pinned + tokensBetween(input.history, keep, range[1]) + NOTE_TOKENS);
   }
   return { range, budget, fixedTokens };
 }

@@ -1,7 +1,8 @@
 /**
  * The injected history is derived from messages.jsonl: messages in order, with each
- * compaction entry replacing the items it names. The live session applies compactions
- * through the same function, so resume derives exactly what the live session had.
+ * compaction entry replacing the items it names (the pinned ones it names as kept stay).
+ * The live session applies compactions through the same function, so resume derives
+ * exactly what the live session had.
  */
 import { fromItems, type HistoryItem, type HistoryView } from './historyView.js';
 import { HostLine } from './hostLine.js';
@@ -33,7 +34,13 @@ export function deriveHistory(entries: readonly LogEntry[], mask?: (text: string
     if (entry.type === 'message') {
       messageCount++;
       line.add(entry.message, entry.seq);
-      items.push({ seq: entry.seq, turn: entry.turn, message: entry.message, tokens: entry.tokens });
+      items.push({
+        seq: entry.seq,
+        turn: entry.turn,
+        message: entry.message,
+        tokens: entry.tokens,
+        ...(entry.pinned ? { pinned: true as const } : {}),
+      });
     } else if (entry.type === 'compaction') {
       const result = applyCompaction(items, entry);
       if (typeof result === 'string') problems.push(`compaction ${entry.seq}: ${result}`);
@@ -111,10 +118,14 @@ export function applyCompaction(items: readonly HistoryItem[], entry: Compaction
     while (end < next.length && next[end]!.seq !== to) end++;
     if (end >= next.length) return `replaced range ends at seq ${to}, which does not follow seq ${from}`;
     if (end - start + 1 !== count) return `replaced range holds ${end - start + 1} items, the entry says ${count}`;
+    // Pinned items in the range stay, right after the note, in their order.
+    const keep = new Set(entry.replaces.kept ?? []);
+    const kept = next.slice(start, end + 1).filter((item) => keep.has(item.seq));
+    if (kept.length !== keep.size) return `items kept by the compaction (seqs ${[...keep].join(', ')}) are not all in its range`;
     // The note stands where the oldest replaced item stood, and takes its turn, so turn
     // numbers along the history never go down.
     const note = entry.note ? [{ seq: entry.seq, turn: next[start]!.turn, message: entry.note.message, tokens: entry.note.tokens }] : [];
-    next.splice(start, end - start + 1, ...note);
+    next.splice(start, end - start + 1, ...note, ...kept);
   }
   return next;
 }

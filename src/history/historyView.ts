@@ -13,6 +13,8 @@ export interface HistoryItem {
   readonly turn: number;
   readonly message: ChatMessage;
   readonly tokens: number;
+  /** A user message the host pinned: every request carries it and no compaction replaces it. */
+  readonly pinned?: true;
 }
 
 export interface HistoryView {
@@ -20,13 +22,22 @@ export interface HistoryView {
   /** cum[i] = tokens of items[0, i); cum.length >= length + 1. */
   readonly cum: readonly number[];
   readonly length: number;
+  /**
+   * Indices of the pinned items, ascending (those from `length` on belong to a newer view).
+   * A view built by hand may leave it out: its items' `pinned` say then.
+   */
+  readonly pins?: readonly number[];
 }
 
 export function fromItems(items: readonly HistoryItem[]): HistoryView {
   const cum = new Array<number>(items.length + 1);
+  const pins: number[] = [];
   cum[0] = 0;
-  for (let i = 0; i < items.length; i++) cum[i + 1] = cum[i]! + items[i]!.tokens;
-  return { items: items.slice(), cum, length: items.length };
+  for (let i = 0; i < items.length; i++) {
+    cum[i + 1] = cum[i]! + items[i]!.tokens;
+    if (items[i]!.pinned) pins.push(i);
+  }
+  return { items: items.slice(), cum, length: items.length, pins };
 }
 
 export function appendItem(view: HistoryView, item: HistoryItem): HistoryView {
@@ -35,7 +46,9 @@ export function appendItem(view: HistoryView, item: HistoryItem): HistoryView {
   if (items.length === view.length) {
     items.push(item);
     cum.push(cum[view.length]! + item.tokens);
-    return { items, cum, length: view.length + 1 };
+    const pins = view.pins as number[] | undefined;
+    if (item.pinned) pins?.push(view.length);
+    return { items, cum, length: view.length + 1, ...(pins ? { pins } : {}) };
   }
   // An older snapshot: copy rather than overwrite what a newer one already holds.
   return fromItems([...items.slice(0, view.length), item]);
@@ -52,6 +65,28 @@ export function tokensBetween(view: HistoryView, from: number, to: number): numb
 
 export function totalTokens(view: HistoryView): number {
   return view.cum[view.length]!;
+}
+
+/** Indices of the pinned items in [from, to), ascending. */
+export function pinsBetween(view: HistoryView, from: number, to: number): number[] {
+  const end = Math.min(to, view.length);
+  const out: number[] = [];
+  if (!view.pins) {
+    for (let i = from; i < end; i++) if (view.items[i]!.pinned) out.push(i);
+    return out;
+  }
+  for (const i of view.pins) {
+    if (i >= end) break;
+    if (i >= from) out.push(i);
+  }
+  return out;
+}
+
+/** Tokens of the items at `indices`. */
+export function tokensOf(view: HistoryView, indices: readonly number[]): number {
+  let n = 0;
+  for (const i of indices) n += view.items[i]!.tokens;
+  return n;
 }
 
 export function messagesBetween(view: HistoryView, from: number, to: number): ChatMessage[] {

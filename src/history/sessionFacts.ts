@@ -6,6 +6,7 @@ import type { TrackerFacts } from '../memory/reminderTracker.js';
 import type { LogEntry } from '../storage/messageLog.js';
 import { newSessionMeta, type SessionMeta } from '../storage/sessionMeta.js';
 import type { HistoryMode } from './historyView.js';
+import type { ChatMessage } from './messages.js';
 
 const TITLE_CHARS = 80;
 
@@ -37,7 +38,7 @@ export function rebuildMeta(location: string, entries: LogEntry[], lastTurn: num
   for (const entry of entries) {
     if (entry.type === 'message') {
       messageCount++;
-      if (title === null && entry.message.role === 'user') title = titleOf(entry.message.content);
+      title ??= titleFrom(entry.turn, entry.message, entry.pinned === true);
     } else if (entry.type === 'event' && entry.name === 'mode_changed') {
       const to = entry.data.to;
       if (to === 'phase1' || to === 'phase2' || to === 'hybrid') {
@@ -59,6 +60,14 @@ export function rebuildMeta(location: string, entries: LogEntry[], lastTurn: num
     pinnedMode,
     memoryWrites,
   };
+}
+
+/**
+ * The title a message gives a session that has none: a user message's first line, unless
+ * it was pinned before the first turn (the rules a session is created with, not its subject).
+ */
+export function titleFrom(turn: number, message: ChatMessage, pinned: boolean): string | null {
+  return message.role === 'user' && !(turn === 0 && pinned) ? titleOf(message.content) : null;
 }
 
 export function titleOf(text: string): string {

@@ -17,7 +17,7 @@ import { applyRepair, deriveHistory, viewAfterCompaction, type DerivedHistory } 
 import { appendItem, fromItems, type HistoryView } from './historyView.js';
 import type { HostLine } from './hostLine.js';
 import type { ChatMessage } from './messages.js';
-import { rebuildMeta, titleOf, trackerFactsOf } from './sessionFacts.js';
+import { rebuildMeta, titleFrom, trackerFactsOf } from './sessionFacts.js';
 import { MetaCache } from './metaCache.js';
 
 const noRedaction: Redact = (text) => text;
@@ -196,20 +196,23 @@ export class SessionRecord {
     turn: number,
     message: ChatMessage,
     tokens: number,
-    options: { sync: boolean; stop?: 'aborted' },
+    options: { sync: boolean; stop?: 'aborted'; pinned?: boolean },
   ): Promise<MessageEntry> {
+    if (options.pinned && message.role !== 'user')
+      throw new TypeError(`only a user message can be pinned (a ${message.role} message was marked pinned)`);
+    const pin = options.pinned ? { pinned: true as const } : {};
     const entry = await this.append<Omit<MessageEntry, 'seq' | 'ts'>>(
-      { type: 'message', turn, tokens, message, ...(options.stop ? { stop: options.stop } : {}) },
+      { type: 'message', turn, tokens, message, ...(options.stop ? { stop: options.stop } : {}), ...pin },
       options.sync,
     );
-    this.view = appendItem(this.view, { seq: entry.seq, turn, message, tokens });
+    this.view = appendItem(this.view, { seq: entry.seq, turn, message, tokens, ...pin });
     this.line.add(message, entry.seq);
     this.lastTurnValue = Math.max(this.lastTurnValue, turn);
     const meta = this.metaCache.value;
     this.metaCache.counted({
       ...meta,
       messageCount: meta.messageCount + 1,
-      title: meta.title ?? (message.role === 'user' ? titleOf(message.content) : null),
+      title: meta.title ?? titleFrom(turn, message, options.pinned === true),
     });
     return entry;
   }

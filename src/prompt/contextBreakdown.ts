@@ -1,7 +1,7 @@
 /**
- * What a request held, group by group: system prompt, working memory, detail index,
- * history (which mode, which range), tail (<context_meta>, the reminder) — tokens and
- * share of the window each, the 75 % line and the output reserve, and what compactions
+ * What a request held, group by group: system prompt, working memory, detail index, the
+ * pinned messages, history (which mode, which range), tail (<context_meta>, the reminder)
+ * — tokens and share of the window each, the 75 % line and the output reserve, and what compactions
  * archived and where. Pure: built from the prompt_built event of the request (or, before
  * the first, an estimate of the next), the history view and memory it was built from,
  * and the compaction_end events. `/context` in chat prints it; the visualizer can use it.
@@ -26,6 +26,8 @@ export interface BuiltRequest {
   request: number;
   mode: HistoryMode;
   range: [number, number];
+  /** The pinned messages carried (view indices); absent: none. */
+  pinned?: readonly number[];
   tokens: PromptTokens;
 }
 
@@ -59,7 +61,7 @@ export interface BreakdownSources {
   memoryPosition?: MemoryPosition;
 }
 
-export type GroupKey = 'system' | 'memory' | 'detail_index' | 'history' | 'tail';
+export type GroupKey = 'system' | 'memory' | 'detail_index' | 'pinned' | 'history' | 'tail';
 
 export interface ContextGroup {
   key: GroupKey;
@@ -148,11 +150,30 @@ export function contextBreakdown(src: BreakdownSources): ContextBreakdown {
     ),
     group('detail_index', 'detail index', indexTokens, `${files} file${files === 1 ? '' : 's'} in detail/`),
   ];
-  const historyGroup = group('history', `history · ${request.mode}`, t.history, `${range}${turnSpan}`);
+  // The pinned messages apart from the rest of the history: sent first when older than the range.
+  const pins = (request.pinned ?? []).filter((i) => i < history.length);
+  const pinnedTokens = pins.reduce((n, i) => n + history.items[i]!.tokens, 0);
+  const first = pins.filter((i) => i < from).length;
+  const pinnedGroup = pins.length
+    ? [
+        group(
+          'pinned',
+          'pinned',
+          pinnedTokens,
+          `${pins.length} message${pins.length === 1 ? '' : 's'} (turn${pins.length === 1 ? '' : 's'} ${turnList(pins.map((i) => history.items[i]!.turn))}), never compacted; ` +
+            (first === pins.length
+              ? 'sent before the history'
+              : first
+                ? `${first} sent before the history, the others in it`
+                : 'in place in the history'),
+        ),
+      ]
+    : [];
+  const historyGroup = group('history', `history · ${request.mode}`, t.history - pinnedTokens, `${range}${turnSpan}`);
   const groups = [
     group('system', 'system prompt', t.system, 'role, memory duties, tool definitions'),
     // In the request's order: after the history, the memory sits between the earlier messages and the last.
-    ...(after ? [historyGroup, ...notebook] : [...notebook, historyGroup]),
+    ...(after ? [...pinnedGroup, historyGroup, ...notebook] : [...notebook, ...pinnedGroup, historyGroup]),
     group('tail', 'tail', t.tail, src.reminder ? '<context_meta> and a reminder' : '<context_meta>', tailParts),
   ];
   const thresholdTokens = Math.floor(src.threshold * window);
@@ -193,6 +214,19 @@ function archiveMarks(history: HistoryView, from: number, to: number): ArchiveMa
     if (kind) marks.push({ kind, index: i, turn: item.turn, tokens: item.tokens, file: FILE_NAMED.exec(content)?.[1] ?? null });
   }
   return marks;
+}
+
+/** Turns as a short list: 0, 3–5, 9. */
+function turnList(turns: number[]): string {
+  const sorted = [...new Set(turns)].sort((a, b) => a - b);
+  const runs: string[] = [];
+  for (let i = 0; i < sorted.length;) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
+    runs.push(i === j ? `${sorted[i]}` : `${sorted[i]}–${sorted[j]}`);
+    i = j + 1;
+  }
+  return runs.join(', ');
 }
 
 function spanOf(turns: number[]): string {

@@ -1,7 +1,9 @@
 /**
  * Assembles a request in the prefix-cache-friendly order of docs/design.md §4:
  * system prompt + working memory (one system message) → history per mode → the tail,
- * appended to the last message only. With memoryPosition 'after-history' the memory block
+ * appended to the last message only. The pinned messages older than the history a mode
+ * carries are sent first, right after the system message: every request carries them.
+ * With memoryPosition 'after-history' the memory block
  * leaves the system message and opens the last message instead (before its text and
  * tail), so that a memory write no longer changes the prefix the history is cached under.
  * Pure: counts come from stored per-message counts, and only the system message and memory
@@ -10,7 +12,7 @@
 import type { ChatMessage, PromptTokens } from '../events.js';
 import type { MemoryPlacement } from '../settings/settings.js';
 import { withSuffix } from '../history/messages.js';
-import { itemAt, messagesBetween, tokensBetween, type HistoryView } from '../history/historyView.js';
+import { itemAt, messagesBetween, pinsBetween, tokensBetween, tokensOf, type HistoryView } from '../history/historyView.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { ReminderDue } from '../memory/reminderTracker.js';
 import { renderTail, type ContextMeta } from './requestTail.js';
@@ -115,6 +117,11 @@ export interface BuiltPrompt {
   reminder: ReminderDue | null;
   /** The injected history range [from, to) of the view. */
   range: [number, number];
+  /**
+   * The pinned messages the request carries, as view indices in order: those before
+   * `range[0]` are sent first, right after the system message; the others are in the range.
+   */
+  pinned: number[];
   /** Where the stable parts end (system prompt, memory, history before the last message), for explicit caching. */
   cacheBreakpoints: CacheBreakpoint[];
 }
@@ -135,7 +142,12 @@ export interface PromptPlan {
 
 /** The cost of a request before its tail, for the compaction check. */
 export function estimateWithoutTail(base: PromptBase, history: HistoryView, range: [number, number], calibration: number): number {
-  return base.tokens + tokensBetween(history, range[0], range[1]) + calibration;
+  return base.tokens + pinnedBeforeTokens(history, range[0]) + tokensBetween(history, range[0], range[1]) + calibration;
+}
+
+/** Tokens of the pinned messages before `from`: a request carrying history from there sends them too. */
+export function pinnedBeforeTokens(history: HistoryView, from: number): number {
+  return tokensOf(history, pinsBetween(history, 0, from));
 }
 
 const MAX_FIXPOINT_STEPS = 4;
@@ -144,7 +156,8 @@ export function buildPrompt(plan: PromptPlan): BuiltPrompt {
   const { base, history, range, counter } = plan;
   const [from, to] = range;
   if (to <= from) throw new Error('buildPrompt: a request needs at least one history message (the user message)');
-  const historyTokens = tokensBetween(history, from, to);
+  const pinnedBefore = pinsBetween(history, 0, from);
+  const historyTokens = tokensOf(history, pinnedBefore) + tokensBetween(history, from, to);
   const last = itemAt(history, to - 1);
   // Everything before the last message; after the history the memory is in the last message.
   const head = base.memoryHead ? base.memoryTokens : 0;
@@ -153,27 +166,34 @@ export function buildPrompt(plan: PromptPlan): BuiltPrompt {
 
   // tokens_used is printed inside the tail, which itself costs tokens: iterate to the fixed point.
   let used = beforeLast + head + last.tokens + (plan.tailHint ?? 0);
-  let meta = contextMeta(plan, used);
+  const sent = pinnedBefore.length + to - from;
+  let meta = contextMeta(plan, used, sent);
   let lastMessage = lastAsSent(base, last.message, tailOf(meta));
   let lastTokens = counter.message(lastMessage);
   for (let step = 0; step < MAX_FIXPOINT_STEPS && beforeLast + lastTokens !== used; step++) {
     used = beforeLast + lastTokens;
-    meta = contextMeta(plan, used);
+    meta = contextMeta(plan, used, sent);
     lastMessage = lastAsSent(base, last.message, tailOf(meta));
     lastTokens = counter.message(lastMessage);
   }
   const total = beforeLast + lastTokens;
 
-  const messages: ChatMessage[] = [{ role: 'system', content: base.systemContent }, ...messagesBetween(history, from, to - 1), lastMessage];
+  const messages: ChatMessage[] = [
+    { role: 'system', content: base.systemContent },
+    ...pinnedBefore.map((i) => history.items[i]!.message),
+    ...messagesBetween(history, from, to - 1),
+    lastMessage,
+  ];
   const tail = lastTokens - last.tokens - head;
   // The history before the last message is the same in the next request in phase 1 (and within a tool loop in any mode).
+  // The pinned messages sent first stay while phase 2's window moves on: their end is a stable prefix too.
+  const inHistory: CacheBreakpoint[] = [
+    ...(pinnedBefore.length && pinnedBefore.length < messages.length - 2 ? [{ message: pinnedBefore.length }] : []),
+    ...(messages.length > 2 ? [{ message: messages.length - 2 }] : []),
+  ];
   const cacheBreakpoints: CacheBreakpoint[] = base.memoryHead
-    ? [{ message: 0 }, ...(messages.length > 2 ? [{ message: messages.length - 2 }] : [])]
-    : [
-        ...(base.stableChars ? [{ message: 0, chars: base.stableChars }] : []),
-        { message: 0 },
-        ...(messages.length > 2 ? [{ message: messages.length - 2 }] : []),
-      ];
+    ? [{ message: 0 }, ...inHistory]
+    : [...(base.stableChars ? [{ message: 0, chars: base.stableChars }] : []), { message: 0 }, ...inHistory];
   return {
     messages,
     tools: plan.tools,
@@ -193,16 +213,17 @@ export function buildPrompt(plan: PromptPlan): BuiltPrompt {
     meta,
     reminder: plan.reminder,
     range: [from, to],
+    pinned: [...pinnedBefore, ...pinsBetween(history, from, to)],
   };
 }
 
-function contextMeta(plan: PromptPlan, used: number): ContextMeta {
+function contextMeta(plan: PromptPlan, used: number, sent: number): ContextMeta {
   return {
     tokens_used: used,
     tokens_max: plan.window,
     tokens_percent: percentOf(used, plan.window),
     messages_in_history: plan.history.length,
-    messages_sent: plan.range[1] - plan.range[0],
+    messages_sent: sent,
     working_memory_size: plan.base.memoryBytes,
   };
 }

@@ -132,6 +132,7 @@ export function nextRequestEstimate(state: RequestState, memory: MemorySnapshot)
     ...prompt,
     messages: prompt.messages,
     range: [prompt.range[0], Math.min(prompt.range[1], state.history.length)],
+    pinned: prompt.pinned.filter((i) => i < state.history.length),
     tokens: { ...t, history: t.history - standTokens, counted: t.counted - standTokens, total, percent: percentOf(total, t.window) },
   };
 }

@@ -35,6 +35,9 @@ export interface HostLoopOptions extends Omit<SessionOptions, 'llm' | 'tools' | 
   summarize?: LLM['summarize'];
 }
 
+/** A message of a host's loop: `pinned: true` on a user message pins it (every request carries it, no compaction replaces it). */
+export type HostMessage = ChatMessage & { pinned?: boolean };
+
 /** One model call, prepared: send `request`, then report how it went. */
 export interface PreparedCall {
   /** What to send the model: workmem's messages, the tools as given, the output limit, the cache breakpoints. */
@@ -93,15 +96,22 @@ export class HostLoop {
   /**
    * Everything the host's loop holds for this call (its system messages are its instructions)
    * and the tools it sends: the request to send instead. A host may hand over its conversation
-   * as a view read by index, converting a message only when it is read. `whole`: the host
-   * always sends its whole conversation, so wherever it departs from the log it took a branch
-   * of its own (it edited, regenerated or compacted its history), which the session follows.
+   * as a view read by index, converting a message only when it is read. A user message
+   * marked pinned (`pinned: true`, or the view's `pinned(index)`) is pinned when it is recorded.
+   * `whole`: the host always sends its whole conversation, so wherever it departs from the log
+   * it took a branch of its own (it edited, regenerated or compacted its history), which the
+   * session follows.
    */
   prepare(
-    call: ({ messages: readonly ChatMessage[]; tools: readonly ToolSpec[] } | Omit<HostCall, 'id' | 'resume'>) & { whole?: boolean },
+    call: ({ messages: readonly HostMessage[]; tools: readonly ToolSpec[] } | Omit<HostCall, 'id' | 'resume'>) & { whole?: boolean },
   ): Promise<PreparedCall> {
     const id = randomUUID();
-    const given = 'messages' in call ? splitSystem(call.messages) : { instructions: call.instructions, conversation: call.conversation };
+    let given: Pick<HostCall, 'instructions' | 'conversation'>;
+    try {
+      given = 'messages' in call ? splitSystem(call.messages) : { instructions: call.instructions, conversation: call.conversation };
+    } catch (error) {
+      return Promise.reject(error);
+    }
     // The first call of this loop may come in the middle of a turn (a loop opened per request): it resumes it.
     const hostCall: HostCall = {
       id,
@@ -199,11 +209,27 @@ class Bridge implements LLM {
   }
 }
 
-/** A message list as instructions (its system messages) and the conversation. */
-function splitSystem(messages: readonly ChatMessage[]): { instructions: string | undefined; conversation: HostConversation } {
+/** A message list as instructions (its system messages) and the conversation, its pins apart. */
+function splitSystem(messages: readonly HostMessage[]): { instructions: string | undefined; conversation: HostConversation } {
   const instructions = messages.flatMap((m) => (m.role === 'system' ? [m.content] : [])).join('\n\n') || undefined;
   const conversation = instructions === undefined ? messages : messages.filter((m) => m.role !== 'system');
-  return { instructions, conversation: { length: conversation.length, at: (i) => conversation[i]! } };
+  if (instructions !== undefined && messages.some((m) => m.role === 'system' && m.pinned))
+    throw new TypeError(
+      'a system message is marked pinned, but only a user message can be pinned (the instructions go with every request anyway)',
+    );
+  return {
+    instructions,
+    conversation: {
+      length: conversation.length,
+      at: (i) => {
+        const message = conversation[i]!;
+        if (!('pinned' in message)) return message;
+        const { pinned: _, ...plain } = message;
+        return plain as ChatMessage;
+      },
+      pinned: (i) => conversation[i]!.pinned === true,
+    },
+  };
 }
 
 /** A host loop's call or tools that the session could not take, with the turn's error. */

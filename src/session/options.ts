@@ -58,6 +58,12 @@ export interface SessionOptions {
    * serve`): their results are recorded as the tools run, since the host never sends them back.
    */
   recordToolResults?: boolean;
+  /**
+   * User messages pinned when the session is created, before its first turn (the task
+   * statement, rules): every request carries them and no compaction replaces them. Opening
+   * a session with another list is refused: a session keeps the pins it was created with.
+   */
+  pinned?: readonly string[];
 }
 
 /** Item memory for a session: remember / recall / forget, per session or per user, optionally injected after overview.md. */

@@ -6,6 +6,7 @@
  */
 import type Keyv from 'keyv';
 import { repairPairing } from '../history/crashRecovery.js';
+import { pinsBetween } from '../history/historyView.js';
 import type { PersistentItemMemory } from '../itemMemory/itemMemoryStore.js';
 import { openItemMemory, removeItemMemory } from '../itemMemory/itemMemoryStore.js';
 import { itemOwner, type ItemOwner } from '../itemMemory/itemKeys.js';
@@ -60,6 +61,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
     // The home's index lists the home's own sessions; another store lists its own (listSessions).
     if (!options.store) await state.set(INDEX_KEY(record.id), entry);
     if (resolved.pinned) await record.updateMeta({ historyMode: resolved.pinned, pinnedMode: resolved.pinned });
+    await recordPins(record, options.pinned ?? [], counter);
     const items = await openItems(state, record.id, options, counter);
     const memory = await record.memory.snapshot();
     return new Session({
@@ -93,6 +95,7 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
       contextWindow: resolved.turn.contextWindow,
       ...(options.now ? { now: options.now } : {}),
     });
+    if (options.pinned) checkPins(record, options.pinned);
     const damage = [...record.damage];
     const stored = await state.get<unknown>(TRACKER_KEY(record.id));
     let tracker = parseTrackerState(stored);
@@ -110,6 +113,28 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
     await state.close();
     throw error;
   }
+}
+
+/** The messages a session is created with pinned: recorded before its first turn (turn 0), each durably. */
+async function recordPins(record: SessionRecord, pinned: readonly string[], counter: TokenCounter): Promise<void> {
+  for (const content of pinned) {
+    const message = { role: 'user' as const, content };
+    await record.appendMessage(0, message, counter.message(message), { sync: true, pinned: true });
+  }
+}
+
+/** Pins given when opening must be those the session was created with (as its log keeps them: masked). */
+function checkPins(record: SessionRecord, pinned: readonly string[]): void {
+  const view = record.history;
+  const had = pinsBetween(view, 0, view.length)
+    .filter((i) => view.items[i]!.turn === 0)
+    .map((i) => view.items[i]!.message.content);
+  const given = pinned.map((text) => record.redact(text));
+  if (had.length === given.length && had.every((text, i) => text === given[i])) return;
+  throw new ConfigError(
+    `openSession: session ${record.id} was created with ${had.length} pinned message${had.length === 1 ? '' : 's'} and options.pinned differs: ` +
+      'a session keeps the pins it was created with (start a new session for other ones, or pin a message with prompt(text, { pin: true }))',
+  );
 }
 
 /**

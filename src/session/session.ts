@@ -22,6 +22,7 @@ import type { TokenCounter } from '../tokens/tokens.js';
 import type { Tool } from '../tools/tool.js';
 import type { EventBus } from './eventBus.js';
 import type { SessionState, TurnResult } from './options.js';
+import { pinOption } from './sessionOptionsCheck.js';
 import { wireSession, type SessionParts, type SessionWiring } from './sessionWiring.js';
 
 export type { SessionParts } from './sessionWiring.js';
@@ -80,27 +81,31 @@ export class Session {
     return this.bus.on(type, listener as (event: WorkmemEvent) => void);
   }
 
-  /** Queue a user message; resolves when its turn has ended (done, failed or aborted). */
-  prompt(text: string): Promise<TurnResult> {
+  /**
+   * Queue a user message; resolves when its turn has ended (done, failed or aborted). With
+   * `pin: true` (the task statement, rules) every request carries it and no compaction replaces it.
+   */
+  prompt(text: string, options: { pin?: boolean } = {}): Promise<TurnResult> {
     try {
-      return this.enqueue(text).result;
+      return this.enqueue(text, options).result;
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
   /**
-   * Queue a user message. Its id is returned before any of its events happen (they carry
-   * it: turn_start, turn_end), so a caller can pick out its own turn.
+   * Queue a user message (pinned with `pin: true`, as for prompt). Its id is returned before
+   * any of its events happen (they carry it: turn_start, turn_end), so a caller can pick out its own turn.
    */
-  enqueue(text: string): { promptId: string; result: Promise<TurnResult> } {
+  enqueue(text: string, options: { pin?: boolean } = {}): { promptId: string; result: Promise<TurnResult> } {
     if (this.closed) throw new Error(`session ${this.id} is closed`);
     if (typeof text !== 'string' || text.trim() === '') throw new TypeError('prompt text must be a non-empty string');
     const tooLarge = promptProblem(text);
     if (tooLarge) throw new RangeError(tooLarge);
+    const pinned = pinOption(options);
     const promptId = randomUUID();
     const result = new Promise<TurnResult>((resolve) => this.pending.set(promptId, resolve));
-    queueMicrotask(() => this.actor.send({ type: 'prompt', prompt: { id: promptId, text } }));
+    queueMicrotask(() => this.actor.send({ type: 'prompt', prompt: { id: promptId, text, ...(pinned ? { pinned } : {}) } }));
     return { promptId, result };
   }
 

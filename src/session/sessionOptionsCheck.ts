@@ -4,6 +4,7 @@
  * deep inside. Only the shape is checked here; values are checked where they are used.
  */
 import { ConfigError } from '../settings/config.js';
+import { promptProblem } from '../llm/captureBounds.js';
 import { SESSION_ID } from '../storage/sessionPaths.js';
 
 const AN_LLM = 'openaiChat({ model }) or scriptedModel([...])';
@@ -43,6 +44,23 @@ export function checkSessionOptions(options: unknown, caller: 'createSession' | 
     fail(`options.store must be a session store (fileSessionStore(...), postgresStore(...)), got ${typeOf(sessions)}`);
   for (const key of ['now', 'inspect', 'warn'] as const)
     if (o[key] !== undefined && typeof o[key] !== 'function') fail(`options.${key} must be a function, got ${typeOf(o[key])}`);
+  if (o.pinned !== undefined) {
+    if (!Array.isArray(o.pinned)) fail(`options.pinned must be an array of message texts, got ${typeOf(o.pinned)}`);
+    (o.pinned as unknown[]).forEach((text, i) => {
+      if (typeof text !== 'string' || text.trim() === '')
+        fail(`options.pinned[${i}] must be a non-empty string, got ${typeof text === 'string' ? 'an empty one' : typeOf(text)}`);
+      const tooLarge = promptProblem(text as string);
+      if (tooLarge) fail(`options.pinned[${i}]: ${tooLarge}`);
+    });
+  }
+}
+
+/** A prompt's options, checked: whether it is pinned. */
+export function pinOption(options: unknown): boolean {
+  if (typeof options !== 'object' || options === null) throw new TypeError(`prompt options must be an object, got ${typeOf(options)}`);
+  const pin = (options as { pin?: unknown }).pin;
+  if (pin !== undefined && typeof pin !== 'boolean') throw new TypeError(`prompt options.pin must be true or false, got ${typeOf(pin)}`);
+  return pin === true;
 }
 
 function typeOf(value: unknown): string {

@@ -19,6 +19,8 @@ export interface MessageEntry {
   message: ChatMessage;
   /** The message was cut short by an abort. */
   stop?: 'aborted';
+  /** A user message the host pinned (the task, rules): no compaction ever replaces it. */
+  pinned?: true;
 }
 
 export interface CompactionEntry {
@@ -29,8 +31,11 @@ export interface CompactionEntry {
   reason: CompactionReason;
   target: 'conversation' | 'tools' | 'all';
   strategy: 'archive' | 'summarize';
-  /** Items from `from` to `to` (seqs, in derived order, inclusive) are replaced by `note`. */
-  replaces?: { from: number; to: number; count: number };
+  /**
+   * Items from `from` to `to` (seqs, in derived order, inclusive) are replaced by `note`,
+   * except the pinned ones named in `kept`, which stay, in order, right after the note.
+   */
+  replaces?: { from: number; to: number; count: number; kept?: number[] };
   note?: { message: ChatMessage; tokens: number };
   /** Single items whose content is replaced (tool outputs stubbed). */
   stubs?: { seq: number; content: string; tokens: number }[];
@@ -153,10 +158,13 @@ export function checkEntry(value: unknown): string | null {
   switch (e.type) {
     case 'message':
       if (!isInt(e.tokens)) return 'message without a token count';
+      if (e.pinned !== undefined && (e.pinned !== true || (e.message as { role?: unknown } | undefined)?.role !== 'user'))
+        return 'pinned entry that is not a user message';
       return checkMessage(e.message);
     case 'compaction': {
       const r = e.replaces as Record<string, unknown> | undefined;
       if (r !== undefined && (!isInt(r.from) || !isInt(r.to) || !isInt(r.count))) return 'compaction with a malformed range';
+      if (r?.kept !== undefined && !(Array.isArray(r.kept) && r.kept.every(isInt))) return 'compaction with malformed kept items';
       if (e.note !== undefined) {
         const note = e.note as Record<string, unknown>;
         if (!isInt(note.tokens)) return 'compaction note without a token count';

@@ -4,7 +4,8 @@
  * changes (it changes with the memory), a `message` record each history message the first
  * time a request carries it (by its messages.jsonl seq; again if a compaction stubs it in
  * place), and one `request` record per
- * request names them: the system message by its hash, the history by runs of seqs, and
+ * request names them: the system message by its hash, the history by runs of seqs (the
+ * pinned messages sent before the history a mode carries first, as they are sent), and
  * the tail (context_meta, reminder) appended to the last message, whole. With the memory
  * after the history, the `system` record also holds the memory block put before the last
  * message (`memory`), since it changes with the memory as the system message does
@@ -24,7 +25,7 @@ export type SentRecord =
       /** With the memory after the history: the memory block that opens the last message. */
       memory?: string;
     }
-  | { k: 'message'; ts: number; seq: number; turn: number; tokens: number; message: ChatMessage }
+  | { k: 'message'; ts: number; seq: number; turn: number; tokens: number; message: ChatMessage; pinned?: true }
   | {
       k: 'request';
       ts: number;
@@ -46,8 +47,8 @@ interface TurnView {
   turn?: unknown;
   request?: unknown;
   mode?: unknown;
-  prompt?: { messages?: ChatMessage[]; range?: [number, number]; tokens?: PromptTokens } | null;
-  history?: { items?: readonly { seq: number; turn: number; tokens: number; message: ChatMessage }[] };
+  prompt?: { messages?: ChatMessage[]; range?: [number, number]; pinned?: number[]; tokens?: PromptTokens } | null;
+  history?: { items?: readonly { seq: number; turn: number; tokens: number; message: ChatMessage; pinned?: true }[] };
   base?: { memoryHead?: unknown } | null;
   statics?: { counter?: { text?(text: string): number }; settings?: { reserveOutputTokens?: unknown } };
 }
@@ -94,17 +95,22 @@ export class SentMessages {
     const last = this.last;
     const reuse = last !== null && last.items === items && last.from === from && last.to <= to;
     const seqs: [number, number][] = reuse ? last.seqs.map(([seq, n]) => [seq, n]) : [];
-    for (let i = reuse ? last.to : from; i < to; i++) {
+    const add = (i: number): boolean => {
       const item = items[i];
-      if (!item) return [];
+      if (!item) return false;
       if (this.seen.get(item.seq) !== item.message) {
         this.seen.set(item.seq, item.message);
-        out.push({ k: 'message', ts, seq: item.seq, turn: item.turn, tokens: item.tokens, message: item.message });
+        const pinned = item.pinned ? { pinned: true as const } : {};
+        out.push({ k: 'message', ts, seq: item.seq, turn: item.turn, tokens: item.tokens, message: item.message, ...pinned });
       }
       const run = seqs.at(-1);
       if (run && run[0] + run[1] === item.seq) run[1]++;
       else seqs.push([item.seq, 1]);
-    }
+      return true;
+    };
+    // The same view and start: the same pinned messages before it, already in the runs.
+    if (!reuse) for (const i of prompt.pinned ?? []) if (i < from && !add(i)) return [];
+    for (let i = reuse ? last.to : from; i < to; i++) if (!add(i)) return [];
     this.last = { items, from, to, seqs: seqs.map(([seq, n]) => [seq, n]) };
     const lastText = (head ?? '') + (items[to - 1]!.message.content ?? '');
     const sentLast = prompt.messages.at(-1)?.content ?? '';

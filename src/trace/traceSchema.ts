@@ -73,6 +73,7 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     mode,
     messages: count,
     range: z.tuple([count, count]),
+    pinned: z.array(count).optional(),
     tokens: promptTokens,
   }),
   z.object({
@@ -82,6 +83,7 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     tokens: count,
     message: z.object({ role: z.enum(['system', 'user', 'assistant', 'tool']) }),
     stop: z.literal('aborted').optional(),
+    pinned: z.literal(true).optional(),
   }),
   z.object({ type: z.literal('tool_start'), ...at, callId: text, name: text, arguments: text }),
   z.object({ type: z.literal('tool_end'), ...at, callId: text, name: text, isError: z.boolean(), content: text, ms: z.number() }),
@@ -156,7 +158,15 @@ export const traceRecordSchema = z.discriminatedUnion('k', [
     detailIndexTokens: count.nullable(),
     memory: text.optional(),
   }),
-  z.object({ k: z.literal('message'), ts: z.number(), seq: count, turn: turnNo, tokens: count, message: chatMessage }),
+  z.object({
+    k: z.literal('message'),
+    ts: z.number(),
+    seq: count,
+    turn: turnNo,
+    tokens: count,
+    message: chatMessage,
+    pinned: z.literal(true).optional(),
+  }),
   z.object({
     k: z.literal('request'),
     ts: z.number(),

@@ -1,7 +1,8 @@
 /**
  * workmem rpc, built and spawned: switching and starting sessions leave the current one
  * untouched unless they succeed, a line over the limit is refused and the process keeps
- * serving, and what it returns is masked. (Run `npm run build` before running this file alone.)
+ * serving, what it returns is masked, and a prompt it pins stays pinned when another process
+ * opens the session. (Run `npm run build` before running this file alone.)
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -142,5 +143,36 @@ describe('masking', () => {
     expect(JSON.stringify(messages)).not.toContain(key);
     expect(JSON.stringify(sessions)).toContain('project [redacted]');
     expect(JSON.stringify(sessions)).not.toContain(key);
+  });
+});
+
+describe('pinned prompts', () => {
+  it('a prompt pinned over rpc stays pinned in another process: phase 2 sends it first, after the system message', async () => {
+    const home = tempHome();
+    const cwd = tempHome();
+    const task = 'Task: keep a list of the birds I see.';
+    const first = new RpcChild({ ...env, WORKMEM_HOME: home, WM_RECENT_TURNS: '1' }, cwd);
+    const { id } = (await first.send({ type: 'get_state', id: 's' })).data as { id: string };
+    await first.send({ type: 'set_mode', id: 'm', mode: 'phase2' });
+    expect(await first.send({ type: 'prompt', id: 'p', text: task, pin: true })).toMatchObject({ success: true });
+    await first.wait((l) => l.type === 'turn_end');
+    expect(first.lines.find((l) => l.type === 'message_end' && (l.message as { role: string }).role === 'user')).toMatchObject({
+      pinned: true,
+    });
+    await first.end();
+
+    const second = new RpcChild({ ...env, WORKMEM_HOME: home, WM_RECENT_TURNS: '1' }, cwd);
+    expect(await second.send({ type: 'switch_session', id: 'w', sessionId: id })).toMatchObject({ success: true });
+    for (const [n, bird] of ['a robin', 'a wren', 'a jay'].entries()) {
+      await second.send({ type: 'prompt', id: bird, text: `Today I saw ${bird}.` });
+      await second.wait(() => second.lines.filter((l) => l.type === 'turn_end').length === n + 1);
+    }
+    await second.end();
+    const last = server.requests.at(-1)!.body.messages as { role: string; content: string }[];
+    expect(last[1]).toEqual({ role: 'user', content: task });
+    expect(last.filter((m) => m.role === 'user' && m.content.startsWith('Today I saw')).map((m) => m.content.split('\n')[0])).toEqual([
+      'Today I saw a wren.',
+      'Today I saw a jay.',
+    ]);
   });
 });

@@ -10,7 +10,13 @@
 import { createActor, fromPromise, setup, type AnyActor, type SnapshotFrom } from 'xstate';
 import { getShortestPaths, type StatePath } from 'xstate/graph';
 import { describe, expect, it } from 'vitest';
-import { sessionMachine, type PersistModeInput, type QueuedPrompt, type SessionInput } from '../../machines/sessionMachine.js';
+import {
+  sessionMachine,
+  type AcceptInput,
+  type PersistModeInput,
+  type QueuedPrompt,
+  type SessionInput,
+} from '../../machines/sessionMachine.js';
 import type { TurnOutput } from '../../machines/turnMachine.js';
 import type { SessionEvent } from '../../src/events.js';
 import { fromItems, type HistoryMode, type HistoryView } from '../../src/history/historyView.js';
@@ -80,9 +86,15 @@ let persisted: string[] = [];
 const persistMode = fromPromise<void, PersistModeInput>(async ({ input }) => {
   persisted.push(`${input.from}→${input.to} pinned ${input.pinned}`);
 });
+/** The prompts the accept actor was given, in order (a pinned one says so: accept records it pinned). */
+let accepted: QueuedPrompt[] = [];
+const accept = fromPromise<never, AcceptInput>(({ input }) => {
+  accepted.push(input.prompt);
+  return new Promise<never>(() => {});
+});
 const machine = sessionMachine.provide({
   actors: {
-    accept: pending(),
+    accept,
     save: pending(),
     compactor: pending(),
     turn: listener('turn'),
@@ -157,7 +169,12 @@ function eventsIn(s: Snap): Step[] {
     events.push({ type: COMPACTOR_ERROR, error: new Error('ENOSPC: no space left on device') });
   }
   const given = c.turn + c.queue.length;
-  if (given < 2 && !hosted) events.push({ type: EV.prompt, prompt: { id: `p${given + 1}`, text: `prompt ${given + 1}` } });
+  // The second prompt is pinned (prompt(text, { pin: true })).
+  if (given < 2 && !hosted)
+    events.push({
+      type: EV.prompt,
+      prompt: { id: `p${given + 1}`, text: `prompt ${given + 1}`, ...(given === 1 ? { pinned: true } : {}) },
+    });
   // A host loop's passes: one call or one tools pass per path; tried once a prompt runs too, where it is refused.
   if (!hosted && !compacting && (!prompted || c.current !== null)) events.push(CALL, TOOLS);
   if (s.children.acceptCall) {
@@ -228,6 +245,7 @@ interface Expected {
   emitted: SessionEvent[];
   told: string[];
   persisted: string[];
+  accepted: QueuedPrompt[];
 }
 
 function expectedAfter(steps: Step[]): Expected {
@@ -249,6 +267,7 @@ function expectedAfter(steps: Step[]): Expected {
     emitted: [],
     told: [],
     persisted: [],
+    accepted: [],
   };
   const startNext = (): void => {
     if (m.phase !== 'idle' || m.queue.length === 0) return;
@@ -256,6 +275,7 @@ function expectedAfter(steps: Step[]): Expected {
     m.turn += 1;
     m.abortRequested = false;
     m.phase = 'accepting';
+    m.accepted.push(m.current);
     m.emitted.push({ type: 'turn_start', turn: m.turn, promptId: m.current.id, text: m.current.text });
   };
   const turnEnd = (): void => {
@@ -434,6 +454,7 @@ function runChecked(paths: StatePath<Snap, Step>[], run?: PathRun): PathRun {
         const emitted: SessionEvent[] = [];
         told = [];
         persisted = [];
+        accepted = [];
         actor.on('*', (e) => emitted.push(e as SessionEvent));
         return () => {
           const steps = path.steps.map((s) => s.event as Step).filter((e) => e.type !== 'xstate.init');
@@ -443,6 +464,7 @@ function runChecked(paths: StatePath<Snap, Step>[], run?: PathRun): PathRun {
           expect(emitted, what).toEqual(want.emitted);
           expect(told, what).toEqual(want.told);
           expect(persisted, what).toEqual(want.persisted);
+          expect(accepted, what).toEqual(want.accepted);
           expect(
             {
               phase: s.value,

@@ -62,7 +62,10 @@ describe('turn machine, model-based', () => {
     const user = { role: 'user' as const, content: 'Hello' };
     const earlier = { role: 'user' as const, content: `An earlier question: ${'background '.repeat(longPast ? 3200 : 200)}` };
     const reply = { role: 'assistant' as const, content: 'An earlier answer' };
+    // Rules pinned when the session was created: every request carries them, in phase 2 before its window.
+    const rules = { role: 'user' as const, content: 'Rules: be brief.' };
     const history: HistoryView = fromItems([
+      { seq: 0, turn: 0, message: rules, tokens: counter.message(rules), pinned: true },
       { seq: 1, turn: 1, message: earlier, tokens: counter.message(earlier) },
       { seq: 2, turn: 1, message: reply, tokens: counter.message(reply) },
       { seq: 3, turn: 2, message: user, tokens: counter.message(user) },
@@ -139,12 +142,15 @@ describe('turn machine, model-based', () => {
     );
     // And with a long past in phase 2, the horizon's.
     const past = setupTurn('llm', true);
-    runPaths(
-      machine,
-      getShortestPaths(machine, { input: past.input, events: past.events, serializeState: serialize as never }),
-      { input: past.input, serialize: serialize as never },
-      run,
-    );
+    const pastPaths = getShortestPaths(machine, { input: past.input, events: past.events, serializeState: serialize as never });
+    runPaths(machine, pastPaths, { input: past.input, serialize: serialize as never }, run);
+    // Every request built on those paths sends the pinned rules first, though phase 2 carries only the active turn.
+    const built = pastPaths.flatMap((p) => p.steps.flatMap((s) => (s.state.context.prompt ? [s.state.context.prompt] : [])));
+    expect(built.length).toBeGreaterThan(0);
+    for (const prompt of built) {
+      expect(prompt.pinned).toEqual([0]);
+      expect(prompt.messages[1]).toEqual({ role: 'user', content: 'Rules: be brief.' });
+    }
     // And a host's loop: its model calls' passes and its tools passes.
     for (const host of ['call', 'tools'] as const) {
       const hosted = setupTurn('llm', false, host);

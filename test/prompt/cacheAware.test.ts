@@ -191,3 +191,50 @@ describe('explicit caching with memoryPosition', () => {
     expect(total(after)).toBeGreaterThan(total(before));
   });
 });
+
+describe('explicit caching with pinned messages', () => {
+  it('in phase 2 the end of the pins sent first is a breakpoint: after a memory write the cache serves them again, though the window moves on', async () => {
+    const server = await serve(
+      (body) => {
+        const last = body.messages.at(-1)!;
+        return last.role === 'user' && String(last.content).includes('Question 3:')
+          ? {
+              toolCalls: [
+                {
+                  id: 'call_w',
+                  name: 'write',
+                  arguments: JSON.stringify({ path: 'working-memory/overview.md', content: '# Working Memory\n\n- Parser notes.\n' }),
+                },
+              ],
+            }
+          : { content: 'Noted.' };
+      },
+      { promptCaching: 'explicit' },
+    );
+    const provider = createOpenAICompatible({ name: 'workmem-test', baseURL: server.baseURL, apiKey: 'test', includeUsage: true });
+    const llm = aiSdkModel(provider.chatModel('workmem-test'), { caching: 'explicit' });
+    const rules = `Rules: ${'cite the parser source by file and line, and never guess at behaviour. '.repeat(30)}`;
+    const session = await newSession({ llm, pinned: [rules], settings: { historyMode: 'phase2', recentTurns: 1 } });
+    const events = collect(session);
+    for (let i = 1; i <= 6; i++) await session.prompt(question(i));
+    await session.close();
+
+    const built = ofType(events, 'prompt_built');
+    expect(built).toHaveLength(server.requests.length);
+    const pinnedTokens = session.history.items[0]!.tokens;
+    for (const [i, request] of server.requests.entries()) {
+      const messages = request.body.messages as unknown as Record<string, unknown>[];
+      // The system prompt, the memory, the rules, then the window.
+      expect(String(messages[2]!.content)).toContain('Rules: cite the parser');
+      if (built[i]!.range[0] <= 1) continue;
+      // The rules are marked, as the system parts and the history before the last message are.
+      expect(marked(messages[2]!), `request ${i + 1}`).toBe(true);
+      expect(messages.filter(marked)).toHaveLength(4);
+    }
+    // The last turns come after the memory write, each with a window of its own: the prefix up to the rules is served from the cache.
+    for (const i of [server.requests.length - 2, server.requests.length - 1]) {
+      const t = built[i]!.tokens;
+      expect(server.requests[i]!.cachedTokens, `request ${i + 1}`).toBeGreaterThanOrEqual(t.system + t.memory + pinnedTokens - 50);
+    }
+  });
+});

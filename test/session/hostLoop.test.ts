@@ -1,19 +1,23 @@
 /**
  * A host's own loop through the HostLoop core gets, request for request, what a workmem
  * Session sends for the same conversation: the same model (a protocol follower in
- * process), the same host tool, the same memory writes and compactions.
+ * process), the same host tool, the same memory writes and compactions — and the same
+ * pinned messages: rules pinned when the session is created, a task statement pinned in
+ * the conversation (prompt(text, { pin: true }) in one, a message marked pinned in the other).
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { ChatMessage, ToolCall } from '../../src/history/messages.js';
+import type { ToolCall } from '../../src/history/messages.js';
 import type { LLMRequest } from '../../src/llm/llm.js';
-import { HostLoop } from '../../src/session/hostLoop.js';
+import { HostLoop, type HostMessage } from '../../src/session/hostLoop.js';
 import { defineTool } from '../../src/tools/tool.js';
 import { policyModel, protocolFollower } from '../../src/testing/index.js';
 import { loadTokenCounter } from '../../src/tokens/tokens.js';
 import { collect, newSession, ofType, tempHome } from '../helpers.js';
 
 const INSTRUCTIONS = 'You help with a garden.';
+const RULES = 'Rules: metric units only; never recommend pesticides.';
+const TASK = 'Task: keep track of my plants and answer questions about them.';
 const WINDOW = 6000;
 /** One clock for both: archive names carry the time. */
 const now = (): number => Date.UTC(2026, 10, 25, 12);
@@ -27,7 +31,7 @@ const weather = defineTool({
 
 /** The conversation: facts early, a host tool, questions late. */
 function prompts(): string[] {
-  const out: string[] = [];
+  const out: string[] = [TASK];
   for (let i = 1; i <= 10; i++) out.push(`My plant${i} is rose${i}.`);
   for (let i = 1; i <= 6; i++) out.push(`Use the weather tool with city${i}.`);
   for (let i = 1; i <= 8; i++) out.push(`Small talk number ${i}: ${'the weather is mild, '.repeat(10)}`);
@@ -48,10 +52,10 @@ describe('a host loop through HostLoop', () => {
       own.push(structuredClone(request));
       return complete(request, options);
     };
-    const session = await newSession({ llm: ownModel, instructions: INSTRUCTIONS, tools: [weather], settings, now });
+    const session = await newSession({ llm: ownModel, instructions: INSTRUCTIONS, tools: [weather], settings, now, pinned: [RULES] });
     const ownEvents = collect(session);
     const ownAnswers: string[] = [];
-    for (const text of prompts()) ownAnswers.push((await session.prompt(text)).text);
+    for (const text of prompts()) ownAnswers.push((await session.prompt(text, { pin: text === TASK })).text);
     const ownMemory = session.memory();
     await session.close();
 
@@ -66,14 +70,15 @@ describe('a host loop through HostLoop', () => {
       cwd: '/work/project',
       env: {},
       now,
+      pinned: [RULES],
     });
     const hostEvents = collect(loop.session);
     const ours = new Set(loop.tools.map((t) => t.name));
     const tools = [...loop.tools.map((t) => t.spec), weather.spec];
-    const messages: ChatMessage[] = [{ role: 'system', content: INSTRUCTIONS }];
+    const messages: HostMessage[] = [{ role: 'system', content: INSTRUCTIONS }];
     const hostAnswers: string[] = [];
     for (const text of prompts()) {
-      messages.push({ role: 'user', content: text });
+      messages.push({ role: 'user', content: text, ...(text === TASK ? { pinned: true } : {}) });
       for (;;) {
         const call = await loop.prepare({ messages, tools });
         hosted.push(structuredClone(call.request));
@@ -107,5 +112,19 @@ describe('a host loop through HostLoop', () => {
       expect(ofType(events, 'mode_changed').some((e) => e.to === 'phase2')).toBe(true);
     }
     expect(hostAnswers.slice(-10).filter((a) => /rose\d+/.test(a)).length).toBeGreaterThanOrEqual(8);
+    // The pins went with every request, first after the system message once phase 2 carried only recent turns.
+    for (const request of hosted) {
+      expect(request.messages.filter((m) => m.content === RULES)).toHaveLength(1);
+      expect(request.messages.some((m) => m.content?.startsWith(TASK))).toBe(true);
+    }
+    const late = ofType(hostEvents, 'prompt_built').filter((e) => e.mode === 'phase2');
+    expect(late.length).toBeGreaterThan(0);
+    for (const e of late) expect(e.pinned?.length, `request ${e.turn}.${e.request}`).toBe(2);
+    expect(
+      hosted
+        .at(-1)!
+        .messages.slice(1, 3)
+        .map((m) => m.content),
+    ).toEqual([RULES, TASK]);
   });
 });

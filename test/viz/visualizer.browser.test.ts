@@ -128,6 +128,25 @@ describe('traces', () => {
     for (const r of systems) expect((r as Extract<TraceRecord, { k: 'system' }>).memory).toMatch(/^<working_memory file=/);
   });
 
+  it('pinned messages are traced as sent, those before the window too, each body once and marked pinned', async () => {
+    const home = tempHome();
+    const llm = scriptedModel(() => ({ text: `Noted. ${'Roses want sun. '.repeat(12)}` }));
+    const session = await newSession({ llm, home, pinned: ['Rules: be brief.'], settings: { historyMode: 'phase2', recentTurns: 1 } });
+    await session.prompt('Task: plan a rose bed.', { pin: true });
+    for (const q of ['Where?', 'When?', 'How deep?', 'How far apart?']) await session.prompt(q);
+    await session.close();
+    const records = readTrace(join(session.dir, 'trace.jsonl')).records;
+    const sent = sentFromTrace(records);
+    expect(sent.map((s) => s.messages)).toEqual(llm.requests.map((r) => r.messages));
+    const built = records.flatMap((r) => (r.k === 'event' && r.event.type === 'prompt_built' ? [r.event] : []));
+    sent.forEach((s, i) => expect(s.tokens.reduce((a, b) => a + b, 0)).toBe(built[i]!.tokens.total - built[i]!.tokens.calibration));
+    // The last requests send both pins before the window; each body is traced once, marked pinned.
+    expect(llm.requests.at(-1)!.messages.slice(1, 3).map((m) => m.content)).toEqual(['Rules: be brief.', 'Task: plan a rose bed.']);
+    expect(built.at(-1)!.pinned).toEqual([0, 1]);
+    const pinnedBodies = records.filter((r) => r.k === 'message' && r.pinned);
+    expect(pinnedBodies.map((r) => (r as Extract<TraceRecord, { k: 'message' }>).seq)).toEqual([1, 2]);
+    expect(records.filter((r) => r.k === 'message' && r.seq === 1)).toHaveLength(1);
+  });
   it("with memoryPosition 'by-phase' the trace follows the memory from the last message (phase 1) into the system message (phase 2)", async () => {
     const home = tempHome();
     const overview = '# Working Memory\n\n## Current task\nPlan the rose bed on the north side.\n\n## Decisions\n- Climbing roses by the wall, David Austin varieties.\n- Mulch in spring.\n';
@@ -645,6 +664,23 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     }, at);
     await page.waitForFunction((i) => document.querySelector('#context')?.getAttribute('data-request') === String(i), built);
   }
+  /** A session of its own opened in the page (its trace has one request per model call); show(i) replays to its request i. */
+  async function openReplay(session: { id: string; dir: string }, requests: number) {
+    const own = readTrace(join(session.dir, 'trace.jsonl')).records;
+    const built = own.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
+    expect(built).toHaveLength(requests);
+    const { page, errors } = await open(`?session=${session.id}`);
+    await page.waitForSelector('#timeline .point');
+    const show = async (i: number): Promise<void> => {
+      const at = own.slice(0, own.indexOf(built[i]!)).filter((r) => r.k === 'step').length - 1;
+      await page.locator('#slider').evaluate((el, v) => {
+        (el as HTMLInputElement).value = String(v);
+        el.dispatchEvent(new Event('input'));
+      }, at);
+      await page.waitForFunction((n) => document.querySelector('#context')?.getAttribute('data-request') === String(n), i);
+    };
+    return { page, errors, built, show };
+  }
   const builtEvents = () => records.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
   const builtAt = (i: number) => (builtEvents()[i] as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
 
@@ -726,18 +762,9 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     const session = await newSession({ llm, home, settings: { memoryPosition: 'after-history', historyMode: 'phase1' } });
     for (const q of ['Hello.', 'Remember: roses.', 'What next?']) await session.prompt(q);
     await session.close();
-    const own = readTrace(join(session.dir, 'trace.jsonl')).records;
-    const built = own.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
-    expect(built).toHaveLength(llm.requests.length);
-    const { page, errors } = await open(`?session=${session.id}`);
-    await page.waitForSelector('#timeline .point');
+    const { page, errors, built, show } = await openReplay(session, llm.requests.length);
     for (const i of [0, 2, 3]) {
-      const at = own.slice(0, own.indexOf(built[i]!)).filter((r) => r.k === 'step').length - 1;
-      await page.locator('#slider').evaluate((el, v) => {
-        (el as HTMLInputElement).value = String(v);
-        el.dispatchEvent(new Event('input'));
-      }, at);
-      await page.waitForFunction((n) => document.querySelector('#context')?.getAttribute('data-request') === String(n), i);
+      await show(i);
       const shown = await page.evaluate(() => {
         const messages: { role: string; content: string }[] = [];
         for (const part of Array.from(document.querySelectorAll<HTMLElement>('#context .part'))) {
@@ -762,6 +789,54 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     }
     await page.setViewportSize({ width: 1280, height: 900 });
     await page.screenshot({ path: join(ARTIFACTS, 'visualizer-context-after-history.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('the context view marks pinned messages where they are sent, the pins before the window first, and draws their share', async () => {
+    const llm = scriptedModel(() => ({ text: `Noted. ${'Roses want sun. '.repeat(12)}` }));
+    const rules = 'Rules: metric units; no pesticides.';
+    const task = 'Task: plan a rose bed by the south wall.';
+    const session = await newSession({ llm, home, pinned: [rules], settings: { historyMode: 'phase2', recentTurns: 1 } });
+    await session.prompt(task, { pin: true });
+    for (const q of ['Where?', 'When?', 'How deep?']) await session.prompt(q);
+    await session.close();
+    const { page, errors, built, show } = await openReplay(session, llm.requests.length);
+    for (const i of [0, built.length - 1]) {
+      await show(i);
+      const shown = await page.evaluate(() => {
+        const messages: { role: string; content: string; pinned: boolean }[] = [];
+        for (const part of Array.from(document.querySelectorAll<HTMLElement>('#context .part'))) {
+          const m = Number(part.dataset.message);
+          messages[m] ??= { role: part.dataset.role!, content: '', pinned: false };
+          messages[m]!.content += part.querySelector('.body')!.textContent;
+          if (part.dataset.pinned === '1') messages[m]!.pinned = part.querySelector('.pin')?.textContent === 'pinned';
+        }
+        const heading = document.querySelector('#context [data-group="history"] h3')!.textContent;
+        const segment = document.querySelector<HTMLElement>('#context .seg.pinned');
+        return { messages, heading, segment: segment ? segment.title : null };
+      });
+      const sent = llm.requests[i]!.messages;
+      expect(shown.messages.map((m) => m.content), `request ${i + 1}`).toEqual(sent.map((m) => m.content ?? ''));
+      const pinnedAt = shown.messages.flatMap((m, k) => (m.pinned ? [k] : []));
+      const t = (built[i] as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
+      if (i === 0) {
+        // The first request: the rules, then the task (the last message, the tail after it), both in place.
+        expect(pinnedAt).toEqual([1, 2]);
+        expect(shown.messages[2]!.content.startsWith(task)).toBe(true);
+      } else {
+        // Phase 2 has moved on: the pins are sent first, right after the system message.
+        expect(t.range[0]).toBeGreaterThan(2);
+        expect(pinnedAt).toEqual([1, 2]);
+        expect(shown.messages.slice(1, 3).map((m) => m.content)).toEqual([rules, task]);
+        expect(shown.heading).toMatch(/\(2 pinned first, then #\d+–#\d+\)/);
+      }
+      const pinnedTokens = t.pinned!.reduce((n, k) => n + session.history.items[k]!.tokens, 0);
+      expect(shown.heading).toContain(`· 2 pinned (${pinnedTokens.toLocaleString('en-US')} tokens, never compacted)`);
+      expect(shown.segment).toBe(`pinned messages: ${pinnedTokens.toLocaleString('en-US')} tokens`);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.screenshot({ path: join(ARTIFACTS, 'visualizer-context-pinned.png'), fullPage: true });
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -1,0 +1,105 @@
+/**
+ * Pinning through the AI SDK: rules given to createWorkmem({ pinned }) and a task statement
+ * marked `providerOptions: { workmem: { pinned: true } }` in generateText's messages are
+ * pinned as a Session pins them (createSession's pinned, prompt(text, { pin: true })): the
+ * test server receives the same requests from both, the pins in every one of them, sent
+ * first once phase 2 carries only the recent turns, and none archived by the compactions.
+ */
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { generateText, stepCountIs, wrapLanguageModel, type ModelMessage } from 'ai';
+import { afterEach, describe, expect, it } from 'vitest';
+import { aiSdkModel } from '../../src/aiSdk/aiSdkModel.js';
+import { createWorkmem } from '../../src/aiSdk/workmemMiddleware.js';
+import { protocolFollower, startTestServer, type TestServer } from '../../src/testing/index.js';
+import { collect, newSession, ofType, tempHome } from '../helpers.js';
+
+const WINDOW = 5000;
+const settings = { contextWindow: WINDOW, reserveOutputTokens: 500 };
+const now = (): number => Date.UTC(2026, 10, 25, 12);
+const RULES = 'Rules: metric units only; never recommend pesticides.';
+const TASK = 'Task: keep track of my plants and answer questions about them.';
+
+function prompts(): string[] {
+  const out = [TASK];
+  for (let i = 1; i <= 8; i++) out.push(`My plant${i} is rose${i}. ${'It likes the sun and a little shade, '.repeat(16)}`);
+  for (let i = 1; i <= 3; i++) out.push(`What is my plant${i}?`);
+  return out;
+}
+
+const servers: TestServer[] = [];
+afterEach(async () => void (await Promise.all(servers.splice(0).map((s) => s.close()))));
+/**
+ * The model leaves compaction to the system here: a step that calls write and compact_history
+ * together is recorded by a host loop's tools passes one call at a time, a difference of its
+ * own (the compaction does not see the write's result yet), not one of pinning.
+ */
+async function server(): Promise<TestServer> {
+  const s = await startTestServer({ policy: protocolFollower({ seed: 2, compacts: false }), promptCaching: 'off' });
+  servers.push(s);
+  return s;
+}
+const modelOf = (s: TestServer) => createOpenAICompatible({ name: 'test', baseURL: s.baseURL, includeUsage: true }).chatModel('gpt-4o');
+
+describe('pinning through the AI SDK middleware', () => {
+  it('createWorkmem({ pinned }) and a message pinned by its providerOptions send what a Session with the same pins sends', async () => {
+    const own = await server();
+    const session = await newSession({ llm: aiSdkModel(modelOf(own), { contextWindow: WINDOW }), settings, now, pinned: [RULES] });
+    for (const text of prompts()) await session.prompt(text, { pin: text === TASK });
+    await session.close();
+
+    const hosted = await server();
+    const model = modelOf(hosted);
+    const workmem = await createWorkmem({
+      model,
+      contextWindow: WINDOW,
+      settings,
+      home: tempHome(),
+      cwd: '/work/project',
+      env: {},
+      now,
+      pinned: [RULES],
+    });
+    const events = collect(workmem.session);
+    const wrapped = wrapLanguageModel({ model, middleware: workmem.middleware });
+    const messages: ModelMessage[] = [];
+    for (const text of prompts()) {
+      messages.push(
+        text === TASK ? { role: 'user', content: text, providerOptions: { workmem: { pinned: true } } } : { role: 'user', content: text },
+      );
+      const result = await generateText({ model: wrapped, messages, tools: workmem.tools, stopWhen: stepCountIs(20) });
+      messages.push(...result.response.messages);
+    }
+    const items = workmem.session.history.items.slice(0, workmem.session.history.length);
+    await workmem.close();
+
+    const wire = (s: TestServer) => s.requests.map((r) => r.body.messages as { role: string; content: string | null }[]);
+    expect(wire(hosted)).toEqual(wire(own));
+    expect(items.filter((i) => i.pinned).map((i) => i.message.content)).toEqual([RULES, TASK]);
+    for (const [i, sent] of wire(hosted).entries()) {
+      expect(
+        sent.filter((m) => m.content === RULES),
+        `request ${i + 1}`,
+      ).toHaveLength(1);
+      expect(
+        sent.some((m) => m.content?.startsWith(TASK)),
+        `request ${i + 1}`,
+      ).toBe(true);
+    }
+    // The conversation went where pins matter: compacted, and in phase 2 the pins sent right after the system message.
+    const figures = `${ofType(events, 'compaction_end').length} compactions, modes ${[...new Set(ofType(events, 'prompt_built').map((e) => e.mode))].join(', ')}`;
+    expect(
+      ofType(events, 'compaction_end').some((e) => e.replaced > 0),
+      figures,
+    ).toBe(true);
+    expect(
+      ofType(events, 'prompt_built').some((e) => e.mode === 'phase2' && e.range[0] > 2),
+      figures,
+    ).toBe(true);
+    expect(
+      wire(hosted)
+        .at(-1)!
+        .slice(1, 3)
+        .map((m) => m.content),
+    ).toEqual([RULES, TASK]);
+  }, 60_000);
+});
