@@ -29,6 +29,7 @@ import type { WorkmemEvent } from '../../src/events.js';
 import { cliPath } from '../cli/cliProcess.js';
 import { protocolFollower, startTestServer, type RecordedRequest } from '../../src/testing/index.js';
 import { collect, newSession, ofType, tempHome } from '../helpers.js';
+import { sentFromTrace } from './traceRequests.js';
 import { auth, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -171,40 +172,6 @@ describe('traces', () => {
     expect(sent.map((s) => s.messages)).toEqual(llm.requests.map((r) => r.messages));
   });
 });
-
-/** The messages of each request as the trace tells them (the context view does the same in the page). */
-function sentFromTrace(records: TraceRecord[]): { turn: number; request: number; messages: unknown[]; tokens: number[] }[] {
-  const systems = new Map<string, string>();
-  // With memoryPosition 'after-history': the memory block that opens the last message.
-  const memories = new Map<string, string>();
-  const bodies = new Map<number, { message: { content?: string | null }; tokens: number }>();
-  const out: { turn: number; request: number; messages: unknown[]; tokens: number[] }[] = [];
-  for (const r of records) {
-    if (r.k === 'system') {
-      systems.set(r.hash, r.content);
-      if (r.memory !== undefined) memories.set(r.hash, r.memory);
-    }
-    else if (r.k === 'message') bodies.set(r.seq, { message: r.message, tokens: r.tokens });
-    else if (r.k === 'request') {
-      const seqs = r.seqs.flatMap(([first, n]) => Array.from({ length: n }, (_, i) => first + i));
-      const history = seqs.map((seq) => bodies.get(seq)!);
-      const last = history.at(-1)!;
-      const memory = memories.get(r.system);
-      const memoryTokens = [memory === undefined ? r.tokens.memory : 0, memory === undefined ? 0 : r.tokens.memory];
-      out.push({
-        turn: r.turn,
-        request: r.request,
-        messages: [
-          { role: 'system', content: systems.get(r.system) },
-          ...history.slice(0, -1).map((h) => h.message),
-          { ...last.message, content: (memory ?? '') + (last.message.content ?? '') + r.tail },
-        ],
-        tokens: [r.tokens.system + memoryTokens[0]!, ...history.slice(0, -1).map((h) => h.tokens), last.tokens + r.tokens.tail + memoryTokens[1]!],
-      });
-    }
-  }
-  return out;
-}
 
 describe('the viz server', () => {
   it('refuses a port in use with a clear message and answers unknown sessions with 404', async () => {
