@@ -3,23 +3,27 @@
  * against the test server. The agent's state stays its own; the server's usage (cache reads
  * included) is recorded; an overflow is compacted and the call made again; any other
  * failure reaches the agent and leaves the session usable; a compaction summary made during
- * a streamed call never reaches the agent's stream. The conversion of LangChain messages.
+ * a streamed call never reaches the agent's stream; /context shows the session, live and
+ * reopened as `workmem chat --session` opens it. The conversion of LangChain messages.
  */
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { ChatOpenAI } from '@langchain/openai';
 import { createAgent } from 'langchain';
 import { describe, expect, it } from 'vitest';
+import { ContextWatch, renderContext } from '../../src/cli/contextView.js';
 import { createWorkmem } from '../../src/langchain/workmemMiddleware.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { openSession } from '../../src/session/index.js';
 import { conversationOf, messageOf, requestMessagesOf, responseOf } from '../../src/langchain/langchainMessages.js';
 import { protocolFollower, scripted, type TestServer } from '../../src/testing/index.js';
 import { collect, ofType, tempHome, testServers } from '../helpers.js';
 
 const serve = testServers();
 
-async function agentOn(server: TestServer, window = 32_000) {
+async function agentOn(server: TestServer, window = 32_000, home = tempHome()) {
   const model = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'test', configuration: { baseURL: server.baseURL } });
   const settings = { reserveOutputTokens: 500 };
-  const workmem = await createWorkmem({ model, contextWindow: window, settings, home: tempHome(), cwd: '/work/project', env: {} });
+  const workmem = await createWorkmem({ model, contextWindow: window, settings, home, cwd: '/work/project', env: {} });
   const agent = createAgent({ model, middleware: [workmem.middleware], systemPrompt: 'Be brief.' });
   return { workmem, agent, events: collect(workmem.session) };
 }
@@ -93,6 +97,31 @@ describe('createAgent with the workmem middleware', () => {
     expect(server.requests[1]!.body.stream, 'the summary, asked for whole').toBe(false);
     expect(streamed.join('')).toBe('Done.');
     await workmem.close();
+  });
+});
+
+describe('/context of a middleware-driven session', () => {
+  it("shows the agent's last request as its prompt_built said, and the next one once the session is reopened", async () => {
+    const server = await serve(protocolFollower({ seed: 1 }));
+    const home = tempHome();
+    const { workmem, agent, events } = await agentOn(server, 32_000, home);
+    const watch = new ContextWatch(workmem.session);
+    await agent.invoke({ messages: [new HumanMessage('My name is Ada.')] });
+    const built = ofType(events, 'prompt_built').at(-1)!;
+    const last = await watch.breakdown();
+    expect([last.estimate, last.turn, last.request, last.counted]).toEqual([false, built.turn, built.request, built.tokens.counted]);
+    expect(renderContext(last)).toMatch(/^Context of the last request: turn 1, request 2 · phase2/);
+    watch.close();
+    const id = workmem.session.id;
+    await workmem.close();
+
+    // As `workmem chat --session <id>` opens it: the history the agent built, the next request estimated.
+    const reopened = await openSession(id, { llm: scriptedModel([]), home, env: {} });
+    const next = await new ContextWatch(reopened).breakdown();
+    expect([next.estimate, next.turn, next.history.length]).toEqual([true, 2, reopened.history.length]);
+    expect(next.history.length).toBe(4);
+    expect(renderContext(next)).toMatch(/^Context of the next request \(an estimate before your message: turn 2\)/);
+    await reopened.close();
   });
 });
 
