@@ -76,7 +76,8 @@ export class HostLoop {
       try {
         session = await openSession(id, common);
       } catch (error) {
-        if (!(error instanceof SessionNotFoundError)) throw error;
+        // Not found: the registry says so as a usage error (ConfigError) whose cause is the store's.
+        if (!(error instanceof SessionNotFoundError || (error as Error).cause instanceof SessionNotFoundError)) throw error;
         session = await createSession({ ...common, id, ...(id !== sessionId ? { name: sessionId } : {}) });
       }
     }

@@ -195,7 +195,7 @@ async function findIn(sessions: SessionStore, id: string): Promise<SessionSummar
   try {
     return await sessions.find(id);
   } catch (error) {
-    if (error instanceof SessionNotFoundError) throw new ConfigError(error.message);
+    if (error instanceof SessionNotFoundError) throw new ConfigError(error.message, { cause: error });
     throw error;
   }
 }

@@ -100,6 +100,23 @@ describe('createAgent with the workmem middleware', () => {
   });
 });
 
+describe('the session named by sessionId', () => {
+  it('is created in a home that holds other sessions, and opened by the same name afterwards', async () => {
+    const home = tempHome();
+    const model = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'test' });
+    const options = { model, home, cwd: '/work/project', env: {}, settings: { reserveOutputTokens: 500 } };
+    const other = await createWorkmem(options);
+    await other.close();
+    const named = await createWorkmem({ ...options, sessionId: 'support-42' });
+    const id = named.session.id;
+    expect(id).not.toBe(other.session.id);
+    await named.close();
+    const again = await createWorkmem({ ...options, sessionId: 'support-42' });
+    expect(again.session.id).toBe(id);
+    await again.close();
+  });
+});
+
 describe('/context of a middleware-driven session', () => {
   it("shows the agent's last request as its prompt_built said, and the next one once the session is reopened", async () => {
     const server = await serve(protocolFollower({ seed: 1 }));
