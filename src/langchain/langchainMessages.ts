@@ -74,12 +74,20 @@ function textOf(content: MessageContent): string {
     .join('');
 }
 
+/** A tool's spec, made once: a zod schema's conversion to JSON Schema is not free, and the agent sends its tools every call. */
+const specs = new WeakMap<object, ToolSpec>();
+
 /** The agent's tools as the specs the session records (the function definitions a chat model binds). */
 export function toolSpecsOf(tools: readonly (ClientTool | ServerTool)[]): ToolSpec[] {
   return tools.flatMap((tool) => {
     if (!isLangChainTool(tool)) return [];
-    const { function: f } = convertToOpenAITool(tool);
-    return [{ name: f.name, description: f.description ?? '', parameters: f.parameters as Record<string, unknown> }];
+    let spec = specs.get(tool);
+    if (!spec) {
+      const { function: f } = convertToOpenAITool(tool);
+      spec = { name: f.name, description: f.description ?? '', parameters: f.parameters as Record<string, unknown> };
+      specs.set(tool, spec);
+    }
+    return [spec];
   });
 }
 
@@ -107,6 +115,12 @@ function usageOf(message: AIMessage): LLMUsage | null {
 }
 
 /**
+ * A history message as LangChain's, made once: a request carries the same history messages
+ * (the same objects) call after call, and only its system message and its last are new.
+ */
+const converted = new WeakMap<ChatMessage, BaseMessage>();
+
+/**
  * workmem's request as what the agent's model is called with: its system message apart
  * (the agent sends it first), the rest as LangChain messages. Tool calls carry their
  * arguments parsed, as LangChain keeps them; arguments that are not JSON stay as written.
@@ -114,7 +128,11 @@ function usageOf(message: AIMessage): LLMUsage | null {
 export function requestMessagesOf(messages: readonly ChatMessage[]): { system: SystemMessage; messages: BaseMessage[] } {
   const [first, ...rest] = messages;
   const system = first?.role === 'system' ? new SystemMessage(first.content) : new SystemMessage('');
-  const out = (first?.role === 'system' ? rest : messages).map(langchainMessageOf);
+  const out = (first?.role === 'system' ? rest : messages).map((message) => {
+    let made = converted.get(message);
+    if (!made) converted.set(message, (made = langchainMessageOf(message)));
+    return made;
+  });
   return { system, messages: out };
 }
 
