@@ -125,10 +125,15 @@ describe('the packed package, installed in an empty project', () => {
       [
         "import { createSession, openaiChat } from 'workmem';",
         "import { startTestServer, protocolFollower } from 'workmem/testing';",
-        // The AI SDK is an optional peer: not installed here, and neither entry needs it to load.
+        // The AI SDK and LangChain are optional peers: not installed here, and no entry but their own needs them to load.
         "import { aiSdkModel } from 'workmem/ai-sdk';",
+        "import { sessionMachine } from 'workmem/machines';",
         "if (typeof aiSdkModel !== 'function') throw new Error('workmem/ai-sdk exports no aiSdkModel');",
-        "await import('ai').then(() => { throw new Error('ai is installed: this smoke test must run without it'); }, () => {});",
+        "if (typeof sessionMachine !== 'object') throw new Error('workmem/machines exports no sessionMachine');",
+        "for (const peer of ['ai', 'langchain', '@langchain/core'])",
+        "  await import(peer).then(() => { throw new Error(`${peer} is installed: this smoke test must run without it`); }, () => {});",
+        // workmem/langchain itself says which package it misses.
+        "await import('workmem/langchain').then(() => { throw new Error('workmem/langchain loaded without langchain'); }, (e) => { if (!/langchain/.test(e.message)) throw e; });",
         'const server = await startTestServer({ policy: protocolFollower({ seed: 1 }) });',
         "const llm = openaiChat({ baseURL: server.baseURL, apiKey: 'test', model: 'workmem-test' });",
         "const session = await createSession({ llm, home: process.env.WORKMEM_HOME, cwd: '/pack-test' });",
@@ -152,14 +157,19 @@ describe('the packed package, installed in an empty project', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
       .map((m) => m[1]!)
-      .filter((b) => /from 'workmem(\/testing|\/ai-sdk)?'/.test(b) && !/@keyv\/sqlite|postgresStore/.test(b));
+      .filter((b) => /from 'workmem(\/testing|\/ai-sdk|\/langchain)?'/.test(b) && !/@keyv\/sqlite|postgresStore/.test(b));
     expect(blocks.length, 'README blocks that import workmem').toBeGreaterThanOrEqual(2);
-    // A block that uses an AI SDK provider gets the versions we test with, as a user would install them.
-    if (blocks.some((b) => /from '@ai-sdk\//.test(b))) {
-      const ours = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
-      const wanted = ['ai', '@ai-sdk/openai-compatible'].map((name) => `${name}@${ours.devDependencies[name]}`);
-      const args = ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', ...wanted];
-      ok(run('npm', args, project, INSTALL_TIMEOUT), 'npm install ai');
+    for (const entry of ['workmem/ai-sdk', 'workmem/langchain'])
+      expect(blocks.filter((b) => b.includes(`from '${entry}'`) && /\bcreateWorkmem\b/.test(b)).length, `a README example of ${entry}'s middleware`).toBe(1);
+    // A block that uses an AI SDK provider or LangChain gets the versions we test with, as a user would install them.
+    const ours = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    const wanted = [
+      ...(blocks.some((b) => /from '@ai-sdk\//.test(b)) ? ['ai', '@ai-sdk/openai-compatible'] : []),
+      ...(blocks.some((b) => /from 'workmem\/langchain'/.test(b)) ? ['langchain', '@langchain/core', '@langchain/openai'] : []),
+    ];
+    if (wanted.length) {
+      const args = ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts'];
+      ok(run('npm', [...args, ...wanted.map((name) => `${name}@${ours.devDependencies[name]}`)], project, INSTALL_TIMEOUT), 'npm install');
     }
     const ts = (await import('typescript')).default;
     const { startTestServer, protocolFollower } = await import(join(ROOT, 'dist', 'src', 'testing', 'index.js'));
@@ -185,7 +195,7 @@ describe('the packed package, installed in an empty project', () => {
     } finally {
       await server.close();
     }
-  }, 420_000); // INSTALL_TIMEOUT + 2 minutes: the AI SDK is installed for the block that uses it
+  }, 480_000); // INSTALL_TIMEOUT + 3 minutes: the AI SDK and LangChain are installed for the blocks that use them
 
   it('npx workmem --help, and rpc --help names a documentation file that exists', () => {
     expect(ok(run('npx', ['workmem', '--help'], project), 'workmem --help')).toMatch(/Commands:[\s\S]*\bdemo\b[\s\S]*\bviz\b/);
