@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { cliStart, itemMemory, orchestrationOverhead, resume, SMOKE, throughput, tokenEfficiency, traceCost } from './benchmarks.js';
 import { median, p99, quantile, table, type Row } from './harness.js';
 import { cacheEconomics } from './cacheEconomics.js';
+import { hostLoopOverhead } from './hostLoopBench.js';
 import { PG_LOAD_SMOKE, postgresLoad } from './postgresLoad.js';
 import { postgresAvailable } from '../storage/postgresServer.js';
 
@@ -57,6 +58,20 @@ describe('benchmarks (smoke sizes)', () => {
     wellFormed(trace);
     expect(trace.at(-1)!.median).toBeCloseTo((trace[0]!.median! / trace[1]!.median! - 1) * 100, 6);
   }, 60_000);
+
+  it("a host loop's cost per model call: the core, and the AI SDK and LangChain middleware beside a Session", async () => {
+    const rows = await hostLoopOverhead(SMOKE);
+    wellFormed(rows);
+    expect(rows.map((r) => r.metric)).toEqual(
+      [100, 400].flatMap(() => [
+        'Per model call, Session (own loop)',
+        'Per model call, HostLoop core',
+        'Per model call, AI SDK middleware added',
+        'Per model call, LangChain middleware added',
+      ]),
+    );
+    expect(rows.at(-1)!.note).toMatch(/^\(\d+\.\d\d × Session's; invoke alone \d+\.\d\d ms\)$/);
+  }, 120_000);
 
   it('throughput and heap per idle session', async () => {
     const rows = await throughput(SMOKE);

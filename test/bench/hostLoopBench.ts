@@ -1,16 +1,26 @@
 /**
  * What a host's own loop pays for workmem per model call, beside what a Session pays per
  * request, at 100 and 10k messages in the log, alternated in one run: the HostLoop core
- * (the host holds the whole conversation and hands it over each call), and the AI SDK
+ * (the host holds the whole conversation and hands it over each call), the AI SDK
  * middleware's whole cost (generateText with it, less generateText without it, on a mock
- * model that answers at once).
+ * model that answers at once), and the LangChain middleware's (createAgent's invoke with
+ * it, less without it, on LangChain's fake model). The LangChain agents have a tool of their
+ * own, as agents do: an agent with tools pays LangGraph a cost that grows with its messages
+ * (about as much as the middleware's own at 10k), which the middleware's tools would
+ * otherwise be charged with.
  */
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AIMessage, HumanMessage, type BaseMessage } from '@langchain/core/messages';
+import { fakeModel } from '@langchain/core/testing';
 import { generateText, wrapLanguageModel, type ModelMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
+import { createAgent, tool } from 'langchain';
+import { z } from 'zod';
 import { createWorkmem } from '../../src/aiSdk/workmemMiddleware.js';
+import { requestMessagesOf } from '../../src/langchain/langchainMessages.js';
+import { createWorkmem as createLangChainWorkmem } from '../../src/langchain/workmemMiddleware.js';
 import type { ChatMessage } from '../../src/history/messages.js';
 import { HostLoop } from '../../src/session/hostLoop.js';
 import { createSession, openSession } from '../../src/session/index.js';
@@ -47,6 +57,16 @@ const mock = (): MockLanguageModelV3 =>
     }),
   });
 
+/** The options of a host loop driving one of the sessions. */
+const driving = (sessionId: string, home: string) => ({
+  sessionId,
+  contextWindow: 128_000,
+  home,
+  env: {},
+  trace: false,
+  settings: { injectHistory: true },
+});
+
 export async function hostLoopOverhead(scale: Scale): Promise<Row[]> {
   const rows: Row[] = [];
   const sizes = [scale.sizes[0]!, scale.sizes.includes(10_000) ? 10_000 : scale.sizes.at(-1)!];
@@ -56,32 +76,24 @@ export async function hostLoopOverhead(scale: Scale): Promise<Row[]> {
     const hosted = await longSession(home, size);
     const wrapped = await longSession(home, size);
     const session = await openSession(own.id, { llm: zeroLatencyModel(), home, env: {}, trace: false, settings: { injectHistory: true } });
-    const loop = await HostLoop.open({
-      sessionId: hosted.id,
-      model: 'zero-latency',
-      contextWindow: 128_000,
-      home,
-      env: {},
-      trace: false,
-      settings: { injectHistory: true },
-    });
+    const loop = await HostLoop.open({ ...driving(hosted.id, home), model: 'zero-latency' });
     const model = mock();
-    const workmem = await createWorkmem({
-      model,
-      sessionId: wrapped.id,
-      contextWindow: 128_000,
-      home,
-      env: {},
-      trace: false,
-      settings: { injectHistory: true },
-    });
+    const workmem = await createWorkmem({ ...driving(wrapped.id, home), model });
     const withMiddleware = wrapLanguageModel({ model, middleware: workmem.middleware });
     const plain = mock();
     const held = hosted.conversation;
     const aiMessages = wrapped.conversation as ModelMessage[];
     const bare = [...aiMessages];
-    const times = { session: [] as number[], core: [] as number[], middleware: [] as number[], plain: [] as number[] };
     const rounds = scale.warmup + scale.samples;
+    const agents = await langchainAgents(home, await longSession(home, size), rounds);
+    const times = {
+      session: [] as number[],
+      core: [] as number[],
+      middleware: [] as number[],
+      plain: [] as number[],
+      langchain: [] as number[],
+      langchainPlain: [] as number[],
+    };
     for (let i = 0; i < rounds; i++) {
       const question = `Question ${i}: what changed since the last request?`;
       let t = now();
@@ -106,19 +118,26 @@ export async function hostLoopOverhead(scale: Scale): Promise<Row[]> {
       await generateText({ model: plain, messages: bare });
       const plainMs = now() - t;
       bare.push({ role: 'assistant', content: ANSWER });
+
+      const [langchainMs, langchainPlainMs] = [await agents.withMiddleware(question), await agents.plain(question)];
       if (i < scale.warmup) continue;
       times.session.push(sessionMs);
       times.core.push(coreMs);
       times.middleware.push(middlewareMs);
       times.plain.push(plainMs);
+      times.langchain.push(langchainMs);
+      times.langchainPlain.push(langchainPlainMs);
     }
     await session.close();
     await loop.close();
     await workmem.close();
+    await agents.close();
     rmSync(home, { recursive: true, force: true });
     const label = size >= 1000 ? `${size / 1000}k` : String(size);
     const added = times.middleware.map((m, i) => m - times.plain[i]!);
     const ratio = median(added) / median(times.session);
+    const langchainAdded = times.langchain.map((m, i) => m - times.langchainPlain[i]!);
+    const langchainRatio = median(langchainAdded) / median(times.session);
     rows.push(
       {
         metric: 'Per model call, Session (own loop)',
@@ -148,7 +167,49 @@ export async function hostLoopOverhead(scale: Scale): Promise<Row[]> {
         met: size === 10_000 ? ratio <= 1.5 : null,
         note: `(${ratio.toFixed(2)} × Session's; generateText alone ${median(times.plain).toFixed(2)} ms)`,
       },
+      {
+        metric: 'Per model call, LangChain middleware added',
+        case: `${label} messages (createAgent's invoke with it less without it, a tool of its own in both)`,
+        median: median(langchainAdded),
+        p99: p99(langchainAdded),
+        unit: 'ms',
+        target: size === 10_000 ? 'median ≤ 1.5 × Session' : null,
+        met: size === 10_000 ? langchainRatio <= 1.5 : null,
+        note: `(${langchainRatio.toFixed(2)} × Session's; invoke alone ${median(times.langchainPlain).toFixed(2)} ms)`,
+      },
     );
   }
   return rows;
+}
+
+/**
+ * Two LangChain agents on fake models that answer at once, each with the same tool of its own
+ * and holding the conversation of the session: one with workmem's middleware driving that
+ * session, one without. Each call hands the agent its whole conversation and a question; the
+ * time of the call is returned.
+ */
+async function langchainAgents(home: string, wrapped: { id: string; conversation: ChatMessage[] }, rounds: number) {
+  const answering = () => {
+    const model = fakeModel();
+    for (let i = 0; i < rounds; i++) model.respond(new AIMessage(ANSWER));
+    return model;
+  };
+  const model = answering();
+  const workmem = await createLangChainWorkmem({ ...driving(wrapped.id, home), model });
+  const lookup = tool(async ({ query }: { query: string }) => `Nothing on ${query}.`, {
+    name: 'lookup',
+    description: 'Look a question up in the knowledge base',
+    schema: z.object({ query: z.string() }),
+  });
+  const agent = (withWorkmem: boolean) =>
+    createAgent({ model: withWorkmem ? model : answering(), tools: [lookup], middleware: withWorkmem ? [workmem.middleware] : [] });
+  const timed = (run: ReturnType<typeof agent>) => {
+    let messages: BaseMessage[] = requestMessagesOf(wrapped.conversation).messages;
+    return async (question: string): Promise<number> => {
+      const t = now();
+      messages = (await run.invoke({ messages: [...messages, new HumanMessage(question)] })).messages;
+      return now() - t;
+    };
+  };
+  return { withMiddleware: timed(agent(true)), plain: timed(agent(false)), close: () => workmem.close() };
 }

@@ -6,12 +6,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cliStart, FULL, itemMemory, orchestrationOverhead, resume, throughput, tokenEfficiency, traceCost } from './benchmarks.js';
 import { machine, now, table, type Row } from './harness.js';
 import { cacheEconomics } from './cacheEconomics.js';
+import { hostLoopOverhead } from './hostLoopBench.js';
 import { PG_LOAD_FULL, postgresLoad } from './postgresLoad.js';
 
 const started = now();
 const rows: Row[] = [];
 const steps: [string, () => Promise<Row[]> | Row[]][] = [
   ['orchestration overhead', () => orchestrationOverhead(FULL)],
+  ['host loop and middleware overhead', () => hostLoopOverhead(FULL)],
   ['resume', () => resume(FULL)],
   ['throughput', () => throughput(FULL)],
   ['token efficiency and prefix stability', () => tokenEfficiency(FULL)],
