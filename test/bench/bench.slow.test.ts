@@ -70,7 +70,7 @@ describe('benchmarks (smoke sizes)', () => {
         'Per model call, LangChain middleware added',
       ]),
     );
-    expect(rows.at(-1)!.note).toMatch(/^\(\d+\.\d\d × Session's; invoke alone \d+\.\d\d ms\)$/);
+    expect(rows.at(-1)!.note).toMatch(/^\(\d+\.\d\d × Session's \d+\.\d\d ms in the same phase; invoke alone \d+\.\d\d ms\)$/);
   }, 120_000);
 
   it('throughput and heap per idle session', async () => {
