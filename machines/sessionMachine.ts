@@ -11,7 +11,7 @@
 import { assign, emit, enqueueActions, fromPromise, sendParent, sendTo, setup } from 'xstate';
 import { toTurnError } from './turnErrors.js';
 import { boundErrorText } from '../src/errors/errorText.js';
-import type { SessionEvent } from '../src/events.js';
+import type { SessionEvent, TokenUsage } from '../src/events.js';
 import type { ToolSpec } from '../src/tools/tool.js';
 import type { HistoryMode } from '../src/history/historyView.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
@@ -65,6 +65,8 @@ export interface SessionContext extends SessionInput {
   callStatics: { systemPrompt: string; tools: readonly ToolSpec[] } | null;
   /** Requests of the current turn in a host loop's earlier passes. */
   requests: number;
+  /** The usage the server reported for those requests: turn_end sums a host loop's turn as a Session's. */
+  passUsage: TokenUsage | null;
 }
 
 export type SessionMachineEvent =
@@ -199,6 +201,7 @@ export const sessionMachine = setup({
     passed: null,
     callStatics: null,
     requests: 0,
+    passUsage: null,
   }),
   invoke: {
     id: 'historyMode',
@@ -252,7 +255,7 @@ export const sessionMachine = setup({
             enqueue.assign({ history, turn, callStatics: { systemPrompt, tools } });
             if (!opened) return;
             const current = { id: context.pass!.id, text: opened.text };
-            enqueue.assign({ current, requests: 0 });
+            enqueue.assign({ current, requests: 0, passUsage: null });
             enqueue.emit({ type: 'turn_start', turn, promptId: current.id, text: current.text });
           }),
         },
@@ -404,7 +407,7 @@ export const sessionMachine = setup({
           base: context.base,
           tailHint: context.tailHint,
           window: context.window,
-          ...(context.pass ? { hostLoop: true, request: context.requests } : {}),
+          ...(context.pass ? { hostLoop: true, request: context.requests, usage: context.passUsage } : {}),
           ...(context.pass?.kind === 'tools' ? { calls: context.pass.calls } : {}),
         }),
         onDone: {
@@ -418,6 +421,7 @@ export const sessionMachine = setup({
             tailHint: event.output.tailHint,
             window: event.output.window,
             requests: context.pass ? event.output.requests : 0,
+            passUsage: context.pass ? (event.output.usage ?? null) : null,
           })),
         },
       },

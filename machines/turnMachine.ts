@@ -137,7 +137,7 @@ export const turnMachine = setup({
     text: '',
     status: 'running',
     error: null,
-    usage: null,
+    usage: input.usage ?? null,
     results: [],
   }),
   initial: 'start',

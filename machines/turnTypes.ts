@@ -53,6 +53,8 @@ export interface TurnInput {
   calls?: ToolCall[];
   /** Requests of this turn made before this pass (a host loop's earlier passes). */
   request?: number;
+  /** With hostLoop: the usage the server reported for those requests, which this pass adds to. */
+  usage?: TokenUsage | null;
 }
 
 /** A tool call's result, as a host that runs the loop sends it back. */

@@ -13,6 +13,8 @@ import { LLMError } from '../llm/llm.js';
 import { modelLimits } from '../llm/models.js';
 import type { WatchdogState } from '../llm/streamWatchdog.js';
 import { redactor } from '../secrets/redact.js';
+import type { LLMResponse } from '../llm/llm.js';
+import { AnswerToolCalls } from '../session/answerToolCalls.js';
 import { HostLoop, type HostLoopOptions, type PreparedCall } from '../session/hostLoop.js';
 import type { Session } from '../session/session.js';
 import { aiSdkModel } from './aiSdkModel.js';
@@ -51,6 +53,7 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
   const loop = await HostLoop.open({ ...rest, model: model.modelId, contextWindow: window, summarize: summarizer.summarize! });
   const explicit = summarizer.caching === 'explicit';
   const hide = redactor([]);
+  const ownCalls = new AnswerToolCalls(loop);
   const { tool, jsonSchema } = await import('ai');
   const tools: ToolSet = {};
   for (const t of loop.tools)
@@ -58,16 +61,29 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
       description: t.spec.description,
       inputSchema: jsonSchema(t.spec.parameters as never),
       execute: async (input: unknown, { toolCallId }: { toolCallId: string }) => {
-        const [result] = await loop.runTools([
-          { id: toolCallId, type: 'function', function: { name: t.name, arguments: JSON.stringify(input) } },
-        ]);
-        return result!.content;
+        const call = { id: toolCallId, type: 'function' as const, function: { name: t.name, arguments: JSON.stringify(input) } };
+        return (await ownCalls.run(call)).content;
       },
     });
 
   /** The host's call, prepared by the session: the call options to send instead. */
-  const prepare = async (params: LanguageModelV3CallOptions): Promise<PreparedCall> =>
-    loop.prepare({ ...conversationOf(params.prompt), tools: toolSpecsOf(params.tools) });
+  const prepare = async (params: LanguageModelV3CallOptions): Promise<PreparedCall> => {
+    ownCalls.calling();
+    try {
+      return await loop.prepare({ ...conversationOf(params.prompt), tools: toolSpecsOf(params.tools) });
+    } catch (error) {
+      ownCalls.answered([]);
+      throw error;
+    }
+  };
+  /** The answer recorded: workmem's calls in it can run. */
+  const answered = async (call: PreparedCall, response: LLMResponse): Promise<void> => {
+    try {
+      await call.answer(response);
+    } finally {
+      ownCalls.answered(response.message.tool_calls ?? []);
+    }
+  };
   const sent = (params: LanguageModelV3CallOptions, call: PreparedCall): LanguageModelV3CallOptions => ({
     ...params,
     prompt: promptOf(call.request, explicit),
@@ -76,8 +92,14 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
   });
   /** A failed call: made again once the session compacted an overflow, else the host gets the model's error. */
   const retried = async (call: PreparedCall, error: unknown): Promise<PreparedCall> => {
-    const next = await call.fail(classifyAiSdk(error, HOST_TIMES, hide));
-    if (!next) throw error;
+    const next = await call.fail(classifyAiSdk(error, HOST_TIMES, hide)).catch((failed: unknown) => {
+      ownCalls.answered([]);
+      throw failed;
+    });
+    if (!next) {
+      ownCalls.answered([]);
+      throw error;
+    }
     return next;
   };
 
@@ -94,7 +116,7 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
           continue;
         }
         for (const part of result.content) if (part.type === 'text') call.text(part.text);
-        await call.answer(responseOf(result));
+        await answered(call, responseOf(result));
         return result;
       }
     },
@@ -124,7 +146,7 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
               }
               const { text } = assembled.add(part);
               if (text) current.text(text);
-              if (assembled.finished) await current.answer(assembled.finish());
+              if (assembled.finished) await answered(current, assembled.finish());
             },
             async flush() {
               if (!failed && !assembled.finished) await settleFailure(current, new Error('the stream ended before the model finished'));
@@ -141,7 +163,11 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
   /** A stream that failed once its parts went out cannot be sent again: every retry the session offers is failed too. */
   async function settleFailure(call: PreparedCall, error: unknown): Promise<void> {
     let next: PreparedCall | null = call;
-    while (next) next = await next.fail(classifyAiSdk(error, HOST_TIMES, hide));
+    try {
+      while (next) next = await next.fail(classifyAiSdk(error, HOST_TIMES, hide));
+    } finally {
+      ownCalls.answered([]);
+    }
   }
 }
 

@@ -81,6 +81,7 @@ export class HostLoop {
       try {
         session = await openSession(id, common);
       } catch (error) {
+        // Not found: the registry says so as a usage error (ConfigError) whose cause is the store's.
         if (!(error instanceof SessionNotFoundError || (error as Error).cause instanceof SessionNotFoundError)) throw error;
         session = await createSession({ ...common, id, ...(id !== sessionId ? { name: sessionId } : {}) });
       }

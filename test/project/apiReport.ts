@@ -20,6 +20,7 @@ export const ENTRIES: Record<string, string> = {
   'workmem-machines': 'dist/machines/index.d.ts',
   'workmem-postgres': 'dist/src/storage/postgres/index.d.ts',
   'workmem-ai-sdk': 'dist/src/aiSdk/index.d.ts',
+  'workmem-langchain': 'dist/src/langchain/index.d.ts',
   'workmem-testing': 'dist/src/testing/index.d.ts',
   'workmem-eval': 'dist/src/eval/index.d.ts',
 };

@@ -29,6 +29,7 @@ import type { WorkmemEvent } from '../../src/events.js';
 import { cliPath } from '../cli/cliProcess.js';
 import { protocolFollower, startTestServer, type RecordedRequest } from '../../src/testing/index.js';
 import { collect, newSession, ofType, tempHome } from '../helpers.js';
+import { sentFromTrace } from './traceRequests.js';
 import { auth, launchChromium, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -82,7 +83,14 @@ describe('traces', () => {
   it('each request is traced as sent, every message body once, and a secret stays masked', async () => {
     const home = tempHome();
     const llm = scriptedModel([
-      { toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content: '# Working Memory\n\n- key: sk-abcdefghijklmnopqrstuvwxyz0123\n' } }] },
+      {
+        toolCalls: [
+          {
+            name: 'write',
+            arguments: { path: 'working-memory/overview.md', content: '# Working Memory\n\n- key: sk-abcdefghijklmnopqrstuvwxyz0123\n' },
+          },
+        ],
+      },
       { text: 'noted' },
       { text: 'again' },
     ]);
@@ -141,7 +149,12 @@ describe('traces', () => {
     const built = records.flatMap((r) => (r.k === 'event' && r.event.type === 'prompt_built' ? [r.event] : []));
     sent.forEach((s, i) => expect(s.tokens.reduce((a, b) => a + b, 0)).toBe(built[i]!.tokens.total - built[i]!.tokens.calibration));
     // The last requests send both pins before the window; each body is traced once, marked pinned.
-    expect(llm.requests.at(-1)!.messages.slice(1, 3).map((m) => m.content)).toEqual(['Rules: be brief.', 'Task: plan a rose bed.']);
+    expect(
+      llm.requests
+        .at(-1)!
+        .messages.slice(1, 3)
+        .map((m) => m.content),
+    ).toEqual(['Rules: be brief.', 'Task: plan a rose bed.']);
     expect(built.at(-1)!.pinned).toEqual([0, 1]);
     const pinnedBodies = records.filter((r) => r.k === 'message' && r.pinned);
     expect(pinnedBodies.map((r) => (r as Extract<TraceRecord, { k: 'message' }>).seq)).toEqual([1, 2]);
@@ -149,7 +162,8 @@ describe('traces', () => {
   });
   it("with memoryPosition 'by-phase' the trace follows the memory from the last message (phase 1) into the system message (phase 2)", async () => {
     const home = tempHome();
-    const overview = '# Working Memory\n\n## Current task\nPlan the rose bed on the north side.\n\n## Decisions\n- Climbing roses by the wall, David Austin varieties.\n- Mulch in spring.\n';
+    const overview =
+      '# Working Memory\n\n## Current task\nPlan the rose bed on the north side.\n\n## Decisions\n- Climbing roses by the wall, David Austin varieties.\n- Mulch in spring.\n';
     const llm = scriptedModel([
       { text: 'first' },
       { toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content: overview } }] },
@@ -190,40 +204,6 @@ describe('traces', () => {
     expect(sent.map((s) => s.messages)).toEqual(llm.requests.map((r) => r.messages));
   });
 });
-
-/** The messages of each request as the trace tells them (the context view does the same in the page). */
-function sentFromTrace(records: TraceRecord[]): { turn: number; request: number; messages: unknown[]; tokens: number[] }[] {
-  const systems = new Map<string, string>();
-  // With memoryPosition 'after-history': the memory block that opens the last message.
-  const memories = new Map<string, string>();
-  const bodies = new Map<number, { message: { content?: string | null }; tokens: number }>();
-  const out: { turn: number; request: number; messages: unknown[]; tokens: number[] }[] = [];
-  for (const r of records) {
-    if (r.k === 'system') {
-      systems.set(r.hash, r.content);
-      if (r.memory !== undefined) memories.set(r.hash, r.memory);
-    }
-    else if (r.k === 'message') bodies.set(r.seq, { message: r.message, tokens: r.tokens });
-    else if (r.k === 'request') {
-      const seqs = r.seqs.flatMap(([first, n]) => Array.from({ length: n }, (_, i) => first + i));
-      const history = seqs.map((seq) => bodies.get(seq)!);
-      const last = history.at(-1)!;
-      const memory = memories.get(r.system);
-      const memoryTokens = [memory === undefined ? r.tokens.memory : 0, memory === undefined ? 0 : r.tokens.memory];
-      out.push({
-        turn: r.turn,
-        request: r.request,
-        messages: [
-          { role: 'system', content: systems.get(r.system) },
-          ...history.slice(0, -1).map((h) => h.message),
-          { ...last.message, content: (memory ?? '') + (last.message.content ?? '') + r.tail },
-        ],
-        tokens: [r.tokens.system + memoryTokens[0]!, ...history.slice(0, -1).map((h) => h.tokens), last.tokens + r.tokens.tail + memoryTokens[1]!],
-      });
-    }
-  }
-  return out;
-}
 
 describe('the viz server', () => {
   it('refuses a port in use with a clear message and answers unknown sessions with 404', async () => {
@@ -274,7 +254,13 @@ describe("the viz server's doors", () => {
   });
 
   it('a rebinding Host header is refused on every route, the WebSocket ones too, token or not', async () => {
-    const hosts = [`attacker.example:${server.port}`, 'attacker.example', `127.0.0.1:${server.port + 1}`, `localhost.attacker.example:${server.port}`, `127.0.0.1.nip.io:${server.port}`];
+    const hosts = [
+      `attacker.example:${server.port}`,
+      'attacker.example',
+      `127.0.0.1:${server.port + 1}`,
+      `localhost.attacker.example:${server.port}`,
+      `127.0.0.1.nip.io:${server.port}`,
+    ];
     for (const host of hosts) {
       for (const path of ['/', '/app.js', '/api/sessions', `/api/sessions/${sessionId}/trace`, '/api/charts']) {
         const res = await rawGet(server.port, path, { host, ...auth(server.token) });
@@ -304,7 +290,10 @@ describe("the viz server's doors", () => {
         expect(res.body).not.toContain(sessionId);
       }
       for (const path of ['/live', '/ingest']) {
-        const ws = await wsAttempt(`ws://127.0.0.1:${server.port}${path}`, { headers: { origin }, protocols: ['workmem', `token.${server.token}`] });
+        const ws = await wsAttempt(`ws://127.0.0.1:${server.port}${path}`, {
+          headers: { origin },
+          protocols: ['workmem', `token.${server.token}`],
+        });
         expect(ws.opened).toBe(false);
         expect(ws.status).toBe(403);
       }
@@ -349,7 +338,8 @@ describe("the viz server's doors", () => {
     }
     expect(server.stats().ingested).toBe(0);
     // With the token, the same routes answer (the detail file does not exist: 404, said plainly).
-    for (const path of api) expect((await rawGet(server.port, path, auth(server.token))).status, path).toBe(path.includes('memory-file') ? 404 : 200);
+    for (const path of api)
+      expect((await rawGet(server.port, path, auth(server.token))).status, path).toBe(path.includes('memory-file') ? 404 : 200);
   });
 
   it('traversal is refused in every route, encoded or not, token or not', async () => {
@@ -379,7 +369,15 @@ describe("the viz server's doors", () => {
       expect(res.body).not.toContain('"name"');
     }
     // The context view's archive links open only detail/ and archive/ files of the working memory.
-    for (const file of ['../meta.json', 'detail/../../meta.json', '/etc/passwd', 'overview.md', 'detail/..', 'working-memory/../messages.jsonl', '']) {
+    for (const file of [
+      '../meta.json',
+      'detail/../../meta.json',
+      '/etc/passwd',
+      'overview.md',
+      'detail/..',
+      'working-memory/../messages.jsonl',
+      '',
+    ]) {
       const res = await rawGet(server.port, `/api/sessions/${sessionId}/memory-file?path=${encodeURIComponent(file)}`, auth(server.token));
       expect(res.status, file).toBe(400);
       expect(res.body).not.toContain('secret plan');
@@ -434,8 +432,23 @@ describe("the viz server's doors", () => {
     const link = new LiveLink(`ws://127.0.0.1:${server.port}/ingest`, id, (m) => warnings.push(m), home);
     const good: TraceRecord = { k: 'memory', ts: 1, version: 2, content: '# ok', turn: 1 };
     const forged = [
-      { k: 'step', ts: 1, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'done', turn: '<img src=x onerror=alert(1)>', request: null },
-      { k: 'event', ts: 1, event: { type: 'prompt_built', turn: 1, request: 1, mode: '<script>alert(1)</script>', messages: 1, range: [0, 1], tokens: {} } },
+      {
+        k: 'step',
+        ts: 1,
+        machine: 'turn',
+        event: 'x',
+        transitions: [],
+        from: [],
+        to: [],
+        value: 'done',
+        turn: '<img src=x onerror=alert(1)>',
+        request: null,
+      },
+      {
+        k: 'event',
+        ts: 1,
+        event: { type: 'prompt_built', turn: 1, request: 1, mode: '<script>alert(1)</script>', messages: 1, range: [0, 1], tokens: {} },
+      },
       { k: 'event', ts: 1, event: { type: 'no_such_event' } },
       { k: 'header', format: 1, sessionId: '../../etc', ts: 1, resumed: false },
       { k: 'memory', ts: 1, version: 'x', content: 1, turn: null },
@@ -564,7 +577,6 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     records = readTrace(join(demo.sessionDir, 'trace.jsonl')).records;
     server = await startVizServer({ home });
     browser = await launchChromium();
-
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
@@ -589,7 +601,8 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
   }
 
   const steps = () => records.filter((r): r is Extract<TraceRecord, { k: 'step' }> => r.k === 'step');
-  const builtAtRecord = (r: TraceRecord) => (r as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
+  const builtAtRecord = (r: TraceRecord) =>
+    (r as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
 
   it('renders every state of the turn machine, and replay moves the highlight to the expected state', async () => {
     const { page, errors } = await open(`?session=${sessionId}`);
@@ -682,7 +695,8 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     return { page, errors, built, show };
   }
   const builtEvents = () => records.filter((r) => r.k === 'event' && r.event.type === 'prompt_built');
-  const builtAt = (i: number) => (builtEvents()[i] as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
+  const builtAt = (i: number) =>
+    (builtEvents()[i] as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
 
   it('the context view lists exactly the messages the server received, with the token figures of prompt_built', async () => {
     // The demo's model requests, in order (a summarising compaction would add its own: it sends no tools).
@@ -696,18 +710,25 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     expect([phase1, phase2, afterCompaction].every((i) => i >= 0)).toBe(true);
     const { page, errors } = await open(`?session=${sessionId}`);
     await page.waitForSelector('#timeline .point');
-    for (const [name, i] of [['phase 1', phase1], ['phase 2', phase2], ['after a compaction', afterCompaction]] as const) {
+    for (const [name, i] of [
+      ['phase 1', phase1],
+      ['phase 2', phase2],
+      ['after a compaction', afterCompaction],
+    ] as const) {
       await toRequest(page, i);
       const shown = await page.evaluate(() => {
         const messages: { role: string; content: string; calls: string[] }[] = [];
-        for (const part of Array.from(document.querySelectorAll<HTMLElement>("#context .part"))) {
+        for (const part of Array.from(document.querySelectorAll<HTMLElement>('#context .part'))) {
           const m = Number(part.dataset.message);
           messages[m] ??= { role: part.dataset.role!, content: '', calls: [] };
           messages[m]!.content += part.querySelector('.body')!.textContent;
-          for (const call of Array.from(part.querySelectorAll(".call"))) messages[m]!.calls.push(call.textContent!);
+          for (const call of Array.from(part.querySelectorAll('.call'))) messages[m]!.calls.push(call.textContent!);
         }
-        const tokens = (group: string) => document.querySelector<HTMLElement>(`#context [data-group="${group}"] h3 .tokens`)?.dataset.tokens;
-        const history = Array.from(document.querySelectorAll<HTMLElement>('#context [data-group="history"] .part > summary .tokens')).map((t) => Number(t.dataset.tokens));
+        const tokens = (group: string) =>
+          document.querySelector<HTMLElement>(`#context [data-group="${group}"] h3 .tokens`)?.dataset.tokens;
+        const history = Array.from(document.querySelectorAll<HTMLElement>('#context [data-group="history"] .part > summary .tokens')).map(
+          (t) => Number(t.dataset.tokens),
+        );
         return {
           messages,
           system: tokens('system'),
@@ -719,7 +740,11 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
           caption: document.querySelector('#context-caption')!.textContent,
         };
       });
-      const sent = chat[i]!.body.messages as { role: string; content: string | null; tool_calls?: { function: { name: string; arguments: string } }[] }[];
+      const sent = chat[i]!.body.messages as {
+        role: string;
+        content: string | null;
+        tool_calls?: { function: { name: string; arguments: string } }[];
+      }[];
       expect(shown.messages.length, name).toBe(sent.length);
       shown.messages.forEach((m, k) => {
         const wire = sent[k]!;
@@ -731,7 +756,10 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
       expect(Number(shown.system), name).toBe(t.system);
       expect(Number(shown.memory) + Number(shown.index), name).toBe(t.memory);
       expect(Number(shown.history), name).toBe(t.history);
-      expect(shown.perMessage.reduce((a, b) => a + b, 0), name).toBe(t.history);
+      expect(
+        shown.perMessage.reduce((a, b) => a + b, 0),
+        name,
+      ).toBe(t.history);
       expect(Number(shown.tail), name).toBe(t.tail);
       expect(shown.caption, name).toContain(`${t.total.toLocaleString('en-US')} tokens (${t.percent} %)`);
       if (name === 'after a compaction') {
@@ -755,7 +783,11 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
   it("with memoryPosition 'after-history' the context view shows the memory between the history and the last message, as sent, and the groups add up", async () => {
     const llm = scriptedModel([
       { text: 'First answer.' },
-      { toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content: '# Working Memory\n\n- The user grows roses.\n' } }] },
+      {
+        toolCalls: [
+          { name: 'write', arguments: { path: 'working-memory/overview.md', content: '# Working Memory\n\n- The user grows roses.\n' } },
+        ],
+      },
       { text: 'Noted.' },
       { text: 'Third answer.' },
     ]);
@@ -780,12 +812,21 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
         return { messages, groups };
       });
       const sent = llm.requests[i]!.messages;
-      expect(shown.messages.map((m, k) => (m.role === 'tail' ? sent[k]!.role : m.role)), `request ${i + 1}`).toEqual(sent.map((m) => m.role));
-      expect(shown.messages.map((m) => m.content), `request ${i + 1}`).toEqual(sent.map((m) => m.content ?? ''));
+      expect(
+        shown.messages.map((m, k) => (m.role === 'tail' ? sent[k]!.role : m.role)),
+        `request ${i + 1}`,
+      ).toEqual(sent.map((m) => m.role));
+      expect(
+        shown.messages.map((m) => m.content),
+        `request ${i + 1}`,
+      ).toEqual(sent.map((m) => m.content ?? ''));
       const t = (built[i] as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
       // In the order sent, adding up to the request's count.
       expect(shown.groups.map(([g]) => g)).toEqual(['system', 'history', 'memory', 'index', 'last', 'tail']);
-      expect(shown.groups.reduce((n, [, tokens]) => n + Number(tokens), 0), `request ${i + 1}`).toBe(t.tokens.counted);
+      expect(
+        shown.groups.reduce((n, [, tokens]) => n + Number(tokens), 0),
+        `request ${i + 1}`,
+      ).toBe(t.tokens.counted);
     }
     await page.setViewportSize({ width: 1280, height: 900 });
     await page.screenshot({ path: join(ARTIFACTS, 'visualizer-context-after-history.png'), fullPage: true });
@@ -817,7 +858,10 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
         return { messages, heading, segment: segment ? segment.title : null };
       });
       const sent = llm.requests[i]!.messages;
-      expect(shown.messages.map((m) => m.content), `request ${i + 1}`).toEqual(sent.map((m) => m.content ?? ''));
+      expect(
+        shown.messages.map((m) => m.content),
+        `request ${i + 1}`,
+      ).toEqual(sent.map((m) => m.content ?? ''));
       const pinnedAt = shown.messages.flatMap((m, k) => (m.pinned ? [k] : []));
       const t = (built[i] as Extract<TraceRecord, { k: 'event' }>).event as Extract<WorkmemEvent, { type: 'prompt_built' }>;
       if (i === 0) {
@@ -844,10 +888,13 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
   it('at 1024×700 and 1440×900 nothing overlaps, nothing floats over the content, and chart labels and markers keep apart', async () => {
     const boxes = () => {
       type Box = { name: string; el: Element; r: DOMRect };
-      const named = (el: Element) => `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.getAttribute('class') ? `.${el.getAttribute('class')!.split(' ').join('.')}` : ''} "${(el.textContent ?? '').trim().slice(0, 30)}"`;
+      const named = (el: Element) =>
+        `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.getAttribute('class') ? `.${el.getAttribute('class')!.split(' ').join('.')}` : ''} "${(el.textContent ?? '').trim().slice(0, 30)}"`;
       const overlaps = (list: Element[], slack = 0.5) => {
         const out: string[] = [];
-        const items: Box[] = list.map((el) => ({ name: named(el), el, r: el.getBoundingClientRect() })).filter((b) => b.r.width > 0 && b.r.height > 0);
+        const items: Box[] = list
+          .map((el) => ({ name: named(el), el, r: el.getBoundingClientRect() }))
+          .filter((b) => b.r.width > 0 && b.r.height > 0);
         for (let i = 0; i < items.length; i++)
           for (let j = i + 1; j < items.length; j++) {
             const a = items[i]!;
@@ -863,7 +910,9 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
       const layout = all(
         'header > *, #controls > *, main > section, aside > section, section > h2, #chart svg, #legend > li, #step > div, #timeline svg, #timeline-legend, #memory, #context .window, #context h3, #context .part > summary, #context .cached, #context p',
       );
-      const floating = all('body *').filter((el) => ['fixed', 'sticky'].includes(getComputedStyle(el).position)).map(named);
+      const floating = all('body *')
+        .filter((el) => ['fixed', 'sticky'].includes(getComputedStyle(el).position))
+        .map(named);
       return {
         layout: overlaps(layout),
         chartLabels: overlaps(all('#chart g.edge text, #chart g.node text, #chart g.cluster text'), 1),
@@ -874,7 +923,10 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     };
     const compaction = records.findIndex((r) => r.k === 'event' && r.event.type === 'compaction_end' && r.event.replaced > 0);
     const afterCompaction = builtEvents().findIndex((r) => records.indexOf(r) > compaction);
-    for (const [width, height] of [[1024, 700], [1440, 900]] as const) {
+    for (const [width, height] of [
+      [1024, 700],
+      [1440, 900],
+    ] as const) {
       const { page, errors } = await open(`?session=${sessionId}`);
       await page.setViewportSize({ width, height });
       await page.waitForSelector('#timeline .point');
@@ -973,7 +1025,9 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
       async () => {
         reached();
         await gate;
-        return { toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content: '# Working Memory\n\n- mid: yes\n' } }] };
+        return {
+          toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content: '# Working Memory\n\n- mid: yes\n' } }],
+        };
       },
       { text: 'Half way.' },
       { text: 'Second turn.' },
@@ -1004,19 +1058,76 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
   it('the context view shows the cached share when the trace reports it, and says when a trace has no messages', async () => {
     const target = await newSession({ llm: scriptedModel([]), home });
     await target.close();
-    const tokens = { system: 700, memory: 200, history: 250, tail: 50, counted: 1200, calibration: 0, total: 1200, window: 8000, percent: 15 };
+    const tokens = {
+      system: 700,
+      memory: 200,
+      history: 250,
+      tail: 50,
+      counted: 1200,
+      calibration: 0,
+      total: 1200,
+      window: 8000,
+      percent: 15,
+    };
     const trace = [
       { k: 'header', format: 1, sessionId: target.id, ts: 1, resumed: false },
-      { k: 'system', ts: 2, hash: 'h1', content: 'You are helpful.\n\n<working_memory file="x">\n# m\n</working_memory>\n\n<detail_index>\n(no files yet)\n</detail_index>', detailIndexTokens: 10 },
+      {
+        k: 'system',
+        ts: 2,
+        hash: 'h1',
+        content: 'You are helpful.\n\n<working_memory file="x">\n# m\n</working_memory>\n\n<detail_index>\n(no files yet)\n</detail_index>',
+        detailIndexTokens: 10,
+      },
       { k: 'message', ts: 2, seq: 1, turn: 1, tokens: 250, message: { role: 'user', content: 'hello' } },
-      { k: 'request', ts: 2, turn: 1, request: 1, mode: 'phase1', system: 'h1', seqs: [[1, 1]], tail: '\n\n<context_meta>\n{}\n</context_meta>', tokens: { ...tokens, cacheable: 1100 }, reserved: 600 },
+      {
+        k: 'request',
+        ts: 2,
+        turn: 1,
+        request: 1,
+        mode: 'phase1',
+        system: 'h1',
+        seqs: [[1, 1]],
+        tail: '\n\n<context_meta>\n{}\n</context_meta>',
+        tokens: { ...tokens, cacheable: 1100 },
+        reserved: 600,
+      },
       { k: 'step', ts: 3, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'buildPrompt', turn: 1, request: 1 },
-      { k: 'event', ts: 3, event: { type: 'prompt_built', turn: 1, request: 1, mode: 'phase1', messages: 2, range: [0, 1], tokens: { ...tokens, cacheable: 1100 }, ts: 3 } },
+      {
+        k: 'event',
+        ts: 3,
+        event: {
+          type: 'prompt_built',
+          turn: 1,
+          request: 1,
+          mode: 'phase1',
+          messages: 2,
+          range: [0, 1],
+          tokens: { ...tokens, cacheable: 1100 },
+          ts: 3,
+        },
+      },
       { k: 'step', ts: 4, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'stream', turn: 1, request: 1 },
       // The server's usage over the turn (issue 16's turn_end.usage).
-      { k: 'event', ts: 4, event: { type: 'turn_end', turn: 1, promptId: 'p', status: 'done', text: 'ok', requests: 2, usage: { input: 2400, cached: 1800, output: 100 }, ts: 4 } },
+      {
+        k: 'event',
+        ts: 4,
+        event: {
+          type: 'turn_end',
+          turn: 1,
+          promptId: 'p',
+          status: 'done',
+          text: 'ok',
+          requests: 2,
+          usage: { input: 2400, cached: 1800, output: 100 },
+          ts: 4,
+        },
+      },
       // A request an older workmem recorded: its breakdown, no messages.
-      { k: 'event', ts: 5, event: { type: 'prompt_built', turn: 1, request: 2, mode: 'phase1', messages: 2, range: [0, 1], tokens, ts: 5 } },
+      {
+        k: 'event',
+        ts: 5,
+        event: { type: 'prompt_built', turn: 1, request: 2, mode: 'phase1', messages: 2, range: [0, 1], tokens, ts: 5 },
+      },
       { k: 'step', ts: 6, machine: 'turn', event: 'x', transitions: [], from: [], to: [], value: 'stream', turn: 1, request: 2 },
     ];
     writeFileSync(join(target.dir, 'trace.jsonl'), trace.map((r) => JSON.stringify(r)).join('\n') + '\n');
@@ -1024,7 +1135,9 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     await page.waitForFunction(() => document.querySelector('#position')?.textContent === '3 / 3');
     expect(await page.textContent('#context')).toContain('recorded by an older workmem');
     await page.click('#prev-request');
-    expect(await page.textContent('#context .cached')).toBe('cached: 1,800 of 2,400 input tokens (75 %) over the 2 requests of turn 1, as the server reported');
+    expect(await page.textContent('#context .cached')).toBe(
+      'cached: 1,800 of 2,400 input tokens (75 %) over the 2 requests of turn 1, as the server reported',
+    );
     expect(await page.textContent('#context .cacheable')).toContain('1,100 tokens');
     expect(await page.locator('#context .part').count()).toBe(5);
     expect(await page.textContent('#context .bar-keys')).toContain('reserved output 600');
@@ -1115,7 +1228,18 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     await target.close();
     const forgedTrace = [
       { k: 'header', format: 1, sessionId: target.id, ts: 1, resumed: false },
-      { k: 'step', ts: 2, machine: 'turn', event: evil('event'), transitions: [evil('t')], from: [evil('from')], to: [evil('to')], value: evil('value'), turn: evil('turn'), request: evil('request') },
+      {
+        k: 'step',
+        ts: 2,
+        machine: 'turn',
+        event: evil('event'),
+        transitions: [evil('t')],
+        from: [evil('from')],
+        to: [evil('to')],
+        value: evil('value'),
+        turn: evil('turn'),
+        request: evil('request'),
+      },
       {
         k: 'event',
         ts: 3,
@@ -1126,13 +1250,60 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
           mode: evil('mode'),
           messages: 1,
           range: [0, 1],
-          tokens: { system: 1, memory: 1, history: 1, tail: 1, counted: 1, calibration: 0, total: evil('total'), window: evil('window'), percent: evil('percent') },
+          tokens: {
+            system: 1,
+            memory: 1,
+            history: 1,
+            tail: 1,
+            counted: 1,
+            calibration: 0,
+            total: evil('total'),
+            window: evil('window'),
+            percent: evil('percent'),
+          },
         },
       },
-      { k: 'event', ts: 4, event: { type: 'reminder', turn: 1, request: 1, level: evil('level'), reason: evil('reason'), rounds: evil('rounds'), tokensPercent: evil('tp') } },
-      { k: 'event', ts: 5, event: { type: 'memory_updated', turn: 1, request: 1, path: evil('path'), bytes: evil('bytes'), health: {}, warning: evil('warning') } },
+      {
+        k: 'event',
+        ts: 4,
+        event: {
+          type: 'reminder',
+          turn: 1,
+          request: 1,
+          level: evil('level'),
+          reason: evil('reason'),
+          rounds: evil('rounds'),
+          tokensPercent: evil('tp'),
+        },
+      },
+      {
+        k: 'event',
+        ts: 5,
+        event: {
+          type: 'memory_updated',
+          turn: 1,
+          request: 1,
+          path: evil('path'),
+          bytes: evil('bytes'),
+          health: {},
+          warning: evil('warning'),
+        },
+      },
       { k: 'event', ts: 6, event: { type: 'mode_changed', from: evil('mfrom'), to: evil('mto'), pinned: false } },
-      { k: 'event', ts: 7, event: { type: 'compaction_end', turn: 1, request: 1, reason: evil('creason'), tokensBefore: evil('tb'), tokensAfter: 1, replaced: 2, files: [evil('files')] } },
+      {
+        k: 'event',
+        ts: 7,
+        event: {
+          type: 'compaction_end',
+          turn: 1,
+          request: 1,
+          reason: evil('creason'),
+          tokensBefore: evil('tb'),
+          tokensAfter: 1,
+          replaced: 2,
+          files: [evil('files')],
+        },
+      },
       { k: 'memory', ts: 8, version: 1, content: evil('content'), turn: evil('mturn') },
       { k: 'memory', ts: 9, version: 2, content: `${evil('content2')}\nmore`, turn: evil('mturn2') },
       { k: 'step', ts: 10, machine: 'turn', event: 'done', transitions: [], from: [], to: [], value: 'done', turn: 1, request: 1 },
@@ -1158,7 +1329,8 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
 
     await page.waitForTimeout(200);
     expect(await page.evaluate(() => (window as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
-    for (const box of ['#step', '#timeline', '#memory', '#problems', '#session']) expect(await page.locator(`${box} img, ${box} script`).count(), box).toBe(0);
+    for (const box of ['#step', '#timeline', '#memory', '#problems', '#session'])
+      expect(await page.locator(`${box} img, ${box} script`).count(), box).toBe(0);
 
     // Forged records streamed live into the same page are checked against the schema: dropped.
     const dropped = server.stats().dropped;
@@ -1169,7 +1341,6 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
     await page.waitForTimeout(300);
     expect(await page.textContent('#position')).toBe('2 / 2');
     expect(await page.evaluate(() => (window as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
-
 
     // The CSP forbids inline script and handlers: even markup put in by hand does not run.
     const blocked = await page.evaluate(async () => {

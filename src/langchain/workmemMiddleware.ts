@@ -1,0 +1,121 @@
+/**
+ * workmem inside a LangChain.js agent (createAgent): an agent middleware and workmem's tools
+ * as LangChain tools, over one session (HostLoop). On each model call the middleware hands
+ * the session every message the agent holds and calls the model with the request the
+ * session builds instead (memory, history per phase, <context_meta>, the fallback first);
+ * the agent's own state is left as it is, and the answer is recorded and returned to it as
+ * the model gave it. An overflow is compacted once and the call made again. The agent runs
+ * the tools: its own, and workmem's (memory, compact_history), which run against the session.
+ */
+import { randomUUID } from 'node:crypto';
+import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { AIMessage } from '@langchain/core/messages';
+import { tool, type StructuredToolInterface } from '@langchain/core/tools';
+import { createMiddleware, type AgentMiddleware } from 'langchain';
+import type { ToolCall } from '../history/messages.js';
+import type { LLM, LLMRequest } from '../llm/llm.js';
+import { modelLimits } from '../llm/models.js';
+import { redactor } from '../secrets/redact.js';
+import { AnswerToolCalls } from '../session/answerToolCalls.js';
+import { HostLoop, type HostLoopOptions, type PreparedCall } from '../session/hostLoop.js';
+import type { Session } from '../session/session.js';
+import { classifyLangChain } from './langchainErrors.js';
+import { conversationOf, requestMessagesOf, responseOf, toolSpecsOf } from './langchainMessages.js';
+
+/** createWorkmem's options: the session's (store, sessionId, settings, …) and the agent's model. */
+export interface WorkmemOptions extends Omit<HostLoopOptions, 'model' | 'contextWindow' | 'summarize'> {
+  /** The agent's model: its name picks the token counter and, by default, the window; it writes compaction summaries. */
+  model: BaseChatModel;
+  /** Default: the known window of the model's name, else 32768. */
+  contextWindow?: number;
+  /** A model for compaction summaries (often a cheaper one); default `model`. */
+  compactionModel?: BaseChatModel;
+}
+
+/** workmem in a LangChain agent: the middleware, workmem's tools, and the session they drive. */
+export interface Workmem {
+  /** `createAgent({ model, tools, middleware: [workmem.middleware] })`: it brings workmem's tools with it. */
+  middleware: AgentMiddleware;
+  /** workmem's tools as LangChain tools (the middleware registers them; pass them yourself only to another agent). */
+  tools: StructuredToolInterface[];
+  /** The session the agent drives (its id, events, memory, /context). */
+  session: Session;
+  /** Release the session (its lease) once the conversation is done. */
+  close(): Promise<void>;
+}
+
+/** Open (or create) the session named by `sessionId` and return the middleware and tools that drive it. */
+export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
+  const { model, contextWindow, compactionModel, ...rest } = options;
+  const name = modelName(model);
+  const window = contextWindow ?? modelLimits(name).contextWindow;
+  const summarizer = compactionModel ?? model;
+  const summarize: LLM['summarize'] = async (request, { signal }) => responseOf(await invoke(summarizer, request, signal));
+  const loop = await HostLoop.open({ ...rest, model: name, contextWindow: window, summarize });
+  const hide = redactor([]);
+  const ownCalls = new AnswerToolCalls(loop);
+
+  const tools = loop.tools.map((t) =>
+    tool(
+      async (input: unknown, runtime: { toolCall?: { id?: string } }) => {
+        const id = runtime?.toolCall?.id ?? `call_${randomUUID()}`;
+        return (await ownCalls.run({ id, type: 'function', function: { name: t.name, arguments: JSON.stringify(input) } })).content;
+      },
+      { name: t.name, description: t.spec.description, schema: t.spec.parameters as never },
+    ),
+  ) as StructuredToolInterface[];
+  const ours = new Set<unknown>(tools);
+
+  const middleware = createMiddleware({
+    name: 'workmem',
+    tools,
+    wrapModelCall: async (request, handler) => {
+      const { instructions, conversation } = conversationOf(request.systemMessage, request.messages);
+      // workmem's tools first, as a Session sends them (the agent lists a middleware's tools after its own).
+      const given = [...request.tools.filter((t) => ours.has(t)), ...request.tools.filter((t) => !ours.has(t))];
+      ownCalls.calling();
+      let calls: ToolCall[] = [];
+      try {
+        let call: PreparedCall = await loop.prepare({ instructions, conversation, tools: toolSpecsOf(given) });
+        for (;;) {
+          const { system, messages } = requestMessagesOf(call.request.messages);
+          let answer: AIMessage;
+          try {
+            answer = await handler({ ...request, systemMessage: system, messages, tools: given });
+          } catch (error) {
+            const next = await call.fail(classifyLangChain(error, hide));
+            if (!next) throw error;
+            call = next;
+            continue;
+          }
+          const response = responseOf(answer);
+          if (response.message.content) call.text(response.message.content);
+          await call.answer(response);
+          calls = response.message.tool_calls ?? [];
+          return answer;
+        }
+      } finally {
+        ownCalls.answered(calls);
+      }
+    },
+  });
+
+  return { middleware: middleware as unknown as AgentMiddleware, tools, session: loop.session, close: () => loop.close() };
+}
+
+/** The model's name as its provider knows it (ChatOpenAI's `model`, older classes' `modelName`). */
+function modelName(model: BaseChatModel): string {
+  const named = model as unknown as { model?: unknown; modelName?: unknown };
+  for (const value of [named.model, named.modelName]) if (typeof value === 'string' && value) return value;
+  return model.getName();
+}
+
+/**
+ * One call of a chat model with workmem's request, for summaries: no tools, and none of the
+ * agent's callbacks (it runs inside the agent's model call, whose stream would carry the
+ * summary to the host as if it were the agent's answer).
+ */
+async function invoke(model: BaseChatModel, request: LLMRequest, signal: AbortSignal): Promise<AIMessage> {
+  const { system, messages } = requestMessagesOf(request.messages);
+  return (await model.invoke([...(system.text ? [system] : []), ...messages], { signal, callbacks: [] })) as AIMessage;
+}

@@ -1,0 +1,194 @@
+/**
+ * The LangChain door on its own: createAgent with workmem's middleware and ChatOpenAI
+ * against the test server. The agent's state stays its own; the server's usage (cache reads
+ * included) is recorded; an overflow is compacted and the call made again; any other
+ * failure reaches the agent and leaves the session usable; a compaction summary made during
+ * a streamed call never reaches the agent's stream; /context shows the session, live and
+ * reopened as `workmem chat --session` opens it. The conversion of LangChain messages.
+ */
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { ChatOpenAI } from '@langchain/openai';
+import { createAgent } from 'langchain';
+import { describe, expect, it } from 'vitest';
+import { ContextWatch, renderContext } from '../../src/cli/contextView.js';
+import { createWorkmem } from '../../src/langchain/workmemMiddleware.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
+import { openSession } from '../../src/session/index.js';
+import { conversationOf, messageOf, requestMessagesOf, responseOf } from '../../src/langchain/langchainMessages.js';
+import { protocolFollower, scripted, type TestServer } from '../../src/testing/index.js';
+import { collect, ofType, tempHome, testServers } from '../helpers.js';
+
+const serve = testServers();
+
+async function agentOn(server: TestServer, window = 32_000, home = tempHome()) {
+  const model = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'test', configuration: { baseURL: server.baseURL } });
+  const settings = { reserveOutputTokens: 500 };
+  const workmem = await createWorkmem({ model, contextWindow: window, settings, home, cwd: '/work/project', env: {} });
+  const agent = createAgent({ model, middleware: [workmem.middleware], systemPrompt: 'Be brief.' });
+  return { workmem, agent, events: collect(workmem.session) };
+}
+
+describe('createAgent with the workmem middleware', () => {
+  it("sends workmem's request, keeps the agent's own messages, and records the server's usage with its cache reads", async () => {
+    const server = await serve(protocolFollower({ seed: 1 }), { promptCaching: 'automatic' });
+    const { workmem, agent, events } = await agentOn(server);
+    let messages: BaseMessage[] = [];
+    for (const text of ['My name is Ada.', 'What is my name?']) {
+      messages = (await agent.invoke({ messages: [...messages, new HumanMessage(text)] })).messages;
+    }
+    // The agent holds its own conversation: its messages, the answers, no <context_meta>, no memory block.
+    expect(messages.map((m) => m.type)).toEqual(['human', 'ai', 'tool', 'ai', 'human', 'ai']);
+    expect(messages.some((m) => m.text.includes('<context_meta>'))).toBe(false);
+    // The server got workmem's: its system prompt after the agent's, the memory, the tail.
+    const first = server.requests[0]!.body;
+    expect(first.messages[0]!.content).toMatch(/^Be brief\.\n\n## Working memory/);
+    expect(first.messages.at(-1)!.content).toMatch(/^My name is Ada\.\n\n<context_meta>/);
+    expect(first.tools?.map((t) => t.function.name)).toEqual(['read', 'write', 'edit', 'compact_history']);
+    expect(messages.at(-1)!.text).toMatch(/Ada/);
+    expect(workmem.session.memory()).toMatch(/Ada/);
+
+    const usage = ofType(events, 'turn_end').map((e) => e.usage);
+    const reported = server.requests.map((r) => ({ input: r.promptTokens, cached: r.cachedTokens }));
+    expect(
+      reported.some((r) => r.cached > 0),
+      'the server served some of the prompt from its cache',
+    ).toBe(true);
+    expect(usage).toHaveLength(2);
+    const input = usage.reduce((n, u) => n + u!.input, 0);
+    const cached = usage.reduce((n, u) => n + u!.cached, 0);
+    expect([input, cached]).toEqual([reported.reduce((n, r) => n + r.input, 0), reported.reduce((n, r) => n + r.cached, 0)]);
+    await workmem.close();
+  });
+
+  it('compacts an overflow once and makes the call again; any other failure reaches the agent', async () => {
+    const server = await serve(protocolFollower({ seed: 1 }));
+    const { workmem, agent, events } = await agentOn(server);
+    await agent.invoke({ messages: [new HumanMessage('First question.')] });
+    const before = server.requests.length;
+    server.inject({ type: 'context_length' });
+    const state = await agent.invoke({ messages: [new HumanMessage('First question.'), new AIMessage('OK.'), new HumanMessage('Again.')] });
+    expect(state.messages.at(-1)!.type).toBe('ai');
+    expect(server.requests.length - before, 'the refused call and the one made again').toBe(2);
+    expect(ofType(events, 'compaction_start').map((e) => e.reason)).toContain('overflow');
+
+    // A 400 (LangChain's own client retries a 500 itself).
+    server.inject({ type: 'server_error', status: 400, message: 'the request is malformed' });
+    const failed = agent.invoke({ messages: [new HumanMessage('A third question.')] });
+    await expect(failed).rejects.toThrow(/the request is malformed/);
+    // The session goes on: the next call is prepared and answered.
+    const after = await agent.invoke({ messages: [new HumanMessage('A fourth question.')] });
+    expect(after.messages.at(-1)!.type).toBe('ai');
+    await workmem.close();
+  });
+
+  it("makes a compaction summary outside the agent's stream", async () => {
+    // A small window: the second call passes 75 %, and the fallback summarises the first turn.
+    const long = `${'Background material, line by line. '.repeat(150)}`;
+    const server = await serve(scripted([{ content: 'Noted.' }, { content: 'Summary of the turn.' }, { content: 'Done.' }]));
+    const { workmem, agent } = await agentOn(server, 3000);
+    const first = await agent.invoke({ messages: [new HumanMessage(long)] });
+    const streamed: string[] = [];
+    for await (const [chunk] of await agent.stream(
+      { messages: [...first.messages, new HumanMessage('And now?')] },
+      { streamMode: 'messages' },
+    ))
+      if (chunk.type === 'ai' || chunk.type === 'AIMessageChunk') streamed.push(chunk.text);
+    expect(server.requests.length).toBe(3);
+    expect(server.requests[1]!.body.stream, 'the summary, asked for whole').toBe(false);
+    expect(streamed.join('')).toBe('Done.');
+    await workmem.close();
+  });
+});
+
+describe('the session named by sessionId', () => {
+  it('is created in a home that holds other sessions, and opened by the same name afterwards', async () => {
+    const home = tempHome();
+    const model = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'test' });
+    const options = { model, home, cwd: '/work/project', env: {}, settings: { reserveOutputTokens: 500 } };
+    const other = await createWorkmem(options);
+    await other.close();
+    const named = await createWorkmem({ ...options, sessionId: 'support-42' });
+    const id = named.session.id;
+    expect(id).not.toBe(other.session.id);
+    await named.close();
+    const again = await createWorkmem({ ...options, sessionId: 'support-42' });
+    expect(again.session.id).toBe(id);
+    await again.close();
+  });
+});
+
+describe('/context of a middleware-driven session', () => {
+  it("shows the agent's last request as its prompt_built said, and the next one once the session is reopened", async () => {
+    const server = await serve(protocolFollower({ seed: 1 }));
+    const home = tempHome();
+    const { workmem, agent, events } = await agentOn(server, 32_000, home);
+    const watch = new ContextWatch(workmem.session);
+    await agent.invoke({ messages: [new HumanMessage('My name is Ada.')] });
+    const built = ofType(events, 'prompt_built').at(-1)!;
+    const last = await watch.breakdown();
+    expect([last.estimate, last.turn, last.request, last.counted]).toEqual([false, built.turn, built.request, built.tokens.counted]);
+    expect(renderContext(last)).toMatch(/^Context of the last request: turn 1, request 2 · phase2/);
+    watch.close();
+    const id = workmem.session.id;
+    await workmem.close();
+
+    // As `workmem chat --session <id>` opens it: the history the agent built, the next request estimated.
+    const reopened = await openSession(id, { llm: scriptedModel([]), home, env: {} });
+    const next = await new ContextWatch(reopened).breakdown();
+    expect([next.estimate, next.turn, next.history.length]).toEqual([true, 2, reopened.history.length]);
+    expect(next.history.length).toBe(4);
+    expect(renderContext(next)).toMatch(/^Context of the next request \(an estimate before your message: turn 2\)/);
+    await reopened.close();
+  });
+});
+
+describe('LangChain messages in workmem words', () => {
+  it('reads text, names attachments, keeps tool calls (unparsed ones as written) and usage with cache reads', () => {
+    const human = new HumanMessage({
+      content: [
+        { type: 'text', text: 'Look: ' },
+        { type: 'image', mimeType: 'image/png', data: 'AAAA' },
+      ],
+    });
+    expect(messageOf(human)).toEqual({ role: 'user', content: 'Look: [a image/png attachment: not kept by workmem]' });
+    const ai = new AIMessage({
+      content: '',
+      tool_calls: [{ id: 'c1', name: 'write', args: { path: 'p' } }],
+      invalid_tool_calls: [{ id: 'c2', name: 'edit', args: '{"path":', error: 'bad', type: 'invalid_tool_call' }],
+      usage_metadata: { input_tokens: 50, output_tokens: 7, total_tokens: 57, input_token_details: { cache_read: 32 } },
+    });
+    expect(responseOf(ai)).toEqual({
+      message: {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'c1', type: 'function', function: { name: 'write', arguments: '{"path":"p"}' } },
+          { id: 'c2', type: 'function', function: { name: 'edit', arguments: '{"path":' } },
+        ],
+      },
+      usage: { promptTokens: 50, completionTokens: 7, cachedPromptTokens: 32 },
+      finishReason: 'tool_calls',
+    });
+    expect(messageOf(new ToolMessage({ content: 'ok', tool_call_id: 'c1' }))).toEqual({ role: 'tool', tool_call_id: 'c1', content: 'ok' });
+    const { instructions, conversation } = conversationOf(new SystemMessage({ content: [{ type: 'text', text: 'Rules.' }] }), [human]);
+    expect([instructions, conversation.length, conversation.at(0).role]).toEqual(['Rules.', 1, 'user']);
+  });
+
+  it("workmem's request as LangChain messages: the system message apart, arguments parsed, round trip intact", () => {
+    const request = [
+      { role: 'system' as const, content: 'System.' },
+      { role: 'user' as const, content: 'Hi' },
+      {
+        role: 'assistant' as const,
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function' as const, function: { name: 'write', arguments: '{"path":"p","content":"x"}' } }],
+      },
+      { role: 'tool' as const, tool_call_id: 'c1', content: 'Wrote.' },
+      { role: 'assistant' as const, content: 'Done.' },
+    ];
+    const { system, messages } = requestMessagesOf(request);
+    expect(system.content).toBe('System.');
+    expect((messages[1] as AIMessage).tool_calls?.[0]?.args).toEqual({ path: 'p', content: 'x' });
+    expect([system, ...messages].map(messageOf)).toEqual(request);
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * Pinning through the LangChain middleware: rules given to createWorkmem({ pinned }) and a
+ * task statement marked `additional_kwargs: { workmem: { pinned: true } }` are pinned as a
+ * Session pins them: the server receives the same messages from both (but for the empty
+ * content ChatOpenAI writes for an answer that only called tools), the pins in every request,
+ * sent first once phase 2 carries only the recent turns, and none archived. A pin on another
+ * kind of message is refused, and the session goes on.
+ */
+import { AIMessage, HumanMessage, type BaseMessage } from '@langchain/core/messages';
+import { ChatOpenAI } from '@langchain/openai';
+import { createAgent } from 'langchain';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorkmem } from '../../src/langchain/workmemMiddleware.js';
+import { openaiChat } from '../../src/llm/openaiChat.js';
+import { protocolFollower, startTestServer, type TestServer } from '../../src/testing/index.js';
+import { collect, newSession, ofType, tempHome } from '../helpers.js';
+
+const WINDOW = 5000;
+const settings = { contextWindow: WINDOW, reserveOutputTokens: 500 };
+const now = (): number => Date.UTC(2026, 10, 25, 12);
+const RULES = 'Rules: metric units only; never recommend pesticides.';
+const TASK = 'Task: keep track of my plants and answer questions about them.';
+
+function prompts(): string[] {
+  const out = [TASK];
+  for (let i = 1; i <= 8; i++) out.push(`My plant${i} is rose${i}. ${'It likes the sun and a little shade, '.repeat(16)}`);
+  for (let i = 1; i <= 3; i++) out.push(`What is my plant${i}?`);
+  return out;
+}
+
+const servers: TestServer[] = [];
+afterEach(async () => void (await Promise.all(servers.splice(0).map((s) => s.close()))));
+// The model leaves compaction to the system (see test/aiSdk/aiSdkPins.test.ts for why).
+async function server(): Promise<TestServer> {
+  const s = await startTestServer({ policy: protocolFollower({ seed: 2, compacts: false }), promptCaching: 'off' });
+  servers.push(s);
+  return s;
+}
+const chatModel = (s: TestServer) =>
+  new ChatOpenAI({ model: 'gpt-4o', apiKey: 'test', maxTokens: 500, configuration: { baseURL: s.baseURL } });
+type Sent = { role: string; content: string | null };
+/** ChatOpenAI sends "" where a Session sends null (an answer that only called tools). */
+const wire = (s: TestServer): Sent[][] =>
+  s.requests.map((r) => (r.body.messages as Sent[]).map((m) => (m.role === 'assistant' && m.content === '' ? { ...m, content: null } : m)));
+
+describe('pinning through the LangChain middleware', () => {
+  it('createWorkmem({ pinned }) and a human message pinned by its additional_kwargs send what a Session with the same pins sends', async () => {
+    const own = await server();
+    const session = await newSession({
+      llm: openaiChat({ baseURL: own.baseURL, apiKey: 'test', model: 'gpt-4o' }),
+      settings,
+      now,
+      pinned: [RULES],
+    });
+    for (const text of prompts()) await session.prompt(text, { pin: text === TASK });
+    await session.close();
+
+    const hosted = await server();
+    const model = chatModel(hosted);
+    const workmem = await createWorkmem({
+      model,
+      contextWindow: WINDOW,
+      settings,
+      home: tempHome(),
+      cwd: '/work/project',
+      env: {},
+      now,
+      pinned: [RULES],
+    });
+    const events = collect(workmem.session);
+    const agent = createAgent({ model, middleware: [workmem.middleware] });
+    let messages: BaseMessage[] = [];
+    for (const text of prompts()) {
+      const message =
+        text === TASK ? new HumanMessage({ content: text, additional_kwargs: { workmem: { pinned: true } } }) : new HumanMessage(text);
+      messages = (await agent.invoke({ messages: [...messages, message] })).messages;
+    }
+    const items = workmem.session.history.items.slice(0, workmem.session.history.length);
+    await workmem.close();
+
+    const sent = wire(hosted).map((request) => request.map(({ role, content }) => ({ role, content })));
+    expect(sent).toEqual(wire(own).map((request) => request.map(({ role, content }) => ({ role, content }))));
+    expect(items.filter((i) => i.pinned).map((i) => i.message.content)).toEqual([RULES, TASK]);
+    for (const [i, request] of sent.entries()) {
+      expect(
+        request.filter((m) => m.content === RULES),
+        `request ${i + 1}`,
+      ).toHaveLength(1);
+      expect(
+        request.some((m) => m.content?.startsWith(TASK)),
+        `request ${i + 1}`,
+      ).toBe(true);
+    }
+    const figures = `${ofType(events, 'compaction_end').length} compactions, modes ${[...new Set(ofType(events, 'prompt_built').map((e) => e.mode))].join(', ')}`;
+    expect(
+      ofType(events, 'compaction_end').some((e) => e.replaced > 0),
+      figures,
+    ).toBe(true);
+    expect(
+      ofType(events, 'prompt_built').some((e) => e.mode === 'phase2' && e.range[0] > 2),
+      figures,
+    ).toBe(true);
+    expect(
+      sent
+        .at(-1)!
+        .slice(1, 3)
+        .map((m) => m.content),
+    ).toEqual([RULES, TASK]);
+  }, 90_000);
+
+  it('refuses a pin on an ai message, saying so, and the session goes on', async () => {
+    const s = await server();
+    const model = chatModel(s);
+    const workmem = await createWorkmem({
+      model,
+      contextWindow: 32_000,
+      settings: { reserveOutputTokens: 500 },
+      home: tempHome(),
+      cwd: '/w',
+      env: {},
+    });
+    const agent = createAgent({ model, middleware: [workmem.middleware] });
+    const pinnedAnswer = new AIMessage({ content: 'Noted.', additional_kwargs: { workmem: { pinned: true } } });
+    await expect(agent.invoke({ messages: [new HumanMessage('Hello.'), pinnedAnswer, new HumanMessage('Go on.')] })).rejects.toThrow(
+      /ai message is marked pinned, but only a human message can be pinned/,
+    );
+    const state = await agent.invoke({ messages: [new HumanMessage('My name is Ada.')] });
+    expect(state.messages.at(-1)!.text.length).toBeGreaterThan(0);
+    expect(workmem.session.history.items.slice(0, workmem.session.history.length).some((i) => i.pinned)).toBe(false);
+    await workmem.close();
+  }, 60_000);
+});
