@@ -170,14 +170,28 @@ describe('the packed package, installed in an empty project', () => {
         `a README example of ${entry}'s middleware`,
       ).toBe(1);
     // What a user installs beside workmem for them, at the versions we test with.
-    const ours = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
-    const imported = new Set(blocks.flatMap((b) => [...b.source.matchAll(/from '([^'.][^']*)'/g)].map((m) => m[1]!)));
+    const ours = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    // A package's name from what is imported of it ('@langchain/core/messages' is @langchain/core's).
+    const packageOf = (specifier: string): string =>
+      specifier
+        .split('/')
+        .slice(0, specifier.startsWith('@') ? 2 : 1)
+        .join('/');
+    const imported = new Set(
+      blocks.flatMap((b) =>
+        [...b.source.matchAll(/from '([^'.][^']*)'/g)].map((m) => (m[1]!.startsWith('workmem') ? m[1]! : packageOf(m[1]!))),
+      ),
+    );
     const peers: Record<string, string[]> = {
       'workmem/postgres': ['pg', '@types/pg'],
       'workmem/langchain': ['langchain', '@langchain/core'],
     };
     const extra = [...new Set([...imported].flatMap((name) => (name.startsWith('workmem') ? (peers[name] ?? []) : [name])))].filter(
-      (name) => !name.startsWith('node:') && !['typescript', '@types/node'].includes(name),
+      // workmem's own dependencies (zod, xstate, keyv) come installed with it.
+      (name) => !name.startsWith('node:') && !(name in ours.dependencies) && !['typescript', '@types/node'].includes(name),
     );
     expect(
       extra.filter((name) => !(name in ours.devDependencies)),
@@ -222,7 +236,7 @@ describe('the packed package, installed in an empty project', () => {
     try {
       for (const [n, block] of blocks.entries()) {
         // Type-checked only: a hosted provider (no network here), a whole eval suite (minutes).
-        if (/@ai-sdk\/anthropic'|\brunEval\(/.test(block.source)) continue;
+        if (/^import .* from '@ai-sdk\/anthropic'/m.test(block.source) || /\brunEval\(/.test(block.source)) continue;
         if (/@keyv\/sqlite/.test(block.source) || (/workmem\/postgres/.test(block.source) && !database)) continue;
         const js = ts.transpileModule(block.source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
         const file = files[n]!.replace(/\.ts$/, '.mjs');
@@ -231,6 +245,7 @@ describe('the packed package, installed in an empty project', () => {
         const result = await runAsync(process.execPath, [file], project, {
           ...env(),
           OPENAI_BASE_URL: server.baseURL,
+          OPENAI_API_KEY: 'test', // as a user's environment has it (the test server takes any)
           WORKMEM_MODEL: 'workmem-test',
           ...(database ? { DATABASE_URL: database } : {}),
         });
@@ -240,7 +255,8 @@ describe('the packed package, installed in an empty project', () => {
     } finally {
       await server.close();
     }
-    expect(ran, 'examples run').toBeGreaterThanOrEqual(blocks.length - 4);
+    // Left out: docs/eval.md's (a hosted provider, a whole suite), docs/storage.md's @keyv/sqlite one, and without a database its PostgreSQL one.
+    expect(ran, 'examples run').toBe(blocks.length - (database ? 2 : 3));
   }, 600_000); // installs from the registry, then runs each example
 
   it('npx workmem --help, and rpc --help names a documentation file that exists', () => {
