@@ -225,7 +225,9 @@ class RpcServer {
         return this.change('switch_session', { sessionId: command.sessionId });
       case 'list_sessions':
         return {
-          sessions: (await listSessions({ home: this.config.home, ...storeOption(this.config), ...(command.all ? {} : { cwd: this.io.cwd }) })).map((s) => ({
+          sessions: (
+            await listSessions({ home: this.config.home, ...storeOption(this.config), ...(command.all ? {} : { cwd: this.io.cwd }) })
+          ).map((s) => ({
             ...s,
             name: s.name === null ? null : this.mask(s.name),
           })),

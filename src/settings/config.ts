@@ -6,7 +6,15 @@ import { z } from 'zod';
 import type { HistoryMode } from '../history/historyView.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { ReminderConfig } from '../memory/reminderTracker.js';
-import { defaultTurnSettings, FALLBACK_TARGETS, MEMORY_POSITIONS, type FallbackTarget, type MemoryPosition, type RetryPolicy, type TurnSettings } from './settings.js';
+import {
+  defaultTurnSettings,
+  FALLBACK_TARGETS,
+  MEMORY_POSITIONS,
+  type FallbackTarget,
+  type MemoryPosition,
+  type RetryPolicy,
+  type TurnSettings,
+} from './settings.js';
 
 /** A bad option or setting: names where it came from, the key and the value (masked). */
 export class ConfigError extends Error {

@@ -267,7 +267,9 @@ describe.skipIf(!available)('the CLI on sessions kept in Postgres', () => {
           [id],
         );
         await db.end();
-        const archive = await fetch(new URL(`/api/sessions/${id}/memory-file?path=working-memory/detail/compact-1.md`, page), { headers: auth(token) });
+        const archive = await fetch(new URL(`/api/sessions/${id}/memory-file?path=working-memory/detail/compact-1.md`, page), {
+          headers: auth(token),
+        });
         expect(await archive.json()).toEqual({ content: '# Archived turns 1-2' });
         const absent = await fetch(new URL(`/api/sessions/${id}/memory-file?path=detail/none.md`, page), { headers: auth(token) });
         expect(absent.status).toBe(404);

@@ -24,7 +24,16 @@ import {
 } from '../../src/compaction/policy.js';
 import { nextWindow } from '../../src/history/recentWindow.js';
 
-const BASE: PromptBase = { systemPrompt: 'system', tools: [], memoryVersion: 1, relevant: '', systemContent: 'system', tokens: 1000, memoryTokens: 200, memoryBytes: 800 };
+const BASE: PromptBase = {
+  systemPrompt: 'system',
+  tools: [],
+  memoryVersion: 1,
+  relevant: '',
+  systemContent: 'system',
+  tokens: 1000,
+  memoryTokens: 200,
+  memoryBytes: 800,
+};
 const SETTINGS: PolicySettings = {
   contextWindow: 10_000,
   fallbackThreshold: 0.75,

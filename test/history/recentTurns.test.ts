@@ -86,7 +86,9 @@ describe('phase 2 range: the last N complete exchanges + the active turn', () =>
 
   it('phase 1 and hybrid ignore recentTurns', () => {
     expect(injectedRange(view, 'phase1', 6, carry(0))).toEqual([0, 19]);
-    expect(injectedRange(view, 'hybrid', 6, { hybridRecent: 4, recentTurns: 0 })).toEqual(injectedRange(view, 'hybrid', 6, { hybridRecent: 4, recentTurns: 3 }));
+    expect(injectedRange(view, 'hybrid', 6, { hybridRecent: 4, recentTurns: 0 })).toEqual(
+      injectedRange(view, 'hybrid', 6, { hybridRecent: 4, recentTurns: 3 }),
+    );
   });
 });
 
@@ -103,7 +105,9 @@ describe('the recentTurns setting', () => {
   it('refuses what is not a whole number from 0, naming the setting and the value', () => {
     expect(() => resolveSettings(model, { recentTurns: -1 }, {})).toThrow(ConfigError);
     expect(() => resolveSettings(model, { recentTurns: 1.5 }, {})).toThrow(/setting recentTurns=1.5 is invalid/);
-    expect(() => resolveSettings(model, {}, { WM_RECENT_TURNS: 'many' })).toThrow(/WM_RECENT_TURNS="many" is invalid: expected a whole number from 0/);
+    expect(() => resolveSettings(model, {}, { WM_RECENT_TURNS: 'many' })).toThrow(
+      /WM_RECENT_TURNS="many" is invalid: expected a whole number from 0/,
+    );
     expect(() => resolveSettings(model, {}, { WM_RECENT_TURNS: '-2' })).toThrow(ConfigError);
   });
 

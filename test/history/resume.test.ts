@@ -134,22 +134,19 @@ describe.each(storesUnderTest('resume'))('resume ($name store)', (store) => {
 
   // On Postgres the reminder tracker is in the database (its state table), so the instance
   // that resumes finds the reminder due after a compaction (request 4) as the first left it.
-  it(
-    'resumed by another instance (the same store, a home of its own), it builds byte-identical prompts too',
-    async () => {
-      const { replies, prompts, settings } = scenario();
-      const where = store.fresh();
-      const other = store.elsewhere(where);
-      const straight = await run(replies, prompts, settings, [], store.fresh());
-      // Every turn from the third on in the other instance than the one before.
-      const moved = await run(replies, prompts, settings, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11], where, (k) => (k % 2 === 0 ? other : where));
-      expect(ofType(straight.events, 'reminder').length).toBeGreaterThan(0);
-      expect(moved.requests).toHaveLength(straight.requests.length);
-      for (const [i, request] of straight.requests.entries()) {
-        expect(JSON.stringify(moved.requests[i]), `request ${i + 1}`).toBe(JSON.stringify(request));
-      }
-    },
-  );
+  it('resumed by another instance (the same store, a home of its own), it builds byte-identical prompts too', async () => {
+    const { replies, prompts, settings } = scenario();
+    const where = store.fresh();
+    const other = store.elsewhere(where);
+    const straight = await run(replies, prompts, settings, [], store.fresh());
+    // Every turn from the third on in the other instance than the one before.
+    const moved = await run(replies, prompts, settings, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11], where, (k) => (k % 2 === 0 ? other : where));
+    expect(ofType(straight.events, 'reminder').length).toBeGreaterThan(0);
+    expect(moved.requests).toHaveLength(straight.requests.length);
+    for (const [i, request] of straight.requests.entries()) {
+      expect(JSON.stringify(moved.requests[i]), `request ${i + 1}`).toBe(JSON.stringify(request));
+    }
+  });
 
   it('a resumed session carries the whole derived history, token counts read from the log', async () => {
     const where = store.fresh();

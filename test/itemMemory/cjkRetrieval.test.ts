@@ -17,8 +17,9 @@ interface Fact {
   zh: string;
   question: { en: string; zh: string };
 }
-const facts = (JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'item-memory-parallel.json'), 'utf8')) as { facts: Fact[] })
-  .facts;
+const facts = (
+  JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'item-memory-parallel.json'), 'utf8')) as { facts: Fact[] }
+).facts;
 
 /** Every fact in one language stored at one instant; each question asked; where the fact ranks. */
 function hitRates(language: 'en' | 'zh'): { top1: number; top3: number; misses: string[] } {

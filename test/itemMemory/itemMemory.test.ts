@@ -87,7 +87,12 @@ describe('item memory rules (docs/design.md §8), with an injected clock', () =>
     expect(memory.priority(fresh)).toBeCloseTo(0.05, 10);
     memory.add({ content: 'a third fact', importance: 0.5 });
     // The lowest priority goes: 0.050, not 0.090.
-    expect(memory.items().map((i) => i.content).sort()).toEqual(['a third fact', 'an important old fact']);
+    expect(
+      memory
+        .items()
+        .map((i) => i.content)
+        .sort(),
+    ).toEqual(['a third fact', 'an important old fact']);
     // Among floored items, the lower importance goes first.
     const c2 = clock();
     const two = make({ now: c2.now, maxCapacity: 2, maxAgeMinutes: 30 * 24 * 60 });
@@ -97,7 +102,12 @@ describe('item memory rules (docs/design.md §8), with an injected clock', () =>
     // Unfloored 0.013 and 0.026; both floored: 0.08 and 0.03.
     c2.advance(12 * 24 * HOUR);
     two.add({ content: 'fresh', importance: 0.5 });
-    expect(two.items().map((i) => i.content).sort()).toEqual(['fresh', 'older but important']);
+    expect(
+      two
+        .items()
+        .map((i) => i.content)
+        .sort(),
+    ).toEqual(['fresh', 'older but important']);
   });
 
   it('keeps within maxTokens, counted in real tokens, and refuses an item larger than all of it', () => {

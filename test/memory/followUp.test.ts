@@ -21,7 +21,10 @@ const policy = () =>
   scripted([
     { toolCalls: [{ name: 'write', arguments: JSON.stringify({ path: 'working-memory/overview.md', content: MEMORY }) }] },
     HAIKU,
-    (request) => (request.messages.some((m) => m.role === 'assistant' && m.content === HAIKU) ? 'Maple leaves drifting\nacross the pond\nautumn breathes softly' : 'Which haiku?'),
+    (request) =>
+      request.messages.some((m) => m.role === 'assistant' && m.content === HAIKU)
+        ? 'Maple leaves drifting\nacross the pond\nautumn breathes softly'
+        : 'Which haiku?',
   ]);
 
 const serve = testServers();
@@ -70,7 +73,14 @@ describe.each(storesUnderTest('follow-up'))('phase 2 keeps the last exchanges ($
 
 describe('messages_sent', () => {
   it('the reminder names what is stored and what this request carries, in both languages', () => {
-    const meta = { tokens_used: 7000, tokens_max: 10_000, tokens_percent: 70, messages_in_history: 40, messages_sent: 9, working_memory_size: 900 };
+    const meta = {
+      tokens_used: 7000,
+      tokens_max: 10_000,
+      tokens_percent: 70,
+      messages_in_history: 40,
+      messages_sent: 9,
+      working_memory_size: 900,
+    };
     const due = { level: 'gentle', reason: 'rounds', rounds: 6, tokensPercent: 70 } as const;
     expect(reminderText(due, meta, 'en')).toContain('- Messages in history: 40 (9 sent in this request)');
     expect(reminderText(due, meta, 'zh')).toContain('- 历史消息: 40 条 (本次请求发送 9 条)');

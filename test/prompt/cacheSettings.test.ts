@@ -100,8 +100,22 @@ describe('recentTurnsStep in a phase 2 session', () => {
 
   it('with step 3 the window holds its first turn up to 4 earlier turns, and the cache serves more of the session than the sliding window', async () => {
     const [sliding, held] = [await run(1), await run(3)];
-    expect(sliding.turns.slice(3, 9)).toEqual([[2, 3, 4], [3, 4, 5], [4, 5, 6], [5, 6, 7], [6, 7, 8], [7, 8, 9]]);
-    expect(held.turns.slice(3, 9)).toEqual([[1, 2, 3, 4], [1, 2, 3, 4, 5], [4, 5, 6], [4, 5, 6, 7], [4, 5, 6, 7, 8], [7, 8, 9]]);
+    expect(sliding.turns.slice(3, 9)).toEqual([
+      [2, 3, 4],
+      [3, 4, 5],
+      [4, 5, 6],
+      [5, 6, 7],
+      [6, 7, 8],
+      [7, 8, 9],
+    ]);
+    expect(held.turns.slice(3, 9)).toEqual([
+      [1, 2, 3, 4],
+      [1, 2, 3, 4, 5],
+      [4, 5, 6],
+      [4, 5, 6, 7],
+      [4, 5, 6, 7, 8],
+      [7, 8, 9],
+    ]);
     expect(held.cached / held.input).toBeGreaterThan(sliding.cached / sliding.input + 0.05);
   });
 
@@ -110,7 +124,14 @@ describe('recentTurnsStep in a phase 2 session', () => {
     const llm = scriptedModel((request) => {
       const last = request.messages.at(-1)!;
       if (last.role === 'user' && String(last.content).startsWith('question 4'))
-        return { toolCalls: [{ name: 'write', arguments: { path: 'overview.md', content: '# Working Memory\n\n## Current task\nParser questions; 4 asked.\n' } }] };
+        return {
+          toolCalls: [
+            {
+              name: 'write',
+              arguments: { path: 'overview.md', content: '# Working Memory\n\n## Current task\nParser questions; 4 asked.\n' },
+            },
+          ],
+        };
       return { text: `An answer. ${'With some detail. '.repeat(10)}` };
     });
     const session = await newSession({ llm, settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4 } });

@@ -196,7 +196,8 @@ export async function hostileCases(): Promise<FamilyResult> {
   const setupNotes = plant(home, wm);
   // Everything outside working-memory/, except the session's own files that turns append to.
   const outsideBefore = snapshot(home, wm);
-  const ownFiles = /^(state\/(tracker|session|items)%3A[^/]*\.json|state\/\.tmp\/[^/]*\.tmp|.*\/(messages\.jsonl|meta\.json|session\.lock|\.meta\.json\.[^/]*\.tmp))$/;
+  const ownFiles =
+    /^(state\/(tracker|session|items)%3A[^/]*\.json|state\/\.tmp\/[^/]*\.tmp|.*\/(messages\.jsonl|meta\.json|session\.lock|\.meta\.json\.[^/]*\.tmp))$/;
   const passwd = readFileSync('/etc/passwd', 'utf8').split('\n')[0]!;
 
   try {

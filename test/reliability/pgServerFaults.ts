@@ -242,4 +242,3 @@ export async function raceCases(run: PgRun, trials: number): Promise<void> {
   );
   await dropSchema(run.server.url, schema);
 }
-

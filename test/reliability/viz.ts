@@ -35,10 +35,20 @@ export async function vizCases(): Promise<FamilyResult> {
     const leaks = (body: string): number => (body.includes(id.slice(0, 8)) || body.includes(SECRET) ? 1 : 0);
     const routes = ['/', '/app.js', '/api/sessions', '/api/charts', `/api/sessions/${id}/trace`, `/api/sessions/${id.slice(0, 8)}/trace`];
 
-    for (const host of [`attacker.example:${port}`, 'attacker.example', `localhost.attacker.example:${port}`, `127.0.0.1:${port + 1}`, `0.0.0.0:${port}`]) {
+    for (const host of [
+      `attacker.example:${port}`,
+      'attacker.example',
+      `localhost.attacker.example:${port}`,
+      `127.0.0.1:${port + 1}`,
+      `0.0.0.0:${port}`,
+    ]) {
       for (const path of routes) {
         const res = await rawGet(port, path, { host, ...auth(token) });
-        tally.add('foreign Host (DNS rebinding)', { survived: res.status === 421, lost: leaks(res.body), detail: `${host} ${path}: ${res.status}` });
+        tally.add('foreign Host (DNS rebinding)', {
+          survived: res.status === 421,
+          lost: leaks(res.body),
+          detail: `${host} ${path}: ${res.status}`,
+        });
       }
       for (const path of ['/live', '/ingest']) {
         const ws = await wsAttempt(`ws://127.0.0.1:${port}${path}`, { headers: { host }, protocols: ['workmem', `token.${token}`] });
@@ -46,7 +56,13 @@ export async function vizCases(): Promise<FamilyResult> {
       }
     }
 
-    for (const origin of ['http://evil.example', `http://127.0.0.1:${port + 1}`, 'null', `https://localhost:${port}`, `http://127.0.0.1:${port}.evil.example`]) {
+    for (const origin of [
+      'http://evil.example',
+      `http://127.0.0.1:${port + 1}`,
+      'null',
+      `https://localhost:${port}`,
+      `http://127.0.0.1:${port}.evil.example`,
+    ]) {
       for (const path of routes) {
         const res = await rawGet(port, path, { origin, ...auth(token) });
         tally.add('foreign Origin', { survived: res.status === 403, lost: leaks(res.body), detail: `${origin} ${path}: ${res.status}` });
@@ -61,13 +77,21 @@ export async function vizCases(): Promise<FamilyResult> {
     for (const headers of [{}, auth(wrong), auth(token.slice(1)), auth(`${token}x`), { authorization: `Basic ${token}` }]) {
       for (const path of routes.filter((r) => r.startsWith('/api/'))) {
         const res = await rawGet(port, path, headers);
-        tally.add('no or wrong token', { survived: res.status === 401, lost: leaks(res.body), detail: `${JSON.stringify(headers)} ${path}: ${res.status}` });
+        tally.add('no or wrong token', {
+          survived: res.status === 401,
+          lost: leaks(res.body),
+          detail: `${JSON.stringify(headers)} ${path}: ${res.status}`,
+        });
       }
     }
     for (const protocols of [[], ['workmem'], ['workmem', `token.${wrong}`], ['workmem', `proof.${'A'.repeat(22)}.${wrong}`]]) {
       for (const path of ['/live', '/ingest']) {
         const ws = await wsAttempt(`ws://127.0.0.1:${port}${path}`, { protocols, send: [{ type: 'hello', sessionId: id }] });
-        tally.add('no or wrong token', { survived: ws.status === 401, lost: ws.messages.length, detail: `${protocols.join(',')} ${path}: ${ws.status}` });
+        tally.add('no or wrong token', {
+          survived: ws.status === 401,
+          lost: ws.messages.length,
+          detail: `${protocols.join(',')} ${path}: ${ws.status}`,
+        });
       }
     }
 
@@ -125,7 +149,11 @@ export async function vizCases(): Promise<FamilyResult> {
     await new Promise((r) => setTimeout(r, 100));
     const reached = shown.filter((m) => m.includes('"record"')).length;
     for (const record of forged)
-      tally.add('forged ingest record (schema)', { survived: finished, lost: reached ? 1 : 0, detail: `${JSON.stringify(record)}; ${reached} reached a page` });
+      tally.add('forged ingest record (schema)', {
+        survived: finished,
+        lost: reached ? 1 : 0,
+        detail: `${JSON.stringify(record)}; ${reached} reached a page`,
+      });
     page.close();
 
     // The token file: the user's alone.

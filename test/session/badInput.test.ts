@@ -99,9 +99,7 @@ describe('paths outside working-memory/', () => {
     expect(results[8]!.content).toMatch(/hard-linked/);
     expect(readFileSync(secret, 'utf8')).toBe('TOP SECRET');
     expect(existsSync('/tmp/escape.txt')).toBe(false);
-    expect(readdirSync(home).sort()).toEqual(
-      ['secret.txt', 'sessions', 'state'].filter((f) => existsSync(join(home, f))),
-    );
+    expect(readdirSync(home).sort()).toEqual(['secret.txt', 'sessions', 'state'].filter((f) => existsSync(join(home, f))));
     await session.close();
   });
 

@@ -71,9 +71,7 @@ describe('reminder minimum and maximum', () => {
   it('WM_MAX_ROUNDS=2 alone is taken: the default minimum (3) is lowered to 2, and a warning says so', () => {
     const resolved = resolveSettings(model, {}, { WM_MAX_ROUNDS: '2' });
     expect(resolved.turn.reminder).toMatchObject({ maxRounds: 2, minRounds: 2 });
-    expect(resolved.warnings).toEqual([
-      'reminder maxRounds is 2, below the default minRounds of 3: minRounds is lowered to 2',
-    ]);
+    expect(resolved.warnings).toEqual(['reminder maxRounds is 2, below the default minRounds of 3: minRounds is lowered to 2']);
     // The same from an embedder's settings and from config.json.
     expect(resolveSettings(model, { reminder: { maxRounds: 1 } }, {}).turn.reminder).toMatchObject({ maxRounds: 1, minRounds: 1 });
     expect(cliReminder({ home: homeWith({ reminder: { maxRounds: 2 } }) }, {})).toMatchObject({ maxRounds: 2, minRounds: 2 });
@@ -101,9 +99,7 @@ describe('reminder minimum and maximum', () => {
       server = setup.server;
       const result = await cli(['run', 'hello'], { env: { ...setup.env, WM_MAX_ROUNDS: '2' } });
       expect(result.code).toBe(0);
-      expect(result.stderr).toContain(
-        'workmem: reminder maxRounds is 2, below the default minRounds of 3: minRounds is lowered to 2\n',
-      );
+      expect(result.stderr).toContain('workmem: reminder maxRounds is 2, below the default minRounds of 3: minRounds is lowered to 2\n');
     });
   });
 });

@@ -11,13 +11,17 @@ import { fileSessionStore } from '../../src/storage/fileSessionStore.js';
 import { sessionDir } from '../../src/storage/sessionPaths.js';
 import { metaFor, sessionStoreContract } from './contract.js';
 
-sessionStoreContract('filesystem', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'workmem-store-'));
-  return { connect: async () => fileSessionStore({ home }), destroy: async () => rmSync(home, { recursive: true, force: true }) };
-}, {
-  noFencing:
-    'its lock file is advisory: writes do not check it, so a holder paused past the heartbeat staleness and taken over could still append; fencing is the Postgres store\'s',
-});
+sessionStoreContract(
+  'filesystem',
+  async () => {
+    const home = mkdtempSync(join(tmpdir(), 'workmem-store-'));
+    return { connect: async () => fileSessionStore({ home }), destroy: async () => rmSync(home, { recursive: true, force: true }) };
+  },
+  {
+    noFencing:
+      "its lock file is advisory: writes do not check it, so a holder paused past the heartbeat staleness and taken over could still append; fencing is the Postgres store's",
+  },
+);
 
 describe('filesystem store layout', () => {
   const homes: string[] = [];
@@ -44,7 +48,8 @@ describe('filesystem store layout', () => {
     expect(readdirSync(join(dir, 'working-memory')).sort()).toEqual(['archive', 'detail', 'overview.md']);
     expect(readdirSync(join(dir, '.tmp'))).toEqual([]);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
-    for (const file of ['messages.jsonl', 'meta.json', 'working-memory/overview.md']) expect(statSync(join(dir, file)).mode & 0o777).toBe(0o600);
+    for (const file of ['messages.jsonl', 'meta.json', 'working-memory/overview.md'])
+      expect(statSync(join(dir, file)).mode & 0o777).toBe(0o600);
     expect(JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8'))).toEqual(metaFor(id, '/Users/a/proj'));
     expect(s.lease.token).toBe(JSON.parse(readFileSync(join(dir, 'session.lock'), 'utf8')).nonce);
     await s.close();

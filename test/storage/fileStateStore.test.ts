@@ -98,7 +98,9 @@ describe('the file state store', () => {
     await store.set('items:s:1', { ok: 1 });
     await store.set('items:s:2', { ok: 2 });
     await store.set('items:s:3', { ok: 3 });
-    const names = readdirSync(dir).filter((n) => n.endsWith('.json')).sort();
+    const names = readdirSync(dir)
+      .filter((n) => n.endsWith('.json'))
+      .sort();
     writeFileSync(join(dir, names[1]!), '{"key":"items:s:2","val'); // torn
     writeFileSync(join(dir, names[2]!), '[1,2,3]'); // valid JSON, not ours
     mkdirSync(join(dir, 'items%3As%3A9.json')); // a folder where a file should be

@@ -44,7 +44,13 @@ describe.skipIf(!available)('sessions in Postgres, through the registry and the 
       const [a, b] = [postgresStore({ connectionString: url.toString() }), postgresStore({ connectionString: url.toString() })];
       try {
         const remember = { toolCalls: [{ name: 'remember', arguments: { content: 'The user keeps bees in Lyon.', importance: 0.7 } }] };
-        const first = await newSession({ llm: scriptedModel([remember, { text: 'Noted.' }]), home: homeA, store: a, itemMemory: {}, env: {} });
+        const first = await newSession({
+          llm: scriptedModel([remember, { text: 'Noted.' }]),
+          home: homeA,
+          store: a,
+          itemMemory: {},
+          env: {},
+        });
         await first.prompt('I keep bees.');
         const tracker = first.state.tracker;
         expect(tracker.rounds).toBeGreaterThan(0);

@@ -118,10 +118,15 @@ describe.skipIf(!available)('the Postgres session store', () => {
       // checks made before its transaction, writes the archive, and is refused at the insert.
       await client.query(`INSERT INTO ${schema}.entries (session_id, seq, body) VALUES ($1, 2, '{}')`, [s.id]);
       const archive = [{ path: 'detail/compact.md', content: '# turns 1-3', append: false }];
-      const refused = await s.commit(archive, { type: 'event', turn: 2, name: 'compacted', data: {} }, { expectedSeq: 2 }).catch((e: unknown) => e);
+      const refused = await s
+        .commit(archive, { type: 'event', turn: 2, name: 'compacted', data: {} }, { expectedSeq: 2 })
+        .catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(SequenceConflictError);
       expect(await s.memory.exists('detail/compact.md')).toBe(false);
-      const { rows } = await client.query(`SELECT count(*)::int AS n FROM ${schema}.memory_files WHERE session_id = $1 AND path LIKE 'detail/%'`, [s.id]);
+      const { rows } = await client.query(
+        `SELECT count(*)::int AS n FROM ${schema}.memory_files WHERE session_id = $1 AND path LIKE 'detail/%'`,
+        [s.id],
+      );
       expect(rows[0].n).toBe(0);
       expect(s.log.nextSeq).toBe(2);
       await s.close();
@@ -174,9 +179,15 @@ describe.skipIf(!available)('the Postgres session store', () => {
       expect(result.turn).toBe(3);
       await again.close();
       // The trace of a session kept in the database is in the database: both runs, in order, nothing under the home.
-      const trace = (await (await store.read(id)).readTrace()).map((r) => JSON.parse(r) as { k: string; resumed?: boolean; event?: { type: string; text?: string } });
+      const trace = (await (await store.read(id)).readTrace()).map(
+        (r) => JSON.parse(r) as { k: string; resumed?: boolean; event?: { type: string; text?: string } },
+      );
       expect(trace.filter((r) => r.k === 'header').map((r) => r.resumed)).toEqual([false, true]);
-      expect(trace.flatMap((r) => (r.event?.type === 'turn_end' ? [r.event.text] : []))).toEqual(['First answer.', 'Second answer.', 'Third answer, after the resume.']);
+      expect(trace.flatMap((r) => (r.event?.type === 'turn_end' ? [r.event.text] : []))).toEqual([
+        'First answer.',
+        'Second answer.',
+        'Third answer, after the resume.',
+      ]);
       expect(existsSync(join(home, 'traces'))).toBe(false);
       const reopened = await store.open(id);
       const entries = (await reopened.log.read()).entries.filter((e) => e.type === 'message');

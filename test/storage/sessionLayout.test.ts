@@ -68,7 +68,7 @@ describe('session layout (docs/design.md §3)', () => {
     await session.close();
   });
 
-  it("new sessions get the five-section template with guidance, in English or in Chinese", async () => {
+  it('new sessions get the five-section template with guidance, in English or in Chinese', async () => {
     const en = overviewTemplate('en');
     for (const section of ['## Current task', '## Key decisions', '## Known facts', '## Open questions', '## Recent actions'])
       expect(en).toContain(section);

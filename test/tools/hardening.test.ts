@@ -13,7 +13,7 @@ import { neutraliseTags } from '../../src/prompt/structuralTags.js';
 import { argumentProblem, boundToolArguments, MAX_NESTING, omittedArguments } from '../../src/tools/toolArguments.js';
 import { ResponseSaves } from '../../src/tools/responseSaves.js';
 import { boundResponse, invalidNameProblem } from '../../src/llm/captureBounds.js';
-import {LLMError} from '../../src/llm/llm.js';
+import { LLMError } from '../../src/llm/llm.js';
 import { toTurnError } from '../../machines/turnErrors.js';
 import { boundErrorText, MAX_ERROR_TEXT_CHARS } from '../../src/errors/errorText.js';
 import { defineTool } from '../../src/tools/tool.js';

@@ -42,10 +42,11 @@ describe('tool schemas', () => {
   it('the parameters the issue names are optional, and advertise their defaults', async () => {
     const session = await newSession({ llm: scriptedModel([]), itemMemory: {} });
     open.push(session);
-    const spec = (name: string) => session.tools.find((t) => t.name === name)!.spec.parameters as {
-      required?: string[];
-      properties: Record<string, { default?: unknown }>;
-    };
+    const spec = (name: string) =>
+      session.tools.find((t) => t.name === name)!.spec.parameters as {
+        required?: string[];
+        properties: Record<string, { default?: unknown }>;
+      };
     expect(spec('compact_history').required ?? []).toEqual([]);
     expect(spec('compact_history').properties.target!.default).toBe('all');
     expect(spec('compact_history').properties.strategy!.default).toBe('archive');

@@ -54,7 +54,11 @@ export class PostgresSessionStorage implements SessionStorage {
   }
 
   /** One transaction: the lease's row held, the files written, the entry inserted; all or nothing. */
-  async commit<E extends NewEntry>(files: readonly MemoryWrite[], entry: E, options: { expectedSeq: number }): Promise<E & { seq: number; ts: number }> {
+  async commit<E extends NewEntry>(
+    files: readonly MemoryWrite[],
+    entry: E,
+    options: { expectedSeq: number },
+  ): Promise<E & { seq: number; ts: number }> {
     const { log, memory } = this;
     await log.expecting(options.expectedSeq);
     const full = log.stamp(entry);
@@ -203,10 +207,17 @@ class PostgresSessionLog implements SessionLog {
   /** Insert a stamped entry inside a transaction that holds the lease's row: refused (SequenceConflictError) unless it is next. */
   async insertIn(client: PoolClient, full: NewEntry & { seq: number }): Promise<void> {
     const { s } = this.db;
-    const { rows } = await client.query<{ next: string }>(`SELECT coalesce(max(seq), 0) + 1 AS next FROM ${s}.entries WHERE session_id = $1`, [this.id]);
+    const { rows } = await client.query<{ next: string }>(
+      `SELECT coalesce(max(seq), 0) + 1 AS next FROM ${s}.entries WHERE session_id = $1`,
+      [this.id],
+    );
     const next = Number(rows[0]!.next);
     if (next !== full.seq) throw new SequenceConflictError(this.id, full.seq, next);
-    await client.query(`INSERT INTO ${s}.entries (session_id, seq, body) VALUES ($1, $2, $3)`, [this.id, full.seq, this.redact(JSON.stringify(full))]);
+    await client.query(`INSERT INTO ${s}.entries (session_id, seq, body) VALUES ($1, $2, $3)`, [
+      this.id,
+      full.seq,
+      this.redact(JSON.stringify(full)),
+    ]);
   }
 
   /** After insertIn committed. */
@@ -217,7 +228,9 @@ class PostgresSessionLog implements SessionLog {
 
 /** A session's entries in seq order; a row that is not an entry is reported by its seq, never rewritten. */
 export async function readEntries(db: Database, id: string): Promise<LogRead> {
-  const rows = await db.query<{ seq: string; body: string }>(`SELECT seq, body FROM ${db.s}.entries WHERE session_id = $1 ORDER BY seq`, [id]);
+  const rows = await db.query<{ seq: string; body: string }>(`SELECT seq, body FROM ${db.s}.entries WHERE session_id = $1 ORDER BY seq`, [
+    id,
+  ]);
   const entries: LogEntry[] = [];
   const damage: Damage[] = [];
   for (const row of rows) {

@@ -19,14 +19,20 @@ export function postgresStateStore(db: Database): StateStore {
     set: async (key, value) => {
       const text = JSON.stringify(value);
       if (text === undefined) throw new TypeError(`state ${key}: ${typeof value} cannot be stored (not JSON)`);
-      await db.query(`INSERT INTO ${s}.state (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [key, text]);
+      await db.query(`INSERT INTO ${s}.state (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [
+        key,
+        text,
+      ]);
     },
     delete: async (key) => {
       await db.query(`DELETE FROM ${s}.state WHERE key = $1`, [key]);
     },
     entries: async <T>(prefix: string) => {
       // starts_with, not LIKE: a key may hold `_` or `%`, which LIKE would read as wildcards.
-      const rows = await db.query<{ key: string; value: string }>(`SELECT key, value FROM ${s}.state WHERE starts_with(key, $1) ORDER BY key`, [prefix]);
+      const rows = await db.query<{ key: string; value: string }>(
+        `SELECT key, value FROM ${s}.state WHERE starts_with(key, $1) ORDER BY key`,
+        [prefix],
+      );
       return rows.map((row): [string, T] => [row.key, JSON.parse(row.value) as T]);
     },
     close: async () => {}, // the pool is the store's: closed with it

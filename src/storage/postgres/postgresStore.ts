@@ -58,7 +58,10 @@ class PostgresStore implements SessionStore {
         [meta.id, this.holder, this.timing.leaseMs],
       );
       for (const folder of LAYOUT) {
-        await client.query(`INSERT INTO ${s}.memory_files (session_id, path, parent, kind) VALUES ($1, $2, '', 'folder')`, [meta.id, folder]);
+        await client.query(`INSERT INTO ${s}.memory_files (session_id, path, parent, kind) VALUES ($1, $2, '', 'folder')`, [
+          meta.id,
+          folder,
+        ]);
       }
       return '1';
     });
@@ -133,7 +136,13 @@ class PostgresStore implements SessionStore {
   }
 
   private summaryOf(row: Row): SessionSummary {
-    return { id: row.id, location: `${this.location}#${row.cwd}/${row.id}`, cwd: row.cwd, createdAt: Number(row.created_at), name: row.name };
+    return {
+      id: row.id,
+      location: `${this.location}#${row.cwd}/${row.id}`,
+      cwd: row.cwd,
+      createdAt: Number(row.created_at),
+      name: row.name,
+    };
   }
 }
 
