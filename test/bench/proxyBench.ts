@@ -10,6 +10,7 @@
  * time as agents do. Traces are on for all, as by default.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -54,7 +55,9 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
     const proxy = await startServe(server.baseURL, home);
     const client = new OpenAI({ baseURL: proxy.url, apiKey: 'bench', maxRetries: 0, defaultHeaders: { 'x-workmem-session': proxied.id } });
     const held = proxied.conversation as ChatCompletionMessageParam[];
-    const t = { kept: [[], []], reopened: [[], []], proxy: [[], []] } as Record<string, [number[], number[]]>;
+    const echo = await startEcho();
+    const direct = new OpenAI({ baseURL: echo.url, apiKey: 'bench', maxRetries: 0 });
+    const t = { kept: [[], []], reopened: [[], []], proxy: [[], []], sending: [[], []] } as Record<string, [number[], number[]]>;
     for (let i = 0; i < warmup + samples; i++) {
       const question = `Question ${i}: what changed since the last request?`;
       const keptMs = await timedPrompt(open, question, now());
@@ -76,12 +79,19 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
         text += delta ?? '';
       }
       const proxyMs = [first, now() - started];
+      // The same whole conversation to an endpoint that only reads it: what the client pays to send it anywhere.
+      started = now();
+      const sent = await direct.chat.completions.create({ model: 'gpt-4o', messages: held, stream: true });
+      let sendingFirst = NaN;
+      for await (const chunk of sent) if (chunk.choices[0]?.delta?.content && Number.isNaN(sendingFirst)) sendingFirst = now() - started;
+      const sendingMs = [sendingFirst, now() - started];
       held.push({ role: 'assistant', content: text });
       if (i < warmup) continue;
       for (const [name, ms] of [
         ['kept', keptMs],
         ['reopened', reopenedMs],
         ['proxy', proxyMs],
+        ['sending', sendingMs],
       ] as const) {
         t[name]![0].push(ms[0]);
         t[name]![1].push(ms[1]);
@@ -89,6 +99,7 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
     }
     await open.close();
     await proxy.stop();
+    await echo.close();
     await server.close();
     rmSync(home, { recursive: true, force: true });
     const label = size >= 1000 ? `${size / 1000}k` : String(size);
@@ -109,6 +120,7 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
       row('Proxy overhead over Session (kept open)', 'first streamed text', over('kept', 0), size === sizes.at(-1)),
       row('Proxy overhead over Session (kept open)', 'whole answer', over('kept', 1), false),
       row('Proxy overhead over Session (opened per request)', 'first streamed text', over('reopened', 0), false),
+      row('Of the overhead: the client sending its whole conversation', 'first streamed text', t.sending![0], false),
     );
   }
   return rows;
@@ -143,5 +155,31 @@ async function startServe(upstream: string, home: string): Promise<{ url: string
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),
+  };
+}
+
+/** An endpoint that reads and parses a request, then streams one short answer: the client's own cost of sending its conversation. */
+async function startEcho(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const chunk = {
+        id: 'echo',
+        object: 'chat.completion.chunk',
+        created: 0,
+        model: 'gpt-4o',
+        choices: [{ index: 0, delta: { content: ANSWER }, finish_reason: null }],
+      };
+      res.end(`data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
