@@ -34,6 +34,8 @@ const Shape = {
   maxOutputTokens: int,
   compactionModel: z.string().min(1),
   timeoutMs: int,
+  firstByteTimeoutMs: int,
+  firstByteMsPerPromptToken: z.number().min(0).max(10_000),
   maxRetries: z.number().int().min(0).max(20),
   historyMode: z.enum(['auto', 'phase1', 'phase2', 'hybrid']),
   language: z.enum(['en', 'zh']),

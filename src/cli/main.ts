@@ -79,9 +79,10 @@ const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
 ${DATABASE_HELP}
   --debug                     show stack traces
 
-Timeouts: an answer must begin within timeoutMs (config.json; default 120 s)
-plus 50 ms per prompt token on a local server (a loopback or private address;
-1 ms on a hosted one): a model on a CPU reads the whole prompt before it sends
+Timeouts: an answer must begin within timeoutMs (config.json; default 120 s;
+firstByteTimeoutMs sets this wait apart) plus 50 ms per prompt token on a local
+server (a loopback or private address; 1 ms on a hosted one; config.json's
+firstByteMsPerPromptToken sets it): a model on a CPU reads the whole prompt before it sends
 anything (a 3B model on two cores: ~34 tokens/s, ~100 s for 3.3k tokens). Once
 it has begun, it may be silent at most timeoutMs between chunks. A timeout
 before the first output that the prompt's length explains is not retried: the

@@ -23,6 +23,8 @@ export function makeLLM(config: CliConfig): LLM {
     ...(config.maxOutputTokens ? { maxOutputTokens: config.maxOutputTokens } : {}),
     ...(config.compactionModel ? { compactionModel: config.compactionModel } : {}),
     ...(config.timeoutMs ? { timeoutMs: config.timeoutMs } : {}),
+    ...(config.firstByteTimeoutMs ? { firstByteTimeoutMs: config.firstByteTimeoutMs } : {}),
+    ...(config.firstByteMsPerPromptToken !== undefined ? { firstByteMsPerPromptToken: config.firstByteMsPerPromptToken } : {}),
     ...(config.maxRetries !== undefined ? { maxRetries: config.maxRetries } : {}),
     env: {}, // the configuration already holds what the environment said
   });
