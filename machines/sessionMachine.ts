@@ -440,7 +440,13 @@ export const sessionMachine = setup({
         }),
         onDone: {
           target: 'idle',
-          actions: [assign({ history: ({ event }) => event.output.history }), 'endTurnOrPass'],
+          actions: [
+            // Mostly the history the turn ended with: no copy of the context then.
+            enqueueActions(({ context, event, enqueue }) => {
+              if (event.output.history !== context.history) enqueue.assign({ history: event.output.history });
+            }),
+            'endTurnOrPass',
+          ],
         },
         onError: {
           target: 'idle',
