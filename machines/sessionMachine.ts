@@ -230,6 +230,8 @@ export const sessionMachine = setup({
     idle: {
       always: { guard: 'hasQueued', target: 'accepting' },
       on: {
+        // Idle holds no queue (a queued prompt leaves it at once): the prompt is the one to accept, without a stop in the queue.
+        prompt: { target: 'accepting' },
         compact: {
           target: 'compacting',
           actions: assign({
@@ -321,9 +323,8 @@ export const sessionMachine = setup({
     },
     accepting: {
       entry: [
-        assign(({ context }) => ({
-          current: context.queue[0]!,
-          queue: context.queue.slice(1),
+        assign(({ context, event }) => ({
+          ...(event.type === 'prompt' ? { current: event.prompt } : { current: context.queue[0]!, queue: context.queue.slice(1) }),
           turn: context.turn + 1,
           abortRequested: false,
         })),
@@ -440,7 +441,13 @@ export const sessionMachine = setup({
         }),
         onDone: {
           target: 'idle',
-          actions: [assign({ history: ({ event }) => event.output.history }), 'endTurnOrPass'],
+          actions: [
+            // Mostly the history the turn ended with: no copy of the context then.
+            enqueueActions(({ context, event, enqueue }) => {
+              if (event.output.history !== context.history) enqueue.assign({ history: event.output.history });
+            }),
+            'endTurnOrPass',
+          ],
         },
         onError: {
           target: 'idle',

@@ -16,8 +16,17 @@ import type { HistoryMode } from '../src/history/historyView.js';
 import type { TurnError } from '../src/events.js';
 import { jitterOf, toTurnError } from './turnErrors.js';
 import type { ToolCall } from '../src/history/messages.js';
-import type { BuiltPrompt } from '../src/prompt/promptBuilder.js';
-import { addUsage, baseFor, calibrationFrom, requestFor, requestWithReminder, windowFor } from '../src/prompt/requestPlan.js';
+import type { BuiltPrompt, PromptBase } from '../src/prompt/promptBuilder.js';
+import type { RecentWindow } from '../src/history/recentWindow.js';
+import {
+  addUsage,
+  baseFor,
+  calibrationFrom,
+  requestFor,
+  requestWithReminder,
+  windowFor,
+  type RequestState,
+} from '../src/prompt/requestPlan.js';
 import { markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/reminderTracker.js';
 import { retryDelay } from '../src/settings/settings.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
@@ -62,6 +71,12 @@ export interface TurnContext extends Omit<TurnInput, 'statics'> {
 
 export type TurnEvent = { type: 'abort' } | { type: 'mode.changed'; mode: HistoryMode };
 
+/** What the next request is made from: the context's own fields, with the base and window just decided. */
+function requestState(context: TurnContext, base: PromptBase, window: RecentWindow | null): RequestState {
+  const { statics, turn, history, mode, tracker, calibration, prompt, tailHint } = context;
+  return { statics, turn, history, mode, tracker, calibration, base, window, prompt, ...(tailHint === undefined ? {} : { tailHint }) };
+}
+
 function notProvided(name: string): never {
   throw new Error(`turn machine: actor '${name}' was not provided (use turnMachine.provide({ actors: { ${name} } }))`);
 }
@@ -81,10 +96,12 @@ export const turnMachine = setup({
     toolRunner: fromPromise<ToolRunnerOutput, ToolRunnerInput>(async () => notProvided('toolRunner')),
   },
   actions: {
-    takeResponse: assign(({ context, event }) => {
+    /** `done`: the turn ends with this answer (status set here, so that entering `done` copies no context again). */
+    takeResponse: assign(({ context, event }, params: { done: boolean }) => {
       // Only ever attached to the llm invoke's onDone, whose event carries the actor output.
       const output = (event as unknown as { output: LlmOutput }).output;
       return {
+        ...(params.done ? { status: 'done' as const } : {}),
         history: output.history,
         text: output.message.content ?? '',
         toolCalls: output.message.tool_calls ?? [],
@@ -120,8 +137,20 @@ export const turnMachine = setup({
   },
 }).createMachine({
   id: 'turn',
+  // Written out, not `...input` and then the rest: V8 makes fresh hidden classes for the fields
+  // added after a spread, ~13 KB per turn.
   context: ({ input }) => ({
-    ...input,
+    statics: input.statics,
+    turn: input.turn,
+    history: input.history,
+    mode: input.mode,
+    tracker: input.tracker,
+    calibration: input.calibration,
+    base: input.base,
+    ...(input.tailHint === undefined ? {} : { tailHint: input.tailHint }),
+    ...(input.window === undefined ? {} : { window: input.window }),
+    ...(input.hostLoop === undefined ? {} : { hostLoop: input.hostLoop }),
+    ...(input.calls === undefined ? {} : { calls: input.calls }),
     request: input.request ?? 0,
     memory: null,
     reminder: null,
@@ -158,16 +187,30 @@ export const turnMachine = setup({
         onDone: {
           target: 'checkReminder',
           actions: [
+            // The request this memory opens, decided at once (one copy of the context, not two): checkReminder reports it.
             assign(({ context, event }) => {
               const base = baseFor(context, event.output);
-              return { memory: event.output, base, window: windowFor(context, base) };
+              const window = windowFor(context, base);
+              const { prompt, tracker, reminder } = requestWithReminder(requestState(context, base, window));
+              return {
+                memory: event.output,
+                base,
+                window,
+                request: context.request + 1,
+                tracker,
+                reminder,
+                prompt,
+                compactedThisRequest: false,
+                overflowRetried: false,
+                retries: 0,
+              };
             }),
             {
               type: 'report',
               params: ({ context }) => ({
                 type: 'memory_loaded',
                 turn: context.turn,
-                request: context.request + 1,
+                request: context.request,
                 version: context.memory!.version,
                 bytes: context.memory!.bytes,
                 detailFiles: context.memory!.detail.length,
@@ -181,25 +224,12 @@ export const turnMachine = setup({
         },
       },
     },
+    // The request and its reminder were decided on the way in (loadMemory's onDone).
     checkReminder: {
-      entry: [
-        assign(({ context }) => {
-          const { prompt, tracker, reminder } = requestWithReminder(context);
-          return {
-            request: context.request + 1,
-            tracker,
-            reminder,
-            prompt,
-            compactedThisRequest: false,
-            overflowRetried: false,
-            retries: 0,
-          };
-        }),
-        enqueueActions(({ context, enqueue }) => {
-          const due = context.reminder;
-          if (due) enqueue({ type: 'report', params: { type: 'reminder', turn: context.turn, request: context.request, ...due } });
-        }),
-      ],
+      entry: enqueueActions(({ context, enqueue }) => {
+        const due = context.reminder;
+        if (due) enqueue({ type: 'report', params: { type: 'reminder', turn: context.turn, request: context.request, ...due } });
+      }),
       always: 'maybeCompact',
     },
     maybeCompact: {
@@ -257,11 +287,12 @@ export const turnMachine = setup({
       entry: [
         // Built in checkReminder; built again only if a compaction ran (or was tried) since. The
         // mode may have changed while the compactor ran: the memory's placement and the window follow it.
-        assign(({ context }) => {
-          if (!context.compactedThisRequest) return {};
+        enqueueActions(({ context, enqueue }) => {
+          // No assign otherwise: each one copies the whole context.
+          if (!context.compactedThisRequest) return;
           const base = baseFor(context, context.memory!);
           const window = windowFor(context, base);
-          return { base, window, prompt: requestFor({ ...context, base, window }, context.reminder) };
+          enqueue.assign({ base, window, prompt: requestFor({ ...context, base, window }, context.reminder) });
         }),
         {
           type: 'report',
@@ -309,10 +340,10 @@ export const turnMachine = setup({
           {
             guard: 'toolCallsToRun',
             target: 'runTools',
-            actions: 'takeResponse',
+            actions: { type: 'takeResponse', params: { done: false } },
           },
           // No calls, or a host's loop, which runs them itself.
-          { target: 'done', actions: 'takeResponse' },
+          { target: 'done', actions: { type: 'takeResponse', params: { done: true } } },
         ],
         onError: [
           {
@@ -418,7 +449,12 @@ export const turnMachine = setup({
         { target: 'loadMemory' },
       ],
     },
-    done: { type: 'final', entry: assign({ status: 'done' as const }) },
+    done: {
+      type: 'final',
+      entry: enqueueActions(({ context, enqueue }) => {
+        if (context.status !== 'done') enqueue.assign({ status: 'done' as const });
+      }),
+    },
     failed: {
       type: 'final',
       entry: [

@@ -15,7 +15,7 @@ import type { HistoryView } from '../history/historyView.js';
 import type { ToolCall } from '../history/messages.js';
 import { baseKey } from '../history/recentWindow.js';
 import type { LLM } from '../llm/llm.js';
-import { TOOL_OUTPUTS_DIR } from '../memory/memoryRules.js';
+import { TOOL_OUTPUTS_DIR, type MemorySnapshot } from '../memory/memoryRules.js';
 import type { Redact } from '../secrets/redact.js';
 import type { TrackerWriter } from '../session/trackerWriter.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
@@ -87,7 +87,11 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
       const snapshot = await record.memory.snapshot();
       deps.trace?.memory(snapshot.version, snapshot.content);
       const relevant = deps.relevant?.(record.history);
-      return { ...snapshot, ...(relevant ? { relevant } : {}), today: localDay(deps.now()) };
+      // Copied, then completed (not a spread and new fields: fresh hidden classes each request).
+      const memory: MemorySnapshot = Object.assign({}, snapshot);
+      if (relevant) memory.relevant = relevant;
+      memory.today = localDay(deps.now());
+      return memory;
     },
     request: (input, signal) =>
       runLlmRequest(input, signal, {

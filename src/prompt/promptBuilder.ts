@@ -12,10 +12,11 @@
 import type { ChatMessage, PromptTokens } from '../events.js';
 import type { MemoryPlacement } from '../settings/settings.js';
 import { withSuffix } from '../history/messages.js';
-import { itemAt, messagesBetween, pinsBetween, tokensBetween, tokensOf, type HistoryView } from '../history/historyView.js';
+import { itemAt, pinsBetween, tokensBetween, tokensOf, type HistoryView } from '../history/historyView.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { ReminderDue } from '../memory/reminderTracker.js';
-import { renderTail, type ContextMeta } from './requestTail.js';
+import { renderTail, TAIL_SEPARATOR, type ContextMeta } from './requestTail.js';
+import { countByLines } from '../tokens/lineCounts.js';
 import { neutraliseTags } from './structuralTags.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { CacheBreakpoint } from '../llm/llm.js';
@@ -152,7 +153,24 @@ export function pinnedBeforeTokens(history: HistoryView, from: number): number {
 
 const MAX_FIXPOINT_STEPS = 4;
 
-export function buildPrompt(plan: PromptPlan): BuiltPrompt {
+/** A request's last message fitted with its tail (the fixed point below), before the request is put together. */
+export interface FittedTail {
+  meta: ContextMeta;
+  lastMessage: ChatMessage;
+  lastTokens: number;
+  /** Tokens of everything before the last message (the calibration included). */
+  beforeLast: number;
+  historyTokens: number;
+  pinnedBefore: number[];
+}
+
+/**
+ * tokens_used is printed inside the tail, which itself costs tokens: iterate to the fixed
+ * point. The last message's own text (and the memory block before it) is counted once; each
+ * step counts only the tail (a cut no token spans: the separator ends in a line break, and the
+ * tail goes on with '<', see lineCounts.ts).
+ */
+export function fitTail(plan: PromptPlan): FittedTail {
   const { base, history, range, counter } = plan;
   const [from, to] = range;
   if (to <= from) throw new Error('buildPrompt: a request needs at least one history message (the user message)');
@@ -163,28 +181,46 @@ export function buildPrompt(plan: PromptPlan): BuiltPrompt {
   const head = base.memoryHead ? base.memoryTokens : 0;
   const beforeLast = base.tokens - head + historyTokens - last.tokens + plan.calibration;
   const tailOf = (meta: ContextMeta): string => renderTail(meta, plan.reminder, plan.language, base.today ?? null);
+  const ownTokens = lastOwnTokens(base, last.message, counter);
+  const tokensWith = (tail: string): number => ownTokens + countByLines(counter, tail.slice(TAIL_SEPARATOR.length));
 
-  // tokens_used is printed inside the tail, which itself costs tokens: iterate to the fixed point.
   let used = beforeLast + head + last.tokens + (plan.tailHint ?? 0);
   const sent = pinnedBefore.length + to - from;
   let meta = contextMeta(plan, used, sent);
-  let lastMessage = lastAsSent(base, last.message, tailOf(meta));
-  let lastTokens = counter.message(lastMessage);
+  let tail = tailOf(meta);
+  let lastTokens = tokensWith(tail);
   for (let step = 0; step < MAX_FIXPOINT_STEPS && beforeLast + lastTokens !== used; step++) {
     used = beforeLast + lastTokens;
     meta = contextMeta(plan, used, sent);
-    lastMessage = lastAsSent(base, last.message, tailOf(meta));
-    lastTokens = counter.message(lastMessage);
+    tail = tailOf(meta);
+    lastTokens = tokensWith(tail);
   }
+  return { meta, lastMessage: lastAsSent(base, last.message, tail), lastTokens, beforeLast, historyTokens, pinnedBefore };
+}
+
+/** The last message counted as sent up to its tail's separator; one entry, as a request's plain and reminded builds share it. */
+let lastOwn: { message: ChatMessage; memoryHead: string | undefined; counter: TokenCounter; tokens: number } | null = null;
+
+function lastOwnTokens(base: PromptBase, message: ChatMessage, counter: TokenCounter): number {
+  if (lastOwn?.message !== message || lastOwn.memoryHead !== base.memoryHead || lastOwn.counter !== counter)
+    lastOwn = { message, memoryHead: base.memoryHead, counter, tokens: counter.message(lastAsSent(base, message, TAIL_SEPARATOR)) };
+  return lastOwn.tokens;
+}
+
+export function buildPrompt(plan: PromptPlan, fitted: FittedTail = fitTail(plan)): BuiltPrompt {
+  const { base, history, range } = plan;
+  const [from, to] = range;
+  const { meta, lastMessage, lastTokens, beforeLast, historyTokens, pinnedBefore } = fitted;
+  const head = base.memoryHead ? base.memoryTokens : 0;
   const total = beforeLast + lastTokens;
 
-  const messages: ChatMessage[] = [
-    { role: 'system', content: base.systemContent },
-    ...pinnedBefore.map((i) => history.items[i]!.message),
-    ...messagesBetween(history, from, to - 1),
-    lastMessage,
-  ];
-  const tail = lastTokens - last.tokens - head;
+  const messages = new Array<ChatMessage>(pinnedBefore.length + to - from + 1);
+  messages[0] = { role: 'system', content: base.systemContent };
+  let at = 1;
+  for (const i of pinnedBefore) messages[at++] = history.items[i]!.message;
+  for (let i = from; i < to - 1; i++) messages[at++] = history.items[i]!.message;
+  messages[at] = lastMessage;
+  const tail = lastTokens - itemAt(history, to - 1).tokens - head;
   // The history before the last message is the same in the next request in phase 1 (and within a tool loop in any mode).
   // The pinned messages sent first stay while phase 2's window moves on: their end is a stable prefix too.
   const inHistory: CacheBreakpoint[] = [

