@@ -48,7 +48,7 @@ interface TurnView {
   request?: unknown;
   mode?: unknown;
   prompt?: { messages?: ChatMessage[]; range?: [number, number]; pinned?: number[]; tokens?: PromptTokens } | null;
-  history?: { items?: readonly { seq: number; turn: number; tokens: number; message: ChatMessage; pinned?: true }[] };
+  history?: { items?: readonly { seq: number; turn: number; tokens: number; message: ChatMessage; pinned?: true }[]; length?: number };
   base?: { memoryHead?: unknown } | null;
   statics?: { counter?: { text?(text: string): number }; settings?: { reserveOutputTokens?: unknown } };
 }
@@ -112,6 +112,7 @@ export class SentMessages {
     if (!reuse) for (const i of prompt.pinned ?? []) if (i < from && !add(i)) return [];
     for (let i = reuse ? last.to : from; i < to; i++) if (!add(i)) return [];
     this.last = { items, from, to, seqs: seqs.map(([seq, n]) => [seq, n]) };
+    this.forgetArchived(items, typeof c.history?.length === 'number' ? c.history.length : items.length);
     const lastText = (head ?? '') + (items[to - 1]!.message.content ?? '');
     const sentLast = prompt.messages.at(-1)?.content ?? '';
     const tail = sentLast.startsWith(lastText) ? sentLast.slice(lastText.length) : '';
@@ -128,5 +129,17 @@ export class SentMessages {
       reserved: typeof c.statics?.settings?.reserveOutputTokens === 'number' ? c.statics.settings.reserveOutputTokens : null,
     });
     return out;
+  }
+
+  /**
+   * What was traced of messages a compaction took out of the history: never sent again, so
+   * never compared again. Kept, it held every message of a long session (a 10,000-turn soak
+   * grew by ~25 KB a turn, the memory writes' arguments); dropped once it is twice the history.
+   */
+  private forgetArchived(items: readonly { seq: number }[], length: number): void {
+    if (this.seen.size <= 2 * length + 64) return;
+    const present = new Set<number>();
+    for (let i = 0; i < length; i++) present.add(items[i]!.seq);
+    for (const seq of this.seen.keys()) if (!present.has(seq)) this.seen.delete(seq);
   }
 }

@@ -40,6 +40,8 @@ type Transition = Parameters<typeof transitionId>[0];
 /** A session event as traced: without its session id (the header has it). */
 export type TracedEvent = WorkmemEvent extends infer E ? (E extends WorkmemEvent ? Omit<E, 'sessionId'> : never) : never;
 const FLUSH_LINES = 512;
+/** Or this many characters: a system record carries the memory (tens of KB), and 512 of them held ~19 MB. */
+const FLUSH_CHARS = 256 * 1024;
 const FLUSH_DELAY_MS = 100;
 
 /** A transition's id, source and targets, as JSON fragments: computed once per transition. */
@@ -82,6 +84,7 @@ function quoted(s: string): string {
 export class TraceRecorder {
   private writer: TraceWriter | null;
   private buffer: string[] = [];
+  private buffered = 0;
   private readonly listeners = new Set<(record: TraceRecord) => void>();
   private lastMemory = -1;
   private turn: number | null = null;
@@ -197,6 +200,7 @@ export class TraceRecorder {
     if (this.writer === null || this.buffer.length === 0) return;
     const lines = this.buffer;
     this.buffer = [];
+    this.buffered = 0;
     // Never throws, never waits: a full disk or a lost connection loses trace lines, the log keeps everything.
     this.writer.write(lines);
   }
@@ -221,6 +225,7 @@ export class TraceRecorder {
   /** `line` is redacted already (or, for microsteps, holds only state and event names). */
   private push(line: string): void {
     this.buffer.push(line);
-    if (this.buffer.length >= FLUSH_LINES) this.flush();
+    this.buffered += line.length;
+    if (this.buffer.length >= FLUSH_LINES || this.buffered >= FLUSH_CHARS) this.flush();
   }
 }
