@@ -9,33 +9,14 @@
 import { AIMessage, HumanMessage, type BaseMessage } from '@langchain/core/messages';
 import { ChatOpenAI } from '@langchain/openai';
 import { createAgent } from 'langchain';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createWorkmem } from '../../src/langchain/workmemMiddleware.js';
 import { openaiChat } from '../../src/llm/openaiChat.js';
-import { protocolFollower, startTestServer, type TestServer } from '../../src/testing/index.js';
+import type { TestServer } from '../../src/testing/index.js';
 import { collect, newSession, ofType, tempHome } from '../helpers.js';
+import { now, pinServers, prompts, RULES, settings, TASK, WINDOW } from '../session/pinnedConversation.js';
 
-const WINDOW = 5000;
-const settings = { contextWindow: WINDOW, reserveOutputTokens: 500 };
-const now = (): number => Date.UTC(2026, 10, 25, 12);
-const RULES = 'Rules: metric units only; never recommend pesticides.';
-const TASK = 'Task: keep track of my plants and answer questions about them.';
-
-function prompts(): string[] {
-  const out = [TASK];
-  for (let i = 1; i <= 8; i++) out.push(`My plant${i} is rose${i}. ${'It likes the sun and a little shade, '.repeat(16)}`);
-  for (let i = 1; i <= 3; i++) out.push(`What is my plant${i}?`);
-  return out;
-}
-
-const servers: TestServer[] = [];
-afterEach(async () => void (await Promise.all(servers.splice(0).map((s) => s.close()))));
-// The model leaves compaction to the system (see test/aiSdk/aiSdkPins.test.ts for why).
-async function server(): Promise<TestServer> {
-  const s = await startTestServer({ policy: protocolFollower({ seed: 2, compacts: false }), promptCaching: 'off' });
-  servers.push(s);
-  return s;
-}
+const server = pinServers();
 const chatModel = (s: TestServer) =>
   new ChatOpenAI({ model: 'gpt-4o', apiKey: 'test', maxTokens: 500, configuration: { baseURL: s.baseURL } });
 type Sent = { role: string; content: string | null };
