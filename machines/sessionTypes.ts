@@ -5,7 +5,7 @@
 import type { CompactionResult } from '../src/compaction/compact.js';
 import type { CompactionStrategy, CompactionTarget } from '../src/compaction/plan.js';
 import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
-import type { ChatMessage, ToolCall } from '../src/history/messages.js';
+import type { ChatMessage, MessageShape, ToolCall } from '../src/history/messages.js';
 import type { ToolSpec } from '../src/tools/tool.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 import type { RecentWindow } from '../src/history/recentWindow.js';
@@ -39,6 +39,12 @@ export interface HostConversation {
    * carries it, no compaction replaces it). Read when the message is first recorded.
    */
   pinned?(index: number): boolean;
+  /**
+   * The message at `index` by its role, the call it answers and the calls it makes, read
+   * without converting the message (the conversation is matched by these first; only the
+   * messages compared are converted). Without it, `at(index)` is read.
+   */
+  shape?(index: number): MessageShape;
 }
 
 /** One model call of a host's own loop: its instructions (its system messages), the conversation its loop holds, the tools it sends. */
@@ -139,3 +145,5 @@ export interface PersistModeInput extends SessionHostInput {
   to: HistoryMode;
   pinned: HistoryMode | null;
 }
+
+export type { MessageShape } from '../src/history/messages.js';

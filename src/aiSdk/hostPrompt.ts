@@ -11,7 +11,7 @@ import type {
   LanguageModelV3ToolResultOutput,
 } from '@ai-sdk/provider';
 import type { HostConversation } from '../../machines/sessionMachine.js';
-import type { ChatMessage, ToolCall } from '../history/messages.js';
+import type { ChatMessage, MessageShape, ToolCall } from '../history/messages.js';
 import type { LLMResponse } from '../llm/llm.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { PartAssembler } from './partAssembler.js';
@@ -44,6 +44,7 @@ export function conversationOf(prompt: LanguageModelV3Prompt): { instructions: s
       length: at.length,
       at: (i) => (converted[i] ??= messageAt(prompt[at[i]!]!, part[i]!)),
       pinned: (i) => isPinned(prompt[at[i]!]!),
+      shape: (i) => shapeAt(prompt[at[i]!]!, part[i]!),
     },
   };
 }
@@ -60,6 +61,24 @@ export function messagesOf(prompt: LanguageModelV3Prompt): ChatMessage[] {
   const out: ChatMessage[] = instructions === undefined ? [] : [{ role: 'system', content: instructions }];
   for (let i = 0; i < conversation.length; i++) out.push(conversation.at(i));
   return out;
+}
+
+/** A message's shape as messageAt would convert it, without converting it. */
+function shapeAt(message: LanguageModelV3Prompt[number], part: number): MessageShape {
+  switch (message.role) {
+    case 'assistant': {
+      const calls: { id: string; name: string }[] = [];
+      for (const p of message.content)
+        if (p.type === 'tool-call' && !p.providerExecuted) calls.push({ id: p.toolCallId, name: p.toolName });
+      return calls.length ? { role: 'assistant', calls } : { role: 'assistant' };
+    }
+    case 'tool': {
+      const result = message.content[part];
+      return { role: 'tool', toolCallId: result?.type === 'tool-result' ? result.toolCallId : '' };
+    }
+    default:
+      return { role: message.role };
+  }
 }
 
 function messageAt(message: LanguageModelV3Prompt[number], part: number): ChatMessage {

@@ -10,7 +10,7 @@
  * appended, as the proxy streams it to its client). An element keeps the positions of the
  * messages it stands for (log seqs, or a host's indices): a branch point, the trace.
  */
-import type { AssistantMessage, ChatMessage } from './messages.js';
+import type { AssistantMessage, ChatMessage, MessageShape } from './messages.js';
 import { messageKey } from './messageKey.js';
 
 /** workmem's own tools (memory, compact_history, item memory): the names sessionTools.ts gives them. */
@@ -33,20 +33,28 @@ class Folder {
   /** The last element is an answer whose last part called only workmem's tools: the next answer joins it. */
   open = false;
 
-  step(message: ChatMessage, hasLast: boolean): 'hidden' | 'join' | 'new' {
-    if (message.role === 'tool' && hasLast && this.ours.has(message.tool_call_id)) return 'hidden';
+  step(message: MessageShape, hasLast: boolean): 'hidden' | 'join' | 'new' {
+    if (message.role === 'tool' && hasLast && this.ours.has(message.toolCallId ?? '')) return 'hidden';
     const joins = this.open && message.role === 'assistant';
     this.open = false;
     if (message.role !== 'assistant') return 'new';
-    const calls = message.tool_calls ?? [];
+    const calls = message.calls ?? [];
     let theirs = 0;
     for (const c of calls) {
-      if (WORKMEM_TOOL_NAMES.has(c.function.name)) this.ours.add(c.id);
+      if (WORKMEM_TOOL_NAMES.has(c.name)) this.ours.add(c.id);
       else theirs++;
     }
     this.open = theirs === 0 && calls.length > 0;
     return joins ? 'join' : 'new';
   }
+}
+
+/** A converted message's shape. */
+export function shapeOf(message: ChatMessage): MessageShape {
+  if (message.role === 'tool') return { role: 'tool', toolCallId: message.tool_call_id };
+  if (message.role === 'assistant' && message.tool_calls)
+    return { role: 'assistant', calls: message.tool_calls.map((c) => ({ id: c.id, name: c.function.name })) };
+  return { role: message.role };
 }
 
 /** An assistant message as a host sees it: workmem's calls left out. */
@@ -83,7 +91,7 @@ export class HostLine {
 
   add(message: ChatMessage, at: number): void {
     const last = this.elements.at(-1);
-    const how = this.folder.step(message, last !== undefined);
+    const how = this.folder.step(shapeOf(message), last !== undefined);
     if (how === 'hidden') {
       last!.at.push(at);
       return;
@@ -120,11 +128,12 @@ export class HostSpans {
   private readonly keys: (string | undefined)[] = [];
 
   constructor(
-    private readonly conversation: { length: number; at(index: number): ChatMessage },
+    private readonly conversation: { length: number; at(index: number): ChatMessage; shape?(index: number): MessageShape },
     private readonly mask: Mask,
   ) {
     const folder = new Folder();
-    for (let i = 0; i < conversation.length; i++) if (folder.step(conversation.at(i), i > 0) === 'new') this.starts.push(i);
+    const shape = conversation.shape ? (i: number) => conversation.shape!(i) : (i: number) => shapeOf(conversation.at(i));
+    for (let i = 0; i < conversation.length; i++) if (folder.step(shape(i), i > 0) === 'new') this.starts.push(i);
     if (conversation.length && this.starts[0] !== 0) this.starts.unshift(0);
     this.starts.push(conversation.length);
   }

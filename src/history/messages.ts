@@ -35,3 +35,12 @@ export type UserMessage = Extract<ChatMessage, { role: 'user' }>;
 export function withSuffix<M extends ChatMessage>(message: M, suffix: string): M {
   return { ...message, content: (message.content ?? '') + suffix };
 }
+
+/** What a message is, without its text: its role, the tool call it answers, the calls it makes. */
+export interface MessageShape {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  /** A tool message: the id of the call it answers. */
+  toolCallId?: string;
+  /** An assistant message: its calls' ids and names. */
+  calls?: readonly { id: string; name: string }[];
+}

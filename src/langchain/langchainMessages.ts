@@ -8,7 +8,7 @@ import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage, 
 import type { ClientTool, ServerTool } from '@langchain/core/tools';
 import { convertToOpenAITool, isLangChainTool } from '@langchain/core/utils/function_calling';
 import type { HostConversation } from '../../machines/sessionMachine.js';
-import type { ChatMessage, ToolCall } from '../history/messages.js';
+import type { ChatMessage, MessageShape, ToolCall } from '../history/messages.js';
 import type { LLMResponse, LLMUsage } from '../llm/llm.js';
 import type { ToolSpec } from '../tools/tool.js';
 
@@ -30,6 +30,7 @@ export function conversationOf(
       length: messages.length,
       at: (i) => (converted[i] ??= messageOf(messages[i]!)),
       pinned: (i) => isPinned(messages[i]!),
+      shape: (i) => shapeOf(messages[i]!),
     },
   };
 }
@@ -41,6 +42,28 @@ export function isPinned(message: BaseMessage): boolean {
   if (message.type !== 'human')
     throw new TypeError(`workmem/langchain: a ${message.type} message is marked pinned, but only a human message can be pinned`);
   return true;
+}
+
+/** A message's shape as messageOf would convert it, without converting its text. */
+function shapeOf(message: BaseMessage): MessageShape {
+  switch (message.type) {
+    case 'human':
+      return { role: 'user' };
+    case 'system':
+      return { role: 'system' };
+    case 'tool':
+      return { role: 'tool', toolCallId: (message as ToolMessage).tool_call_id };
+    case 'ai': {
+      if (!AIMessage.isInstance(message)) return { role: 'assistant' };
+      const calls = [...(message.tool_calls ?? []), ...(message.invalid_tool_calls ?? [])].map((c) => ({
+        id: c.id ?? '',
+        name: c.name ?? '',
+      }));
+      return calls.length ? { role: 'assistant', calls } : { role: 'assistant' };
+    }
+    default:
+      return messageOf(message).role === 'user' ? { role: 'user' } : { role: 'assistant' }; // messageOf refuses the others
+  }
 }
 
 /** One LangChain message as a Chat Completions message. */
