@@ -11,7 +11,7 @@ import type {
   LanguageModelV3ToolResultOutput,
 } from '@ai-sdk/provider';
 import type { HostConversation } from '../../machines/sessionMachine.js';
-import type { ChatMessage, MessageShape, ToolCall } from '../history/messages.js';
+import { PLAIN_SHAPES, type ChatMessage, type MessageShape, type ToolCall } from '../history/messages.js';
 import type { LLMResponse } from '../llm/llm.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { PartAssembler } from './partAssembler.js';
@@ -70,14 +70,14 @@ function shapeAt(message: LanguageModelV3Prompt[number], part: number): MessageS
       const calls: { id: string; name: string }[] = [];
       for (const p of message.content)
         if (p.type === 'tool-call' && !p.providerExecuted) calls.push({ id: p.toolCallId, name: p.toolName });
-      return calls.length ? { role: 'assistant', calls } : { role: 'assistant' };
+      return calls.length ? { role: 'assistant', calls } : PLAIN_SHAPES.assistant;
     }
     case 'tool': {
       const result = message.content[part];
       return { role: 'tool', toolCallId: result?.type === 'tool-result' ? result.toolCallId : '' };
     }
     default:
-      return { role: message.role };
+      return PLAIN_SHAPES[message.role];
   }
 }
 

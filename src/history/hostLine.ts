@@ -10,7 +10,7 @@
  * appended, as the proxy streams it to its client). An element keeps the positions of the
  * messages it stands for (log seqs, or a host's indices): a branch point, the trace.
  */
-import type { AssistantMessage, ChatMessage, MessageShape } from './messages.js';
+import { PLAIN_SHAPES, type AssistantMessage, type ChatMessage, type MessageShape } from './messages.js';
 import { messageKey } from './messageKey.js';
 
 /** workmem's own tools (memory, compact_history, item memory): the names sessionTools.ts gives them. */
@@ -54,7 +54,7 @@ export function shapeOf(message: ChatMessage): MessageShape {
   if (message.role === 'tool') return { role: 'tool', toolCallId: message.tool_call_id };
   if (message.role === 'assistant' && message.tool_calls)
     return { role: 'assistant', calls: message.tool_calls.map((c) => ({ id: c.id, name: c.function.name })) };
-  return { role: message.role };
+  return PLAIN_SHAPES[message.role];
 }
 
 /** An assistant message as a host sees it: workmem's calls left out. */

@@ -44,3 +44,10 @@ export interface MessageShape {
   /** An assistant message: its calls' ids and names. */
   calls?: readonly { id: string; name: string }[];
 }
+
+/** The shapes of messages that answer and make no call, one object each: a long conversation is folded on every call. */
+export const PLAIN_SHAPES: Readonly<Record<'system' | 'user' | 'assistant', MessageShape>> = Object.freeze({
+  system: Object.freeze({ role: 'system' }),
+  user: Object.freeze({ role: 'user' }),
+  assistant: Object.freeze({ role: 'assistant' }),
+});

@@ -8,7 +8,7 @@ import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage, 
 import type { ClientTool, ServerTool } from '@langchain/core/tools';
 import { convertToOpenAITool, isLangChainTool } from '@langchain/core/utils/function_calling';
 import type { HostConversation } from '../../machines/sessionMachine.js';
-import type { ChatMessage, MessageShape, ToolCall } from '../history/messages.js';
+import { PLAIN_SHAPES, type ChatMessage, type MessageShape, type ToolCall } from '../history/messages.js';
 import type { LLMResponse, LLMUsage } from '../llm/llm.js';
 import type { ToolSpec } from '../tools/tool.js';
 
@@ -48,21 +48,21 @@ export function isPinned(message: BaseMessage): boolean {
 function shapeOf(message: BaseMessage): MessageShape {
   switch (message.type) {
     case 'human':
-      return { role: 'user' };
+      return PLAIN_SHAPES.user;
     case 'system':
-      return { role: 'system' };
+      return PLAIN_SHAPES.system;
     case 'tool':
       return { role: 'tool', toolCallId: (message as ToolMessage).tool_call_id };
     case 'ai': {
-      if (!AIMessage.isInstance(message)) return { role: 'assistant' };
+      if (!AIMessage.isInstance(message)) return PLAIN_SHAPES.assistant;
       const calls = [...(message.tool_calls ?? []), ...(message.invalid_tool_calls ?? [])].map((c) => ({
         id: c.id ?? '',
         name: c.name ?? '',
       }));
-      return calls.length ? { role: 'assistant', calls } : { role: 'assistant' };
+      return calls.length ? { role: 'assistant', calls } : PLAIN_SHAPES.assistant;
     }
     default:
-      return messageOf(message).role === 'user' ? { role: 'user' } : { role: 'assistant' }; // messageOf refuses the others
+      return PLAIN_SHAPES[messageOf(message).role === 'user' ? 'user' : 'assistant']; // messageOf refuses the others
   }
 }
 
