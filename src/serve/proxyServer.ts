@@ -22,6 +22,7 @@ import { isLoopback, proxyRefusal, type Doors } from './proxyDoors.js';
 import { SessionGate } from './sessionGate.js';
 import { SESSION_HEADER, sessionNameOf } from './sessionNaming.js';
 import { Upstream } from './upstream.js';
+import { readBody, sendError, sendJson } from '../http/jsonHttp.js';
 
 export interface ProxyOptions {
   /** The upstream's base URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1. */
@@ -214,40 +215,4 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-function readBody(req: IncomingMessage, limit: number): Promise<string | null> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        req.pause();
-        resolve(null);
-        return;
-      }
-      parts.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  if (res.headersSent) return void res.end();
-  res.writeHead(status, { ...headers, 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-}
-
-function sendError(
-  res: ServerResponse,
-  status: number,
-  message: string,
-  type: string,
-  code: string | null = null,
-  param: string | null = null,
-): void {
-  sendJson(res, status, { error: { message, type, param, code } });
 }

@@ -16,6 +16,7 @@ import type { Fault, FaultPlan } from './faults.js';
 import { checkRequest, unpairedTools } from './requestChecks.js';
 import { PromptCache, type PromptCacheOptions, type PromptCaching } from './promptCache.js';
 import { applyReplyFaults, completionOf, sleep, streamChunks, writeStream, wireToolCalls, type Completion } from './sseStream.js';
+import { readBody, sendError, sendJson } from '../http/jsonHttp.js';
 
 export type { Fault, FaultPlan, PromptCaching, PromptCacheOptions };
 export { unpairedTools };
@@ -114,7 +115,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     if (options.apiKey && req.headers.authorization !== `Bearer ${options.apiKey}`) {
       return sendError(res, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
     }
-    const raw = await readBody(req);
+    const raw = await readBody(req, MAX_BODY, (r) => r.destroy());
     if (raw === null) return sendError(res, 413, 'request body too large', 'invalid_request_error');
     let body: ChatRequest;
     try {
@@ -242,7 +243,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
 
   /** AI SDK's default OpenAI provider speaks the Responses API: say so, and record the attempt. */
   async function refuseResponses(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const raw = (await readBody(req)) ?? '';
+    const raw = (await readBody(req, MAX_BODY, (r) => r.destroy())) ?? '';
     let body: unknown = null;
     try {
       body = JSON.parse(raw);
@@ -301,40 +302,6 @@ function countCompletion(counter: TokenCounter, completion: Completion): number 
   return (
     counter.text(completion.content ?? '') + completion.toolCalls.reduce((n, c) => n + counter.text(c.name) + counter.text(c.arguments), 0)
   );
-}
-
-function readBody(req: IncomingMessage): Promise<string | null> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY) {
-        resolve(null);
-        req.destroy();
-        return;
-      }
-      parts.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-}
-
-function sendError(
-  res: ServerResponse,
-  status: number,
-  message: string,
-  type: string,
-  code: string | null = null,
-  param: string | null = null,
-): void {
-  sendJson(res, status, { error: { message, type, param, code } });
 }
 
 function redactHeaders(headers: IncomingMessage['headers']): Record<string, string> {
