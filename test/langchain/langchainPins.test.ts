@@ -13,8 +13,8 @@ import { describe, expect, it } from 'vitest';
 import { createWorkmem } from '../../src/langchain/workmemMiddleware.js';
 import { openaiChat } from '../../src/llm/openaiChat.js';
 import type { TestServer } from '../../src/testing/index.js';
-import { collect, newSession, ofType, tempHome } from '../helpers.js';
-import { now, pinServers, prompts, RULES, settings, TASK, WINDOW } from '../session/pinnedConversation.js';
+import { collect, newSession, tempHome } from '../helpers.js';
+import { expectPinsHeld, now, pinServers, prompts, RULES, settings, TASK, WINDOW } from '../session/pinnedConversation.js';
 
 const server = pinServers();
 const chatModel = (s: TestServer) =>
@@ -61,32 +61,11 @@ describe('pinning through the LangChain middleware', () => {
 
     const sent = wire(hosted).map((request) => request.map(({ role, content }) => ({ role, content })));
     expect(sent).toEqual(wire(own).map((request) => request.map(({ role, content }) => ({ role, content }))));
-    expect(items.filter((i) => i.pinned).map((i) => i.message.content)).toEqual([RULES, TASK]);
-    for (const [i, request] of sent.entries()) {
-      expect(
-        request.filter((m) => m.content === RULES),
-        `request ${i + 1}`,
-      ).toHaveLength(1);
-      expect(
-        request.some((m) => m.content?.startsWith(TASK)),
-        `request ${i + 1}`,
-      ).toBe(true);
-    }
-    const figures = `${ofType(events, 'compaction_end').length} compactions, modes ${[...new Set(ofType(events, 'prompt_built').map((e) => e.mode))].join(', ')}`;
-    expect(
-      ofType(events, 'compaction_end').some((e) => e.replaced > 0),
-      figures,
-    ).toBe(true);
-    expect(
-      ofType(events, 'prompt_built').some((e) => e.mode === 'phase2' && e.range[0] > 2),
-      figures,
-    ).toBe(true);
-    expect(
-      sent
-        .at(-1)!
-        .slice(1, 3)
-        .map((m) => m.content),
-    ).toEqual([RULES, TASK]);
+    expectPinsHeld(
+      sent,
+      items.filter((i) => i.pinned).map((i) => i.message.content),
+      events,
+    );
   }, 90_000);
 
   it('refuses a pin on an ai message, saying so, and the session goes on', async () => {
