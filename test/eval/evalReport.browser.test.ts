@@ -9,11 +9,12 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliIO } from '../../src/cli/cliIO.js';
 import { runCli } from '../../src/cli/main.js';
 import { tempHome } from '../helpers.js';
+import { launchChromium } from '../viz/vizProbes.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
 const home = tempHome();
@@ -24,18 +25,7 @@ beforeAll(async () => {
   const sink = new PassThrough().resume();
   const io = { stdin: process.stdin, stdout: sink, stderr: sink, env: { WORKMEM_HOME: home }, cwd: home } as unknown as CliIO;
   expect(await runCli(['eval', '--model', 'testing:forgetful', '--suite', 'small', '--html', page], io)).toBe(0);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => browser?.close());
