@@ -151,14 +151,7 @@ describe.each(stores)('compact_history ($name store)', (store) => {
   });
 
   it('tools: old tool outputs become one-line stubs naming where they went; recent ones stay', async () => {
-    const fetch = defineTool({
-      name: 'fetch',
-      description: 'Fetch',
-      parameters: z.object({ n: z.number() }),
-      execute: ({ n }) => `Result ${n}: ${'data '.repeat(300)}`,
-    });
-    const replies: ScriptedReply[] = [];
-    for (let n = 1; n <= 4; n++) replies.push({ toolCalls: [{ name: 'fetch', arguments: { n } }] }, { text: `Fetched ${n}.` });
+    const replies = fetching(4);
     replies.push(compact({ target: 'tools', keep_recent: 1 }), { text: 'Compacted tools.' });
     const llm = scriptedModel(replies);
     const session = await newSession({ ...store.fresh(), llm, tools: [fetch], settings: { injectHistory: true } });
@@ -190,14 +183,7 @@ describe.each(stores)('compact_history ($name store)', (store) => {
   });
 
   it('tools + summarize: the result says the outputs were stubbed, not summarised', async () => {
-    const fetch = defineTool({
-      name: 'fetch',
-      description: 'Fetch',
-      parameters: z.object({ n: z.number() }),
-      execute: ({ n }) => `Result ${n}: ${'data '.repeat(300)}`,
-    });
-    const replies: ScriptedReply[] = [];
-    for (let n = 1; n <= 3; n++) replies.push({ toolCalls: [{ name: 'fetch', arguments: { n } }] }, { text: `Fetched ${n}.` });
+    const replies = fetching(3);
     replies.push(compact({ target: 'tools', strategy: 'summarize', keep_recent: 1 }), { text: 'Compacted tools.' });
     const llm = withSummaries(scriptedModel(replies), SUMMARY);
     const session = await newSession({ ...store.fresh(), llm, tools: [fetch], settings: { injectHistory: true } });
@@ -374,6 +360,21 @@ describe.each(stores)('compaction policy ($name store)', (store) => {
     await other.close();
   });
 });
+
+/** A host tool whose outputs are large enough to be worth compacting. */
+const fetch = defineTool({
+  name: 'fetch',
+  description: 'Fetch',
+  parameters: z.object({ n: z.number() }),
+  execute: ({ n }) => `Result ${n}: ${'data '.repeat(300)}`,
+});
+
+/** Replies that call fetch `count` times, each answered. */
+function fetching(count: number): ScriptedReply[] {
+  const replies: ScriptedReply[] = [];
+  for (let n = 1; n <= count; n++) replies.push({ toolCalls: [{ name: 'fetch', arguments: { n } }] }, { text: `Fetched ${n}.` });
+  return replies;
+}
 
 describe('summarizer', () => {
   it('chunks its input so that no summary request exceeds the window, then combines', async () => {
