@@ -18,6 +18,7 @@ import { promptProblem } from '../llm/captureBounds.js';
 import { neutraliseTags } from '../prompt/structuralTags.js';
 import type { Redact } from '../secrets/redact.js';
 import type { TokenCounter } from '../tokens/tokens.js';
+import type { HostCallSent } from '../trace/hostMessages.js';
 import type { ToolSpec } from '../tools/tool.js';
 
 export interface AcceptCallDeps {
@@ -32,7 +33,7 @@ export interface AcceptCallDeps {
   /** The system prompt for the host's instructions and the names of the tools it sends. */
   systemPromptFor(instructions: string | undefined, toolNames: string[]): string;
   /** The trace's record of what the host sent: the log messages its conversation stands for. */
-  traceHost?(call: { turn: number; instructions: string | undefined; seqs: readonly number[]; sent: number }): void;
+  traceHost?(call: HostCallSent): void;
 }
 
 export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput) => Promise<AcceptCallOutput> {
@@ -86,8 +87,8 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
     if (deps.traceHost) {
       // The host's conversation is the line's last elements: those it matched, then those it brought.
       const line = record.hostLine.elements;
-      const seqs = line.slice(Math.max(0, line.length - elements)).flatMap((e) => e.at);
-      deps.traceHost({ turn, instructions, seqs, sent: conversation.length + (instructions === undefined ? 0 : 1) });
+      const sent = conversation.length + (instructions === undefined ? 0 : 1);
+      deps.traceHost({ turn, instructions, elements: line.slice(Math.max(0, line.length - elements)), sent });
     }
     // A host loop opened for this call, in the middle of a turn (the proxy opens its session per
     // request): the turn the log holds goes on, opened again in this session.

@@ -1,11 +1,16 @@
 /**
- * The Chat Completions wire as the proxy reads a client's request: its messages as
- * workmem's ChatMessage (texts of content parts joined; a part that is not text is refused,
- * never dropped), its tools as ToolSpec with the client's own definitions kept to send
- * upstream as given, and the parameters that pass through untouched. What workmem builds
- * (messages, tools, the output limit, streaming) replaces the client's own.
+ * The Chat Completions wire as the proxy reads a client's request: its system messages as
+ * the instructions, the rest as a conversation of workmem's ChatMessage (texts of content
+ * parts joined; a part that is not text is refused, never dropped), its tools as ToolSpec
+ * with the client's own definitions kept to send upstream as given, and the parameters that
+ * pass through untouched. What workmem builds (messages, tools, the output limit, streaming)
+ * replaces the client's own. Every message is checked when the request is read; one is
+ * converted only when the session reads it (a client sends its whole conversation on every
+ * request, and the session compares few of the messages it already holds).
  */
-import type { ChatMessage, ToolCall } from '../history/messages.js';
+import type { HostConversation } from '../../machines/sessionTypes.js';
+import { shapeOf as shapeOfMessage } from '../history/hostLine.js';
+import { PLAIN_SHAPES, type ChatMessage, type MessageShape, type ToolCall } from '../history/messages.js';
 import type { ToolSpec } from '../tools/tool.js';
 
 /** A request the proxy cannot take: answered 400 with an OpenAI-shaped body naming what is wrong. */
@@ -27,7 +32,12 @@ export interface ClientRequest {
   /** What passes upstream untouched (model, temperature, tool_choice, user, …). */
   params: Record<string, unknown>;
   model: string;
-  messages: ChatMessage[];
+  /** The client's system (and developer) messages, joined: none gives undefined. */
+  instructions: string | undefined;
+  /** The rest of its messages, in order. */
+  conversation: WireConversation;
+  /** Its opening (the system messages before its first user message, and that message): a session's default name. */
+  opening: ChatMessage[];
   tools: ToolSpec[];
   /** The client's tools as it sent them, by name. */
   wireTools: Map<string, WireTool>;
@@ -50,7 +60,13 @@ export function readClientRequest(body: unknown): ClientRequest {
   if (b.n !== undefined && b.n !== 1) throw new BadRequestError('workmem serve answers one choice per request (n = 1)', 'n');
   if (b.functions !== undefined || b.function_call !== undefined)
     throw new BadRequestError('functions and function_call are not served: use tools and tool_choice', 'functions');
-  const messages = b.messages.map((m, i) => messageOf(m, `messages[${i}]`));
+  const raw = b.messages as unknown[];
+  const roles = raw.map(roleOf);
+  const system: number[] = [];
+  for (let i = 0; i < roles.length; i++) if (roles[i] === 'system') system.push(i);
+  const instructions = system.map((i) => messageOf(raw[i], 'system').content).join('\n\n') || undefined;
+  const firstUser = roles.indexOf('user');
+  const opening = (firstUser < 0 ? system : [...system.filter((i) => i < firstUser), firstUser]).map((i) => messageOf(raw[i], roles[i]!));
   const { tools, wireTools } = toolsOf(b.tools);
   const params: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(b)) if (!OWN.has(k)) params[k] = v;
@@ -64,7 +80,10 @@ export function readClientRequest(body: unknown): ClientRequest {
   return {
     params,
     model: b.model,
-    messages,
+    instructions,
+    // Without instructions the conversation is every message, as a host loop's split leaves it.
+    conversation: new WireConversation(raw, roles, instructions === undefined ? [] : system),
+    opening,
     tools,
     wireTools,
     stream: b.stream === true,
@@ -74,44 +93,62 @@ export function readClientRequest(body: unknown): ClientRequest {
   };
 }
 
-/** Text of a content that may be parts: text parts joined; another part (an image, audio, a file) is refused. */
-function textOf(content: unknown, where: string, allowNull = false): string | null {
-  if (typeof content === 'string') return content;
+/** Checks a content that may be parts (text parts only: another part, an image, audio or a file, is refused). */
+function checkText(content: unknown, where: string, allowNull = false): void {
+  if (typeof content === 'string') return;
   if (content === null || content === undefined) {
-    if (allowNull) return null;
+    if (allowNull) return;
     throw new BadRequestError(`${where}.content is required`, `${where}.content`);
   }
   if (!Array.isArray(content)) throw new BadRequestError(`${where}.content must be text or an array of parts`, `${where}.content`);
-  return content
-    .map((part, i) => {
-      const p = part as { type?: unknown; text?: unknown; refusal?: unknown };
-      if (p?.type === 'text' && typeof p.text === 'string') return p.text;
-      if (p?.type === 'refusal' && typeof p.refusal === 'string') return p.refusal;
-      throw new BadRequestError(
-        `${where}.content[${i}] is a ${JSON.stringify(p?.type)} part: workmem serve keeps text only (the session's log holds text), so it refuses the request rather than drop the part`,
-        `${where}.content`,
-        'unsupported_content',
-      );
-    })
-    .join('\n');
+  content.forEach((part, i) => {
+    const p = part as { type?: unknown; text?: unknown; refusal?: unknown };
+    if (p?.type === 'text' && typeof p.text === 'string') return;
+    if (p?.type === 'refusal' && typeof p.refusal === 'string') return;
+    throw new BadRequestError(
+      `${where}.content[${i}] is a ${JSON.stringify(p?.type)} part: workmem serve keeps text only (the session's log holds text), so it refuses the request rather than drop the part`,
+      `${where}.content`,
+      'unsupported_content',
+    );
+  });
 }
 
-function messageOf(raw: unknown, where: string): ChatMessage {
+/** A checked content's text: its parts joined. */
+function textOf(content: unknown): string | null {
+  if (typeof content === 'string' || content === null || content === undefined) return (content as string | undefined) ?? null;
+  return (content as { text?: string; refusal?: string }[]).map((p) => p.text ?? p.refusal).join('\n');
+}
+
+/** Checks a wire message: its role as workmem names it. */
+function roleOf(raw: unknown, index: number): ChatMessage['role'] {
+  const m = raw as Record<string, unknown> | null;
+  // Most messages are text and call nothing: checked at once.
+  if (typeof m?.content === 'string' && m.tool_calls === undefined && m.tool_call_id === undefined) {
+    if (m.role === 'user' || m.role === 'assistant') return m.role;
+    if (m.role === 'system' || m.role === 'developer') return 'system';
+  }
+  return checkedRole(raw, `messages[${index}]`);
+}
+
+function checkedRole(raw: unknown, where: string): ChatMessage['role'] {
   const m = raw as Record<string, unknown> | null;
   switch (m?.role) {
     case 'system':
     case 'developer':
-      return { role: 'system', content: textOf(m.content, where)! };
+      checkText(m.content, where);
+      return 'system';
     case 'user':
-      return { role: 'user', content: textOf(m.content, where)! };
-    case 'assistant': {
-      const calls = m.tool_calls === undefined || m.tool_calls === null ? [] : callsOf(m.tool_calls, where);
-      return { role: 'assistant', content: textOf(m.content, where, true), ...(calls.length ? { tool_calls: calls } : {}) };
-    }
+      checkText(m.content, where);
+      return 'user';
+    case 'assistant':
+      checkText(m.content, where, true);
+      if (m.tool_calls !== undefined && m.tool_calls !== null) checkCalls(m.tool_calls, where);
+      return 'assistant';
     case 'tool':
       if (typeof m.tool_call_id !== 'string' || !m.tool_call_id)
         throw new BadRequestError(`${where}.tool_call_id is required`, `${where}.tool_call_id`);
-      return { role: 'tool', tool_call_id: m.tool_call_id, content: textOf(m.content, where)! };
+      checkText(m.content, where);
+      return 'tool';
     default:
       throw new BadRequestError(
         `${where}.role ${JSON.stringify(m?.role)} is not one of system, developer, user, assistant, tool`,
@@ -120,14 +157,96 @@ function messageOf(raw: unknown, where: string): ChatMessage {
   }
 }
 
-function callsOf(raw: unknown, where: string): ToolCall[] {
+function checkCalls(raw: unknown, where: string): void {
   if (!Array.isArray(raw)) throw new BadRequestError(`${where}.tool_calls must be an array`, `${where}.tool_calls`);
-  return raw.map((c, i) => {
-    const call = c as { id?: unknown; type?: unknown; function?: { name?: unknown; arguments?: unknown } };
+  raw.forEach((c, i) => {
+    const call = c as WireCall;
     if (typeof call?.id !== 'string' || typeof call.function?.name !== 'string' || typeof call.function.arguments !== 'string')
       throw new BadRequestError(`${where}.tool_calls[${i}] needs an id and a function with a name and arguments`, `${where}.tool_calls`);
-    return { id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } };
   });
+}
+
+type WireCall = { id?: unknown; type?: unknown; function?: { name?: unknown; arguments?: unknown } };
+type WireMessage = {
+  content?: unknown;
+  tool_calls?: { id: string; function: { name: string; arguments: string } }[] | null;
+  tool_call_id?: string;
+};
+
+/** A checked wire message as workmem's ChatMessage. */
+function messageOf(raw: unknown, role: ChatMessage['role']): ChatMessage {
+  const m = raw as WireMessage;
+  switch (role) {
+    case 'system':
+    case 'user':
+      return { role, content: textOf(m.content)! };
+    case 'assistant': {
+      const calls = (m.tool_calls ?? []).map((c): ToolCall => ({
+        id: c.id,
+        type: 'function',
+        function: { name: c.function.name, arguments: c.function.arguments },
+      }));
+      return { role, content: textOf(m.content), ...(calls.length ? { tool_calls: calls } : {}) };
+    }
+    case 'tool':
+      return { role, tool_call_id: m.tool_call_id!, content: textOf(m.content)! };
+  }
+}
+
+/**
+ * The client's conversation, checked, read by index: a message is converted when it is read,
+ * its shape (role, calls, the call it answers) read from the wire as it is. Messages workmem
+ * added in this exchange (its tools' calls and results) follow the client's.
+ */
+export class WireConversation implements HostConversation {
+  readonly length: number;
+  /** The wire index of each conversation index, when many messages are left out (else the few are skipped on each read). */
+  private readonly positions: number[] | null = null;
+
+  constructor(
+    private readonly raw: readonly unknown[],
+    private readonly roles: readonly ChatMessage['role'][],
+    /** The client's messages left out (its system messages, which are the instructions), in order. */
+    private readonly left: readonly number[],
+    private readonly added: readonly ChatMessage[] = [],
+  ) {
+    this.length = raw.length - left.length + added.length;
+    if (left.length > 4) {
+      const out = new Set(left);
+      this.positions = [];
+      for (let w = 0; w < raw.length; w++) if (!out.has(w)) this.positions.push(w);
+    }
+  }
+
+  at(index: number): ChatMessage {
+    const w = this.wireIndex(index);
+    return w < 0 ? this.added[index - (this.raw.length - this.left.length)]! : messageOf(this.raw[w], this.roles[w]!);
+  }
+
+  shape(index: number): MessageShape {
+    const w = this.wireIndex(index);
+    if (w < 0) return shapeOfMessage(this.added[index - (this.raw.length - this.left.length)]!);
+    const role = this.roles[w]!;
+    const m = this.raw[w] as WireMessage;
+    if (role === 'tool') return { role, toolCallId: m.tool_call_id! };
+    if (role === 'assistant' && m.tool_calls?.length)
+      return { role, calls: m.tool_calls.map((c) => ({ id: c.id, name: c.function.name })) };
+    return PLAIN_SHAPES[role as 'system' | 'user' | 'assistant'];
+  }
+
+  /** This conversation and, after it, messages of workmem's exchange. */
+  with(messages: readonly ChatMessage[]): WireConversation {
+    return new WireConversation(this.raw, this.roles, this.left, [...this.added, ...messages]);
+  }
+
+  /** The wire index of conversation index i, or -1 for an added message. */
+  private wireIndex(i: number): number {
+    if (i >= this.raw.length - this.left.length) return -1;
+    if (this.positions) return this.positions[i]!;
+    let w = i;
+    for (const l of this.left) if (l <= w) w++;
+    return w;
+  }
 }
 
 function toolsOf(raw: unknown): { tools: ToolSpec[]; wireTools: Map<string, WireTool> } {

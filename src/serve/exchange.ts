@@ -63,11 +63,11 @@ export async function runExchange(
     );
   const tools = [...loop.tools.map((t) => t.spec), ...request.tools];
   const usage = new UsageTotals();
-  let conversation: ChatMessage[] = request.messages;
+  let conversation = request.conversation;
   let first: { id: string; model: string; created: number } | null = null;
   let content = '';
   for (let round = 1; ; round++) {
-    let call = await loop.prepare({ messages: conversation, tools, whole: true });
+    let call = await loop.prepare({ instructions: request.instructions, conversation, tools, whole: true });
     let response: LLMResponse;
     for (;;) {
       const assembled = new Assembler();
@@ -122,11 +122,10 @@ export async function runExchange(
     const results = await loop.runTools(mine);
     if (theirs.length) return done('tool_calls');
     if (round >= MAX_ROUNDS) return done('stop');
-    conversation = [
-      ...conversation,
+    conversation = conversation.with([
       response.message,
       ...results.map((r): ChatMessage => ({ role: 'tool', tool_call_id: r.callId, content: r.content })),
-    ];
+    ]);
   }
 }
 

@@ -118,7 +118,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       return sendError(res, 400, 'the request body is not JSON', 'invalid_request_error');
     }
     const request = readClientRequest(parsed);
-    const { name } = sessionNameOf(req.headers[SESSION_HEADER], request.user, request.messages);
+    const { name } = sessionNameOf(req.headers[SESSION_HEADER], request.user, request.opening);
     const auth = doors.forwardAuth ? req.headers.authorization : undefined;
     const hideAll: Redact = auth ? redactor([...secrets, auth.replace(/^Bearer\s+/i, '')]) : hide;
     const abort = new AbortController();

@@ -17,7 +17,7 @@ export type SessionSource = 'header' | 'user' | 'opening';
 export function sessionNameOf(
   header: string | string[] | undefined,
   user: string | null,
-  messages: readonly ChatMessage[],
+  opening: readonly ChatMessage[],
 ): { name: string; source: SessionSource } {
   if (Array.isArray(header)) throw new BadRequestError(`give one ${SESSION_HEADER} header`, SESSION_HEADER);
   const given = header?.trim();
@@ -26,7 +26,7 @@ export function sessionNameOf(
     return { name: given, source: 'header' };
   }
   if (user !== null) return { name: `user:${user}`, source: 'user' };
-  return { name: openingKey(messages), source: 'opening' };
+  return { name: openingKey(opening), source: 'opening' };
 }
 
 /** `opening:` and 32 hex digits of SHA-256 over the system messages and the first user message, each length-prefixed. */

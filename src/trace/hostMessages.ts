@@ -22,11 +22,19 @@ export type HostRecord =
       sent: number;
     };
 
+/** What a host sent with one call: the elements of the log's host line its conversation stands for (hostLine.ts), in order. */
+export interface HostCallSent {
+  turn: number;
+  instructions: string | undefined;
+  elements: readonly { readonly at: readonly number[] }[];
+  sent: number;
+}
+
 export class HostMessages {
   private readonly known = new Set<string>();
   private last: { text: string; hash: string } | null = null;
 
-  records(call: { turn: number; instructions: string | undefined; seqs: readonly number[]; sent: number }, ts: number): HostRecord[] {
+  records(call: HostCallSent, ts: number): HostRecord[] {
     const out: HostRecord[] = [];
     let hash: string | null = null;
     if (call.instructions !== undefined) {
@@ -39,11 +47,12 @@ export class HostMessages {
       }
     }
     const seqs: [number, number][] = [];
-    for (const seq of call.seqs) {
-      const run = seqs.at(-1);
-      if (run && run[0] + run[1] === seq) run[1]++;
-      else seqs.push([seq, 1]);
-    }
+    let run: [number, number] | undefined;
+    for (const element of call.elements)
+      for (const seq of element.at) {
+        if (run && run[0] + run[1] === seq) run[1]++;
+        else seqs.push((run = [seq, 1]));
+      }
     out.push({ k: 'host', ts, turn: call.turn, instructions: hash, seqs, sent: call.sent });
     return out;
   }

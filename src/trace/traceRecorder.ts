@@ -13,7 +13,7 @@ import type { WorkmemEvent } from '../events.js';
 import { transitionId } from './transitionId.js';
 import { TakenTransitions } from './takenTransitions.js';
 import { SentMessages, type SentRecord } from './sentMessages.js';
-import { HostMessages, type HostRecord } from './hostMessages.js';
+import { HostMessages, type HostCallSent, type HostRecord } from './hostMessages.js';
 
 export const TRACE_FORMAT = 1;
 
@@ -176,7 +176,7 @@ export class TraceRecorder {
   }
 
   /** What a host's loop sent with a model call (hostMessages.ts). */
-  host(call: { turn: number; instructions: string | undefined; seqs: readonly number[]; sent: number }): void {
+  host(call: HostCallSent): void {
     if (this.writer === null) return;
     for (const record of this.hosted.records(call, this.now())) this.record(record);
   }
