@@ -24,27 +24,45 @@ import { PartAssembler } from './partAssembler.js';
  */
 export function conversationOf(prompt: LanguageModelV3Prompt): { instructions: string | undefined; conversation: HostConversation } {
   const system: string[] = [];
-  // Where each conversation message is: the prompt's message, and for a tool message its part.
-  const at: number[] = [];
-  const part: number[] = [];
-  prompt.forEach((message, i) => {
+  // Most prompts open with their system messages and hold one result per tool message: then
+  // conversation index i is prompt message i + offset, and nothing is built per message.
+  let offset = 0;
+  let simple = true;
+  for (let i = 0; i < prompt.length; i++) {
+    const message = prompt[i]!;
     if (message.role === 'system') {
       if (isPinned(message)) throw new TypeError('a system message is marked pinned, but only a user message can be pinned');
-      return void system.push(message.content);
-    }
-    if (message.role !== 'tool') return void (at.push(i), part.push(-1));
-    message.content.forEach((p, j) => {
-      if (p.type === 'tool-result') (at.push(i), part.push(j));
+      system.push(message.content);
+      if (offset === i) offset++;
+      else simple = false;
+    } else if (message.role === 'tool' && (message.content.length !== 1 || message.content[0]!.type !== 'tool-result')) simple = false;
+  }
+  // Where each conversation message is: the prompt's message, and for a tool message its part.
+  let at: (i: number) => number = (i) => i + offset;
+  let part: (i: number) => number = () => 0;
+  let length = prompt.length - offset;
+  if (!simple) {
+    const messages: number[] = [];
+    const parts: number[] = [];
+    prompt.forEach((message, i) => {
+      if (message.role === 'system') return;
+      if (message.role !== 'tool') return void (messages.push(i), parts.push(-1));
+      message.content.forEach((p, j) => {
+        if (p.type === 'tool-result') (messages.push(i), parts.push(j));
+      });
     });
-  });
+    at = (i) => messages[i]!;
+    part = (i) => parts[i]!;
+    length = messages.length;
+  }
   const converted: ChatMessage[] = [];
   return {
     instructions: system.length ? system.join('\n\n') : undefined,
     conversation: {
-      length: at.length,
-      at: (i) => (converted[i] ??= messageAt(prompt[at[i]!]!, part[i]!)),
-      pinned: (i) => isPinned(prompt[at[i]!]!),
-      shape: (i) => shapeAt(prompt[at[i]!]!, part[i]!),
+      length,
+      at: (i) => (converted[i] ??= messageAt(prompt[at(i)]!, part(i))),
+      pinned: (i) => isPinned(prompt[at(i)]!),
+      shape: (i) => shapeAt(prompt[at(i)]!, part(i)),
     },
   };
 }
@@ -67,10 +85,10 @@ export function messagesOf(prompt: LanguageModelV3Prompt): ChatMessage[] {
 function shapeAt(message: LanguageModelV3Prompt[number], part: number): MessageShape {
   switch (message.role) {
     case 'assistant': {
-      const calls: { id: string; name: string }[] = [];
+      let calls: { id: string; name: string }[] | null = null;
       for (const p of message.content)
-        if (p.type === 'tool-call' && !p.providerExecuted) calls.push({ id: p.toolCallId, name: p.toolName });
-      return calls.length ? { role: 'assistant', calls } : PLAIN_SHAPES.assistant;
+        if (p.type === 'tool-call' && !p.providerExecuted) (calls ??= []).push({ id: p.toolCallId, name: p.toolName });
+      return calls ? { role: 'assistant', calls } : PLAIN_SHAPES.assistant;
     }
     case 'tool': {
       const result = message.content[part];

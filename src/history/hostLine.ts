@@ -26,6 +26,8 @@ export const WORKMEM_TOOL_NAMES: ReadonlySet<string> = new Set([
 
 type Mask = (text: string) => string;
 
+const NO_CALLS: readonly { id: string; name: string }[] = [];
+
 /** How the next message folds in: a result of workmem's joins the last element, an answer after them joins the answer, else a new element. */
 class Folder {
   /** Ids of workmem's calls, to know their results. */
@@ -38,7 +40,7 @@ class Folder {
     const joins = this.open && message.role === 'assistant';
     this.open = false;
     if (message.role !== 'assistant') return 'new';
-    const calls = message.calls ?? [];
+    const calls = message.calls ?? NO_CALLS;
     let theirs = 0;
     for (const c of calls) {
       if (WORKMEM_TOOL_NAMES.has(c.name)) this.ours.add(c.id);
@@ -132,7 +134,7 @@ export class HostSpans {
     private readonly mask: Mask,
   ) {
     const folder = new Folder();
-    const shape = conversation.shape ? (i: number) => conversation.shape!(i) : (i: number) => shapeOf(conversation.at(i));
+    const shape = conversation.shape ? conversation.shape.bind(conversation) : (i: number) => shapeOf(conversation.at(i));
     for (let i = 0; i < conversation.length; i++) if (folder.step(shape(i), i > 0) === 'new') this.starts.push(i);
     if (conversation.length && this.starts[0] !== 0) this.starts.unshift(0);
     this.starts.push(conversation.length);
