@@ -54,7 +54,8 @@ function shapeOf(message: BaseMessage): MessageShape {
     case 'tool':
       return { role: 'tool', toolCallId: (message as ToolMessage).tool_call_id };
     case 'ai': {
-      if (!AIMessage.isInstance(message)) return PLAIN_SHAPES.assistant;
+      if (!AIMessage.isInstance(message) || !(message.tool_calls?.length || message.invalid_tool_calls?.length))
+        return PLAIN_SHAPES.assistant;
       const calls = [...(message.tool_calls ?? []), ...(message.invalid_tool_calls ?? [])].map((c) => ({
         id: c.id ?? '',
         name: c.name ?? '',
