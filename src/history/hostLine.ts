@@ -126,7 +126,8 @@ export class HostLine {
  */
 export class HostSpans {
   /** starts[i]: the host index element i begins at; starts[length]: the conversation's length. */
-  private readonly starts: number[] = [];
+  private readonly starts: Int32Array;
+  readonly length: number;
   private readonly keys: (string | undefined)[] = [];
 
   constructor(
@@ -135,13 +136,13 @@ export class HostSpans {
   ) {
     const folder = new Folder();
     const shape = conversation.shape ? conversation.shape.bind(conversation) : (i: number) => shapeOf(conversation.at(i));
-    for (let i = 0; i < conversation.length; i++) if (folder.step(shape(i), i > 0) === 'new') this.starts.push(i);
-    if (conversation.length && this.starts[0] !== 0) this.starts.unshift(0);
-    this.starts.push(conversation.length);
-  }
-
-  get length(): number {
-    return this.starts.length - 1;
+    const n = conversation.length;
+    // One allocation, however long the conversation: it is folded on every call.
+    this.starts = new Int32Array(n + 1);
+    let count = 0;
+    for (let i = 0; i < n; i++) if (folder.step(shape(i), i > 0) === 'new' || i === 0) this.starts[count++] = i;
+    this.starts[count] = n;
+    this.length = count;
   }
 
   /** The host indices of element i: [start, end). */
