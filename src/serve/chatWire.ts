@@ -61,12 +61,17 @@ export function readClientRequest(body: unknown): ClientRequest {
   if (b.functions !== undefined || b.function_call !== undefined)
     throw new BadRequestError('functions and function_call are not served: use tools and tool_choice', 'functions');
   const raw = b.messages as unknown[];
-  const roles = raw.map(roleOf);
   const system: number[] = [];
-  for (let i = 0; i < roles.length; i++) if (roles[i] === 'system') system.push(i);
+  let firstUser = -1;
+  for (let i = 0; i < raw.length; i++) {
+    const role = roleOf(raw[i], i);
+    if (role === 'system') system.push(i);
+    else if (role === 'user' && firstUser < 0) firstUser = i;
+  }
   const instructions = system.map((i) => messageOf(raw[i], 'system').content).join('\n\n') || undefined;
-  const firstUser = roles.indexOf('user');
-  const opening = (firstUser < 0 ? system : [...system.filter((i) => i < firstUser), firstUser]).map((i) => messageOf(raw[i], roles[i]!));
+  const opening = (firstUser < 0 ? system : [...system.filter((i) => i < firstUser), firstUser]).map((i) =>
+    messageOf(raw[i], roleAt(raw[i])),
+  );
   const { tools, wireTools } = toolsOf(b.tools);
   const params: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(b)) if (!OWN.has(k)) params[k] = v;
@@ -82,7 +87,7 @@ export function readClientRequest(body: unknown): ClientRequest {
     model: b.model,
     instructions,
     // Without instructions the conversation is every message, as a host loop's split leaves it.
-    conversation: new WireConversation(raw, roles, instructions === undefined ? [] : system),
+    conversation: new WireConversation(raw, instructions === undefined ? [] : system),
     opening,
     tools,
     wireTools,
@@ -173,6 +178,12 @@ type WireMessage = {
   tool_call_id?: string;
 };
 
+/** A checked wire message's role, as workmem names it. */
+function roleAt(raw: unknown): ChatMessage['role'] {
+  const role = (raw as { role: ChatMessage['role'] | 'developer' }).role;
+  return role === 'developer' ? 'system' : role;
+}
+
 /** A checked wire message as workmem's ChatMessage. */
 function messageOf(raw: unknown, role: ChatMessage['role']): ChatMessage {
   const m = raw as WireMessage;
@@ -205,7 +216,6 @@ export class WireConversation implements HostConversation {
 
   constructor(
     private readonly raw: readonly unknown[],
-    private readonly roles: readonly ChatMessage['role'][],
     /** The client's messages left out (its system messages, which are the instructions), in order. */
     private readonly left: readonly number[],
     private readonly added: readonly ChatMessage[] = [],
@@ -220,13 +230,13 @@ export class WireConversation implements HostConversation {
 
   at(index: number): ChatMessage {
     const w = this.wireIndex(index);
-    return w < 0 ? this.added[index - (this.raw.length - this.left.length)]! : messageOf(this.raw[w], this.roles[w]!);
+    return w < 0 ? this.added[index - (this.raw.length - this.left.length)]! : messageOf(this.raw[w], roleAt(this.raw[w]));
   }
 
   shape(index: number): MessageShape {
     const w = this.wireIndex(index);
     if (w < 0) return shapeOfMessage(this.added[index - (this.raw.length - this.left.length)]!);
-    const role = this.roles[w]!;
+    const role = roleAt(this.raw[w]);
     const m = this.raw[w] as WireMessage;
     if (role === 'tool') return { role, toolCallId: m.tool_call_id! };
     if (role === 'assistant' && m.tool_calls?.length)
@@ -236,7 +246,7 @@ export class WireConversation implements HostConversation {
 
   /** This conversation and, after it, messages of workmem's exchange. */
   with(messages: readonly ChatMessage[]): WireConversation {
-    return new WireConversation(this.raw, this.roles, this.left, [...this.added, ...messages]);
+    return new WireConversation(this.raw, this.left, [...this.added, ...messages]);
   }
 
   /** The wire index of conversation index i, or -1 for an added message. */
