@@ -88,7 +88,7 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
       // The host's conversation is the line's last elements: those it matched, then those it brought.
       const line = record.hostLine.elements;
       const sent = conversation.length + (instructions === undefined ? 0 : 1);
-      deps.traceHost({ turn, instructions, elements: line.slice(Math.max(0, line.length - elements)), sent });
+      deps.traceHost({ turn, instructions, elements: line, from: Math.max(0, line.length - elements), sent });
     }
     // A host loop opened for this call, in the middle of a turn (the proxy opens its session per
     // request): the turn the log holds goes on, opened again in this session.

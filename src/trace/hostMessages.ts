@@ -22,11 +22,13 @@ export type HostRecord =
       sent: number;
     };
 
-/** What a host sent with one call: the elements of the log's host line its conversation stands for (hostLine.ts), in order. */
+/** What a host sent with one call: the elements of the log's host line its conversation stands for (hostLine.ts), from `from` on. */
 export interface HostCallSent {
   turn: number;
   instructions: string | undefined;
   elements: readonly { readonly at: readonly number[] }[];
+  /** The first of `elements` the conversation stands for (those before are older than it). */
+  from: number;
   sent: number;
 }
 
@@ -48,8 +50,8 @@ export class HostMessages {
     }
     const seqs: [number, number][] = [];
     let run: [number, number] | undefined;
-    for (const element of call.elements)
-      for (const seq of element.at) {
+    for (let e = call.from; e < call.elements.length; e++)
+      for (const seq of call.elements[e]!.at) {
         if (run && run[0] + run[1] === seq) run[1]++;
         else seqs.push((run = [seq, 1]));
       }
