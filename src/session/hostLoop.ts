@@ -212,23 +212,38 @@ class Bridge implements LLM {
 
 /** A message list as instructions (its system messages) and the conversation, its pins apart. */
 function splitSystem(messages: readonly HostMessage[]): { instructions: string | undefined; conversation: HostConversation } {
-  const instructions = messages.flatMap((m) => (m.role === 'system' ? [m.content] : [])).join('\n\n') || undefined;
-  const conversation = instructions === undefined ? messages : messages.filter((m) => m.role !== 'system');
-  if (instructions !== undefined && messages.some((m) => m.role === 'system' && m.pinned))
+  const system: string[] = [];
+  let pinned = false;
+  // One pass and nothing built per message: a host hands over its whole conversation on every
+  // call. Its system messages most often open it: then the conversation is the rest, by offset.
+  let offset = 0;
+  let opening = true;
+  messages.forEach((m, i) => {
+    if (m.role !== 'system') return;
+    system.push(m.content);
+    pinned ||= m.pinned === true;
+    if (offset === i) offset++;
+    else opening = false;
+  });
+  const instructions = system.join('\n\n') || undefined;
+  // Without instructions the system messages (all empty) stay in the conversation.
+  const conversation = instructions === undefined || opening ? messages : messages.filter((m) => m.role !== 'system');
+  const from = instructions !== undefined && opening ? offset : 0;
+  if (instructions !== undefined && pinned)
     throw new TypeError(
       'a system message is marked pinned, but only a user message can be pinned (the instructions go with every request anyway)',
     );
   return {
     instructions,
     conversation: {
-      length: conversation.length,
+      length: conversation.length - from,
       at: (i) => {
-        const message = conversation[i]!;
+        const message = conversation[i + from]!;
         if (!('pinned' in message)) return message;
         const { pinned: _, ...plain } = message;
         return plain as ChatMessage;
       },
-      pinned: (i) => conversation[i]!.pinned === true,
+      pinned: (i) => conversation[i + from]!.pinned === true,
     },
   };
 }

@@ -127,4 +127,25 @@ describe('a host loop through HostLoop', () => {
         .map((m) => m.content),
     ).toEqual([RULES, TASK]);
   });
+
+  it('takes its system messages, wherever they are, as the instructions, and the rest in order', async () => {
+    const loop = await HostLoop.open({ model: 'gpt-4o', contextWindow: WINDOW, home: tempHome(), cwd: '/work/project', env: {}, now });
+    const messages: HostMessage[] = [
+      { role: 'system', content: 'Rule A.' },
+      { role: 'user', content: 'First question.' },
+      { role: 'assistant', content: 'First answer.' },
+      { role: 'system', content: 'Rule B.' },
+      { role: 'user', content: 'Second question.' },
+    ];
+    await expect(loop.prepare({ messages: messages.map((m, i) => (i === 3 ? { ...m, pinned: true } : m)), tools: [] })).rejects.toThrow(
+      /only a user message can be pinned/,
+    );
+    const call = await loop.prepare({ messages, tools: [] });
+    const [system, ...rest] = call.request.messages;
+    expect(system!.content).toContain('Rule A.\n\nRule B.');
+    expect(rest.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+    expect(rest.map((m) => m.content)).toEqual(['First question.', 'First answer.', expect.stringContaining('Second question.')]);
+    await call.answer({ message: { role: 'assistant', content: 'Second answer.' }, usage: null, finishReason: 'stop' });
+    await loop.close();
+  });
 });
