@@ -45,6 +45,13 @@ export interface HostConversation {
    * messages compared are converted). Without it, `at(index)` is read.
    */
   shape?(index: number): MessageShape;
+  /**
+   * The host's own message objects, `list[from + i]` standing for message i, when its loop
+   * keeps them from call to call and never changes one (a LangGraph state's messages): the
+   * messages a call begins with that the last call held too, the same objects in the same
+   * places, are not read again.
+   */
+  objects?: { readonly list: readonly object[]; readonly from: number };
 }
 
 /** One model call of a host's own loop: its instructions (its system messages), the conversation its loop holds, the tools it sends. */

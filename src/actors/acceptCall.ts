@@ -40,6 +40,8 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
   const { record, counter } = deps;
   // The same system prompt and tool list objects while they do not change, so the prompt base is kept.
   let statics: { key: string; systemPrompt: string; tools: readonly ToolSpec[] } | null = null;
+  // The last call's conversation folded, for a host that keeps its message objects (HostSpans.of).
+  let folded: HostSpans | null = null;
 
   return async ({ call, turn: current }) => {
     const { instructions, conversation } = call;
@@ -56,7 +58,9 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
 
     let turn = current;
     let opened: string | null = null;
-    const { from, branch, elements } = known(conversation, record.hostLine, deps.redact, call.whole === true);
+    const spans = HostSpans.of(conversation, deps.redact, folded);
+    folded = conversation.objects ? spans : null;
+    const { from, branch, elements } = known(conversation, spans, record.hostLine, call.whole === true);
     if (branch) {
       await record.appendBranch({ type: 'branch', turn, ...branch });
       // The active turn is the one the branch kept last, until the host's next message opens another.
@@ -152,9 +156,8 @@ interface Known {
  * only what is new). The last element both hold may have grown in the host's copy (the
  * results of workmem's tools that it ran): those are new too.
  */
-function known(host: HostConversation, line: HostLine, mask: Redact, whole: boolean): Known {
+function known(host: HostConversation, spans: HostSpans, line: HostLine, whole: boolean): Known {
   const n = line.length;
-  const spans = new HostSpans(host, mask);
   const h = spans.length;
   if (n === 0 || host.length === 0) return { from: 0, elements: h };
   const logKey = (i: number): string => line.elements[i]!.key;

@@ -120,6 +120,14 @@ export class HostLine {
   }
 }
 
+/** A host's conversation as HostSpans reads it (the machines' HostConversation). */
+interface FoldedConversation {
+  length: number;
+  at(index: number): ChatMessage;
+  shape?(index: number): MessageShape;
+  objects?: { readonly list: readonly object[]; readonly from: number };
+}
+
 /**
  * The host's side, folded by roles and tool names alone: an element's key is computed only
  * when it is compared (a host sends its whole conversation on every call; most of it is known).
@@ -129,20 +137,48 @@ export class HostSpans {
   private readonly starts: Int32Array;
   readonly length: number;
   private readonly keys: (string | undefined)[] = [];
+  /** How the next message would fold in, after the last. */
+  private readonly folder: Folder;
+  /** The host's objects for the messages folded (the conversation's `objects`), kept to know them on the next call. */
+  private readonly seen: object[] | null;
 
-  constructor(
-    private readonly conversation: { length: number; at(index: number): ChatMessage; shape?(index: number): MessageShape },
+  /**
+   * The conversation folded. A host that keeps its message objects (`objects`) and begins
+   * this call with every one `before` folded, unchanged, is folded on from there: a long
+   * conversation costs what its new messages cost.
+   */
+  static of(conversation: FoldedConversation, mask: Mask, before: HostSpans | null): HostSpans {
+    const objects = conversation.objects;
+    const seen = before?.seen;
+    if (!objects || !seen || seen.length > conversation.length) return new HostSpans(conversation, mask, null);
+    const { list, from } = objects;
+    for (let i = 0; i < seen.length; i++) if (list[from + i] !== seen[i]) return new HostSpans(conversation, mask, null);
+    return new HostSpans(conversation, mask, before);
+  }
+
+  private constructor(
+    private readonly conversation: FoldedConversation,
     private readonly mask: Mask,
+    before: HostSpans | null,
   ) {
-    const folder = new Folder();
     const shape = conversation.shape ? conversation.shape.bind(conversation) : (i: number) => shapeOf(conversation.at(i));
     const n = conversation.length;
     // One allocation, however long the conversation: it is folded on every call.
     this.starts = new Int32Array(n + 1);
     let count = 0;
-    for (let i = 0; i < n; i++) if (folder.step(shape(i), i > 0) === 'new' || i === 0) this.starts[count++] = i;
+    let i = 0;
+    if (before) {
+      this.starts.set(before.starts.subarray(0, before.length));
+      count = before.length;
+      i = before.seen!.length;
+    }
+    this.folder = before?.folder ?? new Folder();
+    for (; i < n; i++) if (this.folder.step(shape(i), i > 0) === 'new' || i === 0) this.starts[count++] = i;
     this.starts[count] = n;
     this.length = count;
+    const objects = conversation.objects;
+    this.seen = objects ? (before?.seen ?? []) : null;
+    if (objects) for (let j = this.seen!.length; j < n; j++) this.seen!.push(objects.list[objects.from + j]!);
   }
 
   /** The host indices of element i: [start, end). */

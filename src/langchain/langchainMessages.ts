@@ -31,6 +31,8 @@ export function conversationOf(
       at: (i) => (converted[i] ??= messageOf(messages[i]!)),
       pinned: (i) => isPinned(messages[i]!),
       shape: (i) => shapeOf(messages[i]!),
+      // The agent's state keeps its messages from call to call, the same objects.
+      objects: { list: messages, from: 0 },
     },
   };
 }
@@ -54,8 +56,9 @@ function shapeOf(message: BaseMessage): MessageShape {
     case 'tool':
       return { role: 'tool', toolCallId: (message as ToolMessage).tool_call_id };
     case 'ai': {
-      if (!AIMessage.isInstance(message) || !(message.tool_calls?.length || message.invalid_tool_calls?.length))
-        return PLAIN_SHAPES.assistant;
+      // Most answers call nothing: their calls are read before the (dearer) class check.
+      const { tool_calls, invalid_tool_calls } = message as AIMessage;
+      if (!(tool_calls?.length || invalid_tool_calls?.length) || !AIMessage.isInstance(message)) return PLAIN_SHAPES.assistant;
       const calls = [...(message.tool_calls ?? []), ...(message.invalid_tool_calls ?? [])].map((c) => ({
         id: c.id ?? '',
         name: c.name ?? '',

@@ -1,0 +1,73 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { HostSpans } from '../../src/history/hostLine.js';
+import type { ChatMessage } from '../../src/history/messages.js';
+
+/** A turn: a question, answers that call workmem's tools or the host's (each call answered), then a text answer. */
+const turn = fc.record({
+  question: fc.string({ maxLength: 8 }),
+  rounds: fc.array(fc.array(fc.constantFrom('write', 'compact_history', 'lookup', 'search'), { minLength: 1, maxLength: 3 }), {
+    maxLength: 3,
+  }),
+  answer: fc.string({ maxLength: 8 }),
+});
+
+let ids = 0;
+function conversationOf(turns: { question: string; rounds: string[][]; answer: string }[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  for (const t of turns) {
+    out.push({ role: 'user', content: t.question });
+    for (const round of t.rounds) {
+      const calls = round.map((name) => ({ id: `c${ids++}`, type: 'function' as const, function: { name, arguments: '{}' } }));
+      out.push({ role: 'assistant', content: null, tool_calls: calls });
+      for (const c of calls) out.push({ role: 'tool', tool_call_id: c.id, content: `done ${c.id}` });
+    }
+    out.push({ role: 'assistant', content: t.answer });
+  }
+  return out;
+}
+
+/** The first `n` messages as a host that keeps its message objects hands them over. */
+const view = (messages: ChatMessage[], n: number) => ({
+  length: n,
+  at: (i: number) => messages[i]!,
+  objects: { list: messages, from: 0 },
+});
+
+/** Elements as [start, end, key]. */
+const elementsOf = (spans: HostSpans) => Array.from({ length: spans.length }, (_, i) => [spans.start(i), spans.end(i), spans.key(i)]);
+const mask = (text: string) => text;
+
+describe("a host's conversation folded", () => {
+  it('call after call from the last fold is the conversation folded whole', () => {
+    fc.assert(
+      fc.property(fc.array(turn, { minLength: 1, maxLength: 12 }), fc.array(fc.nat(), { minLength: 1, maxLength: 6 }), (turns, cuts) => {
+        const messages = conversationOf(turns);
+        let before: HostSpans | null = null;
+        const ends = [...cuts.map((c) => c % (messages.length + 1)).sort((a, b) => a - b), messages.length];
+        for (const n of ends) {
+          const spans: HostSpans = HostSpans.of(view(messages, n), mask, before);
+          expect(elementsOf(spans)).toEqual(elementsOf(HostSpans.of(view(messages, n), mask, null)));
+          before = spans;
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('is folded again from the start when a message it held is another object, or the conversation is shorter', () => {
+    const messages = conversationOf([
+      { question: 'a', rounds: [['write']], answer: 'A' },
+      { question: 'b', rounds: [['lookup', 'write']], answer: 'B' },
+    ]);
+    const first = HostSpans.of(view(messages, messages.length), mask, null);
+    // The host regenerated its second question: another object, another text.
+    const edited = messages.map((m, i) => (i === 4 ? { role: 'user' as const, content: 'b, again' } : m));
+    const again = HostSpans.of(view(edited, edited.length), mask, first);
+    expect(elementsOf(again)).toEqual(elementsOf(HostSpans.of(view(edited, edited.length), mask, null)));
+    expect(again.key(2)).not.toBe(HostSpans.of(view(messages, messages.length), mask, null).key(2));
+    // A shorter conversation (the host dropped messages).
+    const shorter = HostSpans.of(view(messages, 3), mask, again);
+    expect(elementsOf(shorter)).toEqual(elementsOf(HostSpans.of(view(messages, 3), mask, null)));
+  });
+});
