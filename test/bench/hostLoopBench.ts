@@ -27,7 +27,7 @@ import { HostLoop } from '../../src/session/hostLoop.js';
 import { createSession, openSession } from '../../src/session/index.js';
 import { loadTokenCounter } from '../../src/tokens/tokens.js';
 import { LONG_HISTORY_ARCHIVE, longHistoryEntries, zeroLatencyModel, type Scale } from './benchmarks.js';
-import { median, now, p99, type Row } from './harness.js';
+import { emptyYoungGeneration, median, now, p99, type Row } from './harness.js';
 
 const ANSWER = 'Noted, thank you.';
 
@@ -164,15 +164,9 @@ export async function hostLoopOverhead(scale: Scale): Promise<Row[]> {
   return rows;
 }
 
-const collect = (globalThis as { gc?: (options: { type: 'minor' }) => void }).gc;
-
-/**
- * How long `run` takes, in ms, from an empty young generation (with --expose-gc: a
- * collection before it, not timed), so that the garbage a 10k-message call leaves is not
- * paid by whichever call runs next; a call pays the collections its own garbage causes.
- */
+/** How long `run` takes, in ms, from an empty young generation (a 10k-message call's garbage is not the next call's to pay). */
 async function timed(run: () => Promise<unknown>): Promise<number> {
-  collect?.({ type: 'minor' });
+  emptyYoungGeneration();
   const t = now();
   await run();
   return now() - t;

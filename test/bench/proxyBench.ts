@@ -7,7 +7,8 @@
  * closed per request (what the proxy pays with --keep-open 0) is measured beside it. The proxy is the built CLI in
  * a process of its own, as it runs (in this process its disk waits would hold up the client's
  * reading); the client is the `openai` package, streaming, sending its whole conversation each
- * time as agents do. Traces are on for all, as by default. The target is on what the proxy
+ * time as agents do. Traces are on for all, as by default. Each timed call starts from an
+ * empty young generation in this process (the proxy's own collections are its own). The target is on what the proxy
  * adds to an agent's request beyond Session's own work: the proxy's time less the kept
  * Session's, less what the client pays to send its conversation to any endpoint (which it
  * pays talking to its model directly too), request by request.
@@ -24,7 +25,7 @@ import { openSession, type Session } from '../../src/session/index.js';
 import { startTestServer } from '../../src/testing/index.js';
 import { longSession } from './hostLoopBench.js';
 import type { Scale } from './benchmarks.js';
-import { median, now, p99, type Row } from './harness.js';
+import { emptyYoungGeneration, median, now, p99, type Row } from './harness.js';
 import { builtFile } from '../reliability/built.js';
 
 const ANSWER = 'Noted, thank you.';
@@ -63,8 +64,10 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
     const t = { kept: [[], []], reopened: [[], []], proxy: [[], []], sending: [[], []] } as Record<string, [number[], number[]]>;
     for (let i = 0; i < warmup + samples; i++) {
       const question = `Question ${i}: what changed since the last request?`;
+      emptyYoungGeneration();
       const keptMs = await timedPrompt(open, question, now());
 
+      emptyYoungGeneration();
       let started = now();
       const session = await openSession(reopened.id, { llm: llm(), ...common });
       const reopenedMs = await timedPrompt(session, question, started);
@@ -72,6 +75,7 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
       reopenedMs[1] = now() - started;
 
       held.push({ role: 'user', content: question });
+      emptyYoungGeneration();
       started = now();
       let first = NaN;
       let text = '';
@@ -83,6 +87,7 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
       }
       const proxyMs = [first, now() - started];
       // The same whole conversation to an endpoint that only reads it: what the client pays to send it anywhere.
+      emptyYoungGeneration();
       started = now();
       const sent = await direct.chat.completions.create({ model: 'gpt-4o', messages: held, stream: true });
       let sendingFirst = NaN;
