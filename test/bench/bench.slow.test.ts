@@ -29,8 +29,13 @@ function wellFormed(rows: Row[]): void {
 
 describe('benchmarks (smoke sizes)', () => {
   it('allocation per request and the LangGraph.js peer run and report', async () => {
-    const allocated = allocation([100], 3, 10);
+    const allocated = allocation([100], 3, 10, { warmup: 3, samples: 10 });
     wellFormed(allocated);
+    expect(allocated.map((r) => r.metric)).toEqual([
+      'Allocated per request',
+      'Kept by scavenges per request',
+      'Kept by scavenges per request, V8 pretenuring off',
+    ]);
     expect(allocated[0]!.median).toBeGreaterThan(10); // KB: a request allocates something
     const peer = await peerRows([100]);
     wellFormed(peer);
