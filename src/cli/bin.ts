@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 /** The `workmem` executable: runs the command line with the process's streams (main.ts has no side effects, for tests). */
+// Before anything else loads: V8's settings for workmem's own processes.
+import './engineFlags.js';
 import { describeError, runCli } from './main.js';
 import { hideDatabaseUrl } from './processTitle.js';
 

@@ -5,7 +5,17 @@
  * where a target was missed.
  */
 import { describe, expect, it } from 'vitest';
-import { cliStart, itemMemory, orchestrationOverhead, resume, SMOKE, throughput, tokenEfficiency, traceCost } from './benchmarks.js';
+import {
+  cliStart,
+  itemMemory,
+  orchestrationAsTheCliRuns,
+  orchestrationOverhead,
+  resume,
+  SMOKE,
+  throughput,
+  tokenEfficiency,
+  traceCost,
+} from './benchmarks.js';
 import { median, p99, quantile, table, type Row } from './harness.js';
 import { cacheEconomics } from './cacheEconomics.js';
 import { hostLoopOverhead } from './hostLoopBench.js';
@@ -76,6 +86,9 @@ describe('benchmarks (smoke sizes)', () => {
     ]);
     // The log's durability is counted per turn: two syncs on disk, none on tmpfs' log either (the same calls, a cheap fs).
     for (const row of overhead.slice(0, 4)) expect(row.note).toMatch(/^\(2\.00 syncs per turn/);
+    const asTheCli = orchestrationAsTheCliRuns(SMOKE);
+    wellFormed(asTheCli);
+    expect(asTheCli.map((r) => r.case)).toEqual(['400 messages in the log, tmpfs', '400 messages in the log, disk']);
     const resumed = await resume(SMOKE);
     wellFormed(resumed);
     expect(resumed.map((r) => r.metric)).toEqual(['Resume (openSession → first prompt built)', 'Resume, from a new process']);

@@ -207,6 +207,21 @@ export async function orchestrationOverhead(scale: Scale): Promise<Row[]> {
   return rows;
 }
 
+/**
+ * 1b. The same at the largest size, in a child run as workmem's own processes run (the
+ * CLI's and `workmem serve`'s V8 settings: src/cli/engineFlags.ts).
+ */
+export function orchestrationAsTheCliRuns(scale: Scale): Row[] {
+  const largest = { ...scale, sizes: [scale.sizes.at(-1)!] };
+  const run = spawnSync(process.execPath, ['--expose-gc', built('test/bench/orchestrationChild.js'), JSON.stringify(largest)], {
+    encoding: 'utf8',
+  });
+  if (run.status !== 0) throw new Error(`the orchestration child failed:\n${run.stderr}`);
+  return (JSON.parse(run.stdout) as Row[])
+    .filter((row) => row.metric === 'Orchestration overhead per request')
+    .map((row) => ({ ...row, metric: 'Orchestration overhead per request, as the CLI and workmem serve run (V8 pretenuring off)' }));
+}
+
 /** 2. openSession to the first prompt built. */
 export async function resume(scale: Scale): Promise<Row[]> {
   const counter = await loadTokenCounter('gpt-4o');

@@ -5,7 +5,16 @@
  * is `npm run bench:postgres`.
  */
 import { allocation } from './allocation.js';
-import { cliStart, FULL, itemMemory, orchestrationOverhead, resume, throughput, traceCost } from './benchmarks.js';
+import {
+  cliStart,
+  FULL,
+  itemMemory,
+  orchestrationAsTheCliRuns,
+  orchestrationOverhead,
+  resume,
+  throughput,
+  traceCost,
+} from './benchmarks.js';
 import { runBench } from './harness.js';
 import { hostLoopOverhead } from './hostLoopBench.js';
 import { peerRows } from './peerRows.js';
@@ -15,6 +24,7 @@ await runBench(
   'npm run bench',
   [
     ['orchestration overhead', () => orchestrationOverhead(FULL)],
+    ['orchestration overhead, as the CLI runs', () => orchestrationAsTheCliRuns(FULL)],
     ['allocation', () => allocation(FULL.sizes, 50, 300)],
     ['host loop and middleware', () => hostLoopOverhead({ ...FULL, warmup: 30, samples: 200 })],
     ['proxy overhead (workmem serve)', () => proxyOverhead(FULL)],
