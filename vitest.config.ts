@@ -26,8 +26,8 @@ export default defineConfig({
     // A passing run prints only the reporter: a test that prints (or raises a process warning) fails the run.
     reporters: ['default', './test/project/quietReporter.ts'],
     setupFiles: ['./test/project/warningsAsLogs.ts', './test/project/tempHomeCleanup.ts'],
-    // One PostgreSQL for the run (or one line saying the Postgres tests are skipped).
-    globalSetup: ['test/storage/runPostgres.ts'],
+    // Temporary files on a tmpfs; one PostgreSQL for the run (or one line saying the Postgres tests are skipped).
+    globalSetup: ['test/project/tmpfsTemp.ts', 'test/storage/runPostgres.ts'],
     projects: [
       {
         extends: true,
