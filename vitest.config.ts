@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
  * fast (npm run test:unit); `*.slow.test.ts` walks paths, properties or long sessions;
  * `*.process.test.ts` spawns the built CLI; `*.tmux.test.ts` drives it in a terminal;
  * `*.browser.test.ts` drives headless Chromium; `*.pg.test.ts` needs PostgreSQL; the pack
- * test installs the packed package and runs last, alone. `vitest --project <name>` picks one.
+ * test installs the packed package. `vitest --project <name>` picks one.
  */
 const KINDS = ['slow', 'process', 'tmux', 'browser', 'pg'] as const;
 const PACK = 'test/project/pack.test.ts';
@@ -43,8 +43,9 @@ export default defineConfig({
         },
       },
       ...KINDS.map((k) => kind(k)),
-      // The pack test installs from the registry and spawns CLIs: it runs after every other file, alone.
-      { extends: true, test: { name: 'pack', include: [PACK], sequence: { groupOrder: 1 } } },
+      // The pack test installs from the registry and spawns CLIs. It runs beside the others (projects
+      // start in name order, so early): most of its time is spent waiting on npm and its children.
+      { extends: true, test: { name: 'pack', include: [PACK], sequence: { groupOrder: 0 } } },
     ],
   },
 });
