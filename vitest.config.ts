@@ -9,9 +9,12 @@ import { defineConfig } from 'vitest/config';
  */
 const KINDS = ['slow', 'process', 'tmux', 'browser', 'pg'] as const;
 const PACK = 'test/project/pack.test.ts';
-const kind = (name: (typeof KINDS)[number], order = 0) => ({
+// The in-process kinds share a module cache per worker too (see the unit project); the
+// others spend their time in the children, browsers and terminals they start.
+const SHARED_MODULES: readonly string[] = ['slow', 'pg'];
+const kind = (name: (typeof KINDS)[number]) => ({
   extends: true as const,
-  test: { name, include: [`test/**/*.${name}.test.ts`], sequence: { groupOrder: order } },
+  test: { name, include: [`test/**/*.${name}.test.ts`], isolate: !SHARED_MODULES.includes(name), sequence: { groupOrder: 0 } },
 });
 
 export default defineConfig({
