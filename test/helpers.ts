@@ -3,11 +3,10 @@
  * model, event collection, reading the log, and an independent token count of a
  * request (gpt-tokenizer's own whole-request formula, not our per-message sums).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { countChatCompletionTokens } from 'gpt-tokenizer/model/gpt-4o';
-import { afterAll, afterEach } from 'vitest';
+import { afterEach } from 'vitest';
 import { fromPromise } from 'xstate';
 import type { MemoryStoreInput } from '../machines/turnTypes.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
@@ -15,13 +14,9 @@ import { memoryHealth } from '../src/memory/memoryTemplate.js';
 import type { WorkmemEvent } from '../src/events.js';
 import type { LLMRequest } from '../src/llm/llm.js';
 import type { LogEntry } from '../src/storage/messageLog.js';
+import { tempHome } from './tempHomes.js';
 import { createSession, type Session, type SessionOptions } from '../src/session/index.js';
 import { protocolFollower, startTestServer, type Policy, type TestServer, type TestServerOptions } from '../src/testing/index.js';
-
-const homes: string[] = [];
-afterAll(() => {
-  for (const home of homes) rmSync(home, { recursive: true, force: true });
-});
 
 /** `const serve = testServers();` in a file: local test servers, each closed after its test. */
 export function testServers(): (policy: Policy, options?: Omit<TestServerOptions, 'policy'>) => Promise<TestServer> {
@@ -42,11 +37,7 @@ export async function cliServerEnv(): Promise<{ server: TestServer; env: NodeJS.
   return { server, env: { WORKMEM_HOME: tempHome(), OPENAI_BASE_URL: server.baseURL, WORKMEM_MODEL: 'workmem-test' } };
 }
 
-export function tempHome(): string {
-  const home = mkdtempSync(join(tmpdir(), 'workmem-test-'));
-  homes.push(home);
-  return home;
-}
+export { tempHome };
 
 export async function newSession(options: Omit<SessionOptions, 'home'> & { home?: string }): Promise<Session> {
   return createSession({ cwd: '/work/project', env: {}, ...options, home: options.home ?? tempHome() });

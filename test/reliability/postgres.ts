@@ -18,7 +18,7 @@ import { createSession, openSession } from '../../src/session/index.js';
 import { postgresStore } from '../../src/storage/postgres/postgresStore.js';
 import { SessionInUseError } from '../../src/storage/storeErrors.js';
 import { startTestServer } from '../../src/testing/index.js';
-import { postgresBin, startPostgres } from '../storage/postgresServer.js';
+import { postgresBin, startPostgres, type PostgresServer } from '../storage/postgresServer.js';
 import { historyProblems } from './checks.js';
 import { sha } from './hash.js';
 import {
@@ -71,14 +71,15 @@ export const postgresSection = {
 const LEASE_MS = 1_000;
 const RENEW_MS = 300;
 
-export async function postgresCases(scale: PostgresScale, seed = 1): Promise<FamilyResult> {
+/** `given`: a server the caller started for the matrix (startPostgres), kept running; by default one of its own. */
+export async function postgresCases(scale: PostgresScale, seed = 1, given?: PostgresServer): Promise<FamilyResult> {
   const tally = new Tally('PostgreSQL');
   const bin = postgresBin();
   if (!bin) {
     return { rows: [], failures: [], figures: ['PostgreSQL is not installed here: the Postgres fault matrix did not run'] };
   }
-  // A server of our own: the restart case stops it.
-  const server = await startPostgres(bin);
+  // A server of our own (not one other tests share): the restart case stops it.
+  const server = given ?? (await startPostgres(bin));
   const model = await startTestServer({ policy: taggedPolicy, chunkDelayMs: 1 });
   const home = mkdtempSync(join(tmpdir(), 'workmem-pgfaults-'));
   const run: PgRun = { server, model, home, tally, figures: [], seed };
@@ -105,7 +106,7 @@ export async function postgresCases(scale: PostgresScale, seed = 1): Promise<Fam
     }
   } finally {
     await model.close();
-    await server.stop();
+    if (!given) await server.stop();
     rmSync(home, { recursive: true, force: true });
   }
   return tally.result(run.figures);

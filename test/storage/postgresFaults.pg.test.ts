@@ -1,11 +1,11 @@
 /**
  * A fast subset of the Postgres fault matrix of `npm run reliability` (docs/reliability.md
- * has it at full size), against a real PostgreSQL started for each case (the restart case
- * stops it, so it is never a shared one): instances killed and stopped mid-turn, the
+ * has it at full size), against real PostgreSQL servers of its own, never the run's (the
+ * restart case stops its server): instances killed and stopped mid-turn, the
  * server restarted mid-turn, the pool exhausted, instances racing for one session.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import { postgresStore } from '../../src/storage/postgres/postgresStore.js';
 import { newSession, tempHome } from '../helpers.js';
@@ -14,11 +14,20 @@ import { postgresCases, type PostgresScale } from '../reliability/postgres.js';
 import type { FamilyResult } from '../reliability/report.js';
 import { metaFor } from './contract.js';
 import { observedPool } from './observedPool.js';
-import { postgresBin, usePostgres } from './postgresServer.js';
+import { postgresBin, startPostgres, usePostgres, type PostgresServer } from './postgresServer.js';
 
-// The matrix's cases start servers of their own (initdb), even when the run was given one.
+// The matrix's cases run on servers of their own (initdb), even when the run was given one:
+// the restart case starts one to stop, the others share one started for this file.
 const available = postgresBin() !== null;
-// The in-process cases share one server (the matrix's cases start their own: one restarts it).
+let matrixServer: PostgresServer | null = null;
+beforeAll(async () => {
+  if (available) matrixServer = await startPostgres(postgresBin()!);
+}, 120_000);
+afterAll(async () => {
+  await matrixServer?.stop();
+});
+const onMatrixServer = (scale: PostgresScale): Promise<FamilyResult> => postgresCases(scale, 5, matrixServer!);
+// The in-process cases share the run's server.
 const shared = usePostgres('fault');
 
 const NONE: PostgresScale = { kills: 0, stops: 0, restarts: 0, races: 0, poolSessions: 0 };
@@ -37,7 +46,7 @@ describe.skipIf(!available)('the Postgres fault matrix (fast subset)', () => {
     'SIGKILL mid-turn: refused naming the dead holder until its lease ends, then taken over, nothing acknowledged lost',
     { timeout: 120_000 },
     async () => {
-      expectAllSurvived(await postgresCases({ ...NONE, kills: 3 }, 5), 3);
+      expectAllSurvived(await onMatrixServer({ ...NONE, kills: 3 }), 3);
     },
   );
 
@@ -45,7 +54,7 @@ describe.skipIf(!available)('the Postgres fault matrix (fast subset)', () => {
     'SIGSTOP past the lease, also inside a memory-file write: another instance takes over, the late writes are refused, nothing interleaved',
     { timeout: 180_000 },
     async () => {
-      const result = await postgresCases({ ...NONE, stops: 2 }, 5);
+      const result = await onMatrixServer({ ...NONE, stops: 2 });
       expectAllSurvived(result, 2);
       expect(result.figures?.join('\n')).toMatch(/late writes refused by the fence in 2; 0 interleaved entries/);
     },
@@ -56,11 +65,11 @@ describe.skipIf(!available)('the Postgres fault matrix (fast subset)', () => {
   });
 
   it('the pool exhausted: many sessions on 3 connections finish; a held pool fails clearly, or waits', { timeout: 120_000 }, async () => {
-    expectAllSurvived(await postgresCases({ ...NONE, poolSessions: 8 }, 5), 3);
+    expectAllSurvived(await onMatrixServer({ ...NONE, poolSessions: 8 }), 3);
   });
 
   it('4 instances race to create, open and take over one session: exactly one wins each time', { timeout: 120_000 }, async () => {
-    expectAllSurvived(await postgresCases({ ...NONE, races: 6 }, 5), 6);
+    expectAllSurvived(await onMatrixServer({ ...NONE, races: 6 }), 6);
   });
 
   it.skipIf(!shared.available)(

@@ -125,9 +125,10 @@ export function postgresAvailable(): boolean {
 }
 
 /**
- * A file's PostgreSQL (`what` names its tests in errors): started before its tests and
- * stopped after them. `available` is false when there is no server to be had; the run's
- * global setup (postgresNotice.ts) then says once that the Postgres tests are skipped.
+ * A file's PostgreSQL (`what` names its tests in errors): the run's (the global setup,
+ * runPostgres.ts, names it in the environment), else one started before the file's tests
+ * and stopped after them. `available` is false when there is no server to be had; the run's
+ * global setup (runPostgres.ts) then says once that the Postgres tests are skipped.
  */
 export function usePostgres(what: string): { available: boolean; server: () => PostgresServer } {
   const available = postgresAvailable();

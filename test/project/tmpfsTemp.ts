@@ -1,0 +1,34 @@
+/**
+ * vitest's global setup: the run's temporary files (session homes, PostgreSQL clusters, the
+ * pack test's project) go to a folder of their own on a tmpfs (/dev/shm) when there is one
+ * and TMPDIR does not say otherwise. Every session write ends in fdatasync; on a disk shared
+ * with other work that wait was seconds per file, on a tmpfs it returns at once, and the code
+ * that calls it runs the same. The folder, and whatever a test left in it, goes at the end.
+ */
+import { accessSync, chmodSync, constants, mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { join } from 'node:path';
+
+const TMPFS = 0x01021994; // statfs(2)'s TMPFS_MAGIC
+const SHM = '/dev/shm';
+
+function onTmpfs(dir: string): boolean {
+  try {
+    accessSync(dir, constants.W_OK);
+    return statfsSync(dir).type === TMPFS;
+  } catch {
+    return false;
+  }
+}
+
+export default function setup(): (() => void) | void {
+  if (process.env.TMPDIR || !onTmpfs(SHM)) return;
+  const dir = mkdtempSync(join(SHM, 'workmem-tests-'));
+  // Others may pass through, as the postgres user must to reach the cluster a test starts in it.
+  chmodSync(dir, 0o711);
+  // The workers and every child they start inherit it: the workers start after the global setup.
+  process.env.TMPDIR = dir;
+  return () => {
+    delete process.env.TMPDIR;
+    rmSync(dir, { recursive: true, force: true });
+  };
+}
