@@ -1,7 +1,7 @@
 /**
  * vitest's global setup: the run's temporary files (session homes, PostgreSQL clusters, the
  * pack test's project) go to a folder of their own on a tmpfs (/dev/shm) when there is one
- * and TMPDIR does not say otherwise. Every session write ends in fdatasync; on a disk shared
+ * with room for them and TMPDIR does not say otherwise. Every session write ends in fdatasync; on a disk shared
  * with other work that wait was seconds per file, on a tmpfs it returns at once, and the code
  * that calls it runs the same. The folder, and whatever a test left in it, goes at the end.
  */
@@ -10,11 +10,14 @@ import { join } from 'node:path';
 
 const TMPFS = 0x01021994; // statfs(2)'s TMPFS_MAGIC
 const SHM = '/dev/shm';
+/** What a whole run may write there (the pack test installs a project): a container's small /dev/shm is passed over. */
+const NEEDED_BYTES = 2 * 1024 ** 3;
 
 function onTmpfs(dir: string): boolean {
   try {
     accessSync(dir, constants.W_OK);
-    return statfsSync(dir).type === TMPFS;
+    const fs = statfsSync(dir);
+    return fs.type === TMPFS && fs.bavail * fs.bsize >= NEEDED_BYTES;
   } catch {
     return false;
   }
