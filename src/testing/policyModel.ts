@@ -3,7 +3,7 @@
  * For fast tests and benchmarks; usage is counted from the request like the test server.
  */
 import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse } from '../llm/llm.js';
-import type { AssistantMessage } from '../history/messages.js';
+import type { AssistantMessage, ChatMessage } from '../history/messages.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { ChatRequest, Policy } from './wire.js';
 
@@ -15,8 +15,22 @@ export interface PolicyModelOptions {
   counter?: TokenCounter;
 }
 
+/** The counter, its messages counted once each: a request carries the same history messages call after call. */
+function countingOnce(counter: TokenCounter): TokenCounter {
+  const counted = new WeakMap<ChatMessage, number>();
+  return {
+    ...counter,
+    message(message) {
+      let n = counted.get(message);
+      if (n === undefined) counted.set(message, (n = counter.message(message)));
+      return n;
+    },
+  };
+}
+
 export function policyModel(policy: Policy, options: PolicyModelOptions = {}): LLM & { readonly requests: number } {
   let index = 0;
+  const counter = options.counter && countingOnce(options.counter);
   return {
     model: options.model ?? 'policy',
     contextWindow: options.contextWindow ?? 128_000,
@@ -44,7 +58,6 @@ export function policyModel(policy: Policy, options: PolicyModelOptions = {}): L
         }));
       }
       if (message.content) call.onText(message.content);
-      const counter = options.counter;
       const usage = counter
         ? { promptTokens: counter.request(request.messages, request.tools), completionTokens: counter.text(message.content ?? '') }
         : null;
