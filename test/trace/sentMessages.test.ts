@@ -27,22 +27,28 @@ function request(sent: SentMessages, items: Item[], turn: number) {
   );
 }
 
+/** 200 turns whose every request carries the whole history so far; the messages' WeakRefs in `archived`. */
+async function traceEarly(sent: SentMessages, archived: WeakRef<ChatMessage>[]): Promise<number> {
+  const early: Item[] = [];
+  let seq = 0;
+  for (let t = 1; t <= 200; t++) {
+    const message: ChatMessage = { role: 'user', content: `message ${t} ${'x'.repeat(2000)}` };
+    archived.push(new WeakRef(message));
+    early.push({ seq: ++seq, turn: t, tokens: 500, message });
+    const records = request(sent, early, t);
+    // Only the new message's body is traced; those before it were traced by earlier requests.
+    expect(records.filter((r) => r.k === 'message').map((r) => (r as { seq: number }).seq)).toEqual([seq]);
+  }
+  return seq;
+}
+
 describe('the trace of what requests sent', () => {
   it('lets go of the messages a compaction archived, and traces each message in the history once', async () => {
     const sent = new SentMessages();
     const archived: WeakRef<ChatMessage>[] = [];
-    let seq = 0;
-    (() => {
-      const early: Item[] = [];
-      for (let t = 1; t <= 200; t++) {
-        const message: ChatMessage = { role: 'user', content: `message ${t} ${'x'.repeat(2000)}` };
-        archived.push(new WeakRef(message));
-        early.push({ seq: ++seq, turn: t, tokens: 500, message });
-        const records = request(sent, early, t);
-        // Only the new message's body is traced; those before it were traced by earlier requests.
-        expect(records.filter((r) => r.k === 'message').map((r) => (r as { seq: number }).seq)).toEqual([seq]);
-      }
-    })();
+    // In an async function of its own: once it has returned, nothing of its frame holds the early messages
+    // (a closure called inline may be compiled into this test's frame, which lives across the awaits below).
+    let seq = await traceEarly(sent, archived);
     // A compaction: the history is now a summary and what follows it.
     const later: Item[] = [{ seq: ++seq, turn: 200, tokens: 50, message: { role: 'user', content: 'Summary of turns 1–200.' } }];
     for (let t = 201; t <= 210; t++) {
