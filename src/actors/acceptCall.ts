@@ -58,7 +58,10 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
 
     let turn = current;
     let opened: string | null = null;
-    const spans = HostSpans.of(conversation, deps.redact, folded);
+    // The last fold is taken over (HostSpans.of goes on with it): one that throws part-way is never resumed.
+    const before = folded;
+    folded = null;
+    const spans = HostSpans.of(conversation, deps.redact, before);
     folded = conversation.objects ? spans : null;
     const { from, branch, elements } = known(conversation, spans, record.hostLine, call.whole === true);
     if (branch) {

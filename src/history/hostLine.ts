@@ -145,7 +145,8 @@ export class HostSpans {
   /**
    * The conversation folded. A host that keeps its message objects (`objects`) and begins
    * this call with every one `before` folded, unchanged, is folded on from there: a long
-   * conversation costs what its new messages cost.
+   * conversation costs what its new messages cost. `before` is taken over (its fold goes on
+   * in the new one): it is not to be used again.
    */
   static of(conversation: FoldedConversation, mask: Mask, before: HostSpans | null): HostSpans {
     const objects = conversation.objects;

@@ -121,7 +121,9 @@ function checkText(content: unknown, where: string, allowNull = false): void {
 /** A checked content's text: its parts joined. */
 function textOf(content: unknown): string | null {
   if (typeof content === 'string' || content === null || content === undefined) return (content as string | undefined) ?? null;
-  return (content as { text?: string; refusal?: string }[]).map((p) => p.text ?? p.refusal).join('\n');
+  return (content as { type: 'text' | 'refusal'; text?: string; refusal?: string }[])
+    .map((p) => (p.type === 'text' ? p.text : p.refusal))
+    .join('\n');
 }
 
 /** Checks a wire message: its role as workmem names it. */

@@ -221,7 +221,7 @@ function splitSystem(messages: readonly HostMessage[]): { instructions: string |
   messages.forEach((m, i) => {
     if (m.role !== 'system') return;
     system.push(m.content);
-    pinned ||= m.pinned === true;
+    if (m.pinned) pinned = true;
     if (offset === i) offset++;
     else opening = false;
   });

@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { ToolCall } from '../../src/history/messages.js';
+import type { AssistantMessage, ChatMessage, ToolCall } from '../../src/history/messages.js';
+import { shapeOf } from '../../src/history/hostLine.js';
 import type { LLMRequest } from '../../src/llm/llm.js';
 import { HostLoop, type HostMessage } from '../../src/session/hostLoop.js';
 import { defineTool } from '../../src/tools/tool.js';
@@ -146,6 +147,40 @@ describe('a host loop through HostLoop', () => {
     expect(rest.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
     expect(rest.map((m) => m.content)).toEqual(['First question.', 'First answer.', expect.stringContaining('Second question.')]);
     await call.answer({ message: { role: 'assistant', content: 'Second answer.' }, usage: null, finishReason: 'stop' });
+    await loop.close();
+  });
+
+  it('folds a call again from scratch after a call whose conversation could not be read, however many objects it shares', async () => {
+    const loop = await HostLoop.open({ model: 'gpt-4o', contextWindow: WINDOW, home: tempHome(), cwd: '/work/project', env: {}, now });
+    const list: ChatMessage[] = [{ role: 'user', content: 'hello' }];
+    /** The host's conversation, its own objects; reading the message at `refused` fails, as a message of a kind workmem cannot take does. */
+    const conversation = (length: number, refused = -1) => ({
+      instructions: undefined,
+      tools: [],
+      conversation: {
+        length,
+        at: (i: number) => list[i]!,
+        shape: (i: number) => {
+          if (i === refused) throw new TypeError('a function message has no place in a chat history');
+          return shapeOf(list[i]!);
+        },
+        objects: { list, from: 0 },
+      },
+    });
+    const first = await loop.prepare(conversation(1));
+    const reading: ChatMessage = {
+      role: 'assistant',
+      content: 'Reading.',
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{"path":"overview.md"}' } }],
+    };
+    await first.answer({ message: reading as AssistantMessage, usage: null, finishReason: 'tool_calls' });
+    const [result] = await loop.runTools(reading.role === 'assistant' ? reading.tool_calls! : []);
+    list.push(reading, { role: 'tool', tool_call_id: 'c1', content: result!.content }, { role: 'user', content: 'refused' });
+    await expect(loop.prepare(conversation(4, 3))).rejects.toThrow(/no place in a chat history/);
+    const again = await loop.prepare(conversation(3));
+    // The log holds the question once: nothing of the conversation was taken for new.
+    expect(again.request.messages.filter((m) => m.role === 'user' && m.content.startsWith('hello'))).toHaveLength(1);
+    await again.answer({ message: { role: 'assistant', content: 'Done.' }, usage: null, finishReason: 'stop' });
     await loop.close();
   });
 });
