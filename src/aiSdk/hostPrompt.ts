@@ -14,6 +14,7 @@ import type { HostConversation } from '../../machines/sessionMachine.js';
 import { PLAIN_SHAPES, type ChatMessage, type MessageShape, type ToolCall } from '../history/messages.js';
 import type { LLMResponse } from '../llm/llm.js';
 import type { ToolSpec } from '../tools/tool.js';
+import { keptPositions } from '../history/keptPositions.js';
 import { PartAssembler } from './partAssembler.js';
 
 /**
@@ -23,25 +24,23 @@ import { PartAssembler } from './partAssembler.js';
  * say `workmem: { pinned: true }` is pinned (a user message only).
  */
 export function conversationOf(prompt: LanguageModelV3Prompt): { instructions: string | undefined; conversation: HostConversation } {
-  const system: string[] = [];
-  // Most prompts open with their system messages and hold one result per tool message: then
-  // conversation index i is prompt message i + offset, and nothing is built per message.
-  let offset = 0;
-  let simple = true;
-  for (let i = 0; i < prompt.length; i++) {
-    const message = prompt[i]!;
+  const system: number[] = [];
+  // A tool message most often holds one result: then each message other than the system ones
+  // is one conversation message, read by position (keptPositions); else results are listed.
+  let oneResultEach = true;
+  prompt.forEach((message, i) => {
     if (message.role === 'system') {
       if (isPinned(message)) throw new TypeError('a system message is marked pinned, but only a user message can be pinned');
-      system.push(message.content);
-      if (offset === i) offset++;
-      else simple = false;
-    } else if (message.role === 'tool' && (message.content.length !== 1 || message.content[0]!.type !== 'tool-result')) simple = false;
-  }
+      system.push(i);
+    } else if (message.role === 'tool' && (message.content.length !== 1 || message.content[0]!.type !== 'tool-result'))
+      oneResultEach = false;
+  });
   // Where each conversation message is: the prompt's message, and for a tool message its part.
-  let at: (i: number) => number = (i) => i + offset;
+  let at: (i: number) => number;
   let part: (i: number) => number = () => 0;
-  let length = prompt.length - offset;
-  if (!simple) {
+  let length: number;
+  if (oneResultEach) ({ length, at } = keptPositions(prompt.length, system));
+  else {
     const messages: number[] = [];
     const parts: number[] = [];
     prompt.forEach((message, i) => {
@@ -57,7 +56,7 @@ export function conversationOf(prompt: LanguageModelV3Prompt): { instructions: s
   }
   const converted: ChatMessage[] = [];
   return {
-    instructions: system.length ? system.join('\n\n') : undefined,
+    instructions: system.length ? system.map((i) => (prompt[i] as { content: string }).content).join('\n\n') : undefined,
     conversation: {
       length,
       at: (i) => (converted[i] ??= messageAt(prompt[at(i)]!, part(i))),

@@ -10,6 +10,7 @@
  */
 import type { HostConversation } from '../../machines/sessionTypes.js';
 import { shapeOf as shapeOfMessage } from '../history/hostLine.js';
+import { keptPositions, type KeptPositions } from '../history/keptPositions.js';
 import { PLAIN_SHAPES, type ChatMessage, type MessageShape, type ToolCall } from '../history/messages.js';
 import type { ToolSpec } from '../tools/tool.js';
 
@@ -87,7 +88,7 @@ export function readClientRequest(body: unknown): ClientRequest {
     model: b.model,
     instructions,
     // Without instructions the conversation is every message, as a host loop's split leaves it.
-    conversation: new WireConversation(raw, instructions === undefined ? [] : system),
+    conversation: new WireConversation(raw, keptPositions(raw.length, instructions === undefined ? [] : system)),
     opening,
     tools,
     wireTools,
@@ -213,31 +214,25 @@ function messageOf(raw: unknown, role: ChatMessage['role']): ChatMessage {
  */
 export class WireConversation implements HostConversation {
   readonly length: number;
-  /** The wire index of each conversation index, when many messages are left out (else the few are skipped on each read). */
-  private readonly positions: number[] | null = null;
 
   constructor(
     private readonly raw: readonly unknown[],
-    /** The client's messages left out (its system messages, which are the instructions), in order. */
-    private readonly left: readonly number[],
+    /** Where the client's kept messages are on the wire (its system messages, the instructions, left out). */
+    private readonly kept: KeptPositions,
     private readonly added: readonly ChatMessage[] = [],
   ) {
-    this.length = raw.length - left.length + added.length;
-    if (left.length > 4) {
-      const out = new Set(left);
-      this.positions = [];
-      for (let w = 0; w < raw.length; w++) if (!out.has(w)) this.positions.push(w);
-    }
+    this.length = kept.length + added.length;
   }
 
   at(index: number): ChatMessage {
-    const w = this.wireIndex(index);
-    return w < 0 ? this.added[index - (this.raw.length - this.left.length)]! : messageOf(this.raw[w], roleAt(this.raw[w]));
+    if (index >= this.kept.length) return this.added[index - this.kept.length]!;
+    const m = this.raw[this.kept.at(index)];
+    return messageOf(m, roleAt(m));
   }
 
   shape(index: number): MessageShape {
-    const w = this.wireIndex(index);
-    if (w < 0) return shapeOfMessage(this.added[index - (this.raw.length - this.left.length)]!);
+    if (index >= this.kept.length) return shapeOfMessage(this.added[index - this.kept.length]!);
+    const w = this.kept.at(index);
     const role = roleAt(this.raw[w]);
     const m = this.raw[w] as WireMessage;
     if (role === 'tool') return { role, toolCallId: m.tool_call_id! };
@@ -248,16 +243,7 @@ export class WireConversation implements HostConversation {
 
   /** This conversation and, after it, messages of workmem's exchange. */
   with(messages: readonly ChatMessage[]): WireConversation {
-    return new WireConversation(this.raw, this.left, [...this.added, ...messages]);
-  }
-
-  /** The wire index of conversation index i, or -1 for an added message. */
-  private wireIndex(i: number): number {
-    if (i >= this.raw.length - this.left.length) return -1;
-    if (this.positions) return this.positions[i]!;
-    let w = i;
-    for (const l of this.left) if (l <= w) w++;
-    return w;
+    return new WireConversation(this.raw, this.kept, [...this.added, ...messages]);
   }
 }
 

@@ -15,6 +15,7 @@ import type { TurnError } from '../events.js';
 import type { ChatMessage, ToolCall } from '../history/messages.js';
 import type { LLM, LLMCallOptions, LLMRequest, LLMResponse } from '../llm/llm.js';
 import { LLMError } from '../llm/llm.js';
+import { keptPositions } from '../history/keptPositions.js';
 import { SESSION_ID } from '../storage/sessionPaths.js';
 import { SessionNotFoundError } from '../storage/storeErrors.js';
 import type { Tool, ToolSpec } from '../tools/tool.js';
@@ -212,23 +213,17 @@ class Bridge implements LLM {
 
 /** A message list as instructions (its system messages) and the conversation, its pins apart. */
 function splitSystem(messages: readonly HostMessage[]): { instructions: string | undefined; conversation: HostConversation } {
-  const system: string[] = [];
+  const system: number[] = [];
   let pinned = false;
-  // One pass and nothing built per message: a host hands over its whole conversation on every
-  // call. Its system messages most often open it: then the conversation is the rest, by offset.
-  let offset = 0;
-  let opening = true;
+  // One pass and nothing built per message: a host hands over its whole conversation on every call.
   messages.forEach((m, i) => {
     if (m.role !== 'system') return;
-    system.push(m.content);
+    system.push(i);
     if (m.pinned) pinned = true;
-    if (offset === i) offset++;
-    else opening = false;
   });
-  const instructions = system.join('\n\n') || undefined;
+  const instructions = system.map((i) => messages[i]!.content).join('\n\n') || undefined;
   // Without instructions the system messages (all empty) stay in the conversation.
-  const conversation = instructions === undefined || opening ? messages : messages.filter((m) => m.role !== 'system');
-  const from = instructions !== undefined && opening ? offset : 0;
+  const kept = keptPositions(messages.length, instructions === undefined ? [] : system);
   if (instructions !== undefined && pinned)
     throw new TypeError(
       'a system message is marked pinned, but only a user message can be pinned (the instructions go with every request anyway)',
@@ -236,14 +231,14 @@ function splitSystem(messages: readonly HostMessage[]): { instructions: string |
   return {
     instructions,
     conversation: {
-      length: conversation.length - from,
+      length: kept.length,
       at: (i) => {
-        const message = conversation[i + from]!;
+        const message = messages[kept.at(i)]!;
         if (!('pinned' in message)) return message;
         const { pinned: _, ...plain } = message;
         return plain as ChatMessage;
       },
-      pinned: (i) => conversation[i + from]!.pinned === true,
+      pinned: (i) => messages[kept.at(i)]!.pinned === true,
     },
   };
 }
