@@ -133,7 +133,7 @@ interface FoldedConversation {
  * when it is compared (a host sends its whole conversation on every call; most of it is known).
  */
 export class HostSpans {
-  /** starts[i]: the host index element i begins at; starts[length]: the conversation's length. */
+  /** starts[i]: the host index element i begins at; starts[length]: the conversation's length (room after it). */
   private readonly starts: Int32Array;
   readonly length: number;
   private readonly keys: (string | undefined)[] = [];
@@ -164,14 +164,17 @@ export class HostSpans {
   ) {
     const shape = conversation.shape ? conversation.shape.bind(conversation) : (i: number) => shapeOf(conversation.at(i));
     const n = conversation.length;
-    // One allocation, however long the conversation: it is folded on every call.
-    this.starts = new Int32Array(n + 1);
+    // One array, however long the conversation: it is folded on every call. Folded on from
+    // `before`, its array is taken over while it has room (a host's conversation grows by a
+    // few messages a call); a new one has room to grow.
     let count = 0;
     let i = 0;
-    if (before) {
-      this.starts.set(before.starts.subarray(0, before.length));
+    if (!before) this.starts = new Int32Array(n + 1);
+    else {
       count = before.length;
       i = before.seen!.length;
+      this.starts = before.starts.length > n ? before.starts : new Int32Array(Math.ceil((n + 1) * 1.5));
+      if (this.starts !== before.starts) this.starts.set(before.starts.subarray(0, count));
     }
     this.folder = before?.folder ?? new Folder();
     for (; i < n; i++) if (this.folder.step(shape(i), i > 0) === 'new' || i === 0) this.starts[count++] = i;
