@@ -20,6 +20,7 @@ import { ConfigError } from '../settings/config.js';
 import type { TurnSettings } from '../settings/settings.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { Tool } from '../tools/tool.js';
+import { skipActorRegistry } from './actorSystem.js';
 import type { EventBus } from './eventBus.js';
 import type { SessionState, TurnResult } from './options.js';
 import { pinOption } from './sessionOptionsCheck.js';
@@ -69,6 +70,7 @@ export class Session {
     this.bus = this.wiring.bus;
     const inspect = this.wiring.inspect;
     this.actor = createActor(hostedSessionMachine(), { input: this.wiring.input, ...(inspect ? { inspect } : {}) });
+    skipActorRegistry(this.actor.system);
     this.actor.on('*', (event) => this.dispatch(event as SessionEvent));
     this.actor.start();
   }
