@@ -323,10 +323,11 @@ export const sessionMachine = setup({
     },
     accepting: {
       entry: [
+        // The spread last: one first, then fields, gets a hidden class of its own every time (V8 11).
         assign(({ context, event }) => ({
-          ...(event.type === 'prompt' ? { current: event.prompt } : { current: context.queue[0]!, queue: context.queue.slice(1) }),
           turn: context.turn + 1,
           abortRequested: false,
+          ...(event.type === 'prompt' ? { current: event.prompt } : { current: context.queue[0]!, queue: context.queue.slice(1) }),
         })),
         'reportTurnStart',
       ],

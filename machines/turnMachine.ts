@@ -100,14 +100,15 @@ export const turnMachine = setup({
     takeResponse: assign(({ context, event }, params: { done: boolean }) => {
       // Only ever attached to the llm invoke's onDone, whose event carries the actor output.
       const output = (event as unknown as { output: LlmOutput }).output;
+      // The optional field last: an object spread followed by fields gets a hidden class of its own every time (V8 11).
       return {
-        ...(params.done ? { status: 'done' as const } : {}),
         history: output.history,
         text: output.message.content ?? '',
         toolCalls: output.message.tool_calls ?? [],
         calibration: calibrationFrom(output.usage, context.prompt!.tokens.counted, context.calibration),
         usage: addUsage(context.usage, output.usage),
         error: null,
+        ...(params.done ? { status: 'done' as const } : {}),
       };
     }),
     /** Everything observable leaves through here; a parent machine overrides it to forward. */
