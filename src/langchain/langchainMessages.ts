@@ -167,14 +167,25 @@ const converted = new WeakMap<ChatMessage, BaseMessage>();
  * arguments parsed, as LangChain keeps them; arguments that are not JSON stay as written.
  */
 export function requestMessagesOf(messages: readonly ChatMessage[]): { system: SystemMessage; messages: BaseMessage[] } {
-  const [first, ...rest] = messages;
-  const system = first?.role === 'system' ? new SystemMessage(first.content) : new SystemMessage('');
-  const out = (first?.role === 'system' ? rest : messages).map((message) => {
+  const first = messages[0];
+  const from = first?.role === 'system' ? 1 : 0;
+  const out: BaseMessage[] = [];
+  // Read in place: a request at 10k messages is not copied to leave out its first.
+  for (let i = from; i < messages.length; i++) {
+    const message = messages[i]!;
     let made = converted.get(message);
     if (!made) converted.set(message, (made = langchainMessageOf(message)));
-    return made;
-  });
-  return { system, messages: out };
+    out.push(made);
+  }
+  return { system: systemMessageOf(from === 1 ? (first!.content ?? '') : ''), messages: out };
+}
+
+/** The system message changes only with the memory: the last one made is made again only then. */
+let lastSystem: { content: string; message: SystemMessage } | null = null;
+
+function systemMessageOf(content: string): SystemMessage {
+  if (lastSystem?.content !== content) lastSystem = { content, message: new SystemMessage(content) };
+  return lastSystem.message;
 }
 
 function langchainMessageOf(message: ChatMessage): BaseMessage {
