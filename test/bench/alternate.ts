@@ -2,7 +2,8 @@
  * Old code against new, alternated in one run on one machine (`npm run bench:alternate --
  * <old checkout>`, the old one built): each round runs the same overhead measurement in a
  * child process of each checkout in turn — per request at 100 and 10k messages, on tmpfs and
- * on disk, the log's syncs per turn, and the bytes allocated per request — and the table gives
+ * on disk (at 10k also with V8's pretenuring off, as workmem's own processes run), the log's
+ * syncs per turn, and the bytes allocated per request — and the table gives
  * each figure's median over the rounds, old beside new. The child imports only the
  * package's own session API, which both sides share.
  */
@@ -58,16 +59,20 @@ const [oldRoot, newRoot = process.cwd(), rounds = '5'] = process.argv.slice(2);
 if (!oldRoot) throw new Error('usage: npm run bench:alternate -- <old checkout, built> [new checkout] [rounds]');
 const child = join(tmpdir(), `workmem-alternate-${process.pid}.mjs`);
 writeFileSync(child, CHILD);
+// 'cli': with V8's allocation-site pretenuring off, as workmem's own processes run (src/cli/engineFlags.ts).
 const cases = [
-  ['100', 'tmpfs'],
-  ['10000', 'tmpfs'],
-  ['100', 'disk'],
-  ['10000', 'disk'],
+  ['100', 'tmpfs', 'default'],
+  ['10000', 'tmpfs', 'default'],
+  ['100', 'disk', 'default'],
+  ['10000', 'disk', 'default'],
+  ['10000', 'tmpfs', 'cli'],
+  ['10000', 'disk', 'cli'],
 ] as const;
 type Figures = { median?: number; p99?: number; syncs?: number | null; kb?: number };
 const results = new Map<string, Figures[]>();
-const run = (root: string, size: string, where: string, mode: 'time' | 'alloc'): Figures => {
+const run = (root: string, size: string, where: string, mode: 'time' | 'alloc', engine: 'default' | 'cli' = 'default'): Figures => {
   const flags = mode === 'alloc' ? ['--expose-gc', '--min-semi-space-size=128', '--max-semi-space-size=128'] : ['--expose-gc'];
+  if (engine === 'cli') flags.push('--no-allocation-site-pretenuring');
   const done = spawnSync(process.execPath, [...flags, child, resolve(root), size, where, '50', mode === 'alloc' ? '300' : '500', mode], {
     encoding: 'utf8',
   });
@@ -79,9 +84,9 @@ for (let round = 0; round < Number(rounds); round++) {
     ['old', oldRoot],
     ['new', newRoot],
   ] as const) {
-    for (const [size, where] of cases) {
-      const key = `${side} ${size} ${where}`;
-      results.set(key, [...(results.get(key) ?? []), run(root, size, where, 'time')]);
+    for (const [size, where, engine] of cases) {
+      const key = `${side} ${size} ${where} ${engine}`;
+      results.set(key, [...(results.get(key) ?? []), run(root, size, where, 'time', engine)]);
     }
     for (const size of ['100', '10000']) {
       const key = `${side} ${size} alloc`;
@@ -99,10 +104,10 @@ const lines = [
   '',
 ];
 lines.push('| case | old median | new median | old p99 | new p99 | old syncs/turn | new syncs/turn |', '|---|---|---|---|---|---|---|');
-for (const [size, where] of cases) {
-  const k = (side: string) => `${side} ${size} ${where}`;
+for (const [size, where, engine] of cases) {
+  const k = (side: string) => `${side} ${size} ${where} ${engine}`;
   lines.push(
-    `| ${Number(size) >= 1000 ? `${Number(size) / 1000}k` : size} messages, ${where} | ${med(k('old'), 'median')} ms | ${med(k('new'), 'median')} ms | ${med(k('old'), 'p99')} ms | ${med(k('new'), 'p99')} ms | ${med(k('old'), 'syncs')} | ${med(k('new'), 'syncs')} |`,
+    `| ${Number(size) >= 1000 ? `${Number(size) / 1000}k` : size} messages, ${where}${engine === 'cli' ? ', as the CLI runs (pretenuring off)' : ''} | ${med(k('old'), 'median')} ms | ${med(k('new'), 'median')} ms | ${med(k('old'), 'p99')} ms | ${med(k('new'), 'p99')} ms | ${med(k('old'), 'syncs')} | ${med(k('new'), 'syncs')} |`,
   );
 }
 lines.push('', '| allocated per request | old | new |', '|---|---|---|');
