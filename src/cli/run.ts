@@ -6,7 +6,6 @@
 import type { CliIO, Flags } from './cliIO.js';
 import { commandConfig, type CommandConfig } from './throwawayHome.js';
 import { renderEvents, statusLine, terminalOutput } from './render.js';
-import { makeLLM, startSession } from './runtime.js';
 import { terminalLine } from './terminalText.js';
 import { UsageError } from './usageError.js';
 
@@ -27,6 +26,8 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
 }
 
 async function runTurn(text: string, { config, throwaway, onSignals }: CommandConfig, flags: Flags, io: CliIO): Promise<number> {
+  // Loaded once the configuration is known to be good: a usage or configuration error is told without loading a session's code.
+  const { makeLLM, startSession } = await import('./runtime.js');
   const llm = makeLLM(config);
   const session = await startSession(
     config,

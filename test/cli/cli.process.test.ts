@@ -210,7 +210,8 @@ describe('workmem demo', () => {
     const userHome = tempHome();
     const tmp = tempHome();
     const env = { HOME: userHome, WORKMEM_HOME: join(userHome, 'sessions-home'), TMPDIR: tmp };
-    const result = await cli(['demo', '--quiet'], { env, cwd: tempHome(), timeoutMs: 60_000 });
+    // The shortest demo: where it keeps its session does not depend on its length.
+    const result = await cli(['demo', '--quiet', '--turns', '10'], { env, cwd: tempHome(), timeoutMs: 60_000 });
     expect(result.code, result.stderr).toBe(0);
     expect(readdirSync(userHome)).toEqual([]); // neither ~/.workmem nor WORKMEM_HOME
     const [own] = readdirSync(tmp);

@@ -23,13 +23,16 @@ const lines = (path: string): string[] => (existsSync(path) ? readFileSync(path,
 
 describe('workmem eval, interrupted and resumed', () => {
   it('SIGINT keeps the finished conversations; --resume gives the totals of an uninterrupted run', async () => {
+    // Two arms of four: a conversation is kept or played again whole, whatever arms it has, and
+    // the run is played three times here (whole, interrupted, resumed).
+    const args = [...ARGS, '--arms', 'workmem-auto,full-history'];
     const home = tempHome();
     const env = { WORKMEM_HOME: home };
-    const whole = await cli([...ARGS, '--results', join(home, 'whole.jsonl')], { env, cwd: home, timeoutMs: 120_000 });
+    const whole = await cli([...args, '--results', join(home, 'whole.jsonl')], { env, cwd: home, timeoutMs: 120_000 });
     expect(whole.code, whole.stderr).toBe(0);
 
     const file = join(home, 'interrupted.jsonl');
-    const child = spawn(process.execPath, [cliPath(), ...ARGS, '--results', file], { env: { PATH: process.env.PATH, ...env }, cwd: home });
+    const child = spawn(process.execPath, [cliPath(), ...args, '--results', file], { env: { PATH: process.env.PATH, ...env }, cwd: home });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     child.stdout.resume();
@@ -44,7 +47,7 @@ describe('workmem eval, interrupted and resumed', () => {
     expect(kept.length, 'the run was stopped before its end').toBeLessThan(4);
     expect(stderr).toMatch(/interrupted: \d of 3 conversations finished; run the same command with --resume to go on/);
 
-    const resumed = await cli([...ARGS, '--results', file, '--resume'], { env, cwd: home, timeoutMs: 120_000 });
+    const resumed = await cli([...args, '--results', file, '--resume'], { env, cwd: home, timeoutMs: 120_000 });
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toContain('(resumed)');
     // The conversations finished before the interrupt were not played again: their lines are as they were.

@@ -6,6 +6,7 @@
  * that calls it runs the same. The folder, and whatever a test left in it, goes at the end.
  */
 import { accessSync, chmodSync, constants, mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const TMPFS = 0x01021994; // statfs(2)'s TMPFS_MAGIC
@@ -25,6 +26,8 @@ function onTmpfs(dir: string): boolean {
 
 export default function setup(): (() => void) | void {
   if (process.env.TMPDIR || !onTmpfs(SHM)) return;
+  // What outlives a run (an agent installed from npm once per version) stays in the machine's own temporary folder.
+  process.env.WORKMEM_TEST_LASTING_TMPDIR = tmpdir();
   const dir = mkdtempSync(join(SHM, 'workmem-tests-'));
   // Others may pass through, as the postgres user must to reach the cluster a test starts in it.
   chmodSync(dir, 0o711);
@@ -32,6 +35,7 @@ export default function setup(): (() => void) | void {
   process.env.TMPDIR = dir;
   return () => {
     delete process.env.TMPDIR;
+    delete process.env.WORKMEM_TEST_LASTING_TMPDIR;
     rmSync(dir, { recursive: true, force: true });
   };
 }

@@ -10,26 +10,29 @@
  * the proxy, pi's own tool call round-tripping, and none of workmem's calls reaching pi.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { proxies, sessionState } from './proxyHarness.js';
 
 const PI_VERSION = '0.73.1';
-const CACHE = join(tmpdir(), `workmem-test-pi-${PI_VERSION}`);
+// Kept from run to run (not in the run's own temporary folder, which goes at its end): installing pi takes seconds of CPU.
+const CACHE = join(process.env.WORKMEM_TEST_LASTING_TMPDIR ?? tmpdir(), `workmem-test-pi-${PI_VERSION}`);
 const PI = join(CACHE, 'node_modules', '@mariozechner', 'pi-coding-agent', 'dist', 'cli.js');
 const proxied = proxies();
 
 beforeAll(() => {
   if (existsSync(PI)) return;
-  mkdirSync(CACHE, { recursive: true });
+  // Installed beside the cache, then renamed into place whole: a run beside this one never sees half an install.
+  rmSync(CACHE, { recursive: true, force: true }); // what an install cut short left
+  const staging = mkdtempSync(`${CACHE}-`);
   const installed = spawnSync(
     'npm',
     [
       'install',
       '--prefix',
-      CACHE,
+      staging,
       '--no-audit',
       '--no-fund',
       '--prefer-offline',
@@ -39,7 +42,16 @@ beforeAll(() => {
     ],
     { encoding: 'utf8', timeout: 5 * 60_000, env: { PATH: process.env.PATH, HOME: process.env.HOME } },
   );
-  if (installed.status !== 0) throw new Error(`npm could not install pi: ${installed.stderr}`);
+  if (installed.status !== 0) {
+    rmSync(staging, { recursive: true, force: true });
+    throw new Error(`npm could not install pi: ${installed.stderr}`);
+  }
+  try {
+    renameSync(staging, CACHE);
+  } catch (error) {
+    rmSync(staging, { recursive: true, force: true });
+    if (!existsSync(PI)) throw error; // else a run beside this one put its own in place first
+  }
 }, 6 * 60_000);
 
 function pi(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
