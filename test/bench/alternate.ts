@@ -73,9 +73,13 @@ const results = new Map<string, Figures[]>();
 const run = (root: string, size: string, where: string, mode: 'time' | 'alloc', engine: 'default' | 'cli' = 'default'): Figures => {
   const flags = mode === 'alloc' ? ['--expose-gc', '--min-semi-space-size=128', '--max-semi-space-size=128'] : ['--expose-gc'];
   if (engine === 'cli') flags.push('--no-allocation-site-pretenuring');
-  const done = spawnSync(process.execPath, [...flags, child, resolve(root), size, where, '50', mode === 'alloc' ? '300' : '500', mode], {
-    encoding: 'utf8',
-  });
+  const done = spawnSync(
+    process.execPath,
+    [...flags, child, resolve(root), size, where, mode === 'alloc' ? '50' : '300', mode === 'alloc' ? '300' : '1500', mode],
+    {
+      encoding: 'utf8',
+    },
+  );
   if (done.status !== 0) throw new Error(`${root} ${size} ${where}: ${done.stderr}`);
   return JSON.parse(done.stdout) as Figures;
 };

@@ -34,8 +34,9 @@ export interface Scale {
 
 export const FULL: Scale = {
   sizes: [100, 10_000],
-  warmup: 100,
-  samples: 600,
+  // The p99 of a service that has run a while: JIT and young-generation sizing settle within a few hundred requests.
+  warmup: 300,
+  samples: 1_500,
   resumeSizes: [10_000],
   resumeRepeats: 7,
   throughputTurns: 3_000,
