@@ -3,14 +3,14 @@
  * agent's conversation (a graph whose state is the message list, a checkpointer saving it
  * per thread), in memory and on PostgreSQL. It is not a dependency of workmem: this script
  * installs it into a folder of its own under the temporary directory (kept, so a later run
- * starts at once) and runs it there in a child process, with a model that answers at once,
+ * starts at once: test/installedOnce.ts) and runs it there in a child process, with a model that answers at once,
  * as workmem's overhead is measured.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Row } from './harness.js';
+import { installedOnce } from '../installedOnce.js';
 
 const PACKAGES = ['@langchain/langgraph@1.7.3', '@langchain/core@1.4.0', '@langchain/langgraph-checkpoint-postgres@1.0.5', 'pg@8'];
 
@@ -51,18 +51,9 @@ if (pool) await pool.end();
 process.stdout.write(JSON.stringify(times));
 `;
 
-/** The peer's folder, installed once from the registry. */
+/** The peer's folder, installed once per machine from the registry. */
 function peerFolder(): string {
-  const dir = join(tmpdir(), 'workmem-bench-langgraph-1.7.3');
-  if (!existsSync(join(dir, 'node_modules', '@langchain', 'langgraph'))) {
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'workmem-bench-peer', private: true, type: 'module' }));
-    const install = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...PACKAGES], {
-      cwd: dir,
-      encoding: 'utf8',
-    });
-    if (install.status !== 0) throw new Error(`installing the LangGraph.js peer failed:\n${install.stderr}`);
-  }
+  const dir = installedOnce('workmem-bench-langgraph-1.7.3', PACKAGES, join('node_modules', '@langchain', 'langgraph'));
   writeFileSync(join(dir, 'peer.mjs'), PEER);
   return dir;
 }

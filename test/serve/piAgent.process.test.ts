@@ -9,49 +9,21 @@
  * docs/proxy.md). Across its processes the proxy keeps one session: memory written through
  * the proxy, pi's own tool call round-tripping, and none of workmem's calls reaching pi.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { proxies, sessionState } from './proxyHarness.js';
+import { installedOnce } from '../installedOnce.js';
 
 const PI_VERSION = '0.73.1';
-// Kept from run to run (not in the run's own temporary folder, which goes at its end): installing pi takes seconds of CPU.
-const CACHE = join(process.env.WORKMEM_TEST_LASTING_TMPDIR ?? tmpdir(), `workmem-test-pi-${PI_VERSION}`);
-const PI = join(CACHE, 'node_modules', '@mariozechner', 'pi-coding-agent', 'dist', 'cli.js');
+const PI_CLI = join('node_modules', '@mariozechner', 'pi-coding-agent', 'dist', 'cli.js');
+let PI = '';
 const proxied = proxies();
 
 beforeAll(() => {
-  if (existsSync(PI)) return;
-  // Installed beside the cache, then renamed into place whole: a run beside this one never sees half an install.
-  rmSync(CACHE, { recursive: true, force: true }); // what an install cut short left
-  const staging = mkdtempSync(`${CACHE}-`);
-  const installed = spawnSync(
-    'npm',
-    [
-      'install',
-      '--prefix',
-      staging,
-      '--no-audit',
-      '--no-fund',
-      '--prefer-offline',
-      '--ignore-scripts',
-      '--loglevel=error',
-      `@mariozechner/pi-coding-agent@${PI_VERSION}`,
-    ],
-    { encoding: 'utf8', timeout: 5 * 60_000, env: { PATH: process.env.PATH, HOME: process.env.HOME } },
-  );
-  if (installed.status !== 0) {
-    rmSync(staging, { recursive: true, force: true });
-    throw new Error(`npm could not install pi: ${installed.stderr}`);
-  }
-  try {
-    renameSync(staging, CACHE);
-  } catch (error) {
-    rmSync(staging, { recursive: true, force: true });
-    if (!existsSync(PI)) throw error; // else a run beside this one put its own in place first
-  }
+  PI = join(installedOnce(`workmem-test-pi-${PI_VERSION}`, [`@mariozechner/pi-coding-agent@${PI_VERSION}`], PI_CLI), PI_CLI);
 }, 6 * 60_000);
 
 function pi(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
