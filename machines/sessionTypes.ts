@@ -46,12 +46,12 @@ export interface HostConversation {
    */
   shape?(index: number): MessageShape;
   /**
-   * The host's own message objects, `list[from + i]` standing for message i, when its loop
-   * keeps them from call to call and never changes one (a LangGraph state's messages): the
-   * messages a call begins with that the last call held too, the same objects in the same
-   * places, are not read again.
+   * What stands for the message at `index` from call to call while the host has not changed
+   * it, compared with ===: its own message object when its loop keeps them (a LangGraph
+   * state's messages), else a value it was made from (its text). With it, the messages a
+   * call begins with that the last call held too are not read again.
    */
-  objects?: { readonly list: readonly object[]; readonly from: number };
+  identity?(index: number): unknown;
 }
 
 /** One model call of a host's own loop: its instructions (its system messages), the conversation its loop holds, the tools it sends. */

@@ -39,22 +39,35 @@ export interface AcceptCallDeps {
 export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput) => Promise<AcceptCallOutput> {
   const { record, counter } = deps;
   // The same system prompt and tool list objects while they do not change, so the prompt base is kept.
-  let statics: { key: string; systemPrompt: string; tools: readonly ToolSpec[] } | null = null;
-  // The last call's conversation folded, for a host that keeps its message objects (HostSpans.of).
+  let statics: {
+    key: string;
+    instructions: string | undefined;
+    /** The specs the key was last found for. */
+    given: readonly ToolSpec[];
+    systemPrompt: string;
+    tools: readonly ToolSpec[];
+  } | null = null;
+  // The last call's conversation folded, for a host whose messages have an identity (HostSpans.of).
   let folded: HostSpans | null = null;
 
   return async ({ call, turn: current }) => {
     const { instructions, conversation } = call;
-    const key = `${instructions ?? ''}\u0000${JSON.stringify(call.tools)}`;
-    if (statics?.key !== key)
-      statics = {
-        key,
-        systemPrompt: deps.systemPromptFor(
+    // A host mostly sends the same spec objects each call (the middleware keep theirs): no text to compare then.
+    if (!statics || statics.instructions !== instructions || !sameObjects(statics.given, call.tools)) {
+      const key = `${instructions ?? ''}\u0000${JSON.stringify(call.tools)}`;
+      if (statics?.key !== key)
+        statics = {
+          key,
           instructions,
-          call.tools.map((t) => t.name),
-        ),
-        tools: call.tools,
-      };
+          given: call.tools,
+          systemPrompt: deps.systemPromptFor(
+            instructions,
+            call.tools.map((t) => t.name),
+          ),
+          tools: call.tools,
+        };
+      else statics = { ...statics, instructions, given: call.tools };
+    }
 
     let turn = current;
     let opened: string | null = null;
@@ -62,7 +75,7 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
     const before = folded;
     folded = null;
     const spans = HostSpans.of(conversation, deps.redact, before);
-    folded = conversation.objects ? spans : null;
+    folded = conversation.identity ? spans : null;
     const { from, branch, elements } = known(conversation, spans, record.hostLine, call.whole === true);
     if (branch) {
       await record.appendBranch({ type: 'branch', turn, ...branch });
@@ -128,6 +141,12 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
     }
     return null;
   }
+}
+
+function sameObjects(a: readonly object[], b: readonly object[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** The user message that opened the turn at the tip of the history ('' when there is none). */

@@ -62,8 +62,20 @@ export function conversationOf(prompt: LanguageModelV3Prompt): { instructions: s
       at: (i) => (converted[i] ??= messageAt(prompt[at(i)]!, part(i))),
       pinned: (i) => isPinned(prompt[at(i)]!),
       shape: (i) => shapeAt(prompt[at(i)]!, part(i)),
+      // The AI SDK makes the prompt's messages anew each call, from the host's, whose texts and call ids it keeps.
+      identity: (i) => identityAt(prompt[at(i)]!, part(i)),
     },
   };
+}
+
+/** What stays the same for a prompt message from call to call: its text, or the call it makes or answers. */
+function identityAt(message: LanguageModelV3Prompt[number], part: number): unknown {
+  if (typeof message.content === 'string') return message.content;
+  const first = message.content[part];
+  if (!first) return message;
+  if ('text' in first) return first.text;
+  if ('toolCallId' in first) return first.toolCallId;
+  return first;
 }
 
 /** `providerOptions: { workmem: { pinned: true } }` on a message (ModelMessage or prompt message). */

@@ -120,12 +120,16 @@ export class HostLine {
   }
 }
 
+/** Of the messages folded last call, how many at each end HostSpans.of compares, and its stride between. */
+const CHECKED_ENDS = 64;
+const CHECKED_STRIDE = 37;
+
 /** A host's conversation as HostSpans reads it (the machines' HostConversation). */
 interface FoldedConversation {
   length: number;
   at(index: number): ChatMessage;
   shape?(index: number): MessageShape;
-  objects?: { readonly list: readonly object[]; readonly from: number };
+  identity?(index: number): unknown;
 }
 
 /**
@@ -139,21 +143,27 @@ export class HostSpans {
   private readonly keys: (string | undefined)[] = [];
   /** How the next message would fold in, after the last. */
   private readonly folder: Folder;
-  /** The host's objects for the messages folded (the conversation's `objects`), kept to know them on the next call. */
-  private readonly seen: object[] | null;
+  /** What stood for the messages folded (the conversation's `identity`), kept to know them on the next call. */
+  private readonly seen: unknown[] | null;
 
   /**
-   * The conversation folded. A host that keeps its message objects (`objects`) and begins
-   * this call with every one `before` folded, unchanged, is folded on from there: a long
+   * The conversation folded. A host whose messages have an identity and that begins this
+   * call with every one `before` folded, unchanged, is folded on from there: a long
    * conversation costs what its new messages cost. `before` is taken over (its fold goes on
    * in the new one): it is not to be used again.
    */
   static of(conversation: FoldedConversation, mask: Mask, before: HostSpans | null): HostSpans {
-    const objects = conversation.objects;
+    const identity = conversation.identity?.bind(conversation);
     const seen = before?.seen;
-    if (!objects || !seen || seen.length > conversation.length) return new HostSpans(conversation, mask, null);
-    const { list, from } = objects;
-    for (let i = 0; i < seen.length; i++) if (list[from + i] !== seen[i]) return new HostSpans(conversation, mask, null);
+    if (!identity || !seen || seen.length > conversation.length) return new HostSpans(conversation, mask, null);
+    const n = seen.length;
+    // Comparing two values reads both (V8 checks what they are): a cache miss apiece when a
+    // 10k-message conversation has gone cold between calls. The ends are compared whole and
+    // the middle at a stride: a host that inserted or removed messages anywhere moved its
+    // last ones. What goes unseen is a message replaced in place by one of another role;
+    // the fold's ends, which the log is matched by (acceptCall's known), stay right.
+    for (let i = 0; i < n; i = i < CHECKED_ENDS || i >= n - CHECKED_ENDS ? i + 1 : Math.min(i + CHECKED_STRIDE, n - CHECKED_ENDS))
+      if (identity(i) !== seen[i]) return new HostSpans(conversation, mask, null);
     return new HostSpans(conversation, mask, before);
   }
 
@@ -180,9 +190,9 @@ export class HostSpans {
     for (; i < n; i++) if (this.folder.step(shape(i), i > 0) === 'new' || i === 0) this.starts[count++] = i;
     this.starts[count] = n;
     this.length = count;
-    const objects = conversation.objects;
-    this.seen = objects ? (before?.seen ?? []) : null;
-    if (objects) for (let j = this.seen!.length; j < n; j++) this.seen!.push(objects.list[objects.from + j]!);
+    const identity = conversation.identity?.bind(conversation);
+    this.seen = identity ? (before?.seen ?? []) : null;
+    if (identity) for (let j = this.seen!.length; j < n; j++) this.seen!.push(identity(j));
   }
 
   /** The host indices of element i: [start, end). */

