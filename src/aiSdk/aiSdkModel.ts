@@ -15,7 +15,7 @@ import { firstByteAllowance, msPerPromptTokenForProvider, type FirstByteOptions 
 import { outputLimitChars, outputOverrun } from '../llm/outputLimit.js';
 import type { RetryPolicy } from '../settings/settings.js';
 import { ConfigError } from '../settings/config.js';
-import { promptOf, toolsOf } from './aiSdkPrompt.js';
+import { MadePrompt, promptOf, toolsOf } from './aiSdkPrompt.js';
 import { classifyAiSdk } from './aiSdkErrors.js';
 import { PartAssembler } from './partAssembler.js';
 
@@ -80,8 +80,9 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
   const caching = options.caching ?? (/anthropic|bedrock/i.test(model.provider) ? 'explicit' : 'automatic');
   const retry: Partial<RetryPolicy> = options.maxRetries === undefined ? {} : { maxRetries: options.maxRetries };
 
+  const made = new MadePrompt();
   const callOptions = (request: LLMRequest, signal: AbortSignal): LanguageModelV3CallOptions => ({
-    prompt: promptOf(request, caching === 'explicit'),
+    prompt: promptOf(request, caching === 'explicit', made),
     maxOutputTokens: request.maxOutputTokens,
     ...(request.tools.length ? { tools: toolsOf(request.tools) } : {}),
     ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),

@@ -30,18 +30,22 @@ export function toolsOf(tools: readonly ToolSpec[]): LanguageModelV3FunctionTool
 /**
  * The prompt. With `explicit`, a message a breakpoint names is marked (its last part too,
  * where providers read it), and a breakpoint inside a system message splits it in two, so
- * the part before (the stable system prompt) is cached on its own.
+ * the part before (the stable system prompt) is cached on its own. With `made`, a message
+ * the last prompt held at the same place is not converted again.
  */
-export function promptOf(request: LLMRequest, explicit: boolean): LanguageModelV3Message[] {
+export function promptOf(request: LLMRequest, explicit: boolean, made?: MadePrompt): LanguageModelV3Message[] {
   const marks = explicit ? breakpointsOf(request.cacheBreakpoints ?? [], request.messages.length) : new Map<number, number[]>();
-  const names = new Map<string, string>();
+  const messages = withBoundCallIds(request.messages);
+  const nameOf = callNames(messages);
   const out: LanguageModelV3Message[] = [];
-  withBoundCallIds(request.messages).forEach((message, index) => {
-    for (const call of message.role === 'assistant' ? (message.tool_calls ?? []) : []) names.set(call.id, call.function.name);
+  messages.forEach((message, index) => {
     const cuts = marks.get(index);
-    if (!cuts) return void out.push(messageOf(message, names, false));
+    if (!cuts) {
+      out.push(made ? made.at(index, message, () => messageOf(message, nameOf(index), false)) : messageOf(message, nameOf(index), false));
+      return;
+    }
     // Only a system message is split; elsewhere a breakpoint marks the whole message.
-    if (message.role !== 'system') return void out.push(messageOf(message, names, true));
+    if (message.role !== 'system') return void out.push(messageOf(message, nameOf(index), true));
     let from = 0;
     for (const end of cuts) {
       if (end <= from || from >= message.content.length) continue;
@@ -50,7 +54,47 @@ export function promptOf(request: LLMRequest, explicit: boolean): LanguageModelV
     }
     if (from < message.content.length) out.push({ role: 'system', content: message.content.slice(from) });
   });
+  made?.end(messages.length);
   return out;
+}
+
+/**
+ * The prompt messages of one model's last request, by place: a request holds the same history
+ * messages (the same objects) call after call, and at 10k messages converting them all again
+ * was most of what the AI SDK middleware added to a call. They are handed to the model as
+ * they are, call after call.
+ */
+export class MadePrompt {
+  private readonly from: (ChatMessage | undefined)[] = [];
+  private readonly made: (LanguageModelV3Message | undefined)[] = [];
+
+  at(index: number, message: ChatMessage, make: () => LanguageModelV3Message): LanguageModelV3Message {
+    if (this.from[index] === message) return this.made[index]!;
+    const made = make();
+    this.from[index] = message;
+    this.made[index] = made;
+    return made;
+  }
+
+  end(length: number): void {
+    this.from.length = this.made.length = length;
+  }
+}
+
+/**
+ * The name of the tool a result at `index` answers, found among the calls before it; the
+ * calls are read only once a result needs them, and each once.
+ */
+function callNames(messages: readonly ChatMessage[]): (index: number) => (id: string) => string {
+  const names = new Map<string, string>();
+  let read = 0;
+  return (index) => (id) => {
+    for (; read < index; read++) {
+      const message = messages[read]!;
+      if (message.role === 'assistant') for (const call of message.tool_calls ?? []) names.set(call.id, call.function.name);
+    }
+    return names.get(id) ?? 'unknown';
+  };
 }
 
 /** Breakpoints by message, as cut points in its text; at most MAX_BREAKPOINTS, the last ones kept (they cover the most). */
@@ -62,7 +106,7 @@ function breakpointsOf(breakpoints: readonly CacheBreakpoint[], messages: number
   return byMessage;
 }
 
-function messageOf(message: ChatMessage, names: Map<string, string>, mark: boolean): LanguageModelV3Message {
+function messageOf(message: ChatMessage, nameOf: (id: string) => string, mark: boolean): LanguageModelV3Message {
   const options = mark ? { providerOptions: CACHE_MARK } : {};
   switch (message.role) {
     case 'system':
@@ -88,7 +132,7 @@ function messageOf(message: ChatMessage, names: Map<string, string>, mark: boole
           {
             type: 'tool-result',
             toolCallId: message.tool_call_id,
-            toolName: names.get(message.tool_call_id) ?? 'unknown',
+            toolName: nameOf(message.tool_call_id),
             output: { type: 'text', value: message.content },
             ...options,
           },

@@ -19,7 +19,7 @@ import { HostLoop, type HostLoopOptions, type PreparedCall } from '../session/ho
 import type { Session } from '../session/session.js';
 import { aiSdkModel } from './aiSdkModel.js';
 import { classifyAiSdk } from './aiSdkErrors.js';
-import { promptOf } from './aiSdkPrompt.js';
+import { MadePrompt, promptOf } from './aiSdkPrompt.js';
 import { conversationOf, responseOf, toolSpecsOf } from './hostPrompt.js';
 import { PartAssembler } from './partAssembler.js';
 
@@ -66,6 +66,7 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
       },
     });
 
+  const made = new MadePrompt();
   /** The host's call, prepared by the session: the call options to send instead. */
   const prepare = async (params: LanguageModelV3CallOptions): Promise<PreparedCall> => {
     ownCalls.calling();
@@ -86,7 +87,7 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
   };
   const sent = (params: LanguageModelV3CallOptions, call: PreparedCall): LanguageModelV3CallOptions => ({
     ...params,
-    prompt: promptOf(call.request, explicit),
+    prompt: promptOf(call.request, explicit, made),
     // The session keeps prompt + this within the window.
     maxOutputTokens: Math.min(params.maxOutputTokens ?? Infinity, call.request.maxOutputTokens),
   });

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { MadePrompt, promptOf } from '../../src/aiSdk/aiSdkPrompt.js';
+import type { ChatMessage } from '../../src/history/messages.js';
+import type { LLMRequest } from '../../src/llm/llm.js';
+
+const call = (id: string, name: string) => ({ id, type: 'function' as const, function: { name, arguments: `{"q":"${id}"}` } });
+
+/** Turns of a question, an answer that calls a tool, its result and a text answer. */
+const history: ChatMessage[] = Array.from({ length: 80 }, (_, t): ChatMessage[] => [
+  { role: 'user', content: `Question ${t}` },
+  { role: 'assistant', content: null, tool_calls: [call(`c${t}`, t % 2 ? 'lookup' : 'write')] },
+  { role: 'tool', tool_call_id: `c${t}`, content: `Result ${t}` },
+  { role: 'assistant', content: `Answer ${t}` },
+]).flat();
+
+const request = (messages: ChatMessage[], marks: number[] = []): LLMRequest => ({
+  messages,
+  tools: [],
+  maxOutputTokens: 100,
+  cacheBreakpoints: marks.map((message) => (message === 0 ? { message, chars: 5 } : { message })),
+});
+
+describe('the AI SDK prompt of one model, converted by place from its last', () => {
+  it('is the prompt converted afresh, call after call, as the history grows, is compacted and its breakpoints move', () => {
+    const system: ChatMessage = { role: 'system', content: 'System. Memory.' };
+    const requests = [
+      request([system, ...history.slice(0, 200)], [0, 150]),
+      request([system, ...history.slice(0, 204)], [0, 199]),
+      // A compaction: a note where the first 120 were.
+      request([system, { role: 'user', content: '[compacted]' }, ...history.slice(120, 210)], [0, 60]),
+      // A result whose call is not in the request.
+      request([{ role: 'tool', tool_call_id: 'gone', content: 'Orphan' }, ...history.slice(122, 212)]),
+    ];
+    const made = new MadePrompt();
+    for (const explicit of [false, true]) for (const r of requests) expect(promptOf(r, explicit, made)).toEqual(promptOf(r, explicit));
+    // The system message split at its breakpoint, the note, then turn 30: its result named after its call.
+    const prompt = promptOf(requests[2]!, true, made);
+    expect(prompt[5]).toMatchObject({ role: 'tool', content: [{ toolName: 'write', toolCallId: 'c30' }] });
+    expect(promptOf(requests[3]!, false)[0]).toMatchObject({ content: [{ toolName: 'unknown' }] });
+  });
+});
