@@ -7,7 +7,7 @@ import type { LanguageModelV3FunctionTool, LanguageModelV3Message, SharedV3Provi
 import type { CacheBreakpoint, LLMRequest } from '../llm/llm.js';
 import type { ChatMessage } from '../history/messages.js';
 import type { ToolSpec } from '../tools/tool.js';
-import { withBoundCallIds } from '../llm/toolCallIds.js';
+import { boundCallId, boundIdsOf } from '../llm/toolCallIds.js';
 
 /** Anthropic allows 4 cache_control breakpoints per request. */
 const MAX_BREAKPOINTS = 4;
@@ -34,18 +34,27 @@ export function toolsOf(tools: readonly ToolSpec[]): LanguageModelV3FunctionTool
  * the last prompt held at the same place is not converted again.
  */
 export function promptOf(request: LLMRequest, explicit: boolean, made?: MadePrompt): LanguageModelV3Message[] {
-  const marks = explicit ? breakpointsOf(request.cacheBreakpoints ?? [], request.messages.length) : new Map<number, number[]>();
-  const messages = withBoundCallIds(request.messages);
+  const marks = explicit ? breakpointsOf(request.cacheBreakpoints ?? [], request.messages.length) : null;
+  const { messages } = request;
   const nameOf = callNames(messages);
   const out: LanguageModelV3Message[] = [];
-  messages.forEach((message, index) => {
-    const cuts = marks.get(index);
+  for (let index = 0; index < messages.length; index++) {
+    const cuts = marks?.get(index);
     if (!cuts) {
-      out.push(made ? made.at(index, message, () => messageOf(message, nameOf(index), false)) : messageOf(message, nameOf(index), false));
-      return;
+      let converted = made?.take(index, messages[index]!);
+      if (!converted) {
+        converted = messageOf(boundIdsOf(messages[index]!), nameOf(index), false);
+        made?.keep(index, messages[index]!, converted);
+      }
+      out.push(converted);
+      continue;
     }
+    const message = boundIdsOf(messages[index]!);
     // Only a system message is split; elsewhere a breakpoint marks the whole message.
-    if (message.role !== 'system') return void out.push(messageOf(message, nameOf(index), true));
+    if (message.role !== 'system') {
+      out.push(messageOf(message, nameOf(index), true));
+      continue;
+    }
     let from = 0;
     for (const end of cuts) {
       if (end <= from || from >= message.content.length) continue;
@@ -53,7 +62,7 @@ export function promptOf(request: LLMRequest, explicit: boolean, made?: MadeProm
       from = end;
     }
     if (from < message.content.length) out.push({ role: 'system', content: message.content.slice(from) });
-  });
+  }
   made?.end(messages.length);
   return out;
 }
@@ -68,12 +77,14 @@ export class MadePrompt {
   private readonly from: (ChatMessage | undefined)[] = [];
   private readonly made: (LanguageModelV3Message | undefined)[] = [];
 
-  at(index: number, message: ChatMessage, make: () => LanguageModelV3Message): LanguageModelV3Message {
-    if (this.from[index] === message) return this.made[index]!;
-    const made = make();
+  /** The conversion of `message` made at `index` last time, if it was this message. */
+  take(index: number, message: ChatMessage): LanguageModelV3Message | undefined {
+    return this.from[index] === message ? this.made[index] : undefined;
+  }
+
+  keep(index: number, message: ChatMessage, made: LanguageModelV3Message): void {
     this.from[index] = message;
     this.made[index] = made;
-    return made;
   }
 
   end(length: number): void {
@@ -91,7 +102,8 @@ function callNames(messages: readonly ChatMessage[]): (index: number) => (id: st
   return (index) => (id) => {
     for (; read < index; read++) {
       const message = messages[read]!;
-      if (message.role === 'assistant') for (const call of message.tool_calls ?? []) names.set(call.id, call.function.name);
+      // Keyed as sent: ids bounded (toolCallIds.ts), as the result's is.
+      if (message.role === 'assistant') for (const call of message.tool_calls ?? []) names.set(boundCallId(call.id), call.function.name);
     }
     return names.get(id) ?? 'unknown';
   };

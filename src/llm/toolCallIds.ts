@@ -31,7 +31,8 @@ export function withBoundCallIds(messages: ChatMessage[]): ChatMessage[] {
   return out ?? messages;
 }
 
-function boundIdsOf(message: ChatMessage): ChatMessage {
+/** The message with its call ids (or its result's) bounded; the same object when none needed it. */
+export function boundIdsOf(message: ChatMessage): ChatMessage {
   if (message.role === 'tool') {
     const id = boundCallId(message.tool_call_id);
     return id === message.tool_call_id ? message : { ...message, tool_call_id: id };

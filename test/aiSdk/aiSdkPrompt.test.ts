@@ -31,11 +31,24 @@ describe('the AI SDK prompt of one model, converted by place from its last', () 
       // A result whose call is not in the request.
       request([{ role: 'tool', tool_call_id: 'gone', content: 'Orphan' }, ...history.slice(122, 212)]),
     ];
+    // A call whose id no provider would send: bounded in the call and in its result, which is still named after it.
+    const long = 'x'.repeat(100);
+    requests.push(
+      request([
+        ...history.slice(130, 140),
+        { role: 'assistant', content: null, tool_calls: [call(long, 'search')] },
+        { role: 'tool', tool_call_id: long, content: 'Found.' },
+      ]),
+    );
     const made = new MadePrompt();
     for (const explicit of [false, true]) for (const r of requests) expect(promptOf(r, explicit, made)).toEqual(promptOf(r, explicit));
     // The system message split at its breakpoint, the note, then turn 30: its result named after its call.
     const prompt = promptOf(requests[2]!, true, made);
     expect(prompt[5]).toMatchObject({ role: 'tool', content: [{ toolName: 'write', toolCallId: 'c30' }] });
     expect(promptOf(requests[3]!, false)[0]).toMatchObject({ content: [{ toolName: 'unknown' }] });
+    const bounded = promptOf(requests[4]!, false, made);
+    const id = (bounded[10]!.content as { toolCallId: string }[])[0]!.toolCallId;
+    expect(id).toMatch(/^call_[0-9a-f]{24}$/);
+    expect(bounded[11]).toMatchObject({ role: 'tool', content: [{ toolCallId: id, toolName: 'search' }] });
   });
 });
