@@ -46,7 +46,7 @@ export const FULL: Scale = {
   efficiencyTurns: 500,
   cliRuns: 15,
   items: 10_000,
-  itemQueries: 2_000,
+  itemQueries: 800,
 };
 
 export const SMOKE: Scale = {

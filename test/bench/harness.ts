@@ -47,7 +47,7 @@ let evictingMs = 0;
  */
 export function coldCaches(): void {
   const start = now();
-  evictor ??= new Uint8Array(40 << 20);
+  evictor ??= new Uint8Array(36 << 20);
   evictor.fill(++evictions & 0xff);
   evictingMs += now() - start;
 }
