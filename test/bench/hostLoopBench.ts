@@ -106,7 +106,7 @@ export async function hostLoopOverhead(scale: Scale): Promise<Row[]> {
     // (generateText validates every message) and its ratio varies less; LangChain's is the
     // difference of two 12-16 ms invokes: more rounds.
     const largest = size === sizes.at(-1);
-    const processes = largest ? (size >= 10_000 ? 3 : 2) : 1; // two at npm test's sizes: pooled all the same
+    const processes = largest && size >= 10_000 ? 3 : 1;
     const part = (share: number): Scale => ({
       ...scale,
       warmup: Math.ceil(scale.warmup * (largest ? 1 / processes : share)),
