@@ -15,7 +15,8 @@ import { firstByteAllowance, msPerPromptTokenForProvider, type FirstByteOptions 
 import { outputLimitChars, outputOverrun } from '../llm/outputLimit.js';
 import type { RetryPolicy } from '../settings/settings.js';
 import { ConfigError } from '../settings/config.js';
-import { MadePrompt, promptOf, toolsOf } from './aiSdkPrompt.js';
+import { promptOf, toolsOf, type MadePrompt } from './aiSdkPrompt.js';
+import { ConversionsByPlace } from '../llm/conversionsByPlace.js';
 import { classifyAiSdk } from './aiSdkErrors.js';
 import { PartAssembler } from './partAssembler.js';
 
@@ -80,7 +81,7 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
   const caching = options.caching ?? (/anthropic|bedrock/i.test(model.provider) ? 'explicit' : 'automatic');
   const retry: Partial<RetryPolicy> = options.maxRetries === undefined ? {} : { maxRetries: options.maxRetries };
 
-  const made = new MadePrompt();
+  const made: MadePrompt = new ConversionsByPlace();
   const callOptions = (request: LLMRequest, signal: AbortSignal): LanguageModelV3CallOptions => ({
     prompt: promptOf(request, caching === 'explicit', made),
     maxOutputTokens: request.maxOutputTokens,

@@ -8,6 +8,7 @@ import type { CacheBreakpoint, LLMRequest } from '../llm/llm.js';
 import type { ChatMessage } from '../history/messages.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { boundCallId, boundIdsOf } from '../llm/toolCallIds.js';
+import { ConversionsByPlace } from '../llm/conversionsByPlace.js';
 
 /** Anthropic allows 4 cache_control breakpoints per request. */
 const MAX_BREAKPOINTS = 4;
@@ -67,30 +68,8 @@ export function promptOf(request: LLMRequest, explicit: boolean, made?: MadeProm
   return out;
 }
 
-/**
- * The prompt messages of one model's last request, by place: a request holds the same history
- * messages (the same objects) call after call, and at 10k messages converting them all again
- * was most of what the AI SDK middleware added to a call. They are handed to the model as
- * they are, call after call.
- */
-export class MadePrompt {
-  private readonly from: (ChatMessage | undefined)[] = [];
-  private readonly made: (LanguageModelV3Message | undefined)[] = [];
-
-  /** The conversion of `message` made at `index` last time, if it was this message. */
-  take(index: number, message: ChatMessage): LanguageModelV3Message | undefined {
-    return this.from[index] === message ? this.made[index] : undefined;
-  }
-
-  keep(index: number, message: ChatMessage, made: LanguageModelV3Message): void {
-    this.from[index] = message;
-    this.made[index] = made;
-  }
-
-  end(length: number): void {
-    this.from.length = this.made.length = length;
-  }
-}
+/** One model's prompts, converted by place (conversionsByPlace.ts). */
+export type MadePrompt = ConversionsByPlace<LanguageModelV3Message>;
 
 /**
  * The name of the tool a result at `index` answers, found among the calls before it; the

@@ -19,7 +19,8 @@ import { HostLoop, type HostLoopOptions, type PreparedCall } from '../session/ho
 import type { Session } from '../session/session.js';
 import { aiSdkModel } from './aiSdkModel.js';
 import { classifyAiSdk } from './aiSdkErrors.js';
-import { MadePrompt, promptOf } from './aiSdkPrompt.js';
+import { promptOf, type MadePrompt } from './aiSdkPrompt.js';
+import { ConversionsByPlace } from '../llm/conversionsByPlace.js';
 import { conversationOf, responseOf, toolSpecsOf } from './hostPrompt.js';
 import { PartAssembler } from './partAssembler.js';
 
@@ -66,7 +67,7 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
       },
     });
 
-  const made = new MadePrompt();
+  const made: MadePrompt = new ConversionsByPlace();
   /** The host's call, prepared by the session: the call options to send instead. */
   const prepare = async (params: LanguageModelV3CallOptions): Promise<PreparedCall> => {
     ownCalls.calling();

@@ -11,6 +11,7 @@ import type { HostConversation } from '../../machines/sessionMachine.js';
 import { PLAIN_SHAPES, type ChatMessage, type MessageShape, type ToolCall } from '../history/messages.js';
 import type { LLMResponse, LLMUsage } from '../llm/llm.js';
 import type { ToolSpec } from '../tools/tool.js';
+import { ConversionsByPlace } from '../llm/conversionsByPlace.js';
 
 /**
  * The agent's system message as the call's instructions, and its messages as the
@@ -180,28 +181,22 @@ function convertedOnce(message: ChatMessage): BaseMessage {
 }
 
 /**
- * requestMessagesOf for one session's calls, which remembers the last request: the next
- * one begins with most of its messages (the same objects), whose conversions are taken by
- * position. That reads two arrays where a lookup by message touches each message: at 10k
- * messages, 40 µs a call instead of 80–150. Both arrays are its own, changed in place;
- * the model is handed a copy, which nothing it does can make wrong for the next call.
+ * requestMessagesOf for one session's calls: a history message's conversion is taken by
+ * place from the last request while it holds the same message there (conversionsByPlace.ts).
  */
 export class RequestMessages {
-  private readonly sent: ChatMessage[] = [];
-  private readonly made: BaseMessage[] = [];
+  private readonly byPlace = new ConversionsByPlace<BaseMessage>();
 
   of(messages: readonly ChatMessage[]): { system: SystemMessage; messages: BaseMessage[] } {
     const from = messages[0]?.role === 'system' ? 1 : 0;
-    const { sent, made } = this;
-    const shared = Math.min(messages.length - from, sent.length);
-    let kept = 0;
-    while (kept < shared && messages[from + kept] === sent[kept]) kept++;
-    sent.length = made.length = kept;
-    for (let i = from + kept; i < messages.length; i++) {
-      sent.push(messages[i]!);
-      made.push(convertedOnce(messages[i]!));
+    const out: BaseMessage[] = [];
+    for (let i = from; i < messages.length; i++) {
+      let made = this.byPlace.take(i, messages[i]!);
+      if (!made) this.byPlace.keep(i, messages[i]!, (made = convertedOnce(messages[i]!)));
+      out.push(made);
     }
-    return { system: systemMessageOf(from === 1 ? (messages[0]!.content ?? '') : ''), messages: made.slice() };
+    this.byPlace.end(messages.length);
+    return { system: systemMessageOf(from === 1 ? (messages[0]!.content ?? '') : ''), messages: out };
   }
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MadePrompt, promptOf } from '../../src/aiSdk/aiSdkPrompt.js';
+import { promptOf, type MadePrompt } from '../../src/aiSdk/aiSdkPrompt.js';
+import { ConversionsByPlace } from '../../src/llm/conversionsByPlace.js';
 import type { ChatMessage } from '../../src/history/messages.js';
 import type { LLMRequest } from '../../src/llm/llm.js';
 
@@ -40,7 +41,7 @@ describe('the AI SDK prompt of one model, converted by place from its last', () 
         { role: 'tool', tool_call_id: long, content: 'Found.' },
       ]),
     );
-    const made = new MadePrompt();
+    const made: MadePrompt = new ConversionsByPlace();
     for (const explicit of [false, true]) for (const r of requests) expect(promptOf(r, explicit, made)).toEqual(promptOf(r, explicit));
     // The system message split at its breakpoint, the note, then turn 30: its result named after its call.
     const prompt = promptOf(requests[2]!, true, made);
