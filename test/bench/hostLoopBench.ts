@@ -89,7 +89,7 @@ const driving = (sessionId: string, home: string) => ({
   settings: { injectHistory: true },
 });
 
-/** A door's calls and a Session's, alternated. */
+/** The framework whose middleware a phase measures. */
 export type Door = 'ai-sdk' | 'langchain';
 
 /** The times of each step of a door's phase (after the warm-up), in ms. */
