@@ -4,7 +4,7 @@
  * so the heap's growth over the requests is what they allocated, short-lived or not. And
  * what scavenges keep per request, in a child with V8's default young generation: a
  * scavenge's pause (the p99's slow requests) grows with what it keeps, not with what was
- * allocated.
+ * allocated. Beside them, what xstate alone allocates for the same chart (xstateFloor.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { built } from './benchmarks.js';
@@ -14,8 +14,8 @@ import { median, type Row } from './harness.js';
 export const START_MARK = 'workmem-bench: timed requests start';
 export const END_MARK = 'workmem-bench: timed requests end';
 
-function child(flags: string[], script: string, size: number, warmup: number, samples: number): string {
-  const run = spawnSync(process.execPath, [...flags, built(script), String(size), String(warmup), String(samples)], {
+function child(flags: string[], script: string, args: number[]): string {
+  const run = spawnSync(process.execPath, [...flags, built(script), ...args.map(String)], {
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -23,17 +23,27 @@ function child(flags: string[], script: string, size: number, warmup: number, sa
   return run.stdout;
 }
 
-/** KB allocated per request at `size` messages in the log (tmpfs, trace off), from a child of its own. */
-export function allocatedPerRequest(size: number, warmup: number, samples: number): number {
-  const out = child(
-    ['--expose-gc', '--min-semi-space-size=128', '--max-semi-space-size=128'],
-    'test/bench/allocationChild.js',
-    size,
-    warmup,
-    samples,
-  );
-  return Number(out.trim());
+/** What a request allocates, and the actors and transitions it makes (xstate's inspection events). */
+export interface RequestAllocation {
+  kb: number;
+  actors: number;
+  transitions: number;
 }
+
+/** No collection while the requests are counted: the heap's growth is what they allocated. */
+const NO_SCAVENGE = ['--expose-gc', '--min-semi-space-size=128', '--max-semi-space-size=128'];
+
+/** KB allocated per request at `size` messages in the log (tmpfs, trace off), from a child of its own. */
+export function allocatedPerRequest(size: number, warmup: number, samples: number): RequestAllocation {
+  return JSON.parse(child(NO_SCAVENGE, 'test/bench/allocationChild.js', [size, warmup, samples])) as RequestAllocation;
+}
+
+/** The same for xstate alone, through the chart of xstateFloor.ts. */
+export function xstateFloorPerRequest(warmup: number, samples: number): RequestAllocation {
+  return JSON.parse(child(NO_SCAVENGE, 'test/bench/xstateFloorChild.js', [warmup, samples])) as RequestAllocation;
+}
+
+const shape = (a: RequestAllocation) => `${a.actors} actors, ${a.transitions} transitions a request`;
 
 /**
  * What the scavenges during `samples` requests kept (promoted to the old generation), in KB
@@ -45,7 +55,7 @@ export function keptByScavenges(
   samples: number,
   v8Flags: string[] = [],
 ): { kept: number; scavenges: number; pauseMs: number } {
-  const out = child(['--trace-gc-nvp', ...v8Flags], 'test/bench/scavengeChild.js', size, warmup, samples);
+  const out = child(['--trace-gc-nvp', ...v8Flags], 'test/bench/scavengeChild.js', [size, warmup, samples]);
   const timed = out.slice(out.indexOf(START_MARK), out.indexOf(END_MARK));
   const scavenges = timed
     .split('\n')
@@ -63,7 +73,8 @@ export function keptByScavenges(
  * many scavenges, after V8 has decided which allocation sites to pretenure).
  */
 export function allocation(sizes: number[], warmup: number, samples: number, scavenging = { warmup: 300, samples: 1500 }): Row[] {
-  return sizes.flatMap((size) => {
+  const floor = xstateFloorPerRequest(warmup, samples);
+  const perSize = sizes.flatMap((size) => {
     const allocated = allocatedPerRequest(size, warmup, samples);
     const at10k = size === 10_000;
     const messages = `${size >= 1000 ? `${size / 1000}k` : size} messages in the log (tmpfs)`;
@@ -84,15 +95,28 @@ export function allocation(sizes: number[], warmup: number, samples: number, sca
       {
         metric: 'Allocated per request',
         case: messages,
-        median: allocated,
+        median: allocated.kb,
         p99: null,
         unit: 'KB',
         target: at10k ? '≤ 120 KB' : null,
-        met: at10k ? allocated <= 120 : null,
-        note: '(heap growth with no collection running, over the requests)',
+        met: at10k ? allocated.kb <= 120 : null,
+        note: `(heap growth with no collection running, over the requests; ${shape(allocated)})`,
       },
       keptRow('Kept by scavenges per request', []),
       keptRow('Kept by scavenges per request, V8 pretenuring off', ['--no-allocation-site-pretenuring']),
     ];
   });
+  return [
+    ...perSize,
+    {
+      metric: 'Allocated per request, xstate alone',
+      case: 'the same chart, no work in it (test/bench/xstateFloor.ts)',
+      median: floor.kb,
+      p99: null,
+      unit: 'KB',
+      target: null,
+      met: null,
+      note: `(measured as the rows above; ${shape(floor)}, one-field contexts, actors that resolve at once)`,
+    },
+  ];
 }
