@@ -38,9 +38,9 @@ export function allocatedPerRequest(size: number, warmup: number, samples: numbe
   return JSON.parse(child(NO_SCAVENGE, 'test/bench/allocationChild.js', [size, warmup, samples])) as RequestAllocation;
 }
 
-/** The same for xstate alone, through the chart of xstateFloor.ts. */
-export function xstateFloorPerRequest(warmup: number, samples: number): RequestAllocation {
-  return JSON.parse(child(NO_SCAVENGE, 'test/bench/xstateFloorChild.js', [warmup, samples])) as RequestAllocation;
+/** The same for xstate alone, through the chart of xstateFloor.ts (`minimal`: the smallest DESIGN.md allows). */
+export function xstateFloorPerRequest(warmup: number, samples: number, minimal: boolean): RequestAllocation {
+  return JSON.parse(child(NO_SCAVENGE, 'test/bench/xstateFloorChild.js', [warmup, samples, minimal ? 1 : 0])) as RequestAllocation;
 }
 
 const shape = (a: RequestAllocation) => `${a.actors} actors, ${a.transitions} transitions a request`;
@@ -73,7 +73,8 @@ export function keptByScavenges(
  * many scavenges, after V8 has decided which allocation sites to pretenure).
  */
 export function allocation(sizes: number[], warmup: number, samples: number, scavenging = { warmup: 300, samples: 1500 }): Row[] {
-  const floor = xstateFloorPerRequest(warmup, samples);
+  const floor = xstateFloorPerRequest(warmup, samples, false);
+  const smallest = xstateFloorPerRequest(warmup, samples, true);
   const perSize = sizes.flatMap((size) => {
     const allocated = allocatedPerRequest(size, warmup, samples);
     const at10k = size === 10_000;
@@ -117,6 +118,16 @@ export function allocation(sizes: number[], warmup: number, samples: number, sca
       target: null,
       met: null,
       note: `(measured as the rows above; ${shape(floor)}, one-field contexts, actors that resolve at once)`,
+    },
+    {
+      metric: 'Allocated per request, xstate alone',
+      case: 'the smallest chart DESIGN.md allows, no work in it',
+      median: smallest.kb,
+      p99: null,
+      unit: 'KB',
+      target: null,
+      met: null,
+      note: `(the session runs the turn only, the turn opens in loadMemory: ${shape(smallest)})`,
     },
   ];
 }

@@ -46,12 +46,14 @@ describe('benchmarks (smoke sizes)', () => {
       'Kept by scavenges per request',
       'Kept by scavenges per request, V8 pretenuring off',
       'Allocated per request, xstate alone',
+      'Allocated per request, xstate alone',
     ]);
     expect(allocated[0]!.median).toBeGreaterThan(10); // KB: a request allocates something
     // The floor's chart is the one a Session's request goes through: the same actors and transitions.
     const shape = / (\d+ actors, \d+ transitions) a request/;
     expect(shape.exec(allocated[3]!.note!)?.[1]).toBe('5 actors, 10 transitions');
     expect(shape.exec(allocated[0]!.note!)?.[1]).toBe('5 actors, 10 transitions');
+    expect(shape.exec(allocated[4]!.note!)?.[1]).toBe('3 actors, 7 transitions');
     const peer = await peerRows([100]);
     wellFormed(peer);
     expect(peer.map((r) => r.metric)).toEqual(['Peer: LangGraph.js 1.7.3, MemorySaver, per request', 'workmem vs the peer, per request']);

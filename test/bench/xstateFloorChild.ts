@@ -1,19 +1,19 @@
 /**
  * The child of allocation.ts for xstate's floor (xstateFloor.ts): prints, as JSON, the KB a
- * request allocates through the floor chart, measured as allocationChild.ts measures a
- * session's, and the actors and transitions a request makes there.
+ * request allocates through the floor chart (`minimal`: the smallest one), measured as
+ * allocationChild.ts measures a session's, and the actors and transitions a request makes there.
  */
 import { ChartCounts, floorChart } from './xstateFloor.js';
 
-const [warmup, samples] = process.argv.slice(2).map(Number) as [number, number];
+const [warmup, samples, minimal] = process.argv.slice(2).map(Number) as [number, number, number];
 const counts = new ChartCounts();
-const counted = floorChart(counts.inspect);
+const counted = floorChart(minimal === 1, counts.inspect);
 await counted.request();
 const [actors, transitions] = [counts.actors, counts.transitions];
 await counted.request();
 const perRequest = { actors: counts.actors - actors, transitions: counts.transitions - transitions };
 
-const chart = floorChart();
+const chart = floorChart(minimal === 1);
 for (let i = 0; i < warmup; i++) await chart.request();
 const gc = (globalThis as { gc?: () => void }).gc!;
 gc();
