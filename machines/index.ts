@@ -6,7 +6,7 @@
 export { turnMachine } from './turnMachine.js';
 export { sessionMachine } from './sessionMachine.js';
 export { historyModeMachine } from './historyModeMachine.js';
-export type { TurnContext, TurnEvent } from './turnMachine.js';
+export type { TurnAnswer, TurnAttempt, TurnCompaction, TurnContext, TurnEvent } from './turnMachine.js';
 export type {
   TurnStatics,
   TurnInput,

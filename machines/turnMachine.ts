@@ -17,6 +17,7 @@ import type { TurnError } from '../src/events.js';
 import { jitterOf, toTurnError } from './turnErrors.js';
 import type { ToolCall } from '../src/history/messages.js';
 import type { BuiltPrompt, PromptBase } from '../src/prompt/promptBuilder.js';
+import type { HistoryView } from '../src/history/historyView.js';
 import type { RecentWindow } from '../src/history/recentWindow.js';
 import {
   addUsage,
@@ -27,7 +28,7 @@ import {
   windowFor,
   type RequestState,
 } from '../src/prompt/requestPlan.js';
-import { markUpdated, remindNextRequest, type ReminderDue } from '../src/memory/reminderTracker.js';
+import { markUpdated, remindNextRequest, type TrackerState } from '../src/memory/reminderTracker.js';
 import { retryDelay } from '../src/settings/settings.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
@@ -48,25 +49,70 @@ import type {
   ToolResult,
 } from './turnTypes.js';
 
-export interface TurnContext extends Omit<TurnInput, 'statics'> {
+/**
+ * What a turn holds. Kept to few top-level fields: xstate copies the context field by field
+ * on every assign, and V8 keeps an object copied so with more than about 16 fields as a
+ * dictionary, slower to read and several times larger. The request's details are grouped.
+ */
+export interface TurnContext {
+  /** The session's, for every turn (see TurnInput), and the turn's number. */
   statics: TurnStatics;
+  turn: number;
+  /** The conversation as the requests see it, and how much of it they carry. */
+  history: HistoryView;
+  mode: HistoryMode;
+  /** The reminder tracker, advanced by each request and reset by a memory write. */
+  tracker: TrackerState;
+  /** The server's count less ours, the request's fixed part, and phase 2's window (see TurnInput). */
+  calibration: number;
+  base: PromptBase | null;
+  window: RecentWindow | null;
+  /** The last request's tail tokens, until this turn builds its first request (see TurnInput). */
+  tailHint: number;
+  /** A pass of a host's own loop (see TurnInput). */
+  hostLoop: boolean;
+  /** The request in progress, from 1 (a host loop's earlier passes counted). */
   request: number;
+  /** The memory and the prompt of the request in progress (the prompt carries its reminder, if one is due). */
   memory: MemorySnapshot | null;
-  reminder: ReminderDue | null;
   prompt: BuiltPrompt | null;
-  toolCalls: ToolCall[];
-  overviewWrite: OverviewWrite | null;
-  compactedThisRequest: boolean;
-  compactReason: CompactionReason;
-  compactTarget: CompactionTarget | null;
-  overflowRetried: boolean;
-  retries: number;
-  retryDelayMs: number;
-  text: string;
+  compaction: TurnCompaction;
+  attempt: TurnAttempt;
+  answer: TurnAnswer;
+  /** 'running' until a final state; the error a failed turn ends with, or the retryable one being retried. */
   status: TurnStatus | 'running';
   error: TurnError | null;
+}
+
+/** The compaction before the request in progress: at most one a request. */
+export interface TurnCompaction {
+  /** One ran, or was tried, before this request. */
+  ran: boolean;
+  /** Why the next one runs, and the auto policy's tier for it (null: a budget). */
+  reason: CompactionReason;
+  target: CompactionTarget | null;
+}
+
+/** The model calls made for the request in progress. */
+export interface TurnAttempt {
+  /** Retries after retryable errors so far, and the wait before the next one. */
+  retries: number;
+  delayMs: number;
+  /** A context-overflow error was answered with a compaction already (once a request). */
+  overflowRetried: boolean;
+}
+
+/** What the model answered and what its tools did, so far in the turn. */
+export interface TurnAnswer {
+  text: string;
+  /** The last answer's tool calls not yet run. */
+  toolCalls: ToolCall[];
+  /** The server's token counts, summed over the turn's requests. */
   usage: TokenUsage | null;
+  /** A host loop's tools pass: each call's result. */
   results: ToolResult[];
+  /** overview.md written by the last tool run, until markUpdated takes it. */
+  overviewWrite: OverviewWrite | null;
 }
 
 export type TurnEvent = { type: 'abort' } | { type: 'mode.changed'; mode: HistoryMode };
@@ -74,7 +120,19 @@ export type TurnEvent = { type: 'abort' } | { type: 'mode.changed'; mode: Histor
 /** What the next request is made from: the context's own fields, with the base and window just decided. */
 function requestState(context: TurnContext, base: PromptBase, window: RecentWindow | null): RequestState {
   const { statics, turn, history, mode, tracker, calibration, prompt, tailHint } = context;
-  return { statics, turn, history, mode, tracker, calibration, base, window, prompt, ...(tailHint === undefined ? {} : { tailHint }) };
+  return { statics, turn, history, mode, tracker, calibration, base, window, prompt, tailHint };
+}
+
+/** A request opens with no compaction run and no retry made. */
+const NO_COMPACTION: TurnCompaction = { ran: false, reason: 'fallback', target: null };
+const FIRST_ATTEMPT: TurnAttempt = { retries: 0, delayMs: 0, overflowRetried: false };
+
+function compactionFor(reason: CompactionReason, target: CompactionTarget | null = null): TurnCompaction {
+  return { ran: false, reason, target };
+}
+
+function ranAlready(compaction: TurnCompaction): TurnCompaction {
+  return { ran: true, reason: compaction.reason, target: compaction.target };
 }
 
 function notProvided(name: string): never {
@@ -100,13 +158,18 @@ export const turnMachine = setup({
     takeResponse: assign(({ context, event }, params: { done: boolean }) => {
       // Only ever attached to the llm invoke's onDone, whose event carries the actor output.
       const output = (event as unknown as { output: LlmOutput }).output;
+      const { answer } = context;
       // The optional field last: an object spread followed by fields gets a hidden class of its own every time (V8 11).
       return {
         history: output.history,
-        text: output.message.content ?? '',
-        toolCalls: output.message.tool_calls ?? [],
+        answer: {
+          text: output.message.content ?? '',
+          toolCalls: output.message.tool_calls ?? [],
+          usage: addUsage(answer.usage, output.usage),
+          results: answer.results,
+          overviewWrite: answer.overviewWrite,
+        },
         calibration: calibrationFrom(output.usage, context.prompt!.tokens.counted, context.calibration),
-        usage: addUsage(context.usage, output.usage),
         error: null,
         ...(params.done ? { status: 'done' as const } : {}),
       };
@@ -121,25 +184,25 @@ export const turnMachine = setup({
     exceedsWindow: ({ context }) =>
       context.prompt!.tokens.total + context.statics.settings.reserveOutputTokens > context.statics.settings.contextWindow,
     toolCallsToRun: ({ context, event }) =>
-      context.hostLoop !== true && ((event as unknown as { output?: LlmOutput }).output?.message.tool_calls?.length ?? 0) > 0,
+      !context.hostLoop && ((event as unknown as { output?: LlmOutput }).output?.message.tool_calls?.length ?? 0) > 0,
     overflowNotYetRetried: ({ context, event }) =>
-      !context.overflowRetried && toTurnError((event as { error?: unknown }).error).kind === 'overflow',
+      !context.attempt.overflowRetried && toTurnError((event as { error?: unknown }).error).kind === 'overflow',
     retryable: ({ context, event }) =>
-      toTurnError((event as { error?: unknown }).error).retryable && context.retries < context.statics.settings.retry.maxRetries,
+      toTurnError((event as { error?: unknown }).error).retryable && context.attempt.retries < context.statics.settings.retry.maxRetries,
     requestLimitReached: ({ context }) => context.request >= context.statics.settings.maxRequestsPerTurn,
     /** A host's loop: it calls the model again and runs its own tools. */
-    hostLoop: ({ context }) => context.hostLoop === true,
-    toolsGiven: ({ context }) => context.toolCalls.length > 0,
+    hostLoop: ({ context }) => context.hostLoop,
+    toolsGiven: ({ context }) => context.answer.toolCalls.length > 0,
     autoCompactionDue: ({ context }) => autoCompactionTier(context) !== null,
     beyondHorizon: ({ context }) => beyondHorizon(context),
   },
   delays: {
-    retryBackoff: ({ context }) => context.retryDelayMs,
+    retryBackoff: ({ context }) => context.attempt.delayMs,
   },
 }).createMachine({
   id: 'turn',
-  // Written out, not `...input` and then the rest: V8 makes fresh hidden classes for the fields
-  // added after a spread, ~13 KB per turn.
+  // Every field written out, none spread in: V8 makes fresh hidden classes for the fields
+  // added after a spread (~13 KB per turn), and a literal with spreads becomes a dictionary.
   context: ({ input }) => ({
     statics: input.statics,
     turn: input.turn,
@@ -148,27 +211,17 @@ export const turnMachine = setup({
     tracker: input.tracker,
     calibration: input.calibration,
     base: input.base,
-    ...(input.tailHint === undefined ? {} : { tailHint: input.tailHint }),
-    ...(input.window === undefined ? {} : { window: input.window }),
-    ...(input.hostLoop === undefined ? {} : { hostLoop: input.hostLoop }),
-    ...(input.calls === undefined ? {} : { calls: input.calls }),
+    window: input.window ?? null,
+    tailHint: input.tailHint ?? 0,
+    hostLoop: input.hostLoop === true,
     request: input.request ?? 0,
     memory: null,
-    reminder: null,
     prompt: null,
-    toolCalls: input.calls ?? [],
-    overviewWrite: null,
-    compactedThisRequest: false,
-    compactReason: 'fallback',
-    compactTarget: null,
-    overflowRetried: false,
-    retries: 0,
-    retryDelayMs: 0,
-    text: '',
+    compaction: NO_COMPACTION,
+    attempt: FIRST_ATTEMPT,
+    answer: { text: '', toolCalls: input.calls ?? [], usage: input.usage ?? null, results: [], overviewWrite: null },
     status: 'running',
     error: null,
-    usage: input.usage ?? null,
-    results: [],
   }),
   initial: 'start',
   on: {
@@ -192,18 +245,16 @@ export const turnMachine = setup({
             assign(({ context, event }) => {
               const base = baseFor(context, event.output);
               const window = windowFor(context, base);
-              const { prompt, tracker, reminder } = requestWithReminder(requestState(context, base, window));
+              const { prompt, tracker } = requestWithReminder(requestState(context, base, window));
               return {
                 memory: event.output,
                 base,
                 window,
                 request: context.request + 1,
                 tracker,
-                reminder,
                 prompt,
-                compactedThisRequest: false,
-                overflowRetried: false,
-                retries: 0,
+                compaction: NO_COMPACTION,
+                attempt: FIRST_ATTEMPT,
               };
             }),
             {
@@ -228,20 +279,20 @@ export const turnMachine = setup({
     // The request and its reminder were decided on the way in (loadMemory's onDone).
     checkReminder: {
       entry: enqueueActions(({ context, enqueue }) => {
-        const due = context.reminder;
+        const due = context.prompt!.reminder;
         if (due) enqueue({ type: 'report', params: { type: 'reminder', turn: context.turn, request: context.request, ...due } });
       }),
       always: 'maybeCompact',
     },
     maybeCompact: {
       always: [
-        { guard: 'overThreshold', target: 'compacting', actions: assign({ compactReason: 'fallback' as const, compactTarget: null }) },
+        { guard: 'overThreshold', target: 'compacting', actions: assign({ compaction: compactionFor('fallback') }) },
         {
           guard: 'autoCompactionDue',
           target: 'compacting',
-          actions: assign(({ context }) => ({ compactReason: 'auto' as const, compactTarget: autoCompactionTier(context) })),
+          actions: assign(({ context }) => ({ compaction: compactionFor('auto', autoCompactionTier(context)) })),
         },
-        { guard: 'beyondHorizon', target: 'compacting', actions: assign({ compactReason: 'horizon' as const, compactTarget: null }) },
+        { guard: 'beyondHorizon', target: 'compacting', actions: assign({ compaction: compactionFor('horizon') }) },
         { target: 'buildPrompt' },
       ],
     },
@@ -251,7 +302,7 @@ export const turnMachine = setup({
         id: 'compactor',
         src: 'compactor',
         input: ({ context }) => ({
-          order: compactionOrder(context, context.compactReason, context.compactTarget),
+          order: compactionOrder(context, context.compaction.reason, context.compaction.target),
           request: context.request,
           host: context.statics.host,
         }),
@@ -259,17 +310,17 @@ export const turnMachine = setup({
           target: 'maybeCompact',
           actions: assign(({ context, event }) => ({
             history: event.output.history,
-            compactedThisRequest: true,
+            compaction: ranAlready(context.compaction),
             // The model saw none of what the horizon archives: nothing to remind it of.
             tracker:
-              event.output.replaced > 0 && context.compactReason !== 'horizon' ? remindNextRequest(context.tracker) : context.tracker,
+              event.output.replaced > 0 && context.compaction.reason !== 'horizon' ? remindNextRequest(context.tracker) : context.tracker,
           })),
         },
         onError: {
           // A failed compaction is not fatal: the request may still fit; buildPrompt checks the window.
           target: 'buildPrompt',
           actions: [
-            assign({ compactedThisRequest: true }),
+            assign(({ context }) => ({ compaction: ranAlready(context.compaction) })),
             {
               type: 'report',
               params: ({ context, event }) => ({
@@ -290,10 +341,10 @@ export const turnMachine = setup({
         // mode may have changed while the compactor ran: the memory's placement and the window follow it.
         enqueueActions(({ context, enqueue }) => {
           // No assign otherwise: each one copies the whole context.
-          if (!context.compactedThisRequest) return;
+          if (!context.compaction.ran) return;
           const base = baseFor(context, context.memory!);
           const window = windowFor(context, base);
-          enqueue.assign({ base, window, prompt: requestFor({ ...context, base, window }, context.reminder) });
+          enqueue.assign({ base, window, prompt: requestFor(requestState(context, base, window), context.prompt!.reminder) });
         }),
         {
           type: 'report',
@@ -350,12 +401,10 @@ export const turnMachine = setup({
           {
             guard: 'overflowNotYetRetried',
             target: 'compacting',
-            actions: assign({
-              overflowRetried: true,
-              compactReason: 'overflow' as const,
-              compactTarget: null,
-              compactedThisRequest: false,
-            }),
+            actions: assign(({ context }) => ({
+              attempt: { retries: context.attempt.retries, delayMs: context.attempt.delayMs, overflowRetried: true },
+              compaction: compactionFor('overflow'),
+            })),
           },
           {
             guard: 'retryable',
@@ -363,12 +412,9 @@ export const turnMachine = setup({
             actions: [
               assign(({ context, event }) => {
                 const error = toTurnError(event.error);
-                const attempt = context.retries + 1;
-                return {
-                  retries: attempt,
-                  retryDelayMs: retryDelay(context.statics.settings.retry, attempt, error.retryAfterMs, jitterOf(event.error)),
-                  error,
-                };
+                const retries = context.attempt.retries + 1;
+                const delayMs = retryDelay(context.statics.settings.retry, retries, error.retryAfterMs, jitterOf(event.error));
+                return { attempt: { retries, delayMs, overflowRetried: context.attempt.overflowRetried }, error };
               }),
               {
                 type: 'report',
@@ -376,8 +422,8 @@ export const turnMachine = setup({
                   type: 'retry',
                   turn: context.turn,
                   request: context.request,
-                  attempt: context.retries,
-                  delayMs: context.retryDelayMs,
+                  attempt: context.attempt.retries,
+                  delayMs: context.attempt.delayMs,
                   error: context.error!,
                 }),
               },
@@ -395,7 +441,7 @@ export const turnMachine = setup({
         id: 'toolRunner',
         src: 'toolRunner',
         input: ({ context }) => ({
-          calls: context.toolCalls,
+          calls: context.answer.toolCalls,
           turn: context.turn,
           request: context.request,
           history: context.history,
@@ -406,10 +452,14 @@ export const turnMachine = setup({
           target: 'markUpdated',
           actions: assign(({ context, event }) => ({
             history: event.output.history,
-            overviewWrite: event.output.overviewWrite,
+            answer: {
+              text: context.answer.text,
+              toolCalls: [],
+              usage: context.answer.usage,
+              results: event.output.results,
+              overviewWrite: event.output.overviewWrite,
+            },
             tracker: event.output.compacted ? remindNextRequest(context.tracker) : context.tracker,
-            toolCalls: [],
-            results: event.output.results,
           })),
         },
         onError: { target: 'failed', actions: assign({ error: ({ event }) => toTurnError(event.error, 'tool') }) },
@@ -417,9 +467,13 @@ export const turnMachine = setup({
     },
     markUpdated: {
       entry: enqueueActions(({ context, enqueue }) => {
-        const write = context.overviewWrite;
+        const { answer } = context;
+        const write = answer.overviewWrite;
         if (!write) return;
-        enqueue.assign({ tracker: markUpdated(context.tracker, write.at), overviewWrite: null });
+        enqueue.assign({
+          tracker: markUpdated(context.tracker, write.at),
+          answer: { text: answer.text, toolCalls: answer.toolCalls, usage: answer.usage, results: answer.results, overviewWrite: null },
+        });
         enqueue({
           type: 'report',
           params: {
@@ -476,17 +530,17 @@ export const turnMachine = setup({
   },
   output: ({ context }) => ({
     status: context.status === 'running' ? 'failed' : context.status,
-    text: context.text,
+    text: context.answer.text,
     error: context.error,
     requests: context.request,
     history: context.history,
     tracker: context.tracker,
     calibration: context.calibration,
     base: context.base,
-    tailHint: context.prompt?.tokens.tail ?? context.tailHint ?? 0,
-    window: context.window ?? null,
-    ...(context.usage ? { usage: context.usage } : {}),
-    toolCalls: context.toolCalls.length,
-    results: context.results,
+    tailHint: context.prompt?.tokens.tail ?? context.tailHint,
+    window: context.window,
+    ...(context.answer.usage ? { usage: context.answer.usage } : {}),
+    toolCalls: context.answer.toolCalls.length,
+    results: context.answer.results,
   }),
 });

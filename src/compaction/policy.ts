@@ -53,8 +53,8 @@ export interface PolicyInput {
   turn: number;
   /** The request about to be sent, from 1. */
   request: number;
-  /** A compaction already ran before this request (it runs at most once per request). */
-  compactedThisRequest: boolean;
+  /** Whether a compaction already ran before this request (it runs at most once per request). */
+  compaction: { ran: boolean };
   /** The server's count minus ours, added to every estimate. */
   calibration: number;
   /** Set once the memory is loaded, which is before any decision here. */
@@ -115,7 +115,7 @@ export function shownPercent(input: PolicyInput): number {
 
 /** The fallback is due: the next request would show the model the threshold or more. */
 export function overThreshold(input: PolicyInput): boolean {
-  return !input.compactedThisRequest && shownPercent(input) >= thresholdPercent(input.statics.settings);
+  return !input.compaction.ran && shownPercent(input) >= thresholdPercent(input.statics.settings);
 }
 
 /**
@@ -124,7 +124,7 @@ export function overThreshold(input: PolicyInput): boolean {
  * resume time, a safe switch back to phase 1).
  */
 export function beyondHorizon(input: PolicyInput): boolean {
-  if (input.mode === 'phase1' || input.request !== 1 || input.compactedThisRequest) return false;
+  if (input.mode === 'phase1' || input.request !== 1 || input.compaction.ran) return false;
   return withoutTail(input, phase1Range(input)) + TAIL_ALLOWANCE >= thresholdTokens(input.statics.settings);
 }
 
@@ -134,7 +134,7 @@ export function beyondHorizon(input: PolicyInput): boolean {
  */
 export function autoCompactionTier(input: PolicyInput): CompactionTarget | null {
   const { settings } = input.statics;
-  if (settings.compaction !== 'auto' || input.compactedThisRequest || input.request !== 1) return null;
+  if (settings.compaction !== 'auto' || input.compaction.ran || input.request !== 1) return null;
   const tier = autoTier(shownPercent(input));
   if (!tier) return null;
   const plan = planForTier(input.history, carriedRange(input), input.turn, tier, settings.keepRecentTurns, AUTO_KEEP_TOOL_OUTPUTS);

@@ -94,7 +94,7 @@ function input(view: HistoryView, over: Partial<PolicyInput> & { settings?: Part
     mode: 'phase1',
     turn: lastTurn,
     request: 1,
-    compactedThisRequest: false,
+    compaction: { ran: false },
     calibration: 0,
     base: BASE,
     prompt: null,
@@ -159,7 +159,7 @@ describe('compaction policy', () => {
     expect(shownPercent(input(view, { prompt: built(7450) }))).toBe(75);
     expect(overThreshold(input(view, { prompt: built(7450) }))).toBe(true);
     expect(overThreshold(input(view, { prompt: built(7449) }))).toBe(false);
-    expect(overThreshold(input(view, { prompt: built(9000), compactedThisRequest: true }))).toBe(false);
+    expect(overThreshold(input(view, { prompt: built(9000), compaction: { ran: true } }))).toBe(false);
     expect(overThreshold(input(view, { prompt: built(7000), settings: { fallbackThreshold: 0.7 } }))).toBe(true);
     // No decision without the request: the machine builds it first.
     expect(() => overThreshold(input(view, { prompt: null }))).toThrow(/not built yet/);
@@ -172,7 +172,7 @@ describe('compaction policy', () => {
     expect(beyondHorizon(input(big, { mode: 'hybrid' }))).toBe(true);
     // Only at the first request of a turn, and not twice.
     expect(beyondHorizon(input(big, { mode: 'phase2', request: 2 }))).toBe(false);
-    expect(beyondHorizon(input(big, { mode: 'phase2', compactedThisRequest: true }))).toBe(false);
+    expect(beyondHorizon(input(big, { mode: 'phase2', compaction: { ran: true } }))).toBe(false);
     // The boundary: 1000 + 6100 + 400 = 7500 reaches it, one token less does not.
     const at = history(61, 25);
     expect(beyondHorizon(input(at, { mode: 'phase2' }))).toBe(true);
@@ -262,7 +262,7 @@ describe('compaction policy', () => {
     expect(autoCompactionTier(input(history(AUTO_KEEP_TOOL_OUTPUTS, 25, 70), auto))).toBeNull();
     expect(autoCompactionTier(input(worth))).toBeNull(); // policy 'llm'
     expect(autoCompactionTier(input(worth, { ...auto, request: 2 }))).toBeNull();
-    expect(autoCompactionTier(input(worth, { ...auto, compactedThisRequest: true }))).toBeNull();
+    expect(autoCompactionTier(input(worth, { ...auto, compaction: { ran: true } }))).toBeNull();
     // 40 %: 2600 of history → the conversation (old turns beyond the last 3).
     expect(autoCompactionTier(input(history(26, 25), auto))).toBe('conversation');
     // 60 %: 4600 of history → all.

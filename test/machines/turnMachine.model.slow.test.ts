@@ -32,9 +32,9 @@ function guardState(s: SnapshotFrom<typeof turnMachine>) {
     status: s.status,
     request: s.context.request,
     memory: s.context.memory?.version ?? 0,
-    retries: s.context.retries,
-    overflow: s.context.overflowRetried,
-    compacted: s.context.compactedThisRequest,
+    retries: s.context.attempt.retries,
+    overflow: s.context.attempt.overflowRetried,
+    compacted: s.context.compaction.ran,
   };
 }
 
