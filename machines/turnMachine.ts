@@ -17,7 +17,6 @@ import type { TurnError } from '../src/events.js';
 import { jitterOf, toTurnError } from './turnErrors.js';
 import type { ToolCall } from '../src/history/messages.js';
 import type { BuiltPrompt, PromptBase } from '../src/prompt/promptBuilder.js';
-import type { HistoryView } from '../src/history/historyView.js';
 import type { RecentWindow } from '../src/history/recentWindow.js';
 import {
   addUsage,
@@ -28,14 +27,13 @@ import {
   windowFor,
   type RequestState,
 } from '../src/prompt/requestPlan.js';
-import { markUpdated, remindNextRequest, type TrackerState } from '../src/memory/reminderTracker.js';
+import { markUpdated, remindNextRequest } from '../src/memory/reminderTracker.js';
 import { retryDelay } from '../src/settings/settings.js';
 import type { MemorySnapshot } from '../src/memory/memoryRules.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 
 export type * from './turnTypes.js';
 import type {
-  TurnStatics,
   TurnInput,
   TurnOutput,
   CompactorInput,
@@ -54,18 +52,8 @@ import type {
  * on every assign, and V8 keeps an object copied so with more than about 16 fields as a
  * dictionary, slower to read and several times larger. The request's details are grouped.
  */
-export interface TurnContext {
-  /** The session's, for every turn (see TurnInput), and the turn's number. */
-  statics: TurnStatics;
-  turn: number;
-  /** The conversation as the requests see it, and how much of it they carry. */
-  history: HistoryView;
-  mode: HistoryMode;
-  /** The reminder tracker, advanced by each request and reset by a memory write. */
-  tracker: TrackerState;
-  /** The server's count less ours, the request's fixed part, and phase 2's window (see TurnInput). */
-  calibration: number;
-  base: PromptBase | null;
+export interface TurnContext extends Pick<TurnInput, 'statics' | 'turn' | 'history' | 'mode' | 'tracker' | 'calibration' | 'base'> {
+  /** Phase 2's window (see TurnInput), null in other modes. */
   window: RecentWindow | null;
   /** The last request's tail tokens, until this turn builds its first request (see TurnInput). */
   tailHint: number;
