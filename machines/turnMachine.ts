@@ -162,6 +162,15 @@ export const turnMachine = setup({
         ...(params.done ? { status: 'done' as const } : {}),
       };
     }),
+    /**
+     * The request built again after a compaction ran or was tried: the history changed, and the
+     * mode may have while the compactor ran (the memory's placement and the window follow it).
+     */
+    rebuildPrompt: assign(({ context }) => {
+      const base = baseFor(context, context.memory!);
+      const window = windowFor(context, base);
+      return { base, window, prompt: requestFor(requestState(context, base, window), context.prompt!.reminder) };
+    }),
     /** Everything observable leaves through here; a parent machine overrides it to forward. */
     report: emit((_, event: SessionEvent) => event),
     /** The model wrote overview.md; the session machine overrides this to tell its historyMode. */
@@ -181,6 +190,8 @@ export const turnMachine = setup({
     /** A host's loop: it calls the model again and runs its own tools. */
     hostLoop: ({ context }) => context.hostLoop,
     toolsGiven: ({ context }) => context.answer.toolCalls.length > 0,
+    reminderDue: ({ context }) => context.prompt!.reminder !== null,
+    compactionRan: ({ context }) => context.compaction.ran,
     autoCompactionDue: ({ context }) => autoCompactionTier(context) !== null,
     beyondHorizon: ({ context }) => beyondHorizon(context),
   },
@@ -266,11 +277,17 @@ export const turnMachine = setup({
     },
     // The request and its reminder were decided on the way in (loadMemory's onDone).
     checkReminder: {
-      entry: enqueueActions(({ context, enqueue }) => {
-        const due = context.prompt!.reminder;
-        if (due) enqueue({ type: 'report', params: { type: 'reminder', turn: context.turn, request: context.request, ...due } });
-      }),
-      always: 'maybeCompact',
+      always: [
+        {
+          guard: 'reminderDue',
+          target: 'maybeCompact',
+          actions: {
+            type: 'report',
+            params: ({ context }) => ({ type: 'reminder', turn: context.turn, request: context.request, ...context.prompt!.reminder! }),
+          },
+        },
+        { target: 'maybeCompact' },
+      ],
     },
     maybeCompact: {
       always: [
@@ -281,6 +298,7 @@ export const turnMachine = setup({
           actions: assign(({ context }) => ({ compaction: compactionFor('auto', autoCompactionTier(context)) })),
         },
         { guard: 'beyondHorizon', target: 'compacting', actions: assign({ compaction: compactionFor('horizon') }) },
+        { guard: 'compactionRan', target: 'buildPrompt', actions: 'rebuildPrompt' },
         { target: 'buildPrompt' },
       ],
     },
@@ -309,6 +327,7 @@ export const turnMachine = setup({
           target: 'buildPrompt',
           actions: [
             assign(({ context }) => ({ compaction: ranAlready(context.compaction) })),
+            'rebuildPrompt',
             {
               type: 'report',
               params: ({ context, event }) => ({
@@ -324,16 +343,8 @@ export const turnMachine = setup({
       },
     },
     buildPrompt: {
+      // Built on the way into checkReminder, and again on the way here if a compaction ran (rebuildPrompt).
       entry: [
-        // Built in checkReminder; built again only if a compaction ran (or was tried) since. The
-        // mode may have changed while the compactor ran: the memory's placement and the window follow it.
-        enqueueActions(({ context, enqueue }) => {
-          // No assign otherwise: each one copies the whole context.
-          if (!context.compaction.ran) return;
-          const base = baseFor(context, context.memory!);
-          const window = windowFor(context, base);
-          enqueue.assign({ base, window, prompt: requestFor(requestState(context, base, window), context.prompt!.reminder) });
-        }),
         {
           type: 'report',
           params: ({ context }) => ({
@@ -477,7 +488,7 @@ export const turnMachine = setup({
         enqueue({ type: 'memoryWritten', params: { health: write.memory.health } });
       }),
       always: [
-        { guard: 'hostLoop', target: 'done' },
+        { guard: 'hostLoop', target: 'done', actions: assign({ status: 'done' as const }) },
         {
           guard: 'requestLimitReached',
           target: 'failed',
@@ -492,12 +503,8 @@ export const turnMachine = setup({
         { target: 'loadMemory' },
       ],
     },
-    done: {
-      type: 'final',
-      entry: enqueueActions(({ context, enqueue }) => {
-        if (context.status !== 'done') enqueue.assign({ status: 'done' as const });
-      }),
-    },
+    // The transitions here set the status (takeResponse with the answer): entering copies no context.
+    done: { type: 'final' },
     failed: {
       type: 'final',
       entry: [
