@@ -13,7 +13,7 @@ import { toTurnError } from './turnErrors.js';
 import { boundErrorText } from '../src/errors/errorText.js';
 import type { SessionEvent, TokenUsage } from '../src/events.js';
 import type { ToolSpec } from '../src/tools/tool.js';
-import type { HistoryMode } from '../src/history/historyView.js';
+import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
 import type { MemoryHealth } from '../src/memory/memoryTemplate.js';
 import type { PromptBase } from '../src/prompt/promptBuilder.js';
 import type { RecentWindow } from '../src/history/recentWindow.js';
@@ -172,6 +172,8 @@ export const sessionMachine = setup({
       text: context.current!.text,
     })),
     reportTurnEnd: emit(({ context }) => turnEnd(context)),
+    /** The history as saved (what an aborted request or tool run kept included). */
+    takeSavedHistory: assign(({ event }) => ({ history: savedHistory(event) })),
     /** After saving: the turn's end when it ended, and a host loop's pass marked done for the facade. */
     endTurnOrPass: enqueueActions(({ context, enqueue }) => {
       if (turnEnded(context)) enqueue.emit(turnEnd(context));
@@ -181,6 +183,9 @@ export const sessionMachine = setup({
   guards: {
     hasQueued: ({ context }) => context.queue.length > 0,
     abortRequested: ({ context }) => context.abortRequested,
+    /** A host loop's pass is running (not a turn of the session's own loop). */
+    passing: ({ context }) => context.pass !== null,
+    savedHistoryChanged: ({ context, event }) => savedHistory(event) !== context.history,
   },
 }).createMachine({
   id: 'session',
@@ -440,16 +445,12 @@ export const sessionMachine = setup({
           modelWrites: context.modelWrites,
           host: context.statics.host,
         }),
-        onDone: {
-          target: 'idle',
-          actions: [
-            // Mostly the history the turn ended with: no copy of the context then.
-            enqueueActions(({ context, event, enqueue }) => {
-              if (event.output.history !== context.history) enqueue.assign({ history: event.output.history });
-            }),
-            'endTurnOrPass',
-          ],
-        },
+        // Mostly the history the turn ended with: no copy of the context then.
+        onDone: [
+          { guard: 'passing', target: 'idle', actions: ['takeSavedHistory', 'endTurnOrPass'] },
+          { guard: 'savedHistoryChanged', target: 'idle', actions: ['takeSavedHistory', 'reportTurnEnd'] },
+          { target: 'idle', actions: 'reportTurnEnd' },
+        ],
         onError: {
           target: 'idle',
           actions: [
@@ -489,6 +490,11 @@ function turnEnd(context: SessionContext): SessionEvent {
 }
 
 const BUSY = 'the session is busy with another call: one at a time';
+
+/** Only ever read on the save actor's onDone, whose event carries its output. */
+function savedHistory(event: unknown): HistoryView {
+  return (event as { output: SaveOutput }).output.history;
+}
 
 function errorMessage(error: unknown): string {
   return boundErrorText(error instanceof Error ? error.message : String(error));
