@@ -49,7 +49,7 @@ import type {
 
 /**
  * What a turn holds. Kept to few top-level fields: xstate copies the context field by field
- * on every assign, and V8 keeps an object copied so with more than about 16 fields as a
+ * on every assign, and V8 (11) keeps an object copied so with 20 fields or more as a
  * dictionary, slower to read and several times larger. The request's details are grouped.
  */
 export interface TurnContext extends Pick<TurnInput, 'statics' | 'turn' | 'history' | 'mode' | 'tracker' | 'calibration' | 'base'> {

@@ -65,7 +65,7 @@ describe('embedding', () => {
     );
     expect(events.map((e) => e.type)).toEqual(['memory_loaded', 'prompt_built']);
     expect((sent as { content: string }[])[0]!.content).toContain('arithmetic questions today');
-    // Copied field by field on every assign: over ~19 fields V8 makes each copy a dictionary (TurnContext).
+    // Copied field by field on every assign: from 20 fields on, V8 makes each copy a dictionary (TurnContext).
     expect(Object.keys(actor.getSnapshot().context).length).toBeLessThanOrEqual(18);
   });
 
