@@ -8,10 +8,9 @@
  */
 import type { ChatMessage } from '../history/messages.js';
 import type { ToolSpec } from '../tools/tool.js';
-import { boundedCounter } from './boundedCount.js';
+import { boundedCounter, type CountText } from './boundedCount.js';
+import { loadBpeCounter } from './bpeCore.js';
 
-/** Special tokens such as `<|endoftext|>` are plain text to us: tool output may contain them. */
-const PLAIN = { disallowedSpecial: new Set<string>() } as const;
 const MESSAGE_FRAMING = 3;
 const TOOL_CALL_FRAMING = 3;
 
@@ -23,12 +22,6 @@ export interface TokenCounter {
   requestBase(systemContent: string, tools: readonly ToolSpec[]): number;
   /** A whole request, whatever its shape (used by the test server to report usage). */
   request(messages: readonly ChatMessage[], tools: readonly ToolSpec[]): number;
-}
-
-interface EncodingModule {
-  countTokens(text: string, options?: typeof PLAIN): number;
-  /** Present when the encoding's models take function definitions; its formula is used with our counter. */
-  countChatCompletionTokens?: unknown;
 }
 
 type ChatCount = (
@@ -48,25 +41,23 @@ export function loadTokenCounter(model = 'gpt-4o'): Promise<TokenCounter> {
   let counter = loaded.get(encoding);
   if (!counter) {
     // Loading an encoding costs ~150 ms: do it only when a session needs it.
-    const mod: Promise<EncodingModule> =
-      encoding === 'cl100k_base' ? import('gpt-tokenizer/model/gpt-4') : import('gpt-tokenizer/model/gpt-4o');
-    counter = Promise.all([mod, import('gpt-tokenizer/encodingParams/constants'), import('gpt-tokenizer/functionCalling')]).then(
-      ([m, patterns, calling]) =>
-        makeCounter(
-          encoding,
-          m,
-          encoding === 'cl100k_base' ? patterns.CL100K_TOKEN_SPLIT_REGEX : patterns.O200K_TOKEN_SPLIT_REGEX,
-          calling.computeChatCompletionTokenCount as unknown as ChatCount,
-        ),
+    counter = Promise.all([loadBpeCounter(encoding), import('gpt-tokenizer/functionCalling')]).then(([bpe, calling]) =>
+      makeCounter(
+        encoding,
+        bpe.count,
+        bpe.split,
+        // gpt-tokenizer counts function definitions for the o200k models (gpt-4o), not for gpt-4's cl100k.
+        encoding === 'o200k_base' ? (calling.computeChatCompletionTokenCount as unknown as ChatCount) : null,
+      ),
     );
     loaded.set(encoding, counter);
   }
   return counter;
 }
 
-/** `split`: the encoding's pre-tokenizer pattern; `chatCount`: gpt-tokenizer's request formula, fed our counter. */
-function makeCounter(encoding: TokenCounter['encoding'], mod: EncodingModule, split: RegExp, chatCount: ChatCount): TokenCounter {
-  const text = boundedCounter((s) => mod.countTokens(s, PLAIN), split);
+/** `split`: the encoding's pre-tokenizer pattern; `chatCount`: gpt-tokenizer's request formula, fed our counter (null: none). */
+function makeCounter(encoding: TokenCounter['encoding'], count: CountText, split: RegExp, chatCount: ChatCount | null): TokenCounter {
+  const text = boundedCounter(count, split);
   const roleTokens = new Map<string, number>();
   const role = (r: string): number => {
     let n = roleTokens.get(r);
@@ -87,7 +78,7 @@ function makeCounter(encoding: TokenCounter['encoding'], mod: EncodingModule, sp
     },
     requestBase(systemContent, tools) {
       const functions = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
-      if (!mod.countChatCompletionTokens) {
+      if (!chatCount) {
         return role('system') + text(systemContent) + MESSAGE_FRAMING + 3 + text(JSON.stringify(functions));
       }
       return chatCount({ messages: [{ role: 'system', content: systemContent }], ...(functions.length ? { functions } : {}) }, text);
