@@ -23,6 +23,7 @@ import { PG_LOAD_SMOKE, postgresLoad } from './postgresLoad.js';
 import { allocation } from './allocation.js';
 import { peerRows } from './peerRows.js';
 import { proxyOverhead } from './proxyBench.js';
+import { tokenCountAfterCollections } from './tokenCount.js';
 import { postgresAvailable } from '../storage/postgresServer.js';
 
 function wellFormed(rows: Row[]): void {
@@ -58,6 +59,13 @@ describe('benchmarks (smoke sizes)', () => {
     wellFormed(peer);
     expect(peer.map((r) => r.metric)).toEqual(['Peer: LangGraph.js 1.7.3, MemorySaver, per request', 'workmem vs the peer, per request']);
   }, 180_000);
+
+  it('a token count after major collections, workmem beside gpt-tokenizer, runs and reports', () => {
+    const rows = tokenCountAfterCollections(2, 1);
+    wellFormed(rows);
+    expect(rows.map((r) => r.metric)).toEqual(['Token count, workmem', "Token count, gpt-tokenizer's countTokens"]);
+    for (const row of rows) expect(row.median).toBeGreaterThan(0);
+  });
 
   it('order statistics: median, p99 and quantiles of known samples', () => {
     const samples = Array.from({ length: 100 }, (_, i) => 100 - i); // 100 … 1, unsorted

@@ -19,6 +19,7 @@ import { runBench } from './harness.js';
 import { hostLoopOverhead } from './hostLoopBench.js';
 import { peerRows } from './peerRows.js';
 import { proxyOverhead } from './proxyBench.js';
+import { tokenCountAfterCollections } from './tokenCount.js';
 
 await runBench(
   'npm run bench',
@@ -34,6 +35,7 @@ await runBench(
     ['trace cost', () => traceCost(FULL)],
     ['CLI start', () => cliStart(FULL)],
     ['item memory', () => itemMemory(FULL)],
+    ['token count after collections', () => tokenCountAfterCollections(30)],
   ],
   'bench/results.json',
 );
