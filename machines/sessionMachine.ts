@@ -445,7 +445,7 @@ export const sessionMachine = setup({
           modelWrites: context.modelWrites,
           host: context.statics.host,
         }),
-        // Mostly the history the turn ended with: no copy of the context then.
+        // Mostly the history the turn ended with: a turn of the session's own loop copies no context then.
         onDone: [
           { guard: 'passing', target: 'idle', actions: ['takeSavedHistory', 'endTurnOrPass'] },
           { guard: 'savedHistoryChanged', target: 'idle', actions: ['takeSavedHistory', 'reportTurnEnd'] },
