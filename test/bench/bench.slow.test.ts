@@ -123,8 +123,9 @@ describe('benchmarks (smoke sizes)', () => {
         'Per model call, LangChain middleware added',
       ]),
     );
+    // The first ratio is a difference of two framework calls' medians: at these sizes it may come out below zero.
     expect(rows.at(-1)!.note).toMatch(
-      /^\(\d+\.\d\d × Session's \d+\.\d\d ms in the same phase; its own work inside the call \d+\.\d\d ms, \d+\.\d\d ×; invoke alone \d+\.\d\d ms\)$/,
+      /^\(-?\d+\.\d\d × Session's \d+\.\d\d ms in the same phase; its own work inside the call \d+\.\d\d ms, \d+\.\d\d ×; invoke alone \d+\.\d\d ms\)$/,
     );
     expect(rows.at(-2)!.note).toMatch(/its own work inside the call \d+\.\d\d ms, \d+\.\d\d ×; generateText alone/);
   }, 120_000);
