@@ -214,8 +214,8 @@ async function chat({ config, throwaway, onSignals }: CommandConfig, flags: Flag
   );
   const out = terminalOutput(io.stdout, io.env);
   const chat = new ChatController(session, out, { config, llm, io, throwaway: throwaway !== null });
-  chat.banner();
 
+  // Each loop prints the banner once its signal handlers are in place: a signal after it ends the chat cleanly.
   try {
     if (io.stdin.isTTY && io.stdout.isTTY) await terminalLoop(chat, out, io, onSignals);
     else await lineLoop(chat, out, io, onSignals);
@@ -241,6 +241,7 @@ async function terminalLoop(chat: ChatController, out: Output, io: CliIO, onSign
   onSignals(stop);
   // A terminal that went away fails every write (EIO): the chat still closes its session (and removes a --no-session home).
   io.stdout.on('error', stop);
+  chat.banner();
   input.start();
   try {
     for (;;) {
@@ -275,6 +276,7 @@ async function lineLoop(chat: ChatController, out: Output, io: CliIO, onSignals:
     chat.session.abort();
     rl.close();
   });
+  chat.banner();
   try {
     rl.prompt();
     for await (const line of rl) {
