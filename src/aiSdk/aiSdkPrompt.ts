@@ -38,16 +38,12 @@ export function promptOf(request: LLMRequest, explicit: boolean, made?: MadeProm
   const marks = explicit ? breakpointsOf(request.cacheBreakpoints ?? [], request.messages.length) : null;
   const { messages } = request;
   const nameOf = callNames(messages);
+  const convert = (message: ChatMessage, index: number) => messageOf(boundIdsOf(message), nameOf(index), false);
   const out: LanguageModelV3Message[] = [];
   for (let index = 0; index < messages.length; index++) {
     const cuts = marks?.get(index);
     if (!cuts) {
-      let converted = made?.take(index, messages[index]!);
-      if (!converted) {
-        converted = messageOf(boundIdsOf(messages[index]!), nameOf(index), false);
-        made?.keep(index, messages[index]!, converted);
-      }
-      out.push(converted);
+      out.push(made ? made.at(index, messages[index]!, convert) : convert(messages[index]!, index));
       continue;
     }
     const message = boundIdsOf(messages[index]!);

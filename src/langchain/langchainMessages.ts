@@ -11,7 +11,7 @@ import type { HostConversation } from '../../machines/sessionMachine.js';
 import { PLAIN_SHAPES, type ChatMessage, type MessageShape, type ToolCall } from '../history/messages.js';
 import type { LLMResponse, LLMUsage } from '../llm/llm.js';
 import type { ToolSpec } from '../tools/tool.js';
-import { ConversionsByPlace } from '../llm/conversionsByPlace.js';
+import type { ConversionsByPlace } from '../llm/conversionsByPlace.js';
 
 /**
  * The agent's system message as the call's instructions, and its messages as the
@@ -167,37 +167,24 @@ const converted = new WeakMap<ChatMessage, BaseMessage>();
  * (the agent sends it first), the rest as LangChain messages. Tool calls carry their
  * arguments parsed, as LangChain keeps them; arguments that are not JSON stay as written.
  */
-export function requestMessagesOf(messages: readonly ChatMessage[]): { system: SystemMessage; messages: BaseMessage[] } {
+export function requestMessagesOf(
+  messages: readonly ChatMessage[],
+  byPlace?: RequestMessages,
+): { system: SystemMessage; messages: BaseMessage[] } {
   const from = messages[0]?.role === 'system' ? 1 : 0;
   const out: BaseMessage[] = [];
-  for (let i = from; i < messages.length; i++) out.push(convertedOnce(messages[i]!));
+  for (let i = from; i < messages.length; i++) out.push(byPlace ? byPlace.at(i, messages[i]!, convertedOnce) : convertedOnce(messages[i]!));
+  byPlace?.end(messages.length);
   return { system: systemMessageOf(from === 1 ? (messages[0]!.content ?? '') : ''), messages: out };
 }
+
+/** One session's requests, converted by place (conversionsByPlace.ts): given to requestMessagesOf, a message the last request held at the same place is not looked up again. */
+export type RequestMessages = ConversionsByPlace<BaseMessage>;
 
 function convertedOnce(message: ChatMessage): BaseMessage {
   let made = converted.get(message);
   if (!made) converted.set(message, (made = langchainMessageOf(message)));
   return made;
-}
-
-/**
- * requestMessagesOf for one session's calls: a history message's conversion is taken by
- * place from the last request while it holds the same message there (conversionsByPlace.ts).
- */
-export class RequestMessages {
-  private readonly byPlace = new ConversionsByPlace<BaseMessage>();
-
-  of(messages: readonly ChatMessage[]): { system: SystemMessage; messages: BaseMessage[] } {
-    const from = messages[0]?.role === 'system' ? 1 : 0;
-    const out: BaseMessage[] = [];
-    for (let i = from; i < messages.length; i++) {
-      let made = this.byPlace.take(i, messages[i]!);
-      if (!made) this.byPlace.keep(i, messages[i]!, (made = convertedOnce(messages[i]!)));
-      out.push(made);
-    }
-    this.byPlace.end(messages.length);
-    return { system: systemMessageOf(from === 1 ? (messages[0]!.content ?? '') : ''), messages: out };
-  }
 }
 
 /** The system message changes only with the memory: the last one made is made again only then. */

@@ -20,7 +20,8 @@ import { AnswerToolCalls } from '../session/answerToolCalls.js';
 import { HostLoop, type HostLoopOptions, type PreparedCall } from '../session/hostLoop.js';
 import type { Session } from '../session/session.js';
 import { classifyLangChain } from './langchainErrors.js';
-import { conversationOf, RequestMessages, requestMessagesOf, responseOf, toolSpecsOf } from './langchainMessages.js';
+import { conversationOf, requestMessagesOf, responseOf, toolSpecsOf, type RequestMessages } from './langchainMessages.js';
+import { ConversionsByPlace } from '../llm/conversionsByPlace.js';
 
 /** createWorkmem's options: the session's (store, sessionId, settings, …) and the agent's model. */
 export interface WorkmemOptions extends Omit<HostLoopOptions, 'model' | 'contextWindow' | 'summarize'> {
@@ -54,7 +55,7 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
   const loop = await HostLoop.open({ ...rest, model: name, contextWindow: window, summarize });
   const hide = redactor([]);
   const ownCalls = new AnswerToolCalls(loop);
-  const requests = new RequestMessages();
+  const requests: RequestMessages = new ConversionsByPlace();
 
   const tools = loop.tools.map((t) =>
     tool(
@@ -79,7 +80,7 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
       try {
         let call: PreparedCall = await loop.prepare({ instructions, conversation, tools: toolSpecsOf(given) });
         for (;;) {
-          const { system, messages } = requests.of(call.request.messages);
+          const { system, messages } = requestMessagesOf(call.request.messages, requests);
           let answer: AIMessage;
           try {
             answer = await handler({ ...request, systemMessage: system, messages, tools: given });

@@ -12,14 +12,13 @@ export class ConversionsByPlace<T> {
   private readonly from: (ChatMessage | undefined)[] = [];
   private readonly made: (T | undefined)[] = [];
 
-  /** The conversion made at `index` last time, if it was of this message. */
-  take(index: number, message: ChatMessage): T | undefined {
-    return this.from[index] === message ? this.made[index] : undefined;
-  }
-
-  keep(index: number, message: ChatMessage, made: T): void {
+  /** `message`, at `index` of this request, converted: the last request's conversion if it held the same message there. */
+  at(index: number, message: ChatMessage, convert: (message: ChatMessage, index: number) => T): T {
+    if (this.from[index] === message) return this.made[index]!;
+    const made = convert(message, index);
     this.from[index] = message;
     this.made[index] = made;
+    return made;
   }
 
   /** The request had `length` messages: places past it are forgotten. */

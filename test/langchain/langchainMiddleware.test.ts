@@ -15,7 +15,8 @@ import { createWorkmem } from '../../src/langchain/workmemMiddleware.js';
 import type { ChatMessage } from '../../src/history/messages.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import { openSession } from '../../src/session/index.js';
-import { conversationOf, messageOf, RequestMessages, requestMessagesOf, responseOf } from '../../src/langchain/langchainMessages.js';
+import { conversationOf, messageOf, requestMessagesOf, responseOf, type RequestMessages } from '../../src/langchain/langchainMessages.js';
+import { ConversionsByPlace } from '../../src/llm/conversionsByPlace.js';
 import { protocolFollower, scripted, type TestServer } from '../../src/testing/index.js';
 import { collect, ofType, tempHome, testServers } from '../helpers.js';
 
@@ -211,9 +212,9 @@ describe('LangChain messages in workmem words', () => {
       // Without a system message, and a message replaced in place.
       [...history.slice(150, 180), { role: 'assistant', content: 'Replaced' }, ...history.slice(181, 206)],
     ];
-    const converter = new RequestMessages();
+    const converter: RequestMessages = new ConversionsByPlace();
     for (const request of requests) {
-      const made = converter.of(request);
+      const made = requestMessagesOf(request, converter);
       const fresh = requestMessagesOf(request);
       expect(made.system.content).toBe(fresh.system.content);
       expect(made.messages.map(messageOf)).toEqual(fresh.messages.map(messageOf));
