@@ -10,10 +10,8 @@
 import type { BytePairEncodingCore as Core } from 'gpt-tokenizer/BytePairEncodingCore';
 import type { CountText } from './boundedCount.js';
 
-export type Encoding = 'o200k_base' | 'cl100k_base';
-
 /** The encoding's counter (special tokens such as `<|endoftext|>` counted as plain text: tool output may contain them) and its pre-tokenizer pattern (for boundedCount.ts). */
-export async function loadBpeCounter(encoding: Encoding): Promise<{ count: CountText; split: RegExp }> {
+export async function loadBpeCounter(encoding: 'o200k_base' | 'cl100k_base'): Promise<{ count: CountText; split: RegExp }> {
   const [{ BytePairEncodingCore }, params, ranks] = await Promise.all([
     import('gpt-tokenizer/BytePairEncodingCore'),
     encoding === 'cl100k_base'

@@ -13,7 +13,10 @@ if (!gc) throw new Error('tokenCountChild needs node --expose-gc');
 const counter = await loadTokenCounter('gpt-4o');
 const PLAIN = { disallowedSpecial: new Set<string>() };
 const text = 'Question 12: what changed since the last request?';
-for (let i = 0; i < 1000; i++) counter.text(`warm-up ${i}`) + countTokens(`warm-up ${i}`, PLAIN);
+for (let i = 0; i < 1000; i++) {
+  counter.text(`warm-up ${i}`);
+  countTokens(`warm-up ${i}`, PLAIN);
+}
 
 function timed(count: (text: string) => number): number[] {
   const times: number[] = [];
