@@ -1,0 +1,423 @@
+/**
+ * One session's spans and metrics, from its events (events.ts) and from around the two
+ * things events cannot time: the model calls (the session's model, wrapped) and a host
+ * loop's calls (the session host's actors, wrapped). Loaded only when telemetry is on
+ * (telemetryOption.ts): this is the only module that imports `@opentelemetry/api`.
+ *
+ * A turn is an `invoke_agent workmem` span; under it `chat {model}` per model call,
+ * `execute_tool {name}` per tool workmem runs (with the memory operation a memory tool
+ * performs under it), `read_memory` per load of the working memory, `compaction {reason}`
+ * (a summary's model call under it) and `reminder`. A host loop's later calls may come in
+ * another request's context (a proxy's client sends each request with its own traceparent):
+ * their spans go there, linked to the turn. No attribute carries message text, arguments,
+ * results or a key: counts, names, ids and the memory file's path only.
+ */
+import {
+  context,
+  metrics,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Link,
+  type MeterProvider,
+  type Span,
+  type Tracer,
+  type TracerProvider,
+} from '@opentelemetry/api';
+import type { SessionHost } from '../../machines/sessionMachine.js';
+import type { WorkmemEvent } from '../events.js';
+import type { LLM, LLMRequest, LLMResponse } from '../llm/llm.js';
+import { AGENT_NAME, ATTR, OPERATION, SEMCONV_VERSION, WM } from './conventions.js';
+import { instrumentsOf, type Instruments } from './instruments.js';
+import type { MeterProviderLike, TracerProviderLike } from './telemetryOption.js';
+
+/** Makes one SessionTelemetry per session over the same tracer and instruments. */
+export interface SessionTelemetrySource {
+  forSession(sessionId: string, llm: LLM): SessionTelemetry;
+}
+
+export function telemetrySource(tracerProvider?: TracerProviderLike, meterProvider?: MeterProviderLike): SessionTelemetrySource {
+  const scope = { schemaUrl: `https://opentelemetry.io/schemas/${SEMCONV_VERSION}` };
+  const tracer = ((tracerProvider as TracerProvider | undefined) ?? trace.getTracerProvider()).getTracer('workmem', undefined, scope);
+  const meter = ((meterProvider as MeterProvider | undefined) ?? metrics.getMeterProvider()).getMeter('workmem', undefined, scope);
+  const instruments = instrumentsOf(meter);
+  return { forSession: (sessionId, llm) => new SessionTelemetry(tracer, instruments, sessionId, llm) };
+}
+
+interface Open {
+  span: Span;
+  ctx: Context;
+}
+const MEMORY_OPS: Record<string, string> = {
+  write: OPERATION.upsertMemory,
+  edit: OPERATION.updateMemory,
+  remember: OPERATION.createMemory,
+  recall: OPERATION.searchMemory,
+  forget: OPERATION.deleteMemory,
+};
+const MAX_ID = 200;
+
+export class SessionTelemetry {
+  private readonly model: string;
+  private readonly provider: string;
+  private readonly base: Attributes;
+  private turn: (Open & { parentSpanId: string }) | null = null;
+  private readonly tools = new Map<string, Open & { memory: Span | null; name: string; path: string | null }>();
+  private compaction: (Open & { reason: string }) | null = null;
+  private memoryRead: Span | null = null;
+  /** A host loop's call or tool pass: the context it came in. */
+  private pass: Context | null = null;
+  private hosted = false;
+  private mode: string | null = null;
+  private prompt: { request: number; total: number; window: number } | null = null;
+  private reminderPending = false;
+  /** workmem's own time for the request being prepared: since when, less the summaries' calls. */
+  private since = performance.now();
+  private excluded = 0;
+  private before = 0;
+  private answeredAt: number | null = null;
+
+  constructor(
+    private readonly tracer: Tracer,
+    private readonly m: Instruments,
+    private readonly sessionId: string,
+    llm: LLM,
+  ) {
+    this.model = llm.model;
+    this.provider = providerOf(llm);
+    this.base = { [ATTR.provider]: this.provider, [ATTR.requestModel]: this.model };
+  }
+
+  /** The session's model, its calls traced: `chat` for requests, a summary's under its compaction. */
+  wrapModel(llm: LLM): LLM {
+    const summarize = llm.summarize;
+    const wrapped: LLM = {
+      get model() {
+        return llm.model;
+      },
+      get contextWindow() {
+        return llm.contextWindow;
+      },
+      get maxOutputTokens() {
+        return llm.maxOutputTokens;
+      },
+      ...(llm.retry ? { retry: llm.retry } : {}),
+      ...(llm.secrets ? { secrets: llm.secrets } : {}),
+      complete: (request, options) => this.modelCall('turn', request, () => llm.complete(request, options)),
+    };
+    if (summarize)
+      wrapped.summarize = (request, options) => this.modelCall('summary', request, () => summarize.call(llm, request, options));
+    return wrapped;
+  }
+
+  /** The session host, its host-loop calls and memory loads traced. */
+  wrapHost(host: SessionHost): SessionHost {
+    return {
+      ...host,
+      acceptCall: (input) => {
+        this.hosted = true;
+        this.pass = context.active();
+        this.startRequest();
+        return host.acceptCall(input);
+      },
+      runTools: (input, signal) => {
+        if (this.hosted) this.pass = context.active();
+        return host.runTools(input, signal).finally(() => this.startRequest());
+      },
+      loadMemory: (input) => {
+        this.memoryRead?.end();
+        this.memoryRead = this.start('read_memory', {
+          [ATTR.operation]: 'read_memory',
+          [ATTR.memoryStore]: `${this.sessionId}/working-memory`,
+          [ATTR.memoryRecord]: 'overview.md',
+        });
+        return host.loadMemory(input).catch((error: unknown) => {
+          if (this.memoryRead) fail(this.memoryRead, kindOf(error));
+          this.memoryRead = null;
+          throw error;
+        });
+      },
+    };
+  }
+
+  /** Hears every event the session publishes. */
+  readonly listen = (event: WorkmemEvent): void => {
+    switch (event.type) {
+      case 'turn_start': {
+        this.endTurn(null);
+        const parent = this.hosted ? (this.pass ?? context.active()) : context.active();
+        const span = this.tracer.startSpan(
+          `${OPERATION.invokeAgent} ${AGENT_NAME}`,
+          {
+            kind: SpanKind.INTERNAL,
+            attributes: {
+              [ATTR.operation]: OPERATION.invokeAgent,
+              [ATTR.agentName]: AGENT_NAME,
+              [ATTR.conversation]: this.sessionId,
+              ...this.base,
+              [WM.turn]: event.turn,
+              ...(this.mode ? { [WM.historyMode]: this.mode } : {}),
+            },
+          },
+          parent,
+        );
+        this.turn = { span, ctx: trace.setSpan(parent, span), parentSpanId: trace.getSpan(parent)?.spanContext().spanId ?? '' };
+        if (!this.hosted) this.startRequest();
+        return;
+      }
+      case 'memory_loaded':
+        this.memoryRead?.setAttributes({ [WM.memoryVersion]: event.version, [WM.memoryBytes]: event.bytes, [ATTR.memoryRecordCount]: 1 });
+        this.memoryRead?.end();
+        this.memoryRead = null;
+        return;
+      case 'reminder': {
+        const attributes = { [WM.reminderLevel]: event.level, [WM.reminderReason]: event.reason };
+        this.start('reminder', { ...attributes, [WM.rounds]: event.rounds, [WM.windowShare]: event.tokensPercent / 100 }).end();
+        this.m.reminders.add(1, attributes);
+        this.reminderPending = true;
+        return;
+      }
+      case 'prompt_built':
+        this.mode = event.mode;
+        this.prompt = { request: event.request, total: event.tokens.total, window: event.tokens.window };
+        this.m.requests.add(1, { [WM.historyMode]: event.mode });
+        if (event.tokens.window > 0) this.m.utilization.record(event.tokens.total / event.tokens.window, { [WM.historyMode]: event.mode });
+        return;
+      case 'message_end':
+        if (event.message.role === 'assistant' && event.request > 0 && this.answeredAt !== null) {
+          const after = performance.now() - this.answeredAt;
+          this.answeredAt = null;
+          this.m.overhead.record((this.before + after) / 1000, this.mode ? { [WM.historyMode]: this.mode } : {});
+        }
+        return;
+      case 'tool_start': {
+        const op = MEMORY_OPS[event.name];
+        const open = this.startOpen(`${OPERATION.executeTool} ${event.name}`, {
+          [ATTR.operation]: OPERATION.executeTool,
+          [ATTR.toolName]: event.name,
+          [ATTR.toolCallId]: event.callId.slice(0, MAX_ID),
+          [ATTR.toolType]: 'function',
+        });
+        const path = op && (event.name === 'write' || event.name === 'edit') ? pathOf(event.arguments) : null;
+        const memory = op
+          ? this.tracer.startSpan(
+              op,
+              {
+                kind: SpanKind.INTERNAL,
+                attributes: {
+                  [ATTR.operation]: op,
+                  [ATTR.memoryStore]: path === null ? `${this.sessionId}/items` : `${this.sessionId}/working-memory`,
+                  ...(path ? { [ATTR.memoryRecord]: path, [ATTR.memoryRecordCount]: 1 } : {}),
+                },
+              },
+              open.ctx,
+            )
+          : null;
+        this.tools.set(event.callId, { ...open, memory, name: event.name, path });
+        return;
+      }
+      case 'tool_end': {
+        const tool = this.tools.get(event.callId);
+        if (!tool) return;
+        this.tools.delete(event.callId);
+        if (event.isError) {
+          if (tool.memory) fail(tool.memory, 'tool_error');
+          fail(tool.span, 'tool_error');
+          return;
+        }
+        tool.memory?.end();
+        tool.span.end();
+        if (tool.path !== null) this.m.memoryWrites.add(1, { [WM.memoryFile]: tool.path === 'overview.md' ? 'overview' : 'detail' });
+        return;
+      }
+      case 'memory_updated':
+        if (this.reminderPending) this.m.remindersHeeded.add(1);
+        this.reminderPending = false;
+        return;
+      case 'compaction_start': {
+        // The model's own compact_history runs inside its tool span.
+        const tool = [...this.tools.values()].at(-1);
+        const attributes = { [WM.compactionReason]: event.reason, [WM.tokensBefore]: event.tokensBefore };
+        const span = this.tracer.startSpan(
+          `compaction ${event.reason}`,
+          { kind: SpanKind.INTERNAL, attributes },
+          tool?.ctx ?? this.parent(),
+        );
+        this.compaction?.span.end();
+        this.compaction = { span, ctx: trace.setSpan(tool?.ctx ?? this.parent(), span), reason: event.reason };
+        return;
+      }
+      case 'compaction_end':
+        this.compaction?.span.setAttributes({ [WM.tokensAfter]: event.tokensAfter, [WM.replaced]: event.replaced });
+        this.compaction?.span.end();
+        this.compaction = null;
+        this.m.compactions.add(1, { [WM.compactionReason]: event.reason });
+        return;
+      case 'mode_changed':
+        this.mode = event.to;
+        return;
+      case 'retry':
+        this.turn?.span.addEvent('workmem.retry', { attempt: event.attempt, [ATTR.errorType]: event.error.kind });
+        return;
+      case 'turn_end':
+        this.turn?.span.setAttributes({
+          [WM.status]: event.status,
+          [WM.requests]: event.requests,
+          ...(this.mode ? { [WM.historyMode]: this.mode } : {}),
+          ...(event.usage
+            ? {
+                [ATTR.inputTokens]: event.usage.input,
+                [ATTR.cacheReadTokens]: event.usage.cached,
+                [ATTR.outputTokens]: event.usage.output,
+              }
+            : {}),
+        });
+        this.endTurn(event.status === 'failed' ? (event.error?.kind ?? '_OTHER') : null);
+        return;
+      default:
+        return;
+    }
+  };
+
+  /** Ends whatever is open (the session closes). */
+  close(): void {
+    this.endTurn(null);
+  }
+
+  private async modelCall(reason: 'turn' | 'summary', request: LLMRequest, call: () => Promise<LLMResponse>): Promise<LLMResponse> {
+    const started = performance.now();
+    const summary = reason === 'summary';
+    if (!summary) this.before = Math.max(0, started - this.since - this.excluded);
+    const tokenReason = summary ? (this.compaction?.reason === 'background' ? 'background' : 'summary') : 'turn';
+    const attributes: Attributes = {
+      [ATTR.operation]: OPERATION.chat,
+      ...this.base,
+      [ATTR.conversation]: this.sessionId,
+      [ATTR.maxTokens]: request.maxOutputTokens,
+      [WM.tokenReason]: tokenReason,
+    };
+    if (!summary && this.prompt) {
+      attributes[WM.request] = this.prompt.request;
+      attributes[WM.promptTokens] = this.prompt.total;
+      attributes[WM.window] = this.prompt.window;
+      if (this.mode) attributes[WM.historyMode] = this.mode;
+    }
+    const span = this.tracer.startSpan(
+      `${OPERATION.chat} ${this.model}`,
+      { kind: SpanKind.CLIENT, attributes, ...this.links() },
+      summary && this.compaction ? this.compaction.ctx : this.parent(),
+    );
+    const measured = { [ATTR.operation]: OPERATION.chat, ...this.base };
+    let response: LLMResponse;
+    try {
+      response = await call();
+    } catch (error) {
+      const kind = kindOf(error);
+      fail(span, kind);
+      this.m.operationDuration.record((performance.now() - started) / 1000, { ...measured, [ATTR.errorType]: kind });
+      if (summary) this.excluded += performance.now() - started;
+      throw error;
+    }
+    const ended = performance.now();
+    const usage = response.usage;
+    span.setAttribute(ATTR.finishReasons, [response.finishReason]);
+    if (usage) {
+      span.setAttributes({
+        [ATTR.inputTokens]: usage.promptTokens,
+        [ATTR.outputTokens]: usage.completionTokens,
+        ...(usage.cachedPromptTokens !== undefined ? { [ATTR.cacheReadTokens]: usage.cachedPromptTokens } : {}),
+      });
+      this.m.tokenUsage.record(usage.promptTokens, { ...measured, [ATTR.tokenType]: 'input' });
+      this.m.tokenUsage.record(usage.completionTokens, { ...measured, [ATTR.tokenType]: 'output' });
+      const by = (kind: string) => ({ [WM.tokenKind]: kind, [WM.tokenReason]: tokenReason, [ATTR.requestModel]: this.model });
+      this.m.tokens.add(usage.promptTokens, by('input'));
+      this.m.tokens.add(usage.cachedPromptTokens ?? 0, by('cached'));
+      this.m.tokens.add(usage.completionTokens, by('output'));
+    }
+    span.end();
+    this.m.operationDuration.record((ended - started) / 1000, measured);
+    if (summary) this.excluded += ended - started;
+    else this.answeredAt = ended;
+    return response;
+  }
+
+  /** A new request is being prepared from now. */
+  private startRequest(): void {
+    this.since = performance.now();
+    this.excluded = 0;
+  }
+
+  /** Where a span of the turn goes: under the turn, or under the context a host loop's later call came in. */
+  private parent(): Context {
+    const turn = this.turn;
+    if (!this.hosted) return turn?.ctx ?? context.active();
+    const pass = this.pass ?? context.active();
+    if (!turn) return pass;
+    return (trace.getSpan(pass)?.spanContext().spanId ?? '') === turn.parentSpanId ? turn.ctx : pass;
+  }
+
+  /** A span away from its turn links to it. */
+  private links(): { links?: Link[] } {
+    const turn = this.turn;
+    if (!turn || this.parent() === turn.ctx) return {};
+    return { links: [{ context: turn.span.spanContext() }] };
+  }
+
+  private start(name: string, attributes: Attributes): Span {
+    return this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes, ...this.links() }, this.parent());
+  }
+
+  private startOpen(name: string, attributes: Attributes): Open {
+    const parent = this.parent();
+    const span = this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes, ...this.links() }, parent);
+    return { span, ctx: trace.setSpan(parent, span) };
+  }
+
+  private endTurn(errorKind: string | null): void {
+    for (const tool of this.tools.values()) {
+      if (tool.memory) fail(tool.memory, 'aborted');
+      fail(tool.span, 'aborted');
+    }
+    this.tools.clear();
+    if (this.compaction) fail(this.compaction.span, 'aborted');
+    this.compaction = null;
+    if (this.memoryRead) fail(this.memoryRead, 'aborted');
+    this.memoryRead = null;
+    if (this.turn) {
+      if (errorKind) fail(this.turn.span, errorKind);
+      else this.turn.span.end();
+    }
+    this.turn = null;
+  }
+}
+
+/** Ends a span as failed, with the low-cardinality kind only (a message may quote the conversation). */
+function fail(span: Span, kind: string): void {
+  span.setAttribute(ATTR.errorType, kind);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: kind });
+  span.end();
+}
+
+function kindOf(error: unknown): string {
+  const kind = (error as { kind?: unknown } | null)?.kind;
+  return typeof kind === 'string' ? kind : '_OTHER';
+}
+
+/** The provider the model names (the AI SDK's `openai.chat` is `openai`); one speaking OpenAI's wire, `openai`. */
+function providerOf(llm: LLM): string {
+  const named = (llm as { provider?: unknown }).provider;
+  if (typeof named === 'string' && named) return named.split('.')[0]!;
+  return '_OTHER';
+}
+
+/** The memory file a write or edit names (its path only: the content is never read). */
+function pathOf(args: string): string | null {
+  try {
+    const path = (JSON.parse(args) as { path?: unknown })?.path;
+    return typeof path === 'string' ? path.replace(/^\.?\/?(working-memory\/)?/, '').slice(0, MAX_ID) : null;
+  } catch {
+    return null;
+  }
+}

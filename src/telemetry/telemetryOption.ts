@@ -1,0 +1,54 @@
+/**
+ * Whether a session reports to OpenTelemetry, decided when it is opened, and the one place
+ * that loads the telemetry (and with it `@opentelemetry/api`, an optional peer). Without a
+ * provider nothing is imported and nothing is added to a request's path: the check reads
+ * the slot the OpenTelemetry API keeps on globalThis, which exists only once a service has
+ * registered a global tracer or meter provider (with any copy of the API, major version 1).
+ */
+import type { SessionTelemetrySource } from './sessionTelemetry.js';
+
+/** A tracer provider as `@opentelemetry/api` defines one (named structurally: the API is optional). */
+export interface TracerProviderLike {
+  getTracer(name: string, version?: string, options?: object): unknown;
+}
+/** A meter provider as `@opentelemetry/api` defines one. */
+export interface MeterProviderLike {
+  getMeter(name: string, version?: string, options?: object): unknown;
+}
+
+/**
+ * OpenTelemetry for a session: default, the providers the service registered globally (none
+ * registered: off); `false`: off; or the providers to report to.
+ */
+export type TelemetryOption = boolean | { tracerProvider?: TracerProviderLike; meterProvider?: MeterProviderLike };
+
+const GLOBAL_SLOT = Symbol.for('opentelemetry.js.api.1');
+
+/** A global tracer or meter provider has been registered through `@opentelemetry/api` 1.x. */
+export function globalProviderRegistered(): boolean {
+  const slot = (globalThis as Record<symbol, { trace?: unknown; metrics?: unknown } | undefined>)[GLOBAL_SLOT];
+  return !!(slot?.trace || slot?.metrics);
+}
+
+/**
+ * The session's telemetry source, or null when it reports nothing (the module is never
+ * loaded then). `true` asks for the global providers even before they are registered.
+ */
+export async function telemetryFor(
+  option: TelemetryOption | undefined,
+  warn: ((message: string) => void) | undefined,
+): Promise<SessionTelemetrySource | null> {
+  if (option === false) return null;
+  const given = typeof option === 'object' ? option : null;
+  if (option === undefined && !globalProviderRegistered()) return null;
+  try {
+    const { telemetrySource } = await import('./sessionTelemetry.js');
+    return telemetrySource(given?.tracerProvider, given?.meterProvider);
+  } catch (error) {
+    // A provider is registered but this copy of workmem cannot load the API: say so once, run without.
+    warn?.(
+      `OpenTelemetry is registered but @opentelemetry/api could not be loaded (${(error as Error)?.message ?? error}); no spans or metrics`,
+    );
+    return null;
+  }
+}
