@@ -12,6 +12,7 @@ import { defaultHome } from '../storage/sessionPaths.js';
 import { DEFAULT_VIZ_PORT } from '../trace/liveLink.js';
 import type { CliIO, Flags } from './cliIO.js';
 import { databaseOf, storeOf } from './databaseStore.js';
+import { startOtlp } from './otlpFlag.js';
 import { terminalLine } from './terminalText.js';
 import { UsageError } from './usageError.js';
 
@@ -40,6 +41,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const apiKey = io.env.OPENAI_API_KEY?.trim() || undefined;
   const inspect = flags.inspect === true ? (numberFlag(flags['inspect-port'], '--inspect-port', 1, 65535) ?? DEFAULT_VIZ_PORT) : undefined;
   const database = databaseOf(flags, io.env);
+  const otlp = await startOtlp(flags, io.env); // registered before the proxy starts: its sessions report to it
   const store = storeOf(database);
   try {
     const proxy = await startProxy({
@@ -70,6 +72,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
     await proxy.close();
     return 0;
   } finally {
+    await otlp?.shutdown();
     await store?.close();
   }
 }

@@ -14,6 +14,7 @@ import { redactor, type Redact } from '../secrets/redact.js';
 import { HostLoopError, type HostLoopOptions } from '../session/hostLoop.js';
 import type { SettingsOverrides } from '../settings/config.js';
 import type { SessionStore } from '../storage/sessionStore.js';
+import { clientContextFor, type TelemetryOption } from '../telemetry/telemetryOption.js';
 import { SessionInUseError } from '../storage/storeErrors.js';
 import { BadRequestError, readClientRequest, type ClientRequest } from './chatWire.js';
 import { ClientStream, completionOf } from './clientAnswer.js';
@@ -56,6 +57,8 @@ export interface ProxyOptions {
   /** Stream the sessions' traces live to `workmem viz` (as --inspect does). */
   visualizer?: true | number | string;
   warn?: (message: string) => void;
+  /** OpenTelemetry (SessionOptions.telemetry); on, each request continues its client's traceparent. */
+  telemetry?: TelemetryOption;
 }
 
 export interface ProxyServer {
@@ -81,12 +84,14 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   );
   const gate = new SessionGate(options.leaseWaitMs ?? 30_000, options.keepOpenMs ?? 5_000);
   const maxBytes = options.maxRequestBytes ?? MAX_REQUEST_BYTES;
+  const inClientContext = await clientContextFor(options.telemetry);
   let port = 0;
 
   const loopOptions = (request: ClientRequest, auth: string | undefined): HostLoopOptions => {
     const contextWindow = options.contextWindow ?? modelLimits(request.model).contextWindow;
     return {
       model: request.model,
+      provider: 'openai', // the wire it speaks
       contextWindow,
       // The client's limit (within half the window), else what openaiChat reserves by default.
       maxOutputTokens: Math.min(request.maxTokens?.value ?? 4096, Math.floor(contextWindow / (request.maxTokens ? 2 : 4))),
@@ -98,6 +103,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       ...(options.trace === false ? { trace: false } : {}),
       ...(options.visualizer !== undefined ? { visualizer: options.visualizer } : {}),
       ...(options.warn ? { warn: options.warn } : {}),
+      ...(options.telemetry !== undefined ? { telemetry: options.telemetry } : {}),
       secrets: [...secrets, auth?.replace(/^Bearer\s+/i, '')].filter((s): s is string => !!s),
       recordToolResults: true,
     };
@@ -177,7 +183,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
         `no route for ${req.method} ${path}: workmem serve answers POST /v1/chat/completions and GET /v1/models`,
         'invalid_request_error',
       );
-    route(req, res).catch((error: unknown) => {
+    (inClientContext ? inClientContext(req.headers, () => route(req, res)) : route(req, res)).catch((error: unknown) => {
       if (res.headersSent) {
         if (!res.writableEnded)
           res.end(`data: ${JSON.stringify({ error: { message: hide(messageOf(error)), type: 'server_error' } })}\n\n`);

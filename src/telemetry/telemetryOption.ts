@@ -52,3 +52,18 @@ export async function telemetryFor(
     return null;
   }
 }
+
+/**
+ * Runs a proxy request in the context its client's traceparent names, when telemetry is on
+ * (null otherwise: the request runs as it is, nothing loaded).
+ */
+export async function clientContextFor(
+  option: TelemetryOption | undefined,
+): Promise<(<T>(headers: import('node:http').IncomingHttpHeaders, run: () => T) => T) | null> {
+  if (option === false || (option === undefined && !globalProviderRegistered())) return null;
+  try {
+    return (await import('./clientContext.js')).inClientContext;
+  } catch {
+    return null; // the session says why (telemetryFor)
+  }
+}
