@@ -1,0 +1,73 @@
+/**
+ * The AI SDK middleware's door reports as a Session does: each turn of the host's loop is an
+ * `invoke_agent workmem` span under the host's own span (the context the host's call came in),
+ * with the model calls, workmem's tools and the memory they write under it, and the
+ * provider named by the host's model.
+ */
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { generateText, stepCountIs, wrapLanguageModel, type ModelMessage } from 'ai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorkmem } from '../../src/aiSdk/workmemMiddleware.js';
+import { scripted } from '../../src/testing/index.js';
+import { tempHome, testServers } from '../helpers.js';
+import { otelCapture } from './otelTesting.js';
+
+const serve = testServers();
+// A service's SDK registers a context manager; only it, and only for this file's tests.
+const manager = new AsyncLocalStorageContextManager();
+beforeAll(() => void context.setGlobalContextManager(manager.enable()));
+afterAll(() => context.disable());
+
+describe('OpenTelemetry through the AI SDK middleware', () => {
+  it('puts each turn of the host’s loop under the host’s span, with its model calls, tools and memory writes', async () => {
+    const server = await serve(
+      scripted([
+        'Noted: Lisbon in May.',
+        { toolCalls: [{ name: 'write', arguments: JSON.stringify({ path: 'overview.md', content: '# Task\nLisbon trip, May.\n' }) }] },
+        'The hotel near the river is booked.',
+      ]),
+    );
+    const capture = otelCapture();
+    const model = createOpenAICompatible({ name: 'test', baseURL: server.baseURL, includeUsage: true }).chatModel('gpt-4o');
+    const workmem = await createWorkmem({
+      model,
+      contextWindow: 32_000,
+      home: tempHome(),
+      cwd: '/work/project',
+      env: {},
+      telemetry: { tracerProvider: capture.tracerProvider, meterProvider: capture.meterProvider },
+    });
+    const wrapped = wrapLanguageModel({ model, middleware: workmem.middleware });
+    const host = capture.tracerProvider.getTracer('host');
+    const messages: ModelMessage[] = [];
+    for (const text of ['We are planning a trip to Lisbon in May.', 'Book the hotel near the river.']) {
+      messages.push({ role: 'user', content: text });
+      await host.startActiveSpan('host turn', async (span) => {
+        const result = await generateText({ model: wrapped, messages, tools: workmem.tools, stopWhen: stepCountIs(10) });
+        messages.push(...result.response.messages);
+        span.end();
+      });
+    }
+    await workmem.close();
+    const spans = capture.spans();
+    await capture.close();
+
+    const hostTurns = spans.filter((s) => s.name === 'host turn');
+    const turns = spans.filter((s) => s.name === 'invoke_agent workmem');
+    expect(turns.length).toBe(2);
+    expect(turns.map((t) => t.parentSpanContext?.spanId)).toEqual(hostTurns.map((h) => h.spanContext().spanId));
+    const under = (parent: (typeof spans)[number]) => spans.filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId);
+    for (const turn of turns) {
+      const chats = under(turn).filter((s) => s.name === 'chat gpt-4o');
+      expect(chats.length).toBeGreaterThan(0);
+      for (const chat of chats) expect(chat.attributes).toMatchObject({ 'gen_ai.provider.name': 'test', 'gen_ai.request.model': 'gpt-4o' });
+    }
+    // The model writes its memory with workmem's tool, run by the middleware in the session.
+    const write = spans.find((s) => s.name === 'execute_tool write');
+    expect(write).toBeDefined();
+    expect(under(write!).map((s) => s.name)).toEqual(['upsert_memory']);
+    expect(turns.map((t) => t.spanContext().spanId)).toContain(write!.parentSpanContext?.spanId);
+  });
+});
