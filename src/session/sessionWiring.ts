@@ -25,7 +25,7 @@ import type { resolveSettings } from '../settings/config.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import type { StateStore } from '../storage/stateStore.js';
 import type { TokenCounter } from '../tokens/tokens.js';
-import type { SessionTelemetrySource } from '../telemetry/sessionTelemetry.js';
+import type { SessionTelemetrySource } from '../telemetry/telemetryOption.js';
 import type { Tool } from '../tools/tool.js';
 import { LiveLink, liveUrl } from '../trace/liveLink.js';
 import { TraceRecorder } from '../trace/traceRecorder.js';

@@ -31,12 +31,7 @@ import type { WorkmemEvent } from '../events.js';
 import type { LLM, LLMRequest, LLMResponse } from '../llm/llm.js';
 import { AGENT_NAME, ATTR, OPERATION, SEMCONV_VERSION, WM } from './conventions.js';
 import { instrumentsOf, type Instruments } from './instruments.js';
-import type { MeterProviderLike, TracerProviderLike } from './telemetryOption.js';
-
-/** Makes one SessionTelemetry per session over the same tracer and instruments. */
-export interface SessionTelemetrySource {
-  forSession(sessionId: string, llm: LLM): SessionTelemetry;
-}
+import type { MeterProviderLike, SessionTelemetryHooks, SessionTelemetrySource, TracerProviderLike } from './telemetryOption.js';
 
 export function telemetrySource(tracerProvider?: TracerProviderLike, meterProvider?: MeterProviderLike): SessionTelemetrySource {
   const scope = { schemaUrl: `https://opentelemetry.io/schemas/${SEMCONV_VERSION}` };
@@ -59,7 +54,7 @@ const MEMORY_OPS: Record<string, string> = {
 };
 const MAX_ID = 200;
 
-export class SessionTelemetry {
+export class SessionTelemetry implements SessionTelemetryHooks {
   private readonly model: string;
   private readonly provider: string;
   private readonly base: Attributes;

@@ -5,7 +5,9 @@
  * the slot the OpenTelemetry API keeps on globalThis, which exists only once a service has
  * registered a global tracer or meter provider (with any copy of the API, major version 1).
  */
-import type { SessionTelemetrySource } from './sessionTelemetry.js';
+import type { SessionHost } from '../../machines/sessionMachine.js';
+import type { WorkmemEvent } from '../events.js';
+import type { LLM } from '../llm/llm.js';
 
 /** A tracer provider as `@opentelemetry/api` defines one (named structurally: the API is optional). */
 export interface TracerProviderLike {
@@ -21,6 +23,26 @@ export interface MeterProviderLike {
  * registered: off); `false`: off; or the providers to report to.
  */
 export type TelemetryOption = boolean | { tracerProvider?: TracerProviderLike; meterProvider?: MeterProviderLike };
+
+/**
+ * A session's telemetry as the session wiring sees it (sessionTelemetry.ts implements it), in
+ * workmem's own types: the API's never reach a declaration a user compiles against.
+ */
+export interface SessionTelemetryHooks {
+  /** The session's model, its calls traced. */
+  wrapModel(llm: LLM): LLM;
+  /** The session host, its host-loop calls and memory loads traced. */
+  wrapHost(host: SessionHost): SessionHost;
+  /** Hears every event the session publishes. */
+  listen(event: WorkmemEvent): void;
+  /** Ends whatever is open. */
+  close(): void;
+}
+
+/** Makes each session's telemetry over the same tracer and instruments. */
+export interface SessionTelemetrySource {
+  forSession(sessionId: string, llm: LLM): SessionTelemetryHooks;
+}
 
 const GLOBAL_SLOT = Symbol.for('opentelemetry.js.api.1');
 

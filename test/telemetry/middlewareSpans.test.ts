@@ -5,7 +5,7 @@
  * provider named by the host's model.
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { context, trace } from '@opentelemetry/api';
+import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { generateText, stepCountIs, wrapLanguageModel, type ModelMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
