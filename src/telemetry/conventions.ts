@@ -7,7 +7,7 @@
 /**
  * Model, agent and tool spans, `gen_ai.usage.*` and the `gen_ai.client.*` metrics as in
  * semantic conventions v1.41 (the last release that carried GenAI, whose names dashboards
- * read); memory operations as in semantic-conventions-genai v0.1.0 (its PR #140), which
+ * read); memory operations as in semantic-conventions-genai v0.1.0 (merged May 2026), which
  * defines no others of ours. That release renames the inference metrics; the conventions ask
  * an instrumentation not to change the names it emits by default, so these stay until a
  * stable version.

@@ -2,7 +2,7 @@
  * One session's spans and metrics, from its events (events.ts) and from around the two
  * things events cannot time: the model calls (the session's model, wrapped) and a host
  * loop's calls (the session host's actors, wrapped). Loaded only when telemetry is on
- * (telemetryOption.ts): this is the only module that imports `@opentelemetry/api`.
+ * (telemetryOption.ts loads telemetrySource.ts, which makes one of these per session).
  *
  * A turn is an `invoke_agent workmem` span; under it `chat {model}` per model call,
  * `execute_tool {name}` per tool workmem runs (with the memory operation a memory tool
@@ -12,47 +12,20 @@
  * their spans go there, linked to the turn. No attribute carries message text, arguments,
  * results or a key: counts, names, ids and the memory file's path only.
  */
-import {
-  context,
-  metrics,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Attributes,
-  type Context,
-  type Link,
-  type MeterProvider,
-  type Span,
-  type Tracer,
-  type TracerProvider,
-} from '@opentelemetry/api';
+import { context, SpanKind, trace, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
 import type { SessionHost } from '../../machines/sessionMachine.js';
 import type { WorkmemEvent } from '../events.js';
 import type { LLM, LLMRequest, LLMResponse } from '../llm/llm.js';
-import { AGENT_NAME, ATTR, OPERATION, SEMCONV_VERSION, WM } from './conventions.js';
-import { instrumentsOf, type Instruments } from './instruments.js';
-import type { MeterProviderLike, SessionTelemetryHooks, SessionTelemetrySource, TracerProviderLike } from './telemetryOption.js';
-
-export function telemetrySource(tracerProvider?: TracerProviderLike, meterProvider?: MeterProviderLike): SessionTelemetrySource {
-  const scope = { schemaUrl: `https://opentelemetry.io/schemas/${SEMCONV_VERSION}` };
-  const tracer = ((tracerProvider as TracerProvider | undefined) ?? trace.getTracerProvider()).getTracer('workmem', undefined, scope);
-  const meter = ((meterProvider as MeterProvider | undefined) ?? metrics.getMeterProvider()).getMeter('workmem', undefined, scope);
-  const instruments = instrumentsOf(meter);
-  return { forSession: (sessionId, llm) => new SessionTelemetry(tracer, instruments, sessionId, llm) };
-}
+import { AGENT_NAME, ATTR, OPERATION, WM } from './conventions.js';
+import type { Instruments } from './instruments.js';
+import { tracedModelCall } from './modelCallSpan.js';
+import { fail, kindOf, MAX_ID, MEMORY_OPS, pathOf, providerOf } from './spanKit.js';
+import type { SessionTelemetryHooks } from './telemetryTypes.js';
 
 interface Open {
   span: Span;
   ctx: Context;
 }
-const MEMORY_OPS: Record<string, string> = {
-  write: OPERATION.upsertMemory,
-  edit: OPERATION.updateMemory,
-  remember: OPERATION.createMemory,
-  recall: OPERATION.searchMemory,
-  forget: OPERATION.deleteMemory,
-};
-const MAX_ID = 200;
 
 export class SessionTelemetry implements SessionTelemetryHooks {
   private readonly model: string;
@@ -299,43 +272,24 @@ export class SessionTelemetry implements SessionTelemetryHooks {
       attributes[WM.window] = this.prompt.window;
       if (this.mode) attributes[WM.historyMode] = this.mode;
     }
-    const span = this.tracer.startSpan(
-      `${OPERATION.chat} ${this.model}`,
-      { kind: SpanKind.CLIENT, attributes, ...this.links() },
-      summary && this.compaction ? this.compaction.ctx : this.parent(),
-    );
-    const measured = { [ATTR.operation]: OPERATION.chat, ...this.base };
-    let response: LLMResponse;
+    const parent = summary && this.compaction ? this.compaction.ctx : this.parent();
+    const traced = {
+      tracer: this.tracer,
+      instruments: this.m,
+      model: this.model,
+      base: this.base,
+      parent,
+      links: this.links(),
+      attributes,
+      tokenReason,
+    };
     try {
-      response = await call();
-    } catch (error) {
-      const kind = kindOf(error);
-      fail(span, kind);
-      this.m.operationDuration.record((performance.now() - started) / 1000, { ...measured, [ATTR.errorType]: kind });
+      return await tracedModelCall(traced, call);
+    } finally {
+      // A summary's call is not workmem's own time; a turn's answer is recorded from now.
       if (summary) this.excluded += performance.now() - started;
-      throw error;
+      else this.answeredAt = performance.now();
     }
-    const ended = performance.now();
-    const usage = response.usage;
-    span.setAttribute(ATTR.finishReasons, [response.finishReason]);
-    if (usage) {
-      span.setAttributes({
-        [ATTR.inputTokens]: usage.promptTokens,
-        [ATTR.outputTokens]: usage.completionTokens,
-        ...(usage.cachedPromptTokens !== undefined ? { [ATTR.cacheReadTokens]: usage.cachedPromptTokens } : {}),
-      });
-      this.m.tokenUsage.record(usage.promptTokens, { ...measured, [ATTR.tokenType]: 'input' });
-      this.m.tokenUsage.record(usage.completionTokens, { ...measured, [ATTR.tokenType]: 'output' });
-      const by = (kind: string) => ({ [WM.tokenKind]: kind, [WM.tokenReason]: tokenReason, [ATTR.requestModel]: this.model });
-      this.m.tokens.add(usage.promptTokens, by('input'));
-      this.m.tokens.add(usage.cachedPromptTokens ?? 0, by('cached'));
-      this.m.tokens.add(usage.completionTokens, by('output'));
-    }
-    span.end();
-    this.m.operationDuration.record((ended - started) / 1000, measured);
-    if (summary) this.excluded += ended - started;
-    else this.answeredAt = ended;
-    return response;
   }
 
   /** A new request is being prepared from now. */
@@ -385,34 +339,5 @@ export class SessionTelemetry implements SessionTelemetryHooks {
       else this.turn.span.end();
     }
     this.turn = null;
-  }
-}
-
-/** Ends a span as failed, with the low-cardinality kind only (a message may quote the conversation). */
-function fail(span: Span, kind: string): void {
-  span.setAttribute(ATTR.errorType, kind);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: kind });
-  span.end();
-}
-
-function kindOf(error: unknown): string {
-  const kind = (error as { kind?: unknown } | null)?.kind;
-  return typeof kind === 'string' ? kind : '_OTHER';
-}
-
-/** The provider the model names (the AI SDK's `openai.chat` is `openai`); one speaking OpenAI's wire, `openai`. */
-function providerOf(llm: LLM): string {
-  const named = (llm as { provider?: unknown }).provider;
-  if (typeof named === 'string' && named) return named.split('.')[0]!;
-  return '_OTHER';
-}
-
-/** The memory file a write or edit names (its path only: the content is never read). */
-function pathOf(args: string): string | null {
-  try {
-    const path = (JSON.parse(args) as { path?: unknown })?.path;
-    return typeof path === 'string' ? path.replace(/^\.?\/?(working-memory\/)?/, '').slice(0, MAX_ID) : null;
-  } catch {
-    return null;
   }
 }

@@ -5,44 +5,15 @@
  * the slot the OpenTelemetry API keeps on globalThis, which exists only once a service has
  * registered a global tracer or meter provider (with any copy of the API, major version 1).
  */
-import type { SessionHost } from '../../machines/sessionMachine.js';
-import type { WorkmemEvent } from '../events.js';
-import type { LLM } from '../llm/llm.js';
+import type { SessionTelemetrySource, TelemetryOption } from './telemetryTypes.js';
 
-/** A tracer provider as `@opentelemetry/api` defines one (named structurally: the API is optional). */
-export interface TracerProviderLike {
-  getTracer(name: string, version?: string, options?: object): unknown;
-}
-/** A meter provider as `@opentelemetry/api` defines one. */
-export interface MeterProviderLike {
-  getMeter(name: string, version?: string, options?: object): unknown;
-}
-
-/**
- * OpenTelemetry for a session: default, the providers the service registered globally (none
- * registered: off); `false`: off; or the providers to report to.
- */
-export type TelemetryOption = boolean | { tracerProvider?: TracerProviderLike; meterProvider?: MeterProviderLike };
-
-/**
- * A session's telemetry as the session wiring sees it (sessionTelemetry.ts implements it), in
- * workmem's own types: the API's never reach a declaration a user compiles against.
- */
-export interface SessionTelemetryHooks {
-  /** The session's model, its calls traced. */
-  wrapModel(llm: LLM): LLM;
-  /** The session host, its host-loop calls and memory loads traced. */
-  wrapHost(host: SessionHost): SessionHost;
-  /** Hears every event the session publishes. */
-  listen(event: WorkmemEvent): void;
-  /** Ends whatever is open. */
-  close(): void;
-}
-
-/** Makes each session's telemetry over the same tracer and instruments. */
-export interface SessionTelemetrySource {
-  forSession(sessionId: string, llm: LLM): SessionTelemetryHooks;
-}
+export type {
+  MeterProviderLike,
+  SessionTelemetryHooks,
+  SessionTelemetrySource,
+  TelemetryOption,
+  TracerProviderLike,
+} from './telemetryTypes.js';
 
 const GLOBAL_SLOT = Symbol.for('opentelemetry.js.api.1');
 
@@ -64,7 +35,7 @@ export async function telemetryFor(
   const given = typeof option === 'object' ? option : null;
   if (option === undefined && !globalProviderRegistered()) return null;
   try {
-    const { telemetrySource } = await import('./sessionTelemetry.js');
+    const { telemetrySource } = await import('./telemetrySource.js');
     return telemetrySource(given?.tracerProvider, given?.meterProvider);
   } catch (error) {
     // A provider is registered but this copy of workmem cannot load the API: say so once, run without.
