@@ -59,6 +59,8 @@ export interface SessionWiring {
   inspect: ((event: InspectionEvent) => void) | undefined;
   tools: readonly Tool[];
   bus: EventBus;
+  /** A prompt was queued (telemetry keeps the context it came in, for its turn's span). */
+  enqueued: ((promptId: string) => void) | undefined;
   /** Persist what is written behind (tracker, item memory), then release the trace, live link, record and store. */
   close(tracker: TrackerState): Promise<void>;
 }
@@ -162,6 +164,7 @@ export function wireSession(
     inspect: options.inspect || trace ? combineInspectors(options.inspect, trace?.inspect) : undefined,
     tools: tools.all,
     bus,
+    enqueued: telemetry ? (promptId) => telemetry.enqueued(promptId) : undefined,
     async close(tracker) {
       try {
         await trackerWriter.flush(tracker);

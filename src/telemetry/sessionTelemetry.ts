@@ -4,13 +4,10 @@
  * loop's calls (the session host's actors, wrapped). Loaded only when telemetry is on
  * (telemetryOption.ts loads telemetrySource.ts, which makes one of these per session).
  *
- * A turn is an `invoke_agent workmem` span; under it `chat {model}` per model call,
- * `execute_tool {name}` per tool workmem runs (with the memory operation a memory tool
- * performs under it), `read_memory` per load of the working memory, `compaction {reason}`
- * (a summary's model call under it) and `reminder`. A host loop's later calls may come in
- * another request's context (a proxy's client sends each request with its own traceparent):
- * their spans go there, linked to the turn. No attribute carries message text, arguments,
- * results or a key: counts, names, ids and the memory file's path only.
+ * A turn is an `invoke_agent workmem` span in the context its prompt came in, with the model
+ * calls, tools, memory operations, compactions and reminders under it (docs/observability.md);
+ * a host loop's later call in another context (a proxy client's next traceparent) has its
+ * spans there, linked to the turn. No attribute carries text, arguments, results or a key.
  */
 import { context, SpanKind, trace, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
 import type { SessionHost } from '../../machines/sessionMachine.js';
@@ -22,10 +19,8 @@ import { tracedModelCall } from './modelCallSpan.js';
 import { fail, kindOf, MAX_ID, MEMORY_OPS, pathOf, providerOf } from './spanKit.js';
 import type { SessionTelemetryHooks } from './telemetryTypes.js';
 
-interface Open {
-  span: Span;
-  ctx: Context;
-}
+/** A span and the context with it, for its children. */
+type Open = { span: Span; ctx: Context };
 
 export class SessionTelemetry implements SessionTelemetryHooks {
   private readonly model: string;
@@ -38,6 +33,8 @@ export class SessionTelemetry implements SessionTelemetryHooks {
   /** A host loop's call or tool pass: the context it came in. */
   private pass: Context | null = null;
   private hosted = false;
+  /** The context each queued prompt came in, until its turn starts. */
+  private readonly prompts = new Map<string, Context>();
   private mode: string | null = null;
   private prompt: { request: number; total: number; window: number } | null = null;
   private reminderPending = false;
@@ -110,12 +107,18 @@ export class SessionTelemetry implements SessionTelemetryHooks {
     };
   }
 
+  enqueued(promptId: string): void {
+    this.prompts.set(promptId, context.active());
+  }
+
   /** Hears every event the session publishes. */
   readonly listen = (event: WorkmemEvent): void => {
     switch (event.type) {
       case 'turn_start': {
         this.endTurn(null);
-        const parent = this.hosted ? (this.pass ?? context.active()) : context.active();
+        const queued = this.prompts.get(event.promptId);
+        this.prompts.delete(event.promptId);
+        const parent = queued ?? (this.hosted ? (this.pass ?? context.active()) : context.active());
         const span = this.tracer.startSpan(
           `${OPERATION.invokeAgent} ${AGENT_NAME}`,
           {
@@ -222,6 +225,9 @@ export class SessionTelemetry implements SessionTelemetryHooks {
         this.compaction?.span.end();
         this.compaction = null;
         this.m.compactions.add(1, { [WM.compactionReason]: event.reason });
+        return;
+      case 'prompt_dropped':
+        this.prompts.delete(event.promptId);
         return;
       case 'mode_changed':
         this.mode = event.to;

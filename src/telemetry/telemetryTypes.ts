@@ -30,6 +30,8 @@ export interface SessionTelemetryHooks {
   wrapModel(llm: LLM): LLM;
   /** The session host, its host-loop calls and memory loads traced. */
   wrapHost(host: SessionHost): SessionHost;
+  /** A prompt was queued: its turn's span starts in the context it came in. */
+  enqueued(promptId: string): void;
   /** Hears every event the session publishes. */
   listen(event: WorkmemEvent): void;
   /** Ends whatever is open. */

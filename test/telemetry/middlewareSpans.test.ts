@@ -1,8 +1,9 @@
 /**
- * The AI SDK middleware's door reports as a Session does: each turn of the host's loop is an
- * `invoke_agent workmem` span under the host's own span (the context the host's call came in),
- * with the model calls, workmem's tools and the memory they write under it, and the
- * provider named by the host's model.
+ * Turns in the service's own traces, with a context manager registered as a service's SDK
+ * registers one: the AI SDK middleware's turns under the host's span (the context the host's
+ * call came in), with the model calls, workmem's tools and the memory they write under them
+ * and the provider named by the host's model; a Session's turns under the span each prompt
+ * was sent in, also when it waited in the queue behind another.
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { context } from '@opentelemetry/api';
@@ -10,8 +11,9 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { generateText, stepCountIs, wrapLanguageModel, type ModelMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkmem } from '../../src/aiSdk/workmemMiddleware.js';
+import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import { scripted } from '../../src/testing/index.js';
-import { tempHome, testServers } from '../helpers.js';
+import { newSession, tempHome, testServers } from '../helpers.js';
 import { otelCapture } from './otelTesting.js';
 
 const serve = testServers();
@@ -69,5 +71,26 @@ describe('OpenTelemetry through the AI SDK middleware', () => {
     expect(write).toBeDefined();
     expect(under(write!).map((s) => s.name)).toEqual(['upsert_memory']);
     expect(turns.map((t) => t.spanContext().spanId)).toContain(write!.parentSpanContext?.spanId);
+  });
+
+  it('puts a Session’s turn under the span its prompt was sent in, also when it waited behind another', async () => {
+    const capture = otelCapture();
+    const llm = scriptedModel([{ text: 'one', delayMs: 50 }, { text: 'two' }]);
+    const session = await newSession({ llm, telemetry: { tracerProvider: capture.tracerProvider } });
+    const service = capture.tracerProvider.getTracer('service');
+    const handled = (name: string, text: string) =>
+      service.startActiveSpan(name, async (span) => {
+        await session.prompt(text);
+        span.end();
+      });
+    await Promise.all([handled('request A', 'first'), handled('request B', 'second')]);
+    await session.close();
+    const spans = capture.spans();
+    await capture.close();
+    const id = (name: string) => spans.find((s) => s.name === name)!.spanContext().spanId;
+    const turns = spans
+      .filter((s) => s.name === 'invoke_agent workmem')
+      .sort((a, b) => Number(a.attributes['workmem.turn']) - Number(b.attributes['workmem.turn']));
+    expect(turns.map((t) => t.parentSpanContext?.spanId)).toEqual([id('request A'), id('request B')]);
   });
 });
