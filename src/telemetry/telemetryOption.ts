@@ -38,7 +38,7 @@ export async function telemetryFor(
     const { telemetrySource } = await import('./telemetrySource.js');
     return telemetrySource(given?.tracerProvider, given?.meterProvider);
   } catch (error) {
-    // A provider is registered but this copy of workmem cannot load the API: say so once, run without.
+    // A provider is registered but this copy of workmem cannot load the API: say so, run without.
     warn?.(
       `OpenTelemetry is registered but @opentelemetry/api could not be loaded (${(error as Error)?.message ?? error}); no spans or metrics`,
     );

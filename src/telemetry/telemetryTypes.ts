@@ -17,7 +17,8 @@ export interface MeterProviderLike {
 
 /**
  * OpenTelemetry for a session: default, the providers the service registered globally (none
- * registered: off); `false`: off; or the providers to report to.
+ * registered: off, nothing loaded); `true`: the global ones even if registered later; `false`:
+ * off; or the providers to report to.
  */
 export type TelemetryOption = boolean | { tracerProvider?: TracerProviderLike; meterProvider?: MeterProviderLike };
 

@@ -2,17 +2,21 @@
  * Turns in the service's own traces, with a context manager registered as a service's SDK
  * registers one: the AI SDK middleware's turns under the host's span (the context the host's
  * call came in), with the model calls, workmem's tools and the memory they write under them
- * and the provider named by the host's model; a Session's turns under the span each prompt
- * was sent in, also when it waited in the queue behind another.
+ * and the provider named by the host's model; LangChain's agent the same; a Session's turns
+ * under the span each prompt was sent in, also when it waited in the queue behind another.
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { generateText, stepCountIs, wrapLanguageModel, type ModelMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HumanMessage, type BaseMessage } from '@langchain/core/messages';
+import { ChatOpenAI } from '@langchain/openai';
+import { createAgent } from 'langchain';
 import { createWorkmem } from '../../src/aiSdk/workmemMiddleware.js';
+import { createWorkmem as createLangchainWorkmem } from '../../src/langchain/workmemMiddleware.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
-import { scripted } from '../../src/testing/index.js';
+import { protocolFollower, scripted } from '../../src/testing/index.js';
 import { newSession, tempHome, testServers } from '../helpers.js';
 import { otelCapture } from './otelTesting.js';
 
@@ -71,6 +75,40 @@ describe('OpenTelemetry through the AI SDK middleware', () => {
     expect(write).toBeDefined();
     expect(under(write!).map((s) => s.name)).toEqual(['upsert_memory']);
     expect(turns.map((t) => t.spanContext().spanId)).toContain(write!.parentSpanContext?.spanId);
+  });
+
+  it('puts each turn of a LangChain agent under the agent’s call, the provider named by the model', async () => {
+    const server = await serve(protocolFollower({ seed: 1 }));
+    const capture = otelCapture();
+    const model = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'test', configuration: { baseURL: server.baseURL } });
+    const workmem = await createLangchainWorkmem({
+      model,
+      contextWindow: 32_000,
+      home: tempHome(),
+      cwd: '/work/project',
+      env: {},
+      telemetry: { tracerProvider: capture.tracerProvider },
+    });
+    const agent = createAgent({ model, middleware: [workmem.middleware] });
+    const host = capture.tracerProvider.getTracer('host');
+    let messages: BaseMessage[] = [];
+    for (const text of ['My name is Ada.', 'What is my name?'])
+      await host.startActiveSpan('agent call', async (span) => {
+        messages = (await agent.invoke({ messages: [...messages, new HumanMessage(text)] })).messages;
+        span.end();
+      });
+    await workmem.close();
+    const spans = capture.spans();
+    await capture.close();
+    const calls = spans.filter((s) => s.name === 'agent call').map((s) => s.spanContext().spanId);
+    const turns = spans.filter((s) => s.name === 'invoke_agent workmem');
+    expect(turns.map((t) => t.parentSpanContext?.spanId)).toEqual(calls);
+    const chats = spans.filter((s) => s.name === 'chat gpt-4o');
+    expect(chats.length).toBeGreaterThanOrEqual(2);
+    for (const chat of chats) expect(chat.attributes['gen_ai.provider.name']).toBe('openai');
+    // The follower's first answer writes its memory through workmem's tool, under the first turn.
+    const write = spans.find((s) => s.name === 'execute_tool write')!;
+    expect(write.parentSpanContext?.spanId).toBe(turns[0]!.spanContext().spanId);
   });
 
   it('puts a Session’s turn under the span its prompt was sent in, also when it waited behind another', async () => {
