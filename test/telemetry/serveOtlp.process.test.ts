@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { scripted, startTestServer, type TestServer } from '../../src/testing/index.js';
+import { runCli } from '../cli/cliProcess.js';
 import { tempHome } from '../helpers.js';
 import { serveProcesses } from '../serve/serveProcess.js';
 
@@ -113,5 +114,15 @@ describe('workmem serve --otlp', () => {
     expect(otlp.metricNames()).toEqual(
       expect.arrayContaining(['gen_ai.client.operation.duration', 'workmem.requests', 'workmem.context.utilization']),
     );
+  });
+
+  it('refuses an --otlp that is not a collector URL, with exit code 2, and says so in --help', async () => {
+    const bad = await runCli(['serve', '--upstream', 'http://127.0.0.1:9/v1', '--otlp', 'collector:4318'], {
+      env: { WORKMEM_HOME: tempHome() },
+    });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--otlp needs the collector's http:// or https:// URL");
+    const help = await runCli(['serve', '--help']);
+    expect(help.stdout).toContain('--otlp <url>');
   });
 });
