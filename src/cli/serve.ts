@@ -13,20 +13,24 @@ import { DEFAULT_VIZ_PORT } from '../trace/liveLink.js';
 import type { CliIO, Flags } from './cliIO.js';
 import { databaseOf, storeOf } from './databaseStore.js';
 import { terminalLine } from './terminalText.js';
+import { TESTING_KEY, startTestingServer, testingProfile } from './testingModel.js';
 import { UsageError } from './usageError.js';
 
 export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   const upstream = typeof flags.upstream === 'string' ? flags.upstream.trim() : '';
   if (!upstream) throw new UsageError('give the model server to send requests to: --upstream <base-url> (e.g. https://api.openai.com/v1)');
-  let parsed: URL;
-  try {
-    parsed = new URL(upstream);
-  } catch {
-    throw new UsageError(`--upstream ${JSON.stringify(upstream.replace(/^.*@/, '***@'))} is not a URL`);
+  const profile = testingProfile(upstream, '--upstream');
+  if (!profile) {
+    let parsed: URL;
+    try {
+      parsed = new URL(upstream);
+    } catch {
+      throw new UsageError(`--upstream ${JSON.stringify(upstream.replace(/^.*@/, '***@'))} is not a URL`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      throw new UsageError(`--upstream must be an http:// or https:// URL, got ${JSON.stringify(withoutUserinfo(upstream))}`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
-    throw new UsageError(`--upstream must be an http:// or https:// URL, got ${JSON.stringify(withoutUserinfo(upstream))}`);
   const port = numberFlag(flags.port, '--port', 0, 65535) ?? 0;
   const contextWindow = numberFlag(flags['context-window'], '--context-window', 1024, 100_000_000);
   const keepOpenMs = numberFlag(flags['keep-open'], '--keep-open', 0, 3_600_000);
@@ -41,10 +45,12 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const inspect = flags.inspect === true ? (numberFlag(flags['inspect-port'], '--inspect-port', 1, 65535) ?? DEFAULT_VIZ_PORT) : undefined;
   const database = databaseOf(flags, io.env);
   const store = storeOf(database);
+  // testing:<profile>: the behaviour profile's test server is the upstream, offline, with no key.
+  const testing = profile ? await startTestingServer(profile) : undefined;
   try {
     const proxy = await startProxy({
-      upstream,
-      ...(apiKey ? { apiKey } : {}),
+      upstream: testing?.baseURL ?? upstream,
+      ...(testing ? { apiKey: TESTING_KEY } : apiKey ? { apiKey } : {}),
       forwardAuth: flags['forward-auth'] === true,
       host,
       port,
@@ -58,7 +64,8 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       ...(inspect ? { visualizer: inspect } : {}),
       warn: (message) => io.stderr.write(`workmem serve: ${terminalLine(message)}\n`),
     });
-    io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(withoutUserinfo(upstream))}\n`);
+    const to = testing ? `${upstream} (offline, ${testing.baseURL})` : withoutUserinfo(upstream);
+    io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(to)}\n`);
     io.stdout.write(
       `(sessions ${database ? `in ${terminalLine(withoutUserinfo(database.url))}` : `of ${terminalLine(home)}`}; ` +
         `point a client at it: OPENAI_BASE_URL=${proxy.url}; Ctrl-C stops)\n`,
@@ -71,6 +78,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
     return 0;
   } finally {
     await store?.close();
+    await testing?.close();
   }
 }
 
