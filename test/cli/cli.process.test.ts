@@ -214,11 +214,12 @@ describe('workmem demo', () => {
     const result = await cli(['demo', '--quiet', '--turns', '10'], { env, cwd: tempHome(), timeoutMs: 60_000 });
     expect(result.code, result.stderr).toBe(0);
     expect(readdirSync(userHome)).toEqual([]); // neither ~/.workmem nor WORKMEM_HOME
-    const [own] = readdirSync(tmp);
-    const home = join(tmp, own!);
-    expect(own).toMatch(/^workmem-demo-/);
-    expect(result.stdout).toContain(`Its session is kept in ${home} (--home <dir> to choose another), not in your sessions.`);
-    const id = /Replay:\s+node \S+ viz --session ([0-9a-f-]{36}) --home (\S+)/.exec(result.stdout);
+    expect(readdirSync(tmp)).toEqual([]); // its temporary home is gone (issue 36)
+    // --home keeps it, for the replay.
+    const home = join(tempHome(), 'demo home');
+    const kept = await cli(['demo', '--quiet', '--turns', '10', '--home', home], { env, cwd: tempHome(), timeoutMs: 60_000 });
+    expect(kept.stdout).toContain(`Its session is kept in ${home} (--home <dir> to choose another), not in your sessions.`);
+    const id = /Replay:\s+node \S+ viz --session ([0-9a-f-]{36}) --home '([^']+)'/.exec(kept.stdout);
     expect(id?.[2]).toBe(home);
     const shown = await cli(['sessions', 'show', id![1]!, '--home', home], { env });
     expect(shown.stdout).toContain(`Session ${id![1]} (workmem demo)`);
