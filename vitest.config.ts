@@ -29,8 +29,9 @@ export default defineConfig({
     // A passing run prints only the reporter: a test that prints (or raises a process warning) fails the run.
     reporters: ['default', './test/project/quietReporter.ts'],
     setupFiles: ['./test/project/warningsAsLogs.ts', './test/project/tempHomeCleanup.ts'],
-    // Temporary files on a tmpfs; one PostgreSQL for the run (or one line saying the Postgres tests are skipped).
-    globalSetup: ['test/project/tmpfsTemp.ts', 'test/storage/runPostgres.ts'],
+    // What each project needs from the machine, or a stop naming what to install; temporary files on a tmpfs;
+    // one PostgreSQL for the run (or, with WORKMEM_TEST_POSTGRES=off, one line saying the Postgres tests are left out).
+    globalSetup: ['test/project/preflight.ts', 'test/project/tmpfsTemp.ts', 'test/storage/runPostgres.ts'],
     projects: [
       {
         extends: true,

@@ -11,7 +11,7 @@ import { protocolFollower, startTestServer, type TestServer } from '../../src/te
 import { CLEARED_NOTICE, EXIT_NOTICE, STOPPING_NOTICE } from '../../src/cli/lineEditor.js';
 import { cliPath } from './cliProcess.js';
 import { logEntries, tempHome } from '../helpers.js';
-import { Tmux, escape, hasTmux, lastLine } from './tmuxChat.js';
+import { Tmux, escape, lastLine } from './tmuxChat.js';
 
 let server: TestServer;
 let home: string;
@@ -64,7 +64,8 @@ function startChat(args: string[] = [], extra: Record<string, string> = {}): Pro
   return tmux.seen('/help for commands', 1, 20_000).then(() => tmux.prompt());
 }
 
-describe.skipIf(!hasTmux)('chat in a terminal (tmux)', () => {
+// tmux is a prerequisite of the tmux project (test/project/preflight.ts): never skipped.
+describe('chat in a terminal (tmux)', () => {
   it('a pasted block of 5 lines is one message and one turn; Enter sends it', async () => {
     await startChat();
     const before = server.requests.length;

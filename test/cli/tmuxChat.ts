@@ -7,8 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cliPath } from './cliProcess.js';
+import { TMUX } from '../project/preflight.js';
 
-const TMUX = '/usr/bin/tmux';
 export const hasTmux = existsSync(TMUX);
 
 export class Tmux {

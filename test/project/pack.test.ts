@@ -1,6 +1,6 @@
 /**
- * The package as a new user gets it: `npm pack`, install the tarball into an empty
- * project with install scripts off (as pnpm 10 and Bun do by default, and `--ignore-scripts`),
+ * The package as a new user gets it: the README's lines for a clone, as typed (`npm pack` in
+ * the clone, `npm install <the tarball>` in an empty project), the install with scripts off (as pnpm 10 and Bun do by default, and `--ignore-scripts`),
  * then use it from there — import `workmem` and `workmem/testing`, run a prompt against the
  * local test server, `workmem --help`, `rpc --help`'s documentation path, `workmem demo`,
  * and `workmem viz` with its page, script and stylesheet. Nothing native may be installed.
@@ -27,8 +27,8 @@ const env = (): NodeJS.ProcessEnv => {
   return clean;
 };
 
-function run(command: string, args: string[], cwd: string, timeout = 120_000): SpawnSyncReturns<string> {
-  const result = spawnSync(command, args, { cwd, env: env(), encoding: 'utf8', timeout });
+function run(command: string, args: string[], cwd: string, timeout = 120_000, extra: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
+  const result = spawnSync(command, args, { cwd, env: { ...env(), ...extra }, encoding: 'utf8', timeout });
   if (result.error) throw result.error;
   return result;
 }
@@ -60,24 +60,63 @@ function ok(result: SpawnSyncReturns<string>, what: string): string {
   return result.stdout;
 }
 
+/**
+ * The README's lines that install workmem into a project from a clone, as a user types them
+ * (`cd <dir> && <npm command>`), with its placeholder paths: each line's folder and command.
+ */
+function readmeInstallLines(): { dir: string; command: string[] }[] {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const block = /until\s+then, from your clone:\n\n```sh\n([\s\S]*?)```/i.exec(readme)?.[1];
+  if (!block) throw new Error("README.md has no install lines for a clone (a ```sh block after 'Until then, from your clone:')");
+  return block
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const parsed = /^cd (\S+) && (npm .*?)\s*(?:#.*)?$/.exec(line);
+      if (!parsed) throw new Error(`README.md install line not of the form cd <dir> && npm …: ${line}`);
+      return { dir: parsed[1]!, command: parsed[2]!.split(/\s+/) };
+    });
+}
+
 beforeAll(() => {
   if (!existsSync(join(ROOT, 'dist', 'src', 'cli', 'bin.js'))) throw new Error('dist/ is missing: npm test builds it (pretest)');
   work = mkdtempSync(join(tmpdir(), 'workmem-pack-'));
-  // The build is fresh (pretest): --ignore-scripts skips prepack's second build.
-  const packed = JSON.parse(ok(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], ROOT), 'npm pack')) as {
-    filename: string;
-    files: { path: string }[];
-  }[];
-  tarball = join(work, packed[0]!.filename);
-  files = packed[0]!.files.map((f) => f.path);
   project = join(work, 'project');
   mkdirSync(project);
   // What `npm init -y` and `npm pkg set type=module` write, without two more npm processes.
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'project', version: '1.0.0', private: true, type: 'module' }));
+  const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  tarball = join(work, `workmem-${version}.tgz`);
+  // The README's lines as typed, with its placeholders for this clone and this project. The tarball is made
+  // in the test's folder, not the clone's (npm's pack-destination); the install runs with install scripts off.
+  const place = (text: string): string =>
+    text
+      .replace(`/path/to/workmem/workmem-${version}.tgz`, tarball)
+      .replace('/path/to/workmem', ROOT)
+      .replace('/path/to/your-project', project);
+  const lines = readmeInstallLines();
+  expect(lines.map((l) => `${l.dir}: ${l.command.join(' ')}`)).toEqual([
+    '/path/to/workmem: npm pack',
+    `/path/to/your-project: npm install /path/to/workmem/workmem-${version}.tgz`,
+  ]);
+  const [pack, install] = lines.map((l) => ({ dir: place(l.dir), command: l.command.map(place) }));
+  const packed = ok(
+    run(pack!.command[0]!, [...pack!.command.slice(1), '--json'], pack!.dir, 120_000, { npm_config_pack_destination: work }),
+    'npm pack',
+  );
+  files = (JSON.parse(packed.slice(packed.indexOf('['))) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
   ok(
-    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', tarball], project, INSTALL_TIMEOUT),
+    run(install!.command[0]!, install!.command.slice(1), install!.dir, INSTALL_TIMEOUT, {
+      npm_config_ignore_scripts: 'true',
+      npm_config_prefer_offline: 'true',
+      npm_config_audit: 'false',
+      npm_config_fund: 'false',
+    }),
     'npm install',
   );
+  expect(JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')).dependencies).toEqual({
+    workmem: `file:../workmem-${version}.tgz`,
+  });
 }, INSTALL_TIMEOUT + 60_000);
 
 afterAll(() => {

@@ -32,7 +32,6 @@ import { collect, newSession, ofType, tempHome } from '../helpers.js';
 import { sentFromTrace } from './traceRequests.js';
 import { auth, launchChromium, rawGet, until, upgradeHeaders, wsAttempt } from './vizProbes.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
 
 describe('the statechart comes from the machine definitions', () => {
@@ -556,8 +555,8 @@ describe('workmem viz, the command', () => {
   }, 30_000);
 });
 
-const hasChromium = existsSync(CHROMIUM);
-describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', () => {
+// Chromium is a prerequisite of the browser project (test/project/preflight.ts): never skipped.
+describe('the page, in headless Chromium', () => {
   let browser: Browser;
   let server: VizServer;
   let home: string;
@@ -566,7 +565,6 @@ describe.runIf(hasChromium || process.env.CI)('the page, in headless Chromium', 
   let received: RecordedRequest[];
 
   beforeAll(async () => {
-    expect(hasChromium, `${CHROMIUM} is missing: .ci/run installs Debian's chromium`).toBe(true);
     mkdirSync(ARTIFACTS, { recursive: true });
     home = tempHome();
     const sink = new PassThrough().resume();

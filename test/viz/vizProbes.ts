@@ -5,6 +5,7 @@
  */
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { chromium, type Browser } from 'playwright-core';
+import { CHROMIUM } from '../project/preflight.js';
 import WebSocket from 'ws';
 
 export const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
@@ -75,7 +76,7 @@ export const upgradeHeaders = (token: string): Record<string, string> => ({
 /** Headless Chromium as the browser tests run it: the system's build, offline, no sandbox. */
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
-    executablePath: '/usr/bin/chromium',
+    executablePath: CHROMIUM,
     args: [
       '--headless',
       '--no-sandbox',
