@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { HANG_MS } from './test/hangGuard.js';
 
 /**
  * Projects by what a test needs, named by file suffix: `*.test.ts` runs in process and
@@ -19,8 +20,9 @@ const kind = (name: (typeof KINDS)[number]) => ({
 
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // A hang guard, never a speed check: the suite's outcome must not depend on the machine's load (test/hangGuard.ts).
+    testTimeout: HANG_MS,
+    hookTimeout: HANG_MS,
     // Two files at a time on the 2-core machines we run on: much of a file's time is spent
     // waiting (child processes, servers, timers), and vitest's default there is one.
     maxWorkers: 2,

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import type { EvalResult } from '../../src/eval/index.js';
 import { cliPath, runCli as cli } from '../cli/cliProcess.js';
 import { tempHome } from '../helpers.js';
+import { HANG_MS } from '../hangGuard.js';
 
 const ARGS = ['eval', '--model', 'testing:forgetful', '--suite', 'small', '--json'];
 
@@ -28,7 +29,7 @@ describe('workmem eval, interrupted and resumed', () => {
     const args = [...ARGS, '--arms', 'workmem-auto,full-history'];
     const home = tempHome();
     const env = { WORKMEM_HOME: home };
-    const whole = await cli([...args, '--results', join(home, 'whole.jsonl')], { env, cwd: home, timeoutMs: 120_000 });
+    const whole = await cli([...args, '--results', join(home, 'whole.jsonl')], { env, cwd: home });
     expect(whole.code, whole.stderr).toBe(0);
 
     const file = join(home, 'interrupted.jsonl');
@@ -38,7 +39,7 @@ describe('workmem eval, interrupted and resumed', () => {
     child.stdout.resume();
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
     // Once the first conversation is kept (the header and one line), Ctrl-C.
-    const deadline = Date.now() + 90_000;
+    const deadline = Date.now() + HANG_MS;
     while (lines(file).length < 2 && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 50));
     child.kill('SIGINT');
     expect(await exited, stderr).toBe(130);
@@ -47,14 +48,14 @@ describe('workmem eval, interrupted and resumed', () => {
     expect(kept.length, 'the run was stopped before its end').toBeLessThan(4);
     expect(stderr).toMatch(/interrupted: \d of 3 conversations finished; run the same command with --resume to go on/);
 
-    const resumed = await cli([...args, '--results', file, '--resume'], { env, cwd: home, timeoutMs: 120_000 });
+    const resumed = await cli([...args, '--results', file, '--resume'], { env, cwd: home });
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toContain('(resumed)');
     // The conversations finished before the interrupt were not played again: their lines are as they were.
     expect(lines(file).slice(0, kept.length)).toEqual(kept);
     expect(lines(file)).toHaveLength(4);
     expect(totals(JSON.parse(resumed.stdout) as EvalResult)).toEqual(totals(JSON.parse(whole.stdout) as EvalResult));
-  }, 240_000);
+  });
 
   it('--resume refuses the results of another run', async () => {
     const home = tempHome();
@@ -72,7 +73,7 @@ describe('workmem eval, interrupted and resumed', () => {
     expect(other.stderr).toContain(
       `${file} holds another run (model testing:forgetful, suite small, window 16384, arms full-history); run without --resume to start over`,
     );
-  }, 60_000);
+  });
 
   it('--help, and usage errors exit 2', async () => {
     const help = await cli(['eval', '--help']);
@@ -98,5 +99,5 @@ describe('workmem eval, interrupted and resumed', () => {
       expect(run.code, run.stderr).toBe(2);
       expect(run.stderr).toContain(message);
     }
-  }, 60_000);
+  });
 });
