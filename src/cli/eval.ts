@@ -30,6 +30,7 @@ import type { LLM } from '../llm/llm.js';
 import { openaiChat } from '../llm/openaiChat.js';
 import type { TestServer } from '../testing/index.js';
 import { TESTING_KEY, startTestingServer, testingProfile } from './testingModel.js';
+import { sweepTemporaryHomes } from '../storage/temporaryHome.js';
 
 /** The exit code of an interrupted run (128 + SIGINT). */
 const INTERRUPTED = 130;
@@ -37,8 +38,10 @@ const STOPPING = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   if (positionals.length) throw new UsageError(`eval takes no arguments, got ${JSON.stringify(positionals[0])}`);
+  sweepTemporaryHomes(); // what a killed eval (or chat, run, demo) left in the temporary folder
   // --context-window is the eval's window, not the model's: the configuration does not read it.
   const config = loadConfig({ ...flags, 'context-window': undefined }, io.env);
+  if (flags.resume && flags.overwrite) throw new UsageError('--resume goes on from the results file, --overwrite starts it over: give one');
   if (flags.longmemeval !== undefined && flags.suite !== undefined)
     throw new UsageError('--longmemeval is a suite of its own: give it or --suite, not both');
   const suite: Suite | 'full' | 'small' =
@@ -83,6 +86,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       ...number(flags, 'max-tokens-ratio', (v) => ({ maxTokensRatio: v }), { min: 0 }),
       resultsFile,
       resume: flags.resume === true,
+      overwrite: flags.overwrite === true,
       signal: controller.signal,
       onProgress: (p) => bar.update(p),
     });
