@@ -147,15 +147,24 @@ ${INSPECT_HELP}`,
   },
   sessions: {
     summary: 'list, show or remove sessions',
-    usage: `workmem sessions list [--all] | show <id> | rm <id>
+    usage: `workmem sessions list [--all] | show <id> | rm <id> | prune --older-than <age> [--all] [--dry-run]
 
   list                        the sessions of this directory, newest first (--all: all)
   show <id>                   a session's details, memory and latest messages (also
                               while it runs elsewhere)
   rm <id>                     delete a session and its files
+  prune --older-than <age>    delete the sessions of this directory (--all: of all) not
+                              updated for that long: 90m, 12h, 30d, 2w; one in use is kept
+  --dry-run                   with prune: list what it would delete, delete nothing
   --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
 ${DATABASE_HELP}`,
-    options: { all: { type: 'boolean' }, home: { type: 'string' }, ...DATABASE_OPTIONS },
+    options: {
+      all: { type: 'boolean' },
+      'older-than': { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      home: { type: 'string' },
+      ...DATABASE_OPTIONS,
+    },
     load: () => import('./sessions.js'),
   },
   memory: {

@@ -4,8 +4,8 @@
  * in PostgreSQL, where several proxies share them. The upstream's key comes from
  * OPENAI_API_KEY (never a flag), or with --forward-auth from each client.
  */
-import { readFileSync } from 'node:fs';
-import { withoutUserinfo } from '../llm/baseUrl.js';
+import { withoutSecrets, withoutUserinfo } from '../llm/baseUrl.js';
+import { readSecretFile } from './secretFile.js';
 import { startProxy } from '../serve/proxyServer.js';
 import { isLoopback } from '../serve/proxyDoors.js';
 import { defaultHome } from '../storage/sessionPaths.js';
@@ -35,7 +35,8 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const contextWindow = numberFlag(flags['context-window'], '--context-window', 1024, 100_000_000);
   const keepOpenMs = numberFlag(flags['keep-open'], '--keep-open', 0, 3_600_000);
   const host = typeof flags.host === 'string' ? flags.host : '127.0.0.1';
-  const token = tokenOf(flags, io.env);
+  const warn = (message: string): void => void io.stderr.write(`workmem serve: ${terminalLine(message)}\n`);
+  const token = tokenOf(flags, io.env, warn);
   if (!isLoopback(host) && !token)
     throw new UsageError(
       `--host ${host} listens beyond loopback: give a token clients must send (--token-file <path>, or env WORKMEM_SERVE_TOKEN)`,
@@ -43,7 +44,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
   const apiKey = io.env.OPENAI_API_KEY?.trim() || undefined;
   const inspect = flags.inspect === true ? (numberFlag(flags['inspect-port'], '--inspect-port', 1, 65535) ?? DEFAULT_VIZ_PORT) : undefined;
-  const database = databaseOf(flags, io.env);
+  const database = databaseOf(flags, io.env, warn);
   const store = storeOf(database);
   // testing:<profile>: the behaviour profile's test server is the upstream, offline, with no key.
   const testing = profile ? await startTestingServer(profile) : undefined;
@@ -64,10 +65,10 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       ...(inspect ? { visualizer: inspect } : {}),
       warn: (message) => io.stderr.write(`workmem serve: ${terminalLine(message)}\n`),
     });
-    const to = testing ? `${upstream} (offline, ${testing.baseURL})` : withoutUserinfo(upstream);
+    const to = testing ? `${upstream} (offline, ${testing.baseURL})` : withoutSecrets(upstream);
     io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(to)}\n`);
     io.stdout.write(
-      `(sessions ${database ? `in ${terminalLine(withoutUserinfo(database.url))}` : `of ${terminalLine(home)}`}; ` +
+      `(sessions ${database ? `in ${terminalLine(withoutSecrets(database.url))}` : `of ${terminalLine(home)}`}; ` +
         `point a client at it: OPENAI_BASE_URL=${proxy.url}; Ctrl-C stops)\n`,
     );
     await new Promise<void>((resolve) => {
@@ -91,20 +92,9 @@ function numberFlag(value: string | boolean | undefined, name: string, min: numb
 }
 
 /** The token clients must send: the first line of --token-file, or WORKMEM_SERVE_TOKEN. */
-function tokenOf(flags: Flags, env: NodeJS.ProcessEnv): string | undefined {
+function tokenOf(flags: Flags, env: NodeJS.ProcessEnv, warn: (message: string) => void): string | undefined {
   let token = env.WORKMEM_SERVE_TOKEN?.trim();
-  if (typeof flags['token-file'] === 'string') {
-    try {
-      token = readFileSync(flags['token-file'], 'utf8')
-        .split(/\r?\n/)
-        .find((l) => l.trim())
-        ?.trim();
-    } catch (error) {
-      throw new UsageError(
-        `--token-file ${JSON.stringify(flags['token-file'])} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-      );
-    }
-  }
+  if (typeof flags['token-file'] === 'string') token = readSecretFile(flags['token-file'], '--token-file', warn).trim() || undefined;
   if (token !== undefined && token.length < 16) throw new UsageError('the serve token must be at least 16 characters');
   return token || undefined;
 }

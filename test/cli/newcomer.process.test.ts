@@ -5,7 +5,7 @@
  * array) each answered in one line that says what to do; the demo leaving nothing behind.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { protocolFollower, startTestServer, type TestServer } from '../../src/testing/index.js';
@@ -144,7 +144,70 @@ describe('workmem demo', () => {
   });
 });
 
+describe('the attack round: secrets kept, disks kept in check', () => {
+  it("serve's start line masks every secret of a PostgreSQL URL; a secret file others can read is warned of", async () => {
+    const dir = tempHome();
+    const urlFile = join(dir, 'database-url');
+    writeFileSync(urlFile, 'postgres://ada:hunter2@127.0.0.1:9/db?sslmode=disable&password=s3cr%21t&sslpassword=k3y\n', { mode: 0o644 });
+    const tokenFile = join(dir, 'token');
+    writeFileSync(tokenFile, 'a-token-of-at-least-16-characters\n', { mode: 0o640 });
+    const proxy = await serve(
+      ['--upstream', 'testing:diligent', '--port', '0', '--database-url-file', urlFile, '--token-file', tokenFile],
+      bare(),
+    );
+    await until(() => /Ctrl-C stops/.test(proxy.output()));
+    const out = proxy.output();
+    expect(out).toContain('(sessions in postgres://***@127.0.0.1:9/db?sslmode=disable&password=***&sslpassword=***;');
+    for (const secret of ['hunter2', 's3cr', 'k3y']) expect(out).not.toContain(secret);
+    expect(out).toContain(`--database-url-file ${urlFile} can be read by every local user (mode 0644): chmod 600 ${urlFile}`);
+    expect(out).toContain(`--token-file ${tokenFile} can be read by its group (mode 0640): chmod 600 ${tokenFile}`);
+    chmodSync(urlFile, 0o600);
+    chmodSync(tokenFile, 0o600);
+    const quiet = await serve(
+      ['--upstream', 'testing:diligent', '--port', '0', '--database-url-file', urlFile, '--token-file', tokenFile],
+      bare(),
+    );
+    await until(() => /Ctrl-C stops/.test(quiet.output()));
+    expect(quiet.output()).not.toMatch(/can be read by/);
+  });
+
+  it('sessions prune --older-than removes the sessions not updated for that long; --dry-run only lists them', async () => {
+    const env = bare();
+    const cwd = tempHome();
+    const ids: string[] = [];
+    for (const text of ['first, old', 'second, old', 'third, new']) {
+      const made = await cli(['run', '--model', 'testing:diligent', text], { env, cwd });
+      ids.push(/session ([0-9a-f-]{36})/.exec(made.stderr)![1]!);
+    }
+    // Two of them last written 40 days ago, as a proxy's forgotten conversations would be.
+    const sessionsDir = join(env.WORKMEM_HOME!, 'sessions');
+    for (const id of ids.slice(0, 2)) {
+      const [folder] = readdirSync(sessionsDir).filter((f) => readdirSync(join(sessionsDir, f)).includes(id));
+      const meta = join(sessionsDir, folder!, id, 'meta.json');
+      writeFileSync(meta, JSON.stringify({ ...JSON.parse(readFileSync(meta, 'utf8')), updatedAt: Date.now() - 40 * 86_400_000 }));
+    }
+    const dry = await cli(['sessions', 'prune', '--older-than', '30d', '--dry-run'], { env, cwd });
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toMatch(new RegExp(`would remove ${ids[0]!.slice(0, 8)} .*first, old`));
+    expect(dry.stdout).toMatch(/2 sessions in \S+ not updated since .* \(--dry-run: none removed\)/);
+    expect((await cli(['sessions', 'list'], { env, cwd })).stdout.match(/old|new/g)).toHaveLength(3);
+    const pruned = await cli(['sessions', 'prune', '--older-than', '30d'], { env, cwd });
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(pruned.stdout).toMatch(/2 sessions in \S+ not updated since .* removed\n$/);
+    const left = (await cli(['sessions', 'list'], { env, cwd })).stdout;
+    expect(left).toContain(ids[2]!.slice(0, 8));
+    expect(left).not.toContain(ids[0]!.slice(0, 8));
+    const bad = await cli(['sessions', 'prune', '--older-than', 'a month'], { env, cwd });
+    expect(bad).toMatchObject({ code: 2, stderr: expect.stringContaining('give an age such as 90m, 12h, 30d or 2w') });
+  });
+});
+
 const serve = serveProcesses();
+
+/** Waits until `check` holds (the run's hang guard bounds it). */
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((r) => setTimeout(r, 50));
+}
 
 /** The JSON lines an rpc process prints until one contains `until`; then its stdin is closed. */
 function rpcUntil(args: string[], env: NodeJS.ProcessEnv, input: string, until: string): Promise<Record<string, unknown>[]> {
