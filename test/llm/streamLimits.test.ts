@@ -66,9 +66,10 @@ describe('streams that would never end a turn', () => {
   });
 
   it("a reasoning model's thinking is content: it holds off the stall watchdog", async () => {
-    const server = await serve([{ type: 'thinking', chunks: 8, everyMs: 100 }]);
-    const session = await newSession({ llm: llmFor(server), settings: { retry: { maxRetries: 0 } } });
-    // 800 ms of thinking, longer than the 300 ms stall timeout, but never 300 ms without a delta.
+    // 6 s of thinking, longer than a 5 s stall timeout, with a delta every 50 ms: a hundred times the gap, so a
+    // loaded machine's late timers (hundreds of ms at load 20) never make a stall of it (it did with 100 ms and 300 ms).
+    const server = await serve([{ type: 'thinking', chunks: 120, everyMs: 50 }]);
+    const session = await newSession({ llm: llmFor(server, 100, 5_000), settings: { retry: { maxRetries: 0 } } });
     expect(await session.prompt('think first')).toMatchObject({ status: 'done', text: 'A normal answer.' });
     await session.close();
   });
