@@ -17,7 +17,8 @@ the x-workmem-session header, else the request's user field, else the conversati
 opening; the response's x-workmem-session header names it. See docs/proxy.md.
 
   --upstream <base-url>       the model server, e.g. https://api.openai.com/v1; its key
-                              comes from OPENAI_API_KEY
+                              comes from OPENAI_API_KEY; testing:<profile> (diligent,
+                              lazy, forgetful, eager, sloppy) plays one offline, no key
   --forward-auth              send each client's Authorization header upstream instead
   --port <n>                  the port (default: a free one, printed)
   --host <addr>               the address to listen on (default 127.0.0.1); beyond

@@ -39,6 +39,7 @@ import { poolCases, raceCases, restartCases } from './pgServerFaults.js';
 import { Tally, type FamilyResult } from './report.js';
 import { section } from './section.js';
 import { machine, median } from '../bench/harness.js';
+import { HANG_MS } from '../hangGuard.js';
 
 export interface PostgresScale {
   kills: number;
@@ -257,15 +258,15 @@ async function stopCases(run: PgRun, trials: number): Promise<void> {
     await sleep(LEASE_MS + 100);
     // B takes over while A sleeps, and writes.
     const b = startInstance(instanceConfig(run, schema, id, 'B', 3));
-    const bEnded = await Promise.race([b.exited.then(() => true), sleep(LEASE_MS * 4 + 15_000).then(() => false)]);
+    const bEnded = await Promise.race([b.exited.then(() => true), sleep(HANG_MS).then(() => false)]);
     if (!bEnded) {
-      problems.push('B did not take over while A was stopped (still waiting after 19 s)');
+      problems.push('B did not take over while A was stopped (hang guard)');
       b.signal('SIGKILL');
       await b.exited;
     }
     if (!b.lines.includes('DONE')) problems.push(`B: ${b.lines.filter((l) => !l.startsWith('ACK')).join(' | ')}`);
     a.signal('SIGCONT');
-    const aEnded = await Promise.race([a.exited.then(() => true), sleep(20_000).then(() => false)]);
+    const aEnded = await Promise.race([a.exited.then(() => true), sleep(HANG_MS).then(() => false)]);
     if (!aEnded) {
       problems.push('A did not end after SIGCONT');
       a.signal('SIGKILL');
