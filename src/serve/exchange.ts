@@ -15,7 +15,7 @@ import { outputLimitChars, outputOverrun } from '../llm/outputLimit.js';
 import { Assembler } from '../llm/streamAssembler.js';
 import { withBoundCallIds } from '../llm/toolCallIds.js';
 import type { HostLoop, PreparedCall } from '../session/hostLoop.js';
-import { BadRequestError, wireToolsOf, type ClientRequest } from './chatWire.js';
+import { wireToolsOf, type ClientRequest } from './chatWire.js';
 import type { Failure, Upstream } from './upstream.js';
 import { UsageTotals, type WireUsage } from './usageTotals.js';
 
@@ -53,15 +53,8 @@ export async function runExchange(
   signal: AbortSignal,
   sink: ExchangeSink,
 ): Promise<ExchangeOutcome> {
-  const ours = new Set(loop.tools.map((t) => t.name));
-  const clash = request.tools.filter((t) => ours.has(t.name)).map((t) => t.name);
-  if (clash.length)
-    throw new BadRequestError(
-      `the client's tools ${clash.map((n) => JSON.stringify(n)).join(', ')} have the names of workmem's own tools (${[...ours].join(', ')}); rename them to go through workmem serve`,
-      'tools',
-      'tool_name_conflict',
-    );
-  const tools = [...loop.tools.map((t) => t.spec), ...request.tools];
+  // The client's tools may have any name: workmem's own are named beside them (toolNaming.ts).
+  const tools = request.tools;
   const usage = new UsageTotals();
   let conversation = request.conversation;
   let first: { id: string; model: string; created: number } | null = null;
@@ -105,8 +98,8 @@ export async function runExchange(
     await new Promise((resolve) => setImmediate(resolve));
     await call.answer(response);
     const calls = response.message.role === 'assistant' ? (response.message.tool_calls ?? []) : [];
-    const mine = calls.filter((c) => ours.has(c.function.name));
-    const theirs = calls.filter((c) => !ours.has(c.function.name));
+    const mine = calls.filter((c) => loop.isOwnTool(c.function.name));
+    const theirs = calls.filter((c) => !loop.isOwnTool(c.function.name));
     const done = (finishReason: string): ExchangeOutcome => ({
       ok: true,
       answer: {

@@ -119,7 +119,8 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     if (raw === null) return sendError(res, 413, 'request body too large', 'invalid_request_error');
     let body: ChatRequest;
     try {
-      body = JSON.parse(raw) as ChatRequest;
+      // Content given as parts (text parts, as agents send them) is read as its text, as a model reads it.
+      body = withTextContent(JSON.parse(raw) as ChatRequest);
     } catch {
       return sendError(res, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
     }
@@ -287,6 +288,23 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
         server.close(() => resolve());
       }),
   };
+}
+
+/** A body whose messages' content parts are joined into their text (a part that is not text is named). */
+function withTextContent(body: ChatRequest): ChatRequest {
+  if (!Array.isArray(body?.messages) || !body.messages.some((m) => Array.isArray((m as { content?: unknown }).content))) return body;
+  const text = (parts: unknown[]): string =>
+    parts
+      .map((p) => {
+        const part = p as { type?: unknown; text?: unknown; refusal?: unknown };
+        return typeof part.text === 'string' ? part.text : typeof part.refusal === 'string' ? part.refusal : `[${String(part.type)}]`;
+      })
+      .join('\n');
+  const messages = body.messages.map((m) => {
+    const content = (m as { content?: unknown }).content;
+    return Array.isArray(content) ? ({ ...m, content: text(content) } as typeof m) : m;
+  });
+  return { ...body, messages };
 }
 
 function promptTokensOf(counter: TokenCounter, body: ChatRequest): number {
