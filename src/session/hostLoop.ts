@@ -64,6 +64,8 @@ export class HostLoop {
   private constructor(
     readonly session: Session,
     bridge: Bridge,
+    /** The session was created by this open (it did not exist). */
+    readonly created: boolean,
   ) {
     bridge.deliver = (request, options) => this.deliver(request, options);
   }
@@ -76,18 +78,20 @@ export class HostLoop {
     const settings = { ...rest.settings, retry: { maxRetries: 0, ...rest.settings?.retry } };
     const common = { ...rest, llm: bridge, settings };
     let session: Session;
+    let created = true;
     if (!sessionId) session = await createSession(common);
     else {
       const id = SESSION_ID.test(sessionId) ? sessionId : sessionIdFor(sessionId);
       try {
         session = await openSession(id, common);
+        created = false;
       } catch (error) {
         // Not found: the registry says so as a usage error (ConfigError) whose cause is the store's.
         if (!(error instanceof SessionNotFoundError || (error as Error).cause instanceof SessionNotFoundError)) throw error;
         session = await createSession({ ...common, id, ...(id !== sessionId ? { name: sessionId } : {}) });
       }
     }
-    return new HostLoop(session, bridge);
+    return new HostLoop(session, bridge, created);
   }
 
   /**

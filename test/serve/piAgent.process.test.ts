@@ -52,7 +52,7 @@ describe('pi, an agent from npm, through workmem serve', () => {
           workmem: {
             baseUrl: proxy.url,
             api: 'openai-completions',
-            apiKey: 'unused-by-the-proxy',
+            apiKey: proxy.token,
             compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
             models: [{ id: 'workmem-test', contextWindow: 32_000, maxTokens: 2_000 }],
           },

@@ -22,9 +22,11 @@ describe('workmem serve, the command', () => {
     const none = await runCli(['serve'], { env: { WORKMEM_HOME: tempHome() } });
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('--upstream');
-    const open = await runCli(['serve', '--upstream', 'http://127.0.0.1:9/v1', '--host', '0.0.0.0'], { env: { WORKMEM_HOME: tempHome() } });
-    expect(open.code).toBe(2);
-    expect(open.stderr).toContain('token');
+    const short = await runCli(['serve', '--upstream', 'http://127.0.0.1:9/v1'], {
+      env: { WORKMEM_HOME: tempHome(), WORKMEM_SERVE_TOKEN: 'short' },
+    });
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain('token');
     const bad = await runCli(['serve', '--upstream', 'ftp://x'], { env: { WORKMEM_HOME: tempHome() } });
     expect(bad.code).toBe(2);
   });
@@ -36,7 +38,7 @@ describe('workmem serve, the command', () => {
         WORKMEM_HOME: tempHome(),
         OPENAI_API_KEY: 'sk-proxyKeyOfTheProxyItself01234567',
       });
-      const openai = client({ url: proxy.url, port: 0, close: async () => {} });
+      const openai = client(proxy);
       const completion = await openai.chat.completions.create({
         model: 'workmem-test',
         messages: [{ role: 'user', content: 'My plant1 is rose1.' }],
