@@ -10,6 +10,12 @@ import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/** What npm needs of the environment to reach the registry: the path, the home, and how this machine trusts and reaches the network. */
+function installEnv(): NodeJS.ProcessEnv {
+  const kept = /^(PATH|HOME|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|HTTPS?_PROXY|NO_PROXY|npm_config_.*)$/i;
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => kept.test(name)));
+}
+
 /** The folder `packages` are installed in (`folder` under the lasting temporary folder); `marker` exists once they are. */
 export function installedOnce(folder: string, packages: readonly string[], marker: string): string {
   const dir = join(process.env.WORKMEM_TEST_LASTING_TMPDIR ?? tmpdir(), folder);
@@ -19,7 +25,7 @@ export function installedOnce(folder: string, packages: readonly string[], marke
   const installed = spawnSync(
     'npm',
     ['install', '--prefix', staging, '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', '--loglevel=error', ...packages],
-    { encoding: 'utf8', timeout: 5 * 60_000, env: { PATH: process.env.PATH, HOME: process.env.HOME } },
+    { encoding: 'utf8', timeout: 5 * 60_000, env: installEnv() },
   );
   if (installed.status !== 0) {
     rmSync(staging, { recursive: true, force: true });

@@ -165,6 +165,34 @@ describe('workmem serve: failures, doors and names', () => {
     expect(other.headers['x-workmem-session']).toBeUndefined();
   });
 
+  it('says one line per request: session, status, calls, tokens, time, and a failure with its cause; never a key or a text', async () => {
+    const lines: string[] = [];
+    const { proxy } = await proxied({ proxy: { log: (line) => lines.push(line), apiKey: UPSTREAM_KEY } });
+    const first = await raw(proxy, { body: chat('My plant1 is rose1.') });
+    const named = await raw(proxy, { body: chat('My plant1 is rose1.'), headers: { 'x-workmem-session': 'logged' } });
+    await raw(proxy, { body: chat('hi'), token: false });
+    const down = await proxied({ proxy: { log: (line) => lines.push(line) }, upstream: { baseURL: 'http://127.0.0.1:9/v1' } as never });
+    const failed = await raw(down.proxy, { body: chat('hello'), headers: { 'x-workmem-session': 'down' } });
+    expect([first.status, named.status, failed.status]).toEqual([200, 200, 502]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines[0]).toMatch(/^POST \/v1\/chat\/completions 200 session=- how=first calls=1 in=\d+ (cached=\d+ )?out=\d+ ms=\d+$/);
+    expect(lines[1]).toMatch(
+      new RegExp(
+        `^POST /v1/chat/completions 200 session=${sessionIdFor('logged').slice(0, 8)} how=header calls=2 in=\\d+ (cached=\\d+ )?out=\\d+ ms=\\d+$`,
+      ),
+    );
+    expect(lines[2]).toMatch(/^POST \/v1\/chat\/completions 401 ms=\d+ error="a workmem serve token is required"$/);
+    expect(lines[3]).toMatch(/^POST \/v1\/chat\/completions 502 session=\w{8} how=header ms=\d+ error=".*could not be reached.*"$/);
+    expect(lines.join('\n')).not.toMatch(/rose1|plant1|hello/);
+    expect(lines.join('\n')).not.toContain(UPSTREAM_KEY);
+  });
+
+  it('says a port in use in its own words', async () => {
+    const { proxy } = await proxied();
+    const taken = proxied({ proxy: { port: proxy.port } });
+    await expect(taken).rejects.toThrow(new RegExp(`port ${proxy.port} on 127.0.0.1 is in use .*--port`));
+  });
+
   it('keeps the upstream key out of the log, the trace and the errors, from the environment or forwarded', async () => {
     for (const forwardAuth of [false, true]) {
       const { proxy, home, server } = await proxied({
