@@ -90,7 +90,18 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
     // No tools registered: they are added to each model call under the names they take beside the agent's, and run here.
     wrapToolCall: async (request, handler) => {
       const { toolCall } = request;
-      if (!loop.isOwnTool(toolCall.name)) return handler(request);
+      if (!loop.isOwnTool(toolCall.name)) {
+        try {
+          return await handler(request);
+        } catch (error) {
+          // With a wrapToolCall hook LangChain would let a tool's error end the run; without one it
+          // tells the model, and so does this (an interrupt, or an abort, still ends it).
+          const e = error as { name?: unknown; message?: unknown };
+          if (e?.name === 'GraphInterrupt' || e?.name === 'NodeInterrupt' || request.runtime?.signal?.aborted) throw error;
+          const content = e?.name === 'ToolInvocationError' ? String(e.message) : `${String(error)}\n Please fix your mistakes.`;
+          return new ToolMessage({ content, tool_call_id: toolCall.id ?? '', name: toolCall.name, status: 'error' });
+        }
+      }
       const id = toolCall.id ?? `call_${randomUUID()}`;
       const call = { id, type: 'function' as const, function: { name: toolCall.name, arguments: JSON.stringify(toolCall.args ?? {}) } };
       return new ToolMessage({ content: (await ownCalls.run(call)).content, tool_call_id: id, name: toolCall.name });

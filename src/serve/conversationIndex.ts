@@ -7,8 +7,10 @@
  * the session it was given in and a sketch of the instructions it was given under. A
  * request is placed by the last answer it holds that the proxy gave:
  *
- * - none: a first request, or a one-shot (a title asked for): passed through without a
- *   session; its answer is kept, and the request that continues it opens the session;
+ * - none: a conversation's first request. With tools (an agent's turn) it opens a new
+ *   session. Without (a one-shot: a title asked for over the conversation's first message)
+ *   it is passed through without a session; its answer is kept, and a request that
+ *   continues it (a chat client without tools goes on) opens the session then;
  * - one given under other instructions (fewer than half their lines the same), or one a
  *   side request was given: a side request (a background extraction over the
  *   conversation's messages, say): passed through, never reading or writing the memory;
@@ -18,7 +20,7 @@
  *
  * Each session keeps its last KEPT answers' keys; older ones are let go.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { HostConversation } from '../../machines/sessionTypes.js';
 import type { AssistantMessage } from '../history/messages.js';
 import { fingerprint } from '../history/messageKey.js';
@@ -38,7 +40,7 @@ const SESSION = 'conversation-session:';
 /** Where a request goes. */
 export type Placement =
   | { kind: 'pass'; why: 'first' | 'side'; chain: string }
-  | { kind: 'session'; id: string; chain: string; why: 'continues' | 'opens' | 'parts' };
+  | { kind: 'session'; id: string; chain: string; why: 'new' | 'continues' | 'opens' | 'parts' };
 
 interface AnswerEntry {
   /** The session it was given in; null: given to a request passed through. */
@@ -63,8 +65,8 @@ export class ConversationIndex {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Where a request with these instructions and this conversation goes. */
-  async place(instructions: string | undefined, conversation: HostConversation): Promise<Placement> {
+  /** Where a request with these instructions, this conversation and (or not) tools of its own goes. */
+  async place(instructions: string | undefined, conversation: HostConversation, withTools: boolean): Promise<Placement> {
     const chains = answerChain(conversation);
     const chain = chains.at(-1) ?? '';
     const sketch = instructionsSketch(instructions ?? '');
@@ -77,11 +79,10 @@ export class ConversationIndex {
       const held = await this.state.get<SessionEntry>(SESSION + entry.session);
       const tip = held?.answers.at(-1);
       // The session went on past this answer: an edit or a regeneration, or another conversation that was the same so far.
-      if (tip !== undefined && tip !== key && entry.given > 1)
-        return { kind: 'session', id: sessionIdFor(`conversation:${key}:${fingerprint(chain)}:${this.now()}`), chain, why: 'parts' };
+      if (tip !== undefined && tip !== key && entry.given > 1) return { kind: 'session', id: randomUUID(), chain, why: 'parts' };
       return { kind: 'session', id: entry.session, chain, why: 'continues' };
     }
-    return { kind: 'pass', why: 'first', chain };
+    return withTools ? { kind: 'session', id: randomUUID(), chain, why: 'new' } : { kind: 'pass', why: 'first', chain };
   }
 
   /** The client was answered: `answer` as it holds it, given where `placement` said (in `session` when one took it). */
@@ -89,8 +90,9 @@ export class ConversationIndex {
     const key = chained(placement.chain, answerKey(answer));
     const before = await this.state.get<AnswerEntry>(ANSWER + key);
     const side = placement.kind === 'pass' && placement.why === 'side';
+    // The session an answer was first given in keeps it (conversations the same so far go on there, or part).
     const entry: AnswerEntry = {
-      session: session ?? (side ? null : (before?.session ?? null)),
+      session: side ? null : (before?.session ?? session ?? null),
       ...(side ? { side: true as const } : {}),
       given: (before?.given ?? 0) + 1,
       sketch: instructionsSketch(instructions ?? ''),

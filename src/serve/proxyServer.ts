@@ -152,7 +152,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     const request = readClientRequest(parsed);
     const named = sessionNameOf(req.headers[SESSION_HEADER], request.user);
     // Unnamed: the session that holds what the request holds, or none (a first request, a side request).
-    const placement = named ? null : await conversations.place(request.instructions, request.conversation);
+    const placement = named ? null : await conversations.place(request.instructions, request.conversation, request.tools.length > 0);
     entry.placed(named ? named.source : placement!.why);
     const auth = doors.forwardAuth ? req.headers.authorization : undefined;
     const hideAll: Redact = auth ? redactor([...secrets, auth.replace(/^Bearer\s+/i, '')]) : hide;

@@ -11,7 +11,10 @@
  * - It calls compact_history (when offered) at the compression guide's thresholds, and
  *   with `compactsEvery` every few turns besides.
  * - "Use the <name> tool with <input>." (or "请用 <name> 工具查看<input>。") calls that tool
- *   with { input } (with <input> itself when it is a JSON object), when it is offered.
+ *   with { input } (with <input> itself when it is a JSON object), when it is offered;
+ *   several such sentences in one message are several calls in one answer (parallel calls).
+ * - Asked for structured output (`response_format`), it answers in it: a JSON object whose
+ *   first string property holds its answer.
  * - workmem's tools are found as the prompt names them: under their own names, or prefixed
  *   (`workmem_write`) when the client's tools have those names (docs/proxy.md, "Tools").
  * - Asked for a summary (by workmem's summarizer), it lists the facts it can see (with
@@ -93,8 +96,10 @@ export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy 
       // Before compacting, it writes down what it still needs: the compacted part leaves its sight.
       if ((view.reminded || record || (compaction && missing)) && writes()) calls.push(writeMemory());
       if (compaction) calls.push({ name: compactTool!, arguments: JSON.stringify(compaction) });
-      const asked = TOOL_REQUEST.exec(view.userText) ?? ZH_TOOL_REQUEST.exec(view.userText);
-      if (asked && view.tools.has(asked[1]!)) calls.push({ name: asked[1]!, arguments: argumentsOf(asked[2] ?? '') });
+      for (const sentence of view.userText.split(/(?<=[.!。！])\s*(?=use the |请用)/i)) {
+        const asked = TOOL_REQUEST.exec(sentence.trim()) ?? ZH_TOOL_REQUEST.exec(sentence.trim());
+        if (asked && view.tools.has(asked[1]!)) calls.push({ name: asked[1]!, arguments: argumentsOf(asked[2] ?? '') });
+      }
     } else if (view.reminded && !view.wroteThisTurn && writes()) {
       // A reminder is heeded at once, also in the middle of a turn.
       calls.push(writeMemory());
@@ -103,7 +108,7 @@ export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy 
       return {
         toolCalls: calls.map((c, i) => ({ ...c, id: `call_${hash(view.userText + i + request.messages.length).toString(36)}_${i}` })),
       };
-    return { content: answer(view) };
+    return { content: structured(request, answer(view)) };
   };
 }
 
@@ -185,8 +190,42 @@ function argumentsOf(input: string): string {
 
 function strip(content: string): string {
   const at = content.lastIndexOf(TAIL);
-  return withoutHead(at >= 0 ? content.slice(0, at) : content).trim();
+  const text = withoutHead(at >= 0 ? content.slice(0, at) : content).trim();
+  // A message the client quoted whole ("…", as opencode's run sends one) is read without its quotes.
+  return text.length >= 2 && text.startsWith('"') && text.endsWith('"') ? text.slice(1, -1) : text;
 }
+
+/** An answer in the structured output asked for: its schema's first string property holds the text, the others empty. */
+function structured(request: ChatRequest, text: string): string {
+  const format = request.response_format as { type?: string; json_schema?: { schema?: Schema } } | undefined;
+  if (format?.type === 'json_object') return JSON.stringify({ answer: text });
+  if (format?.type !== 'json_schema') return text;
+  const schema = format.json_schema?.schema ?? {};
+  const out: Record<string, unknown> = {};
+  let placed = false;
+  for (const [key, property] of Object.entries(schema.properties ?? {})) {
+    const type = Array.isArray(property.type) ? property.type[0] : property.type;
+    if (type === 'string' && !placed) {
+      out[key] = text;
+      placed = true;
+    } else
+      out[key] =
+        type === 'string'
+          ? ''
+          : type === 'number' || type === 'integer'
+            ? 0
+            : type === 'boolean'
+              ? false
+              : type === 'array'
+                ? []
+                : type === 'null'
+                  ? null
+                  : {};
+  }
+  return JSON.stringify(out);
+}
+
+type Schema = { properties?: Record<string, { type?: string | string[] }> };
 
 /** The memory block that opens a message, when it does ('' otherwise). */
 function headOf(content: string): string {

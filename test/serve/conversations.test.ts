@@ -1,7 +1,8 @@
 /**
  * A conversation keeps its session, and only its own, when the client names none (no
  * x-workmem-session, no user): the proxy finds the session by what it holds (docs/proxy.md,
- * "Sessions"). An opening changed between runs continues the session; a one-shot side request
+ * "Sessions"). An agent's first request (it offers tools) opens a session; an opening changed
+ * between runs continues it; a one-shot side request
  * (a title) and a side request under other instructions (a background extraction over the
  * conversation) pass through without reading or writing any memory and create nothing; two
  * conversations the same so far stay apart from the message they part at; a refused request
@@ -13,7 +14,7 @@ import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { describe, expect, it } from 'vitest';
 import { startProxy } from '../../src/serve/proxyServer.js';
-import { agentTurn, client, proxies, sessionState } from './proxyHarness.js';
+import { agentTurn, client, clientTools, proxies, sessionState } from './proxyHarness.js';
 
 const proxied = proxies();
 
@@ -52,16 +53,19 @@ describe('the session a conversation keeps, and only its own', () => {
     const opening = (day: string) => `<reminder>Today is ${day}.</reminder>\nMy plant1 is rose1.`;
     const messages: ChatCompletionMessageParam[] = [SYSTEM];
     await turn(messages, opening('Monday'));
-    expect(last()).toBeNull(); // a first request: passed through
-    await turn(messages, 'My plant2 is rose2.');
+    // An agent's first request (it offers its tools): a session of its own at once.
     const id = last()!;
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    await turn(messages, 'My plant2 is rose2.');
+    expect(last()).toBe(id);
     // The next run: the client rebuilds its first message with another day.
     messages[1] = { role: 'user', content: opening('Tuesday') };
     expect(await turn(messages, 'What is my plant2?')).toContain('rose2');
     expect(last()).toBe(id);
-    const { log, overview } = await sessionState(id, { home });
+    const { log, overview, meta } = await sessionState(id, { home });
     expect(overview).toContain('rose2');
+    // Titled by the user's words, not by what the agent put before them.
+    expect(meta?.title).toBe('My plant1 is rose1.');
     expect(log.filter((e) => e.type === 'branch')).toHaveLength(1);
     expect(sessionsIn(home)).toEqual([id]);
   });
@@ -147,13 +151,17 @@ describe('the session a conversation keeps, and only its own', () => {
     const { proxy, server, home } = await proxied();
     const { turn, last } = watched(proxy);
     const messages: ChatCompletionMessageParam[] = [SYSTEM];
-    await turn(messages, 'My plant1 is rose1.');
-    // It would open the session, but its message is too large to keep: refused, and nothing is left of it.
+    // It would open a session, but its message is too large to keep: refused, and nothing is left of it.
     const refused = await client(proxy)
-      .chat.completions.create({ model: 'workmem-test', messages: [...messages, { role: 'user', content: 'x'.repeat(1_100_000) }] })
+      .chat.completions.create({
+        model: 'workmem-test',
+        messages: [SYSTEM, { role: 'user', content: 'x'.repeat(1_100_000) }],
+        tools: clientTools,
+      })
       .catch((error: { status?: number }) => error);
     expect((refused as { status?: number }).status).toBe(400);
     expect(sessionsIn(home)).toEqual([]);
+    await turn(messages, 'My plant1 is rose1.');
     await turn(messages, 'My plant2 is rose2.');
     const id = last()!;
     await proxy.close();
