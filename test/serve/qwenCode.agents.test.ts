@@ -79,7 +79,10 @@ describe('Qwen Code through workmem serve, its defaults', () => {
       expect(calledTools(first.log)).toEqual(expect.arrayContaining(['glob', 'read_file', 'grep_search', 'write']));
       // Its memory extraction went through as it sent it: under its own instructions, with no memory of the session's.
       const extractions = requestsUnder(server, 'You are now acting as the managed memory extraction');
+      expect(extractions.length).toBeGreaterThan(0);
       for (const request of extractions) expect(JSON.stringify(request.body)).not.toContain('<working_memory');
+      // Its first message changed when the file appeared: the session followed it (a branch from there), not another session.
+      expect(first.log.some((e) => e.type === 'branch' && e.after === 0)).toBe(true);
     },
     40 * 60_000,
   );
