@@ -249,6 +249,17 @@ export class WireConversation implements HostConversation {
     return messageOf(m, roleAt(m));
   }
 
+  /**
+   * What stands for a message from request to request (HostConversation.identity): a text
+   * message's text, which a kept-open session compares instead of hashing it again (the
+   * client sends the same texts; an edited one is another text); the message itself otherwise.
+   */
+  identity(index: number): unknown {
+    if (index >= this.kept.length) return this.added[index - this.kept.length];
+    const m = this.raw[this.kept.at(index)] as WireMessage & { role?: unknown };
+    return typeof m.content === 'string' && m.tool_calls === undefined && m.tool_call_id === undefined ? m.content : m;
+  }
+
   shape(index: number): MessageShape {
     if (index >= this.kept.length) return shapeOfMessage(this.added[index - this.kept.length]!);
     const w = this.kept.at(index);

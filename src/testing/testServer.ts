@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
-import type { ChatRequest, Policy, PolicyReply } from './wire.js';
+import { withTextContent, type ChatRequest, type Policy, type PolicyReply } from './wire.js';
 import type { Fault, FaultPlan } from './faults.js';
 import { checkRequest, unpairedTools } from './requestChecks.js';
 import { PromptCache, type PromptCacheOptions, type PromptCaching } from './promptCache.js';
@@ -323,23 +323,6 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
         server.close(() => resolve());
       }),
   };
-}
-
-/** A body whose messages' content parts are joined into their text (a part that is not text is named). */
-function withTextContent(body: ChatRequest): ChatRequest {
-  if (!Array.isArray(body?.messages) || !body.messages.some((m) => Array.isArray((m as { content?: unknown }).content))) return body;
-  const text = (parts: unknown[]): string =>
-    parts
-      .map((p) => {
-        const part = p as { type?: unknown; text?: unknown; refusal?: unknown };
-        return typeof part.text === 'string' ? part.text : typeof part.refusal === 'string' ? part.refusal : `[${String(part.type)}]`;
-      })
-      .join('\n');
-  const messages = body.messages.map((m) => {
-    const content = (m as { content?: unknown }).content;
-    return Array.isArray(content) ? ({ ...m, content: text(content) } as typeof m) : m;
-  });
-  return { ...body, messages };
 }
 
 function promptTokensOf(counter: TokenCounter, body: ChatRequest): number {
