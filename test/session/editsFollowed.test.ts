@@ -3,7 +3,8 @@
  * conversation: the AI SDK middleware, the LangChain middleware and the proxy. A host that
  * changes its first, a middle or its last message (the same length or not) takes a branch
  * from the first changed message: the session's history is the host's, once, and the model
- * never gets the old text again, nor the history twice.
+ * never gets the old text again, nor the history twice. A tool's result is known by its text
+ * as the client sent it too: one redacted in place is an edit.
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AIMessage, HumanMessage, type BaseMessage } from '@langchain/core/messages';
@@ -53,6 +54,24 @@ function expectFollowed(texts: string[], sent: string[], old: string, branches: 
 }
 
 describe('an edit anywhere in a host’s history is followed', () => {
+  it("through the proxy: a tool's result redacted in the middle, the same call", async () => {
+    const { proxy, server, home } = await proxied({ proxy: { settings } });
+    const openai = client(proxy, { 'x-workmem-session': 'redacted' });
+    const messages: ChatCompletionMessageParam[] = [];
+    for (const text of ['Use the weather tool with city1.', 'Small talk alpha.', 'Small talk beta.'])
+      await agentTurn(openai, messages, text);
+    const at = messages.findIndex((m) => m.role === 'tool');
+    const old = String(messages[at]!.content);
+    expect(old).toContain('Sunny in city1');
+    messages[at] = { ...(messages[at] as { role: 'tool'; tool_call_id: string }), content: '[redacted]' };
+    await agentTurn(openai, messages, 'Small talk gamma.');
+    const sent = JSON.stringify(server.requests.at(-1)!.body.messages);
+    expect(sent).toContain('[redacted]');
+    expect(sent).not.toContain('Sunny in city1');
+    const { log } = await sessionState(sessionIdFor('redacted'), { home });
+    expect(log.filter((e) => e.type === 'branch')).toHaveLength(1);
+  });
+
   for (const edit of EDITS) {
     it(`through the AI SDK middleware: ${edit.what}`, async () => {
       const server = await serve(protocolFollower({ seed: 1 }));
