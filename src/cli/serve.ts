@@ -6,8 +6,8 @@
  */
 import { withoutSecrets, withoutUserinfo } from '../llm/baseUrl.js';
 import { readSecretFile } from './secretFile.js';
-import { startProxy } from '../serve/proxyServer.js';
-import { isLoopback } from '../serve/proxyDoors.js';
+import { PortInUseError, startProxy } from '../serve/proxyServer.js';
+import { homeServeToken } from '../serve/serveToken.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import { DEFAULT_VIZ_PORT } from '../trace/liveLink.js';
 import type { CliIO, Flags } from './cliIO.js';
@@ -37,12 +37,12 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const keepOpenMs = numberFlag(flags['keep-open'], '--keep-open', 0, 3_600_000);
   const host = typeof flags.host === 'string' ? flags.host : '127.0.0.1';
   const warn = (message: string): void => void io.stderr.write(`workmem serve: ${terminalLine(message)}\n`);
-  const token = tokenOf(flags, io.env, warn);
-  if (!isLoopback(host) && !token)
-    throw new UsageError(
-      `--host ${host} listens beyond loopback: give a token clients must send (--token-file <path>, or env WORKMEM_SERVE_TOKEN)`,
-    );
+  const given = tokenOf(flags, io.env, warn);
   const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
+  // A token on loopback too: another account on this machine neither spends the upstream's key nor reads the sessions.
+  const kept = given ? null : homeServeToken(home);
+  const token = given ?? kept!.token;
+  const forwardAuth = flags['forward-auth'] === true;
   const apiKey = io.env.OPENAI_API_KEY?.trim() || undefined;
   const inspect = flags.inspect === true ? (numberFlag(flags['inspect-port'], '--inspect-port', 1, 65535) ?? DEFAULT_VIZ_PORT) : undefined;
   const database = databaseOf(flags, io.env, warn);
@@ -54,10 +54,10 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
     const proxy = await startProxy({
       upstream: testing?.baseURL ?? upstream,
       ...(testing ? { apiKey: TESTING_KEY } : apiKey ? { apiKey } : {}),
-      forwardAuth: flags['forward-auth'] === true,
+      forwardAuth,
       host,
       port,
-      ...(token ? { token } : {}),
+      token,
       home,
       ...(store ? { store } : {}),
       cwd: io.cwd,
@@ -66,13 +66,18 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       ...(keepOpenMs !== undefined ? { keepOpenMs } : {}),
       ...(inspect ? { visualizer: inspect } : {}),
       warn: (message) => io.stderr.write(`workmem serve: ${terminalLine(message)}\n`),
+      ...(flags.quiet === true ? {} : { log: (line: string) => io.stderr.write(`workmem serve: ${terminalLine(line)}\n`) }),
+    }).catch((error: unknown) => {
+      if (error instanceof PortInUseError) throw new UsageError(error.message);
+      throw error;
     });
     const to = testing ? `${upstream} (offline, ${testing.baseURL})` : withoutSecrets(upstream);
     io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(to)}\n`);
     io.stdout.write(
       `(sessions ${database ? `in ${terminalLine(withoutSecrets(database.url))}` : `of ${terminalLine(home)}`}; ` +
-        `point a client at it: OPENAI_BASE_URL=${proxy.url}; Ctrl-C stops)\n`,
+        `point a client at it: OPENAI_BASE_URL=${proxy.url} ${forwardAuth ? `and the header x-workmem-token: ${token}` : `OPENAI_API_KEY=${token}`}; Ctrl-C stops)\n`,
     );
+    if (kept) io.stdout.write(`(the token is kept in ${terminalLine(kept.path)}; --token-file or WORKMEM_SERVE_TOKEN gives another)\n`);
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);
