@@ -3,10 +3,12 @@
  * key facts. The summarizer's own input is bounded: the transcript is cut into chunks
  * that fit, each chunk is summarised, and the summaries are combined the same way, so a
  * summary request can never overflow the window. Any failure returns null, and the
- * caller keeps the verbatim archive alone.
+ * caller keeps the verbatim archive alone (a background summary throws instead: it is tried
+ * again later).
  */
 import type { HistoryItem } from '../history/historyView.js';
 import type { LLM } from '../llm/llm.js';
+import type { TokenUsage } from '../events.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import { renderTranscript } from '../history/transcript.js';
 
@@ -37,57 +39,85 @@ export interface SummarizerOptions {
   contextWindow: number;
 }
 
+/** A summary and what its model calls cost (null: the server reported no usage). */
+export interface Summary {
+  text: string;
+  usage: TokenUsage | null;
+}
+
+/**
+ * The summary of items, made in the background: what it cost, or the reason it failed
+ * (thrown). The session's background actor uses it (src/actors/backgroundSummary.ts).
+ */
+export type BackgroundSummarizer = (items: readonly HistoryItem[], signal: AbortSignal) => Promise<Summary>;
+
 /** A summarizer on the model's `summarize` (non-streaming, maybe a cheaper model), or null if it has none. */
 export function modelSummarizer(options: SummarizerOptions): Summarizer | null {
+  const summarize = summaryOf(options, false);
+  if (!summarize) return null;
+  return async (items, signal) => {
+    try {
+      return (await summarize(items, signal)).text;
+    } catch {
+      return null;
+    }
+  };
+}
+
+/** The same summaries, asked for in the background (the model's `summarize` is told so), or null if it has none. */
+export function backgroundSummarizer(options: SummarizerOptions): BackgroundSummarizer | null {
+  return summaryOf(options, true);
+}
+
+function summaryOf(options: SummarizerOptions, background: boolean): BackgroundSummarizer | null {
   const { llm, counter } = options;
   const summarize = llm.summarize?.bind(llm);
   if (!summarize) return null;
   const overhead = counter.requestBase(SYSTEM, []) + 50;
   const chunkBudget = Math.max(500, Math.min(MAX_CHUNK_TOKENS, Math.floor((options.contextWindow - OUTPUT_TOKENS - overhead) * 0.8)));
 
-  const ask = async (text: string, signal: AbortSignal): Promise<string | null> => {
-    const response = await summarize(
-      {
-        messages: [
-          { role: 'system', content: SYSTEM },
-          { role: 'user', content: text },
-        ],
-        tools: [],
-        maxOutputTokens: OUTPUT_TOKENS,
-      },
-      { signal },
-    );
-    const content = response.message.content?.trim() ?? '';
-    return SECTIONS.filter((s) => content.includes(s)).length >= 3 ? content : null;
-  };
-
   return async (items, signal) => {
-    try {
-      let parts = chunk(
-        items.map((item) => bounded(renderTranscript('', '', [item]).trim(), counter, Math.floor(chunkBudget / 2))),
+    let usage: TokenUsage | null = null;
+    const ask = async (text: string): Promise<string> => {
+      const response = await summarize(
+        {
+          messages: [
+            { role: 'system', content: SYSTEM },
+            { role: 'user', content: text },
+          ],
+          tools: [],
+          maxOutputTokens: OUTPUT_TOKENS,
+        },
+        background ? { signal, background: true } : { signal },
+      );
+      const u = response.usage;
+      if (u) usage = sumOf(usage, { input: u.promptTokens, cached: u.cachedPromptTokens ?? 0, output: u.completionTokens });
+      const content = response.message.content?.trim() ?? '';
+      if (SECTIONS.filter((s) => content.includes(s)).length < 3) throw new Error('the summary did not have the sections asked for');
+      return content;
+    };
+    let parts = chunk(
+      items.map((item) => bounded(renderTranscript('', '', [item]).trim(), counter, Math.floor(chunkBudget / 2))),
+      counter,
+      chunkBudget,
+    );
+    for (let round = 0; round < 6; round++) {
+      const summaries: string[] = [];
+      for (const part of parts) summaries.push(await ask(`Summarise this part of the conversation:\n\n${part}`));
+      if (summaries.length === 1) return { text: summaries[0]!, usage };
+      parts = chunk(
+        summaries.map((s, i) => `# Part ${i + 1}\n\n${s}`),
         counter,
         chunkBudget,
       );
-      for (let round = 0; round < 6; round++) {
-        const summaries: string[] = [];
-        for (const part of parts) {
-          const summary = await ask(`Summarise this part of the conversation:\n\n${part}`, signal);
-          if (!summary) return null;
-          summaries.push(summary);
-        }
-        if (summaries.length === 1) return summaries[0]!;
-        parts = chunk(
-          summaries.map((s, i) => `# Part ${i + 1}\n\n${s}`),
-          counter,
-          chunkBudget,
-        );
-        if (parts.length === 1) return ask(`Combine these summaries of consecutive parts into one:\n\n${parts[0]}`, signal);
-      }
-      return null;
-    } catch {
-      return null;
+      if (parts.length === 1) return { text: await ask(`Combine these summaries of consecutive parts into one:\n\n${parts[0]}`), usage };
     }
+    throw new Error('the summaries did not fit one request after 6 rounds');
   };
+}
+
+function sumOf(a: TokenUsage | null, b: TokenUsage): TokenUsage {
+  return a ? { input: a.input + b.input, cached: a.cached + b.cached, output: a.output + b.output } : b;
 }
 
 /** Group texts into chunks of at most `budget` tokens (each text already fits). */
