@@ -58,7 +58,15 @@ export const NOTHING_COMPACTED: CompactionResult = Object.freeze({
 /** Carry out a plan: the summary asked for first, then the archive and the compaction entry together. */
 export async function applyCompaction(
   plan: CompactionPlan,
-  options: { target: CompactionTarget; strategy: CompactionStrategy; reason: CompactionReason; turn: number; archiveTo?: string },
+  options: {
+    target: CompactionTarget;
+    strategy: CompactionStrategy;
+    reason: CompactionReason;
+    turn: number;
+    archiveTo?: string;
+    /** The summary, made already (in the background): no summarizer is asked. */
+    summary?: string;
+  },
   deps: CompactionDeps,
   signal: AbortSignal,
 ): Promise<CompactionResult> {
@@ -101,7 +109,7 @@ export async function applyCompaction(
     let body: string | null = null;
     if (options.strategy === 'summarize') {
       // The summary retells tool output and memory: it must not forge workmem's tags either.
-      const written = deps.summarizer ? await deps.summarizer(archived, signal) : null;
+      const written = options.summary ?? (deps.summarizer ? await deps.summarizer(archived, signal) : null);
       body = written ? neutraliseTags(written) : null;
       summary = body ? 'written' : 'failed';
     }
@@ -186,6 +194,8 @@ function reasonText(reason: CompactionReason): string {
       return 'asked for by the user';
     case 'horizon':
       return 'the history kept for phase 1 reached the context threshold (it is not sent in this mode)';
+    case 'background':
+      return 'automatic compaction at the context threshold, with a summary prepared in the background';
   }
 }
 
