@@ -10,7 +10,7 @@ import type { SessionInput, SessionStatics } from '../../machines/sessionMachine
 import { sessionHost } from '../actors/sessionHost.js';
 import type { CompactionDeps } from '../compaction/compact.js';
 import { compactionStoreOf } from '../compaction/store.js';
-import { modelSummarizer } from '../compaction/summarizer.js';
+import { backgroundSummarizer, modelSummarizer } from '../compaction/summarizer.js';
 import type { SessionEvent } from '../events.js';
 import type { HistoryView } from '../history/historyView.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
@@ -80,11 +80,13 @@ export function wireSession(
     trace.onRecord((r) => link.send(r));
   }
   const bus = new EventBus(record.id, record.redact, now, trace ? (event) => trace.event(event) : undefined, options.warn);
+  const summarizing = { llm: options.llm, counter, contextWindow: resolved.turn.contextWindow };
+  const background = backgroundSummarizer(summarizing);
   const compaction: CompactionDeps = {
     store: compactionStoreOf(record),
     counter,
     now,
-    summarizer: modelSummarizer({ llm: options.llm, counter, contextWindow: resolved.turn.contextWindow }),
+    summarizer: modelSummarizer(summarizing),
     contextWindow: resolved.turn.contextWindow,
     lastRequest,
   };
@@ -109,7 +111,8 @@ export function wireSession(
     ),
     tools: tools.all.map((t) => t.spec),
     counter,
-    settings: resolved.turn,
+    // Without a summarizer the fallback only archives, at once: there is nothing to prepare.
+    settings: background ? resolved.turn : { ...resolved.turn, backgroundThreshold: null },
     host: sessionHost({
       record,
       counter,
@@ -118,6 +121,7 @@ export function wireSession(
       builtIn: tools.builtIn,
       outputLimits: resolved.turn.toolOutput,
       compaction,
+      background,
       tracker: trackerWriter,
       trace,
       emit: dispatch,
