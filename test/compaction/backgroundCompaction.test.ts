@@ -11,6 +11,11 @@ import { LLMError } from '../../src/llm/llm.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import { openSession } from '../../src/session/index.js';
 import { collect, logEntries, newSession, ofType, tempHome } from '../helpers.js';
+import { ContextWatch, renderContext } from '../../src/cli/contextView.js';
+import { meteredModel } from '../../src/eval/meteredModel.js';
+import { loadTokenCounter } from '../../src/tokens/tokens.js';
+import { sessionMachine } from '../../machines/sessionMachine.js';
+import { chartOf, toDot } from '../../src/viz/statechart.js';
 
 const WINDOW = 8_000;
 const SUMMARY =
@@ -80,8 +85,11 @@ const question = (t: number) => `Question ${t}: ${'about the trip and its many d
 describe('background compaction (Session)', () => {
   it('prepares the summary once the history passes the background threshold, and the fallback swaps it in without waiting', async () => {
     const { llm, asked, next } = modelWithSummaries();
-    const session = await newSession({ llm, settings: { injectHistory: true } });
+    // Metered as workmem eval meters its arms: the bill counts background summaries by their own kind.
+    const meter = meteredModel(llm, await loadTokenCounter('gpt-4o'));
+    const session = await newSession({ llm: meter.llm, settings: { injectHistory: true } });
     const events = collect(session);
+    const watch = new ContextWatch(session);
     let t = 0;
     // Turns until the background summary starts (60 % of the window).
     while (ofType(events, 'background_start').length === 0) await session.prompt(question(++t));
@@ -103,6 +111,7 @@ describe('background compaction (Session)', () => {
     expect(end).toMatchObject({ reason: 'background' });
     expect(end!.replaced).toBeGreaterThan(0);
     expect(asked).toHaveLength(1);
+    expect(meter.calls.filter((c) => c.kind !== 'answer')).toMatchObject([{ kind: 'background', input: 900, output: 60 }]);
     const entry = logEntries(session.dir).find((e) => e.type === 'compaction')!;
     expect(entry).toMatchObject({ reason: 'background', strategy: 'summarize' });
     expect(entry.type === 'compaction' && entry.note?.message.content).toContain('the hotel is Blue Door');
@@ -112,6 +121,12 @@ describe('background compaction (Session)', () => {
       .at(-1)!;
     expect(after.tokens.percent).toBeLessThan(75);
     expect(session.state.background).toMatchObject({ status: 'waiting', made: 1, used: 1 });
+    // /context says what background summaries did and cost.
+    const text = renderContext(await watch.breakdown());
+    expect(text).toContain('Background summaries (prepared above 60 % (4,800 tokens)): none under way');
+    expect(text).toContain('made 1, swapped in 1, dropped 0, failed 0 · cost 900 input (0 cached), 60 output tokens');
+    expect(text).toMatch(/turn \d+ \(background\): \d+ items/);
+    watch.close();
     await session.close();
   });
 
@@ -214,5 +229,17 @@ describe('background compaction (Session)', () => {
     const plain = await newSession({ llm: scriptedModel(() => ({ text: 'ok' }), { contextWindow: WINDOW }) });
     expect(plain.state.background.status).toBe('off');
     await plain.close();
+  });
+
+  it('the visualizer draws the background actor in the session chart, in a region of its own beside the turns', () => {
+    const chart = chartOf(sessionMachine);
+    expect(chart.states.find((st) => st.id === 'session.background.summarizing')?.invokes).toEqual(['backgroundSummary']);
+    expect(chart.states.filter((st) => st.parent === 'session').map((st) => st.key)).toEqual(['turns', 'background']);
+    const dot = toDot(chart);
+    // Both regions start: each has its own initial mark, the parallel root none.
+    expect(dot).toContain('"initial:session.turns"');
+    expect(dot).toContain('"initial:session.background"');
+    expect(dot).not.toContain('"initial:session"');
+    expect(dot).toMatch(/label="background"; id="state:session.background"; style="rounded,dashed"/);
   });
 });
