@@ -31,6 +31,8 @@ Do not add anything before or after them.`;
 const SECTIONS = ['## Goal', '## Decisions', '## Progress', '## Open items', '## Key facts'];
 const OUTPUT_TOKENS = 1024;
 const MAX_CHUNK_TOKENS = 24_000;
+/** What rendering an item for the summarizer adds to its own tokens: the turn's heading, the role's, the fence. */
+const RENDERING_TOKENS = 16;
 
 export interface SummarizerOptions {
   llm: LLM;
@@ -96,9 +98,14 @@ function summaryOf(options: SummarizerOptions, background: boolean): BackgroundS
       if (SECTIONS.filter((s) => content.includes(s)).length < 3) throw new Error('the summary did not have the sections asked for');
       return content;
     };
+    // Each item's tokens were counted when it was added: only one over half a chunk is counted again, to be cut.
     let parts = chunk(
-      items.map((item) => bounded(renderTranscript('', '', [item]).trim(), counter, Math.floor(chunkBudget / 2))),
-      counter,
+      items.map((item) => {
+        const text = renderTranscript('', '', [item]).trim();
+        return item.tokens + RENDERING_TOKENS <= chunkBudget / 2
+          ? { text, tokens: item.tokens + RENDERING_TOKENS }
+          : bounded(text, counter, Math.floor(chunkBudget / 2));
+      }),
       chunkBudget,
     );
     for (let round = 0; round < 6; round++) {
@@ -106,8 +113,10 @@ function summaryOf(options: SummarizerOptions, background: boolean): BackgroundS
       for (const part of parts) summaries.push(await ask(`Summarise this part of the conversation:\n\n${part}`));
       if (summaries.length === 1) return { text: summaries[0]!, usage };
       parts = chunk(
-        summaries.map((s, i) => `# Part ${i + 1}\n\n${s}`),
-        counter,
+        summaries.map((s, i) => {
+          const text = `# Part ${i + 1}\n\n${s}`;
+          return { text, tokens: counter.text(text) };
+        }),
         chunkBudget,
       );
       if (parts.length === 1) return { text: await ask(`Combine these summaries of consecutive parts into one:\n\n${parts[0]}`), usage };
@@ -121,12 +130,12 @@ function sumOf(a: TokenUsage | null, b: TokenUsage): TokenUsage {
 }
 
 /** Group texts into chunks of at most `budget` tokens (each text already fits). */
-function chunk(texts: string[], counter: TokenCounter, budget: number): string[] {
+function chunk(texts: readonly { text: string; tokens: number }[], budget: number): string[] {
   const chunks: string[] = [];
   let current: string[] = [];
   let size = 0;
-  for (const text of texts) {
-    const tokens = counter.text(text) + 2;
+  for (const { text, tokens: own } of texts) {
+    const tokens = own + 2;
     if (current.length && size + tokens > budget) {
       chunks.push(current.join('\n\n'));
       current = [];
@@ -139,10 +148,11 @@ function chunk(texts: string[], counter: TokenCounter, budget: number): string[]
   return chunks;
 }
 
-/** A text cut to about `budget` tokens, keeping its head and tail (the archive has it whole). */
-function bounded(text: string, counter: TokenCounter, budget: number): string {
+/** A text cut to about `budget` tokens, keeping its head and tail (the archive has it whole), and its tokens. */
+function bounded(text: string, counter: TokenCounter, budget: number): { text: string; tokens: number } {
   const tokens = counter.text(text);
-  if (tokens <= budget) return text;
+  if (tokens <= budget) return { text, tokens };
   const keep = Math.floor((text.length * budget) / tokens / 2);
-  return `${text.slice(0, keep)}\n\n[… ${tokens - budget} tokens left out here; the archive keeps them …]\n\n${text.slice(-keep)}`;
+  const cut = `${text.slice(0, keep)}\n\n[… ${tokens - budget} tokens left out here; the archive keeps them …]\n\n${text.slice(-keep)}`;
+  return { text: cut, tokens: budget + 20 };
 }
