@@ -66,6 +66,8 @@ export async function applyCompaction(
     archiveTo?: string;
     /** The summary, made already (in the background): no summarizer is asked. */
     summary?: string;
+    /** With `summary`: the archive's first so many items (pinned ones included) are what it summarises; the rest have none. */
+    summarized?: number;
   },
   deps: CompactionDeps,
   signal: AbortSignal,
@@ -113,10 +115,14 @@ export async function applyCompaction(
       body = written ? neutraliseTags(written) : null;
       summary = body ? 'written' : 'failed';
     }
+    const unsummarized = options.summarized === undefined ? [] : inArchive.slice(options.summarized).filter((item) => !kept.has(item.seq));
+    const summarized = archived.length - unsummarized.length;
     note = {
       role: 'user',
       content: body
-        ? `${NOTE_PREFIX}: summary of turns ${turns} (${archived.length} messages); the messages themselves are verbatim in ${where}.]\n\n${body}`
+        ? unsummarized.length
+          ? `${NOTE_PREFIX}: summary of turns ${span(archived.slice(0, summarized))} (${summarized} messages); turns ${span(unsummarized)} (${unsummarized.length} messages, ${sum(unsummarized)} tokens) have no summary; all of them are verbatim in ${where}.]\n\n${body}`
+          : `${NOTE_PREFIX}: summary of turns ${turns} (${archived.length} messages); the messages themselves are verbatim in ${where}.]\n\n${body}`
         : `${NOTE_PREFIX}: turns ${turns} (${archived.length} messages, ${sum(archived)} tokens) were archived verbatim to ${where}. Read that file with the read tool if you need anything from it.]`,
     };
   }

@@ -10,7 +10,7 @@ import type { CompactionReason, SessionEvent } from '../events.js';
 import type { HistoryView } from '../history/historyView.js';
 import { tokensBetween } from '../history/historyView.js';
 import { applyCompaction, type CompactionDeps, type CompactionResult } from './apply.js';
-import { coveredRange, preparedPlan, type PreparedSummary } from './prepared.js';
+import { preparedPlan, type PreparedSummary } from './prepared.js';
 import {
   AUTO_KEEP_TOOL_OUTPUTS,
   planForBudget,
@@ -52,8 +52,20 @@ export type CompactionRequest =
       /** A file inside working-memory/ to append the archive to, instead of a new detail/ file. */
       archiveTo?: string;
     }
-  /** A summary prepared in the background, swapped in where the fallback would compact: its turns, nothing else. */
-  | { kind: 'prepared'; reason: 'background'; turn: number; prepared: PreparedSummary };
+  /**
+   * The fallback, with a summary prepared in the background: its turns are archived with it,
+   * and whatever more the fallback's budget needs (a sudden jump past the line) is archived
+   * in the same entry without a summary: no model is asked.
+   */
+  | {
+      kind: 'prepared';
+      reason: 'background';
+      turn: number;
+      prepared: PreparedSummary;
+      range: [number, number];
+      budget: number;
+      keepRecentTurns: number;
+    };
 
 export interface Compacted {
   /** Items replaced or stubbed; 0 when there was nothing to compact. */
@@ -100,7 +112,7 @@ export async function compact(
       reason: request.reason,
       turn: request.turn,
       ...(request.kind === 'target' && request.archiveTo !== undefined ? { archiveTo: request.archiveTo } : {}),
-      ...(request.kind === 'prepared' ? { summary: request.prepared.summary } : {}),
+      ...(request.kind === 'prepared' ? { summary: request.prepared.summary, summarized: request.prepared.items.length } : {}),
     },
     deps,
     signal,
@@ -113,17 +125,19 @@ export async function compact(
   return { replaced: applied.changed, files: applied.files, history, tokensBefore, tokensAfter, applied };
 }
 
-/** The range a compaction is measured on: the whole history for a target, the prepared summary's turns, or the range given. */
+/** The range a compaction is measured on: the whole history for a target, else the range given. */
 function rangeOf(request: CompactionRequest, view: HistoryView): [number, number] {
-  if (request.kind === 'target') return [0, view.length];
-  if (request.kind === 'prepared') return coveredRange(request.prepared, view) ?? [0, 0];
-  return request.range;
+  return request.kind === 'target' ? [0, view.length] : request.range;
 }
 
 function planOf(request: CompactionRequest, view: HistoryView): CompactionPlan {
   switch (request.kind) {
     case 'prepared':
-      return preparedPlan(request.prepared, view);
+      return preparedPlan(
+        request.prepared,
+        view,
+        planForBudget(view, request.range, request.turn, request.budget, request.keepRecentTurns),
+      );
     case 'budget':
       return planForBudget(view, request.range, request.turn, request.budget, request.keepRecentTurns);
     case 'tier':

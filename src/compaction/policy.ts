@@ -88,9 +88,13 @@ export interface CompactionBudget {
  */
 export function compactionOrder(input: PolicyInput, reason: CompactionReason, tier: CompactionTarget | null): CompactionRequest {
   const prepared = input.compaction.background?.ready;
-  if (reason === 'background' && prepared) return { kind: 'prepared', reason, turn: input.turn, prepared };
-  const { range, budget } = compactionBudget(input, reason);
   const keepRecentTurns = input.statics.settings.keepRecentTurns;
+  if (reason === 'background' && prepared) {
+    // The fallback's own budget: what the prepared summary does not cover of it is archived with it.
+    const { range, budget } = compactionBudget(input, 'fallback');
+    return { kind: 'prepared', reason, turn: input.turn, prepared, range, budget, keepRecentTurns };
+  }
+  const { range, budget } = compactionBudget(input, reason);
   return reason === 'auto' && tier
     ? { kind: 'tier', reason: 'auto', turn: input.turn, range, tier, keepRecentTurns }
     : { kind: 'budget', reason, turn: input.turn, range, budget, keepRecentTurns };

@@ -55,11 +55,17 @@ export function stillCovers(order: BackgroundOrder, history: HistoryView): boole
   return coveredRange(order, history) !== null;
 }
 
-/** The fallback's plan for a prepared summary, on the history as it is now (its items found by seq). */
-export function preparedPlan(order: BackgroundOrder, history: HistoryView): CompactionPlan {
+/**
+ * The fallback's plan with a prepared summary, on the history as it is now: the summary's
+ * turns (found by seq), and, when the fallback's own plan (`fallback`) reaches further, its
+ * turns up to there too (archived with no summary of their own), and its stubs. Nothing when
+ * the summary no longer covers the history.
+ */
+export function preparedPlan(order: BackgroundOrder, history: HistoryView, fallback: CompactionPlan): CompactionPlan {
   const range = coveredRange(order, history);
   if (!range) return { archive: null, kept: [], stubs: [] };
+  const end = fallback.archive && fallback.archive[0] <= range[1] ? Math.max(range[1], fallback.archive[1]) : range[1];
   const kept: number[] = [];
-  for (let i = range[0]; i < range[1]; i++) if (history.items[i]!.pinned) kept.push(i);
-  return { archive: range, kept, stubs: [] };
+  for (let i = range[0]; i < end; i++) if (history.items[i]!.pinned) kept.push(i);
+  return { archive: [range[0], end], kept, stubs: fallback.stubs.filter((i) => i >= end) };
 }

@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import type { LLM, LLMRequest, LLMResponse } from '../../src/llm/llm.js';
 import { LLMError } from '../../src/llm/llm.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
-import { openSession } from '../../src/session/index.js';
+import { openSession, type Session } from '../../src/session/index.js';
+import type { WorkmemEvent } from '../../src/events.js';
 import { collect, logEntries, newSession, ofType, tempHome } from '../helpers.js';
 import { ContextWatch, renderContext } from '../../src/cli/contextView.js';
 import { meteredModel } from '../../src/eval/meteredModel.js';
@@ -82,6 +83,15 @@ function modelWithSummaries(reply: (request: LLMRequest) => string | { compact: 
 
 const question = (t: number) => `Question ${t}: ${'about the trip and its many details '.repeat(10)}`;
 
+/** Turns until a background summary starts; it is answered, and one more turn goes by: it is ready. */
+async function untilReady(session: Session, events: WorkmemEvent[], next: () => Promise<Asked>): Promise<void> {
+  let t = 0;
+  while (ofType(events, 'background_start').length === 0) await session.prompt(question(++t));
+  (await next()).answer();
+  await session.prompt(question(++t));
+  expect(session.state.background.status).toBe('ready');
+}
+
 describe('background compaction (Session)', () => {
   it('prepares the summary once the history passes the background threshold, and the fallback swaps it in without waiting', async () => {
     const { llm, asked, next } = modelWithSummaries();
@@ -127,6 +137,30 @@ describe('background compaction (Session)', () => {
     expect(text).toContain('made 1, swapped in 1, dropped 0, failed 0 · cost 900 input (0 cached), 60 output tokens');
     expect(text).toMatch(/turn \d+ \(background\): \d+ items/);
     watch.close();
+    await session.close();
+  });
+
+  it('a jump past the line (a long message) asks no model either: what the summary does not cover is archived with it, unsummarised', async () => {
+    const { llm, asked, next } = modelWithSummaries();
+    const session = await newSession({ llm, settings: { injectHistory: true } });
+    const events = collect(session);
+    await untilReady(session, events, next);
+    // From about 62 % to over 90 % in one message: the fallback must shed more than the summary covers.
+    await session.prompt(`A long one: ${'every detail of the itinerary, day by day, '.repeat(260)}`);
+    const [end] = ofType(events, 'compaction_end');
+    expect(end).toMatchObject({ reason: 'background' });
+    expect(asked).toHaveLength(1);
+    const entry = logEntries(session.dir).find((e) => e.type === 'compaction')!;
+    const note = entry.type === 'compaction' ? entry.note!.message.content : '';
+    expect(note).toMatch(
+      /^\[Earlier conversation compacted: summary of turns 1-\d+ \(\d+ messages\); turns \d+-\d+ \(\d+ messages, \d+ tokens\) have no summary; all of them are verbatim in working-memory\/detail\//,
+    );
+    expect(note).toContain('the hotel is Blue Door');
+    // As far as the fallback goes: the request after it is at its target, well below the line.
+    const after = ofType(events, 'prompt_built')
+      .filter((b) => b.turn === end!.turn)
+      .at(-1)!;
+    expect(after.tokens.percent).toBeLessThan(60);
     await session.close();
   });
 
@@ -180,11 +214,7 @@ describe('background compaction (Session)', () => {
     });
     const session = await newSession({ llm, settings: { injectHistory: true } });
     const events = collect(session);
-    let t = 0;
-    while (ofType(events, 'background_start').length === 0) await session.prompt(question(++t));
-    (await next()).answer();
-    await session.prompt(question(++t));
-    expect(session.state.background.status).toBe('ready');
+    await untilReady(session, events, next);
     compactNow = true;
     await session.prompt('Tidy up your history, please.');
     expect(ofType(events, 'compaction_end').map((e) => e.reason)).toEqual(['llm']);
