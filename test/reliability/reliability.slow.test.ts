@@ -33,7 +33,7 @@ function expectAllSurvived(result: FamilyResult, atLeast: number): void {
 
 describe('reliability (fast subset)', () => {
   it('SIGKILL at random and chosen points: every session reopens whole', { timeout: 240_000 }, async () => {
-    expectAllSurvived(await crashTrials(10, 7), 10);
+    expectAllSurvived(await crashTrials(11, 7), 11);
   });
 
   it(
