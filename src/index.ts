@@ -27,7 +27,7 @@ export type { Tool, ToolContext, ToolOutput } from './tools/tool.js';
 export { openaiChat } from './llm/openaiChat.js';
 export type { OpenAIChatOptions } from './llm/openaiChat.js';
 export { scriptedModel } from './llm/scriptedModel.js';
-export type { LLM, LLMRequest, LLMResponse, LLMUsage, LLMCallOptions, TurnError } from './llm/llm.js';
+export type { LLM, LLMRequest, LLMResponse, LLMUsage, LLMCallOptions, SummarizeOptions, TurnError } from './llm/llm.js';
 
 export type { SessionStore, SessionReader } from './storage/sessionStore.js';
 export { ItemMemory } from './itemMemory/itemMemory.js';

@@ -75,6 +75,10 @@ interface Run {
   /** The model's own time in the turn being played. */
   modelTime: number;
   added: number[];
+  /** What workmem added to the turns that compacted. */
+  compacting: number[];
+  /** A compaction happened in the turn being played. */
+  compacted: boolean;
   compactions: Map<string, number>;
   background: { made: number; superseded: number; failed: number };
 }
@@ -104,6 +108,8 @@ async function open(name: string, settings: SettingsOverrides, window: number, b
     settings,
     modelTime: 0,
     added: [],
+    compacting: [],
+    compacted: false,
     compactions: new Map(),
     background: { made: 0, superseded: 0, failed: 0 },
   };
@@ -116,7 +122,10 @@ async function open(name: string, settings: SettingsOverrides, window: number, b
     settings: { injectHistory: true, retry: { maxRetries: 0 }, ...settings },
   });
   session.on('*', (e: WorkmemEvent) => {
-    if (e.type === 'compaction_end' && e.replaced > 0) run.compactions.set(e.reason, (run.compactions.get(e.reason) ?? 0) + 1);
+    if (e.type === 'compaction_end' && e.replaced > 0) {
+      run.compactions.set(e.reason, (run.compactions.get(e.reason) ?? 0) + 1);
+      run.compacted = true;
+    }
     if (e.type === 'background_end') {
       if (e.status === 'ready') run.background.made++;
       else if (e.status === 'superseded') run.background.superseded++;
@@ -125,6 +134,8 @@ async function open(name: string, settings: SettingsOverrides, window: number, b
   });
   return Object.assign(run, { session });
 }
+
+const fmt = (ms: number): string => ms.toLocaleString('en-US', { maximumFractionDigits: 1 });
 
 const question = (t: number): string =>
   `Turn ${t}: ${'here is more about the trip, the people coming and what they need, '.repeat(6)}what do you make of it?`;
@@ -137,11 +148,13 @@ async function play(runs: Run[], turns: number, model: { sent(): Promise<Sent[]>
       for (let k = 0; k < runs.length; k++) {
         const run = runs[(t + k) % runs.length]!;
         run.modelTime = 0;
+        run.compacted = false;
         const start = now();
         const result = await run.session.prompt(question(t));
         const wall = now() - start;
         if (result.status !== 'done') throw new Error(`${run.name}, turn ${t}: ${result.status} ${result.error?.message ?? ''}`);
         run.added.push(wall - run.modelTime);
+        if (run.compacted) run.compacting.push(wall - run.modelTime);
       }
     }
     return await model.sent();
@@ -165,6 +178,9 @@ export async function backgroundCompaction(scale: BackgroundScale): Promise<Row[
   const rows: Row[] = runs.map((run, i) => {
     const { answers, summaries, summaryRequests } = sent[i]!;
     const compacted = [...run.compactions].map(([reason, n]) => `${reason} ${n}`).join(', ') || 'none';
+    const cost = run.compacting.length
+      ? `, those turns ${fmt(median(run.compacting))} ms median, ${fmt(Math.max(...run.compacting))} ms at most`
+      : '';
     const background =
       run.settings.backgroundThreshold === false
         ? ''
@@ -177,7 +193,7 @@ export async function backgroundCompaction(scale: BackgroundScale): Promise<Row[
       unit: 'ms',
       target: null,
       met: null,
-      note: `(compactions: ${compacted}${background}; prompt tokens: ${answers.toLocaleString('en-US')} for answers, ${summaries.toLocaleString('en-US')} in ${summaryRequests} summary requests)`,
+      note: `(compactions: ${compacted}${cost}${background}; prompt tokens: ${answers.toLocaleString('en-US')} for answers, ${summaries.toLocaleString('en-US')} in ${summaryRequests} summary requests)`,
     };
   });
   const ratio = (run: Run): number => p99(run.added) / p99(never.added);
