@@ -84,7 +84,11 @@ export type ReminderLevel = 'gentle' | 'firm' | 'urgent';
 export type ReminderReason = 'rounds' | 'tokens' | 'compaction';
 
 export type TurnStatus = 'done' | 'failed' | 'aborted';
-export type CompactionReason = 'llm' | 'fallback' | 'overflow' | 'auto' | 'manual' | 'horizon';
+/** Who compacted: the model, the system at the threshold, a server's overflow, the auto policy, the user, the horizon, or a summary prepared in the background. */
+export type CompactionReason = 'llm' | 'fallback' | 'overflow' | 'auto' | 'manual' | 'horizon' | 'background';
+
+/** How a background summary's model calls ended: ready to swap in, failed (tried again later), or superseded while in flight. */
+export type BackgroundStatus = 'ready' | 'failed' | 'superseded';
 
 export type SessionEvent =
   | { type: 'turn_start'; turn: number; promptId: string; text: string }
@@ -128,6 +132,23 @@ export type SessionEvent =
       replaced: number;
       files: string[];
     }
+  /** A summary of the oldest turns is being prepared while the session goes on (`turns`: e.g. "1-12"). */
+  | { type: 'background_start'; turn: number; turns: string; messages: number; tokens: number }
+  /**
+   * Its model calls ended: `usage` is what they cost (as the server reported them), `ms` how long
+   * they took (absent when superseded: the calls were stopped). A ready summary is swapped in
+   * later (compaction_end, reason background) or dropped.
+   */
+  | {
+      type: 'background_end';
+      turn: number;
+      status: BackgroundStatus;
+      ms?: number;
+      usage?: TokenUsage;
+      error?: TurnError;
+    }
+  /** A ready summary no longer covers the history (the model, the user or the horizon compacted it first): it is not used. */
+  | { type: 'background_dropped'; turn: number; turns: string }
   | { type: 'retry'; turn: number; request: number; attempt: number; delayMs: number; error: TurnError }
   | {
       type: 'turn_end';

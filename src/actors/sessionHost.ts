@@ -6,6 +6,8 @@
 import type { PersistModeInput, SessionHost } from '../../machines/sessionMachine.js';
 import { hostCallAcceptor } from './acceptCall.js';
 import { runCompactor } from './compactor.js';
+import { runBackgroundSummary } from './backgroundSummary.js';
+import type { BackgroundSummarizer } from '../compaction/summarizer.js';
 import { runLlmRequest } from './llmRequest.js';
 import { runToolCalls } from './toolRunner.js';
 import type { CompactionDeps } from '../compaction/compact.js';
@@ -34,6 +36,8 @@ export interface SessionHostDeps {
   tools: SessionTools;
   outputLimits: OutputLimits;
   compaction: CompactionDeps;
+  /** The summarizer of background summaries (null: the model has none, and nothing is prepared). */
+  background: BackgroundSummarizer | null;
   tracker: TrackerWriter;
   trace: TraceRecorder | null;
   emit(event: SessionEvent): void;
@@ -104,6 +108,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
       }),
     runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
     compact: (input, signal) => runCompactor(input, deps.compaction, emit, signal),
+    summarize: (input, signal) => runBackgroundSummary(input, deps.background, signal),
     accept: async (input) => {
       // A turn stopped by a failed write may have left calls without results.
       for (const entry of await answerInterruptedCalls(record, counter))

@@ -1,17 +1,18 @@
 /**
  * The model as every arm calls it, with each call recorded: the turn it served, whether it
- * answered or summarised, the server's usage (input, cached, output; counted by us, and
+ * answered or summarised (and whether in the background), the server's usage (input, cached, output; counted by us, and
  * marked so, only when the server reported none), whether it failed, and how long it took.
  * What the report says about tokens, cache, bills and failed requests comes from here.
  */
-import type { LLM, LLMRequest, LLMResponse } from '../llm/llm.js';
+import type { LLM, LLMRequest, LLMResponse, SummarizeOptions } from '../llm/llm.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 
 /** One request to the model, as it went. */
 export interface CallRecord {
   /** The conversation's turn (0-based) the request served. */
   turn: number;
-  kind: 'answer' | 'summary';
+  /** An answer, a summary a turn waited for, or one prepared in the background (docs/memory.md#background-summaries). */
+  kind: 'answer' | 'summary' | 'background';
   input: number;
   cached: number;
   output: number;
@@ -43,8 +44,8 @@ export function meteredModel(llm: LLM, counter: TokenCounter): MeteredModel {
       complete: (request, options) => record('answer', request, () => llm.complete(request, options)),
       ...(llm.summarize
         ? {
-            summarize: (request: LLMRequest, options: { signal: AbortSignal }) =>
-              record('summary', request, () => llm.summarize!(request, options)),
+            summarize: (request: LLMRequest, options: SummarizeOptions) =>
+              record(options.background ? 'background' : 'summary', request, () => llm.summarize!(request, options)),
           }
         : {}),
     },

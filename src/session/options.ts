@@ -115,6 +115,26 @@ export interface SessionState {
   lastPrompt: Extract<SessionEvent, { type: 'prompt_built' }>['tokens'] | null;
   /** The server's token counts since the session was opened (absent: it reported none). */
   usage?: TokenUsage;
+  /** The fallback's next summary, prepared in the background, and what background summaries did and cost since the session was opened. */
+  background: BackgroundState;
+}
+
+/** Background compaction as `/context` shows it (docs/memory.md#background-summaries). */
+export interface BackgroundState {
+  /**
+   * off: nothing is prepared (no summarizer, or backgroundThreshold false); waiting: below the
+   * threshold; summarizing; ready: waits for the fallback to swap it in; resting: failed, tried again later.
+   */
+  status: 'off' | 'waiting' | 'summarizing' | 'ready' | 'resting';
+  /** The turns being summarised, or ready. */
+  turns?: string;
+  /** Summaries made (ready), swapped in, dropped or superseded (another compaction took their turns first), failed. */
+  made: number;
+  used: number;
+  dropped: number;
+  failed: number;
+  /** What their model calls cost, as the server reported them (absent: it reported none). */
+  usage?: TokenUsage;
 }
 
 /** A session as listSessions lists it: id, folder, working directory, creation time, name. */

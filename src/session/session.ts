@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createActor, waitFor, type Actor } from 'xstate';
-import type { HostCall, HostPassOutcome, HostTools, sessionMachine } from '../../machines/sessionMachine.js';
+import type { HostCall, HostPassOutcome, HostTools, SessionBackground, sessionMachine } from '../../machines/sessionMachine.js';
 import { sumUsage } from '../../machines/tokenUsage.js';
 import { hostedSessionMachine } from '../actors/hostedMachine.js';
 import type { CompactionResult } from '../compaction/compact.js';
@@ -23,7 +23,7 @@ import type { Tool } from '../tools/tool.js';
 import type { SessionTools } from './sessionTools.js';
 import { skipActorRegistry } from './actorSystem.js';
 import type { EventBus } from './eventBus.js';
-import type { SessionState, TurnResult } from './options.js';
+import type { BackgroundState, SessionState, TurnResult } from './options.js';
 import { pinOption } from './sessionOptionsCheck.js';
 import { wireSession, type SessionParts, type SessionWiring } from './sessionWiring.js';
 
@@ -49,6 +49,7 @@ export class Session {
   private closed = false;
   private lastPrompt: SessionState['lastPrompt'] = null;
   private usage: SessionState['usage'];
+  private readonly backgroundCounts: Omit<BackgroundState, 'status' | 'turns'> = { made: 0, used: 0, dropped: 0, failed: 0 };
   private readonly initialMemory: SessionParts['memory'];
 
   constructor(parts: SessionParts) {
@@ -178,12 +179,19 @@ export class Session {
       mode: c.mode,
       pinned: c.pinned,
       turn: c.turn,
-      running: !snapshot.matches('idle'),
+      running: !snapshot.matches({ turns: 'idle' }),
       queued: c.queue.length,
       tracker: c.tracker,
       lastPrompt: this.lastPrompt,
       ...(this.usage ? { usage: this.usage } : {}),
+      background: this.backgroundState(snapshot.value, c.background, c.statics.settings.backgroundThreshold),
     };
+  }
+
+  private backgroundState(value: unknown, background: SessionBackground, threshold: number | null): BackgroundState {
+    const status = threshold === null ? 'off' : (((value as { background?: string }).background ?? 'waiting') as BackgroundState['status']);
+    const turns = background.order?.turns ?? background.ready?.turns;
+    return { status, ...(turns ? { turns } : {}), ...this.backgroundCounts };
   }
 
   /** The derived history (what phase 1 would inject). */
@@ -212,7 +220,7 @@ export class Session {
     return new Promise((resolve) => {
       const check = (): boolean => {
         const s = this.actor.getSnapshot();
-        return s.status !== 'active' || (s.matches('idle') && s.context.queue.length === 0);
+        return s.status !== 'active' || (s.matches({ turns: 'idle' }) && s.context.queue.length === 0);
       };
       if (check()) return resolve();
       const sub = this.actor.subscribe(() => {
@@ -238,6 +246,7 @@ export class Session {
     const event = this.bus.publish(raw);
     if (event.type === 'prompt_built') this.lastPrompt = event.tokens;
     if (event.type === 'turn_end' && event.usage) this.usage = sumUsage(this.usage, event.usage);
+    if (event.type.startsWith('background_') || event.type === 'compaction_end') this.countBackground(event);
     if (event.type === 'turn_end')
       this.settle(event.promptId, {
         promptId: event.promptId,
@@ -250,6 +259,17 @@ export class Session {
       });
     if (event.type === 'prompt_dropped')
       this.settle(event.promptId, { promptId: event.promptId, turn: null, status: 'aborted', text: '', requests: 0 });
+  }
+
+  private countBackground(event: SessionEvent): void {
+    const counts = this.backgroundCounts;
+    if (event.type === 'background_end') {
+      if (event.status === 'ready') counts.made++;
+      else if (event.status === 'failed') counts.failed++;
+      else counts.dropped++;
+      if (event.usage) counts.usage = sumUsage(counts.usage, event.usage);
+    } else if (event.type === 'background_dropped') counts.dropped++;
+    else if (event.type === 'compaction_end' && event.reason === 'background' && event.replaced > 0) counts.used++;
   }
 
   private settle(promptId: string, result: TurnResult): void {

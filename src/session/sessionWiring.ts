@@ -10,7 +10,7 @@ import type { SessionInput, SessionStatics } from '../../machines/sessionMachine
 import { sessionHost } from '../actors/sessionHost.js';
 import type { CompactionDeps } from '../compaction/compact.js';
 import { compactionStoreOf } from '../compaction/store.js';
-import { modelSummarizer } from '../compaction/summarizer.js';
+import { backgroundSummarizer, modelSummarizer } from '../compaction/summarizer.js';
 import type { SessionEvent } from '../events.js';
 import type { HistoryView } from '../history/historyView.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
@@ -87,11 +87,13 @@ export function wireSession(
   const telemetry = parts.telemetry?.forSession(record.id, options.llm) ?? null;
   if (telemetry) bus.on('*', telemetry.listen);
   const llm = telemetry ? telemetry.wrapModel(options.llm) : options.llm;
+  const summarizing = { llm, counter, contextWindow: resolved.turn.contextWindow };
+  const background = backgroundSummarizer(summarizing);
   const compaction: CompactionDeps = {
     store: compactionStoreOf(record),
     counter,
     now,
-    summarizer: modelSummarizer({ llm, counter, contextWindow: resolved.turn.contextWindow }),
+    summarizer: modelSummarizer(summarizing),
     contextWindow: resolved.turn.contextWindow,
     lastRequest,
   };
@@ -120,6 +122,7 @@ export function wireSession(
     tools,
     outputLimits: resolved.turn.toolOutput,
     compaction,
+    background,
     tracker: trackerWriter,
     trace,
     emit: dispatch,
@@ -142,7 +145,8 @@ export function wireSession(
     tools: tools.all.map((t) => t.spec),
     ...(tools.prefix ? { toolPrefix: tools.prefix } : {}),
     counter,
-    settings: resolved.turn,
+    // Without a summarizer the fallback only archives, at once: there is nothing to prepare.
+    settings: background ? resolved.turn : { ...resolved.turn, backgroundThreshold: null },
     host: telemetry ? telemetry.wrapHost(host) : host,
   };
 

@@ -18,6 +18,7 @@ import {
 } from './benchmarks.js';
 import { median, p99, quantile, table, type Row } from './harness.js';
 import { cacheEconomics } from './cacheEconomics.js';
+import { BACKGROUND_SMOKE, backgroundCompaction, backgroundThresholds } from './backgroundBench.js';
 import { hostLoopOverhead } from './hostLoopBench.js';
 import { PG_LOAD_SMOKE, postgresLoad } from './postgresLoad.js';
 import { allocation } from './allocation.js';
@@ -39,6 +40,26 @@ function wellFormed(rows: Row[]): void {
 }
 
 describe('benchmarks (smoke sizes)', () => {
+  it('background compaction: the three sessions and the thresholds run and report', async () => {
+    const rows = await backgroundCompaction(BACKGROUND_SMOKE);
+    wellFormed(rows);
+    expect(rows.map((r) => r.case)).toEqual([
+      '40 turns, never compacts',
+      '40 turns, before: the fallback summarises when it compacts',
+      '40 turns, after: summary prepared in the background (default)',
+      'before (the fallback waits for its summary)',
+      'after (prepared in the background)',
+      'answers and summaries',
+    ]);
+    // The session that compacts does so in both runs; the one that never does, never.
+    expect(rows[0]!.note).toMatch(/compactions: none/);
+    expect(rows[1]!.note).toMatch(/compactions: fallback \d/);
+    expect(rows[2]!.note).toMatch(/compactions: (background|fallback) \d/);
+    const thresholds = await backgroundThresholds({ ...BACKGROUND_SMOKE, turns: 15 }, [0.5, 0.7]);
+    wellFormed(thresholds);
+    expect(thresholds).toHaveLength(2);
+  }, 180_000);
+
   it('allocation per request and the LangGraph.js peer run and report', async () => {
     const allocated = allocation([100], 3, 10, { warmup: 3, samples: 10 });
     wellFormed(allocated);

@@ -20,12 +20,13 @@ import { conversationOf, messageOf, requestMessagesOf, responseOf, type RequestM
 import { ConversionsByPlace } from '../../src/llm/conversionsByPlace.js';
 import { protocolFollower, scripted, type TestServer } from '../../src/testing/index.js';
 import { collect, ofType, tempHome, testServers } from '../helpers.js';
+import { SUMMARIZER_MARK } from '../../src/compaction/summarizer.js';
 
 const serve = testServers();
 
-async function agentOn(server: TestServer, window = 32_000, home = tempHome()) {
+async function agentOn(server: TestServer, window = 32_000, home = tempHome(), background = true) {
   const model = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'test', configuration: { baseURL: server.baseURL } });
-  const settings = { reserveOutputTokens: 500 };
+  const settings = { reserveOutputTokens: 500, ...(background ? {} : { backgroundThreshold: false as const }) };
   const workmem = await createWorkmem({ model, contextWindow: window, settings, home, cwd: '/work/project', env: {} });
   const agent = createAgent({ model, middleware: [workmem.middleware], systemPrompt: 'Be brief.' });
   return { workmem, agent, events: collect(workmem.session) };
@@ -107,7 +108,8 @@ describe('createAgent with the workmem middleware', () => {
     // A small window: the second call passes 75 %, and the fallback summarises the first turn.
     const long = `${'Background material, line by line. '.repeat(150)}`;
     const server = await serve(scripted([{ content: 'Noted.' }, { content: 'Summary of the turn.' }, { content: 'Done.' }]));
-    const { workmem, agent } = await agentOn(server, 3000);
+    // The fallback's own summary, asked for during the call (the background's is the next test's).
+    const { workmem, agent } = await agentOn(server, 3000, tempHome(), false);
     const first = await agent.invoke({ messages: [new HumanMessage(long)] });
     const streamed: string[] = [];
     for await (const [chunk] of await agent.stream(
@@ -118,6 +120,46 @@ describe('createAgent with the workmem middleware', () => {
     expect(server.requests.length).toBe(3);
     expect(server.requests[1]!.body.stream, 'the summary, asked for whole').toBe(false);
     expect(streamed.join('')).toBe('Done.');
+    await workmem.close();
+  });
+});
+
+describe('background compaction through the middleware', () => {
+  it("the agent's calls never wait for a summary started earlier; the fallback swaps it in once it is ready", async () => {
+    // The summarizer answers only when the test lets it: until then every summary request hangs.
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let summaryRequests = 0;
+    const summary = '## Goal\n- talk\n\n## Decisions\n- none\n\n## Progress\n- done\n\n## Open items\n- none\n\n## Key facts\n- none';
+    const server = await serve(async (body) => {
+      if (!String(body.messages[0]?.content ?? '').includes(SUMMARIZER_MARK))
+        return { content: `Noted. ${'A reply of some length. '.repeat(20)}` };
+      summaryRequests++;
+      await released;
+      return { content: summary };
+    });
+    const { workmem, agent, events } = await agentOn(server, 6_000);
+    let messages: BaseMessage[] = [];
+    const call = async (t: number) => {
+      messages = (await agent.invoke({ messages: [...messages, new HumanMessage(`Question ${t}: ${'some context '.repeat(30)}`)] }))
+        .messages;
+    };
+    let t = 0;
+    while (ofType(events, 'background_start').length === 0) await call(++t);
+    // The summary hangs, and the agent's calls go on and are answered.
+    const answered = server.requests.filter((r) => r.status === 200).length;
+    for (let i = 0; i < 2; i++) await call(++t);
+    expect(summaryRequests).toBe(1);
+    expect(ofType(events, 'background_end')).toEqual([]);
+    expect(server.requests.length - answered).toBeGreaterThanOrEqual(2);
+    release();
+    while (ofType(events, 'background_end').length === 0) await new Promise((r) => setTimeout(r, 5));
+    expect(ofType(events, 'background_end')[0]).toMatchObject({ status: 'ready' });
+    while (ofType(events, 'compaction_end').length === 0) await call(++t);
+    expect(ofType(events, 'compaction_end')[0]).toMatchObject({ reason: 'background' });
+    expect(summaryRequests, 'the fallback asked for no summary of its own').toBe(1);
+    // The agent's own state is untouched: its messages, its answers.
+    expect(messages.filter((m) => m.type === 'human')).toHaveLength(t);
     await workmem.close();
   });
 });

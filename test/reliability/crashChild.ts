@@ -7,8 +7,10 @@
  *   READY <session-id>          the session is open
  *   ACK <seq> <sha256>          a message_end: the message is acknowledged
  *   WILL <path> <sha256>        a file is about to be written with this content
+ *   BACKGROUND                  a summary is being prepared in the background
  * and, given a kill point, kills itself there with SIGKILL: mid-stream, mid-tool, half
- * way through writing overview.md or a log line, just before a rename, in a compaction.
+ * way through writing overview.md or a log line, just before a rename, in a compaction,
+ * while a background summary is in flight. Its summaries take a while (as a model's do).
  *
  * Usage: node crashChild.js <home> <session-id | new> <seed> <kill-point | none>
  */
@@ -16,7 +18,7 @@ import fs from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { basename } from 'node:path';
 import { z } from 'zod';
-import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse } from '../../src/llm/llm.js';
+import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse, type SummarizeOptions } from '../../src/llm/llm.js';
 import type { AssistantMessage } from '../../src/history/messages.js';
 import { createSession, openSession, type Session } from '../../src/session/index.js';
 import { defineTool } from '../../src/tools/tool.js';
@@ -113,6 +115,16 @@ function crashModel(): LLM {
       }
       return { message, usage: null, finishReason: message.tool_calls ? 'tool_calls' : 'stop' };
     },
+    async summarize(_req: LLMRequest, call: SummarizeOptions): Promise<LLMResponse> {
+      if (call.background) say('BACKGROUND');
+      for (let tick = 0; tick < 8; tick++) {
+        if (call.signal.aborted) throw new LLMError('aborted', 'the request was aborted');
+        if (call.background && due('background')) die();
+        await new Promise((resolve) => setTimeout(resolve, 15));
+      }
+      const content = `## Goal\n- Crash test, seed ${seed}.\n\n## Decisions\n- none\n\n## Progress\n- turns summarised\n\n## Open items\n- none\n\n## Key facts\n- none`;
+      return { message: { role: 'assistant', content }, usage: null, finishReason: 'stop' };
+    },
   };
 }
 
@@ -156,7 +168,8 @@ const lookup = defineTool({
 });
 
 async function main(): Promise<void> {
-  const options = { llm: crashModel(), home: home!, env: {}, tools: [lookup] };
+  // Summaries prepared in the background from a low threshold: the session is in phase 2 most of the time, and one is often in flight.
+  const options = { llm: crashModel(), home: home!, env: {}, tools: [lookup], settings: { backgroundThreshold: 0.15 } };
   const session: Session = idArg === 'new' ? await createSession({ ...options, cwd: '/crash' }) : await openSession(idArg!, options);
   say(`READY ${session.id}`);
   session.on('message_end', (e) => say(`ACK ${e.seq} ${sha(JSON.stringify(e.message))}`));

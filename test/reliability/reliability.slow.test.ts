@@ -33,7 +33,7 @@ function expectAllSurvived(result: FamilyResult, atLeast: number): void {
 
 describe('reliability (fast subset)', () => {
   it('SIGKILL at random and chosen points: every session reopens whole', async () => {
-    expectAllSurvived(await crashTrials(10, 7), 10);
+    expectAllSurvived(await crashTrials(11, 7), 11);
   });
 
   it('one writer per session: refused by pid, taken over by heartbeat, 30 races for a stale lock with one holder each', async () => {
