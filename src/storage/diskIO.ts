@@ -99,8 +99,7 @@ interface Job {
 const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
 const fs = require('node:fs');
-const delay = workerData.syncDelayMs;
-const pause = delay ? new Int32Array(new SharedArrayBuffer(4)) : null;
+const gate = workerData.syncGate;
 parentPort.on('message', (job) => {
   let written = 0;
   try {
@@ -110,7 +109,7 @@ parentPort.on('message', (job) => {
         written += fs.writeSync(job.fd, data, written, data.length - written, job.position === undefined ? null : job.position + written);
     } else if (job.op === 'truncate') fs.ftruncateSync(job.fd, job.size);
     if (job.sync) {
-      if (pause) Atomics.wait(pause, 0, 0, delay);
+      if (gate) Atomics.wait(gate, 0, 0);
       if (job.sync === 'data') fs.fdatasyncSync(job.fd);
       else fs.fsyncSync(job.fd);
     }
@@ -124,8 +123,11 @@ parentPort.on('message', (job) => {
 export interface DiskThreadsOptions {
   /** Threads at most, started as concurrent work needs them (default 8). */
   threads?: number;
-  /** Tests: every sync waits this long first, on its thread (a slow disk). */
-  syncDelayMs?: number;
+  /**
+   * Tests: a disk as slow as a test says. Every sync waits, on its thread, while the first
+   * element of `syncGate` (over a SharedArrayBuffer) is 0; the test stores 1 and notifies.
+   */
+  syncGate?: Int32Array;
 }
 
 /**
@@ -144,7 +146,7 @@ export function diskThreads(options: DiskThreadsOptions = {}): DiskIO {
   let syncs = 0;
 
   const start = (): Worker => {
-    const worker = new Worker(THREAD, { eval: true, workerData: { syncDelayMs: options.syncDelayMs ?? 0 } });
+    const worker = new Worker(THREAD, { eval: true, workerData: { syncGate: options.syncGate ?? null } });
     worker.on(
       'message',
       (done: { id: number; written?: number; error?: { message: string; code?: string; errno?: number; syscall?: string } }) => {
