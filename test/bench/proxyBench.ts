@@ -137,15 +137,31 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
   return rows;
 }
 
-/** `workmem serve` from the build, in a process of its own, on the home's sessions. */
-async function startServe(upstream: string, home: string): Promise<{ url: string; stop(): Promise<void> }> {
+/**
+ * `workmem serve` from the build, in a process of its own, on the home's sessions: `args`
+ * after serve's, `node` before the CLI (node's own flags), `env` added, an IPC channel when asked.
+ */
+export async function startServe(
+  upstream: string,
+  home: string,
+  more: { args?: string[]; node?: string[]; env?: Record<string, string>; ipc?: boolean } = {},
+): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
   const child: ChildProcess = spawn(
     process.execPath,
-    [builtFile('src/cli/bin.js'), 'serve', '--upstream', upstream, '--context-window', '128000'],
+    [
+      ...(more.node ?? []),
+      builtFile('src/cli/bin.js'),
+      'serve',
+      '--upstream',
+      upstream,
+      '--context-window',
+      '128000',
+      ...(more.args ?? []),
+    ],
     {
       cwd: '/',
-      env: { PATH: process.env.PATH, WORKMEM_HOME: home },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH, WORKMEM_HOME: home, ...more.env },
+      stdio: ['ignore', 'pipe', 'pipe', ...(more.ipc ? ['ipc' as const] : [])],
     },
   );
   let out = '';
@@ -161,6 +177,7 @@ async function startServe(upstream: string, home: string): Promise<{ url: string
   });
   return {
     url,
+    child,
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());
