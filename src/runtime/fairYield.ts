@@ -10,7 +10,7 @@
  * A stretch begins with the first call after the loop last went round and ends at the
  * loop's next check phase (a setImmediate marker); resumed slices are one setImmediate
  * each, so that each runs its microtasks before the budget is looked at again, and those
- * over the budget wait for the next turn of the loop.
+ * over the budget wait for the next turn of the loop, in order.
  */
 const BUDGET_MS = 1;
 
@@ -38,14 +38,24 @@ export function yieldIfBusy(): Promise<void> {
   if (busyFor() < BUDGET_MS) return RESOLVED;
   return new Promise<void>((resolve) => {
     waiting.push(resolve);
-    setImmediate(resumeOne);
+    topUp();
   });
 }
 
-function resumeOne(): void {
-  if (busyFor() >= BUDGET_MS) {
-    setImmediate(resumeOne); // the next turn of the loop
-    return;
+/** Resumers queued for a check phase: enough for a turn's budget, never one per waiter (a thousand would all run each turn). */
+const PER_TURN = 64;
+let scheduled = 0;
+
+function topUp(): void {
+  while (scheduled < Math.min(waiting.length, PER_TURN)) {
+    scheduled++;
+    setImmediate(resumeOne);
   }
-  waiting.shift()?.();
+}
+
+function resumeOne(): void {
+  scheduled--;
+  // Over the budget: the waiter stays first in line for the next turn of the loop.
+  if (busyFor() < BUDGET_MS) waiting.shift()?.();
+  topUp();
 }
