@@ -139,12 +139,13 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
 
 /**
  * `workmem serve` from the build, in a process of its own, on the home's sessions: `args`
- * after serve's, `node` before the CLI (node's own flags), `env` added, an IPC channel when asked.
+ * after serve's, `node` before the CLI (node's own flags), `env` added, an IPC channel when asked,
+ * `bin` another checkout's CLI.
  */
 export async function startServe(
   upstream: string,
   home: string,
-  more: { args?: string[]; node?: string[]; env?: Record<string, string>; ipc?: boolean } = {},
+  more: { args?: string[]; node?: string[]; env?: Record<string, string>; ipc?: boolean; bin?: string } = {},
 ): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
   const child: ChildProcess = spawn(
     process.execPath,

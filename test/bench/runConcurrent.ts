@@ -2,15 +2,18 @@
  * npm run bench:concurrent: many sessions at once in one process (concurrentBench.ts); the
  * table of cells and the targets, the same figures in bench/results-concurrent.json.
  * `-- --smoke` runs it tiny; `-- --sessions 1,100 --stores disk --doors serve --turns 500`
- * runs some of its cells.
+ * runs some of its cells; `-- --old <checkout, built>` runs each cell on that code too, just
+ * before this one's (before and after in one run).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   CONCURRENT_FULL,
   CONCURRENT_SMOKE,
   concurrentBench,
   concurrentReport,
+  THIS_CODE,
   type ConcurrentScale,
   type Door,
   type Where,
@@ -25,6 +28,7 @@ const { values } = parseArgs({
     doors: { type: 'string' },
     turns: { type: 'string' },
     long: { type: 'string' },
+    old: { type: 'string' },
   },
 });
 const list = (value: string | undefined) => value?.split(',').filter(Boolean);
@@ -38,7 +42,9 @@ const scale: ConcurrentScale = {
   ...(values.long ? { longMessages: Number(values.long) } : {}),
 };
 const started = now();
-const result = await concurrentBench(scale, (line) => process.stderr.write(`${line}\n`));
+// `--old <checkout>` (built): each cell is run on it too, right before this checkout's.
+const codes = values.old ? [{ label: 'old', root: resolve(values.old) }, THIS_CODE] : [THIS_CODE];
+const result = await concurrentBench(scale, (line) => process.stderr.write(`${line}\n`), codes);
 const report = concurrentReport(result);
 const date = new Date().toISOString().slice(0, 10);
 const seconds = (now() - started) / 1000;
