@@ -13,7 +13,7 @@ import {
   CONCURRENT_SMOKE,
   concurrentBench,
   concurrentReport,
-  THIS_CODE,
+  thisCode,
   type ConcurrentScale,
   type Door,
   type Where,
@@ -43,7 +43,7 @@ const scale: ConcurrentScale = {
 };
 const started = now();
 // `--old <checkout>` (built): each cell is run on it too, right before this checkout's.
-const codes = values.old ? [{ label: 'old', root: resolve(values.old) }, THIS_CODE] : [THIS_CODE];
+const codes = values.old ? [{ label: 'old', root: resolve(values.old) }, thisCode()] : [thisCode()];
 const result = await concurrentBench(scale, (line) => process.stderr.write(`${line}\n`), codes);
 const report = concurrentReport(result);
 const date = new Date().toISOString().slice(0, 10);
