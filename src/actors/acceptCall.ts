@@ -10,14 +10,16 @@
  */
 import type { AcceptCallInput, AcceptCallOutput, HostConversation } from '../../machines/sessionMachine.js';
 import type { SessionEvent } from '../events.js';
-import { answerInterruptedCalls } from '../history/crashRecovery.js';
+import { answerInterruptedCalls, unansweredCalls } from '../history/crashRecovery.js';
 import { HostSpans, type HostElement, type HostLine, type OwnToolNaming } from '../history/hostLine.js';
 import { fingerprint } from '../history/messageKey.js';
 import type { ChatMessage, ToolCall } from '../history/messages.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
 import { promptProblem } from '../llm/captureBounds.js';
 import { neutraliseTags } from '../prompt/structuralTags.js';
+import { yieldIfBusy } from '../runtime/fairYield.js';
 import type { Redact } from '../secrets/redact.js';
+import type { MessageEntry } from '../storage/messageLog.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { HostCallSent } from '../trace/hostMessages.js';
 import type { Tool, ToolSpec } from '../tools/tool.js';
@@ -104,29 +106,44 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
       const history = record.history;
       turn = history.length ? history.items[history.length - 1]!.turn : 0;
     }
-    for (let i = from; i < conversation.length; i++) {
-      const message = conversation.at(i);
-      const pinned = conversation.pinned?.(i) === true;
-      if (pinned && message.role !== 'user')
-        throw new TypeError(
-          `message ${i + 1} of the conversation is marked pinned, but only a user message can be pinned (its role is ${message.role})`,
-        );
-      if (message.role === 'user') {
-        const tooLarge = promptProblem(message.content);
-        if (tooLarge) throw new RangeError(tooLarge);
-        for (const entry of await answerInterruptedCalls(record, counter)) ended(entry.turn, entry.seq, entry.tokens, entry.message);
-        turn = Math.max(turn, current) + 1;
-        opened = message.content;
-      } else if (turn === 0) turn = 1;
-      const kept =
-        message.role === 'tool'
-          ? { ...message, content: neutraliseTags(await shaped(message.tool_call_id, message.content, turn)) }
-          : message;
-      // A result is known by its text as the host sent it: the log keeps that text's fingerprint beside its capped copy.
-      const print = message.role === 'tool' ? fingerprint(deps.redact(message.content)) : undefined;
-      const entry = await record.appendMessage(turn, kept, counter.message(kept), { sync: true, pinned, ...(print ? { print } : {}) });
-      ended(turn, entry.seq, entry.tokens, kept, pinned);
+    // What is new is taken in a slice at a time (a conversation seen for the first time may be
+    // 20k messages): appended in batches, one sync at the end, the message_end events after it.
+    const intake = new Intake(record);
+    try {
+      for (let i = from; i < conversation.length; i++) {
+        const message = conversation.at(i);
+        const pinned = conversation.pinned?.(i) === true;
+        if (pinned && message.role !== 'user')
+          throw new TypeError(
+            `message ${i + 1} of the conversation is marked pinned, but only a user message can be pinned (its role is ${message.role})`,
+          );
+        if (message.role === 'user') {
+          const tooLarge = promptProblem(message.content);
+          if (tooLarge) throw new RangeError(tooLarge);
+          if (intake.leavesCallsOpen()) {
+            // In log order: what was taken in so far, then the answers of the calls it left open.
+            await announce(await intake.flush(true));
+            await announce(await answerInterruptedCalls(record, counter));
+          }
+          turn = Math.max(turn, current) + 1;
+          opened = message.content;
+        } else if (turn === 0) turn = 1;
+        const kept =
+          message.role === 'tool'
+            ? { ...message, content: neutraliseTags(await shaped(intake.callOf(message.tool_call_id), message.content, turn)) }
+            : message;
+        // A result is known by its text as the host sent it: the log keeps that text's fingerprint beside its capped copy.
+        const print = message.role === 'tool' ? fingerprint(deps.redact(message.content)) : undefined;
+        intake.add({ turn, message: kept, tokens: counter.message(kept), pinned, ...(print ? { print } : {}) });
+        if (intake.full) await intake.flush(false);
+        await yieldIfBusy();
+      }
+    } catch (error) {
+      // A message refused: those before it are kept, as they would have been one by one.
+      await announce(await intake.flush(true).catch(() => []));
+      throw error;
     }
+    await announce(await intake.flush(true));
     if (deps.traceHost) {
       // The host's conversation is the line's last elements: those it matched, then those it brought.
       const line = record.hostLine.elements;
@@ -146,25 +163,93 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
     };
   };
 
-  function ended(turn: number, seq: number, tokens: number, message: ChatMessage, pinned = false): void {
-    deps.emit({ type: 'message_end', turn, request: 0, seq, tokens, message, ...(pinned ? { pinned } : {}) });
+  /** message_end for messages appended (durably), a slice at a time: each is traced and sent to every listener. */
+  async function announce(entries: readonly MessageEntry[]): Promise<void> {
+    for (const { turn, seq, tokens, message, pinned } of entries) {
+      deps.emit({ type: 'message_end', turn, request: 0, seq, tokens, message, ...(pinned ? { pinned } : {}) });
+      await yieldIfBusy();
+    }
   }
 
   /** A host tool's output capped as the tool runner caps it; workmem's own came back as it was given. */
-  async function shaped(callId: string, content: string, turn: number): Promise<string> {
-    const call = callOf(callId);
+  async function shaped(call: ToolCall | null, content: string, turn: number): Promise<string> {
     return call && !deps.tools.isOwn(call.function.name) ? deps.capture(call, content, turn) : content;
+  }
+}
+
+/** Messages of a batch: a few hundred KB of JSON a write, so that no one step holds the loop long. */
+const BATCH_MESSAGES = 256;
+const BATCH_CHARS = 256 * 1024;
+
+type Taken = { turn: number; message: ChatMessage; tokens: number; pinned: boolean; print?: string };
+
+/**
+ * A host's new messages on their way to the log: batched, each batch one write, the last
+ * one synced. What is batched counts as the history's tip for the questions intake asks
+ * (which calls are open, which call a result answers).
+ */
+class Intake {
+  private batch: Taken[] = [];
+  private chars = 0;
+  /** The calls open at the tip (the history's, then the batch's), as unansweredCalls reads it. */
+  private readonly open: Set<string>;
+  private readonly written: MessageEntry[] = [];
+
+  constructor(private readonly record: SessionRecord) {
+    this.open = new Set(unansweredCalls(record.history)?.calls.map((c) => c.id));
+  }
+
+  get full(): boolean {
+    return this.batch.length >= BATCH_MESSAGES || this.chars >= BATCH_CHARS;
+  }
+
+  add(taken: Taken): void {
+    this.batch.push(taken);
+    const { message } = taken;
+    this.chars +=
+      message.role === 'assistant' ? (message.content?.length ?? 0) + 64 * (message.tool_calls?.length ?? 0) : message.content.length;
+    // As unansweredCalls reads the tip: the last assistant message's calls, less the results after it.
+    if (message.role === 'tool') this.open.delete(message.tool_call_id);
+    else this.open.clear();
+    if (message.role === 'assistant') for (const call of message.tool_calls ?? []) this.open.add(call.id);
+  }
+
+  /** Whether the history, with the batch at its tip, ends on calls without results (a user message then answers them as interrupted). */
+  leavesCallsOpen(): boolean {
+    return this.open.size > 0;
   }
 
   /** The call a result answers, looked up from the tip (it is in the active turn). */
-  function callOf(id: string): ToolCall | null {
-    for (let i = record.history.length - 1; i >= 0; i--) {
-      const message = record.history.items[i]!.message;
-      const found = message.role === 'assistant' ? message.tool_calls?.find((c) => c.id === id) : undefined;
+  callOf(id: string): ToolCall | null {
+    for (let i = this.batch.length - 1; i >= 0; i--) {
+      const found = callIn(this.batch[i]!.message, id);
+      if (found) return found;
+    }
+    const history = this.record.history;
+    for (let i = history.length - 1; i >= 0; i--) {
+      const found = callIn(history.items[i]!.message, id);
       if (found) return found;
     }
     return null;
   }
+
+  /**
+   * Append the batch; `durable`: synced, and every message written since the last durable
+   * flush is returned, for its message_end.
+   */
+  async flush(durable: boolean): Promise<MessageEntry[]> {
+    const batch = this.batch;
+    this.batch = [];
+    this.chars = 0;
+    if (batch.length) this.written.push(...(await this.record.appendMessages(batch, { sync: durable })));
+    else if (durable && this.written.length) await this.record.sync();
+    if (!durable) return [];
+    return this.written.splice(0);
+  }
+}
+
+function callIn(message: ChatMessage, id: string): ToolCall | undefined {
+  return message.role === 'assistant' ? message.tool_calls?.find((c) => c.id === id) : undefined;
 }
 
 function namesOf(tools: readonly ToolSpec[]): string[] {

@@ -14,7 +14,7 @@ import type {
   LanguageModelV3Middleware,
   LanguageModelV3StreamPart,
 } from '@ai-sdk/provider';
-import type { ToolSet } from 'ai';
+import type { ModelMessage, ToolSet } from 'ai';
 import { LLMError } from '../llm/llm.js';
 import { modelLimits } from '../llm/models.js';
 import type { WatchdogState } from '../llm/streamWatchdog.js';
@@ -27,6 +27,7 @@ import { aiSdkModel } from './aiSdkModel.js';
 import { classifyAiSdk } from './aiSdkErrors.js';
 import { promptOf, type MadePrompt } from './aiSdkPrompt.js';
 import { ConversionsByPlace } from '../llm/conversionsByPlace.js';
+import { archivedIndices } from './archivedMessages.js';
 import { conversationOf, responseOf, toolSpecsOf } from './hostPrompt.js';
 import { PartAssembler } from './partAssembler.js';
 import { OWN_TOOL_PREFIX } from '../tools/toolNaming.js';
@@ -56,6 +57,12 @@ export interface Workmem {
   tools: ToolSet;
   /** The session the loop drives (its id, events, memory, /context). */
   session: Session;
+  /**
+   * Of the messages your loop holds (as you pass them to generateText or streamText), the
+   * indices of those workmem has archived, right after a call: drop them from your array, as
+   * the LangChain middleware drops them from the agent's state (the session's log keeps them).
+   */
+  archived(messages: readonly ModelMessage[]): number[];
   /** Release the session (its lease) once the conversation is done. */
   close(): Promise<void>;
 }
@@ -198,7 +205,8 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
     },
   };
 
-  return { middleware, tools, session: loop.session, close: () => loop.close() };
+  const archived = (messages: readonly ModelMessage[]) => archivedIndices(loop.session.record, messages);
+  return { middleware, tools, session: loop.session, archived, close: () => loop.close() };
 
   /** A stream that failed once its parts went out cannot be sent again: every retry the session offers is failed too. */
   async function settleFailure(call: PreparedCall, error: unknown): Promise<void> {

@@ -40,7 +40,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const given = tokenOf(flags, io.env, warn);
   const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
   // A token on loopback too: another account on this machine neither spends the upstream's key nor reads the sessions.
-  const kept = given ? null : homeServeToken(home);
+  const kept = given ? null : await homeServeToken(home);
   const token = given ?? kept!.token;
   const forwardAuth = flags['forward-auth'] === true;
   const apiKey = io.env.OPENAI_API_KEY?.trim() || undefined;

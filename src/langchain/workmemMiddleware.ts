@@ -3,15 +3,16 @@
  * as LangChain tools, over one session (HostLoop). On each model call the middleware hands
  * the session every message the agent holds and calls the model with the request the
  * session builds instead (memory, history per phase, <context_meta>, the fallback first);
- * the agent's own state is left as it is, and the answer is recorded and returned to it as
- * the model gave it. An overflow is compacted once and the call made again. The agent runs
+ * the answer is recorded and returned to the agent as the model gave it, and what workmem has
+ * archived leaves the agent's state (RemoveMessage; the log keeps it). An overflow is compacted once and the call made again. The agent runs
  * the tools: its own, and workmem's (memory, compact_history), which run against the session.
  */
 import { randomUUID } from 'node:crypto';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
-import { AIMessage, ToolMessage } from '@langchain/core/messages';
+import { AIMessage, RemoveMessage, ToolMessage } from '@langchain/core/messages';
 import { tool, type StructuredToolInterface } from '@langchain/core/tools';
 import { createMiddleware, type AgentMiddleware } from 'langchain';
+import { archivedHostRanges } from '../history/archivedHostMessages.js';
 import type { ToolCall } from '../history/messages.js';
 import type { LLM, LLMRequest } from '../llm/llm.js';
 import { modelLimits } from '../llm/models.js';
@@ -105,6 +106,18 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
       const id = toolCall.id ?? `call_${randomUUID()}`;
       const call = { id, type: 'function' as const, function: { name: toolCall.name, arguments: JSON.stringify(toolCall.args ?? {}) } };
       return new ToolMessage({ content: (await ownCalls.run(call)).content, tool_call_id: id, name: toolCall.name });
+    },
+    // What workmem archived leaves the agent's state, as LangChain's summarization does: the
+    // log keeps it, and each call and checkpoint stops growing with the conversation.
+    afterModel: (state) => {
+      const { conversation } = conversationOf(undefined, state.messages);
+      const removed: RemoveMessage[] = [];
+      for (const [start, end] of archivedHostRanges(loop.session.record, conversation))
+        for (let i = start; i < end; i++) {
+          const id = state.messages[i]!.id;
+          if (id) removed.push(new RemoveMessage({ id }));
+        }
+      return removed.length ? { messages: removed } : undefined;
     },
     wrapModelCall: async (request, handler) => {
       const { instructions, conversation } = conversationOf(request.systemMessage, request.messages);

@@ -12,6 +12,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { userinfoSecrets } from '../llm/baseUrl.js';
 import { modelLimits } from '../llm/models.js';
+import { yieldIfBusy } from '../runtime/fairYield.js';
 import { redactor, type Redact } from '../secrets/redact.js';
 import { HostLoopError, type HostLoop, type HostLoopOptions } from '../session/hostLoop.js';
 import { removeSession } from '../session/registry.js';
@@ -149,12 +150,15 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       res.on('finish', () => req.destroy());
       return sendError(res, 413, `the request body is larger than ${maxBytes} bytes`, 'invalid_request_error');
     }
+    // A body of megabytes is read, parsed and checked in steps, other sessions' requests let in between.
+    await yieldIfBusy();
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw);
     } catch {
       return sendError(res, 400, 'the request body is not JSON', 'invalid_request_error');
     }
+    await yieldIfBusy();
     const request = readClientRequest(parsed);
     const named = sessionNameOf(req.headers[SESSION_HEADER], request.user);
     // Unnamed: the session that holds what the request holds, or none (a first request, a side request).

@@ -7,11 +7,12 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { newToken } from '../trace/liveProtocol.js';
 import { writeFileAtomic } from '../storage/atomicWrite.js';
+import { diskIOFor } from '../storage/diskIO.js';
 
 export const SERVE_TOKEN_FILE = 'serve-token';
 
 /** The home's serve token: read, or made and kept. */
-export function homeServeToken(home: string): { token: string; path: string } {
+export async function homeServeToken(home: string): Promise<{ token: string; path: string }> {
   const path = join(home, SERVE_TOKEN_FILE);
   try {
     const kept = readFileSync(path, 'utf8').trim();
@@ -21,6 +22,6 @@ export function homeServeToken(home: string): { token: string; path: string } {
   }
   mkdirSync(home, { recursive: true, mode: 0o700 });
   const token = newToken();
-  writeFileAtomic(path, `${token}\n`);
+  await writeFileAtomic(path, `${token}\n`, { io: diskIOFor(home) });
   return { token, path };
 }

@@ -20,6 +20,8 @@ import { median, p99, quantile, table, type Row } from './harness.js';
 import { cacheEconomics } from './cacheEconomics.js';
 import { BACKGROUND_SMOKE, backgroundCompaction, backgroundThresholds } from './backgroundBench.js';
 import { hostLoopOverhead } from './hostLoopBench.js';
+import { CONCURRENT_SMOKE, concurrentBench, concurrentReport } from './concurrentBench.js';
+import { langchainAgentState } from './langchainState.js';
 import { PG_LOAD_SMOKE, postgresLoad } from './postgresLoad.js';
 import { allocation } from './allocation.js';
 import { peerRows } from './peerRows.js';
@@ -182,6 +184,33 @@ describe('benchmarks (smoke sizes)', () => {
     wellFormed(rows);
     expect(rows.filter((r) => r.target !== null).map((r) => r.case)).toEqual(['400 messages in the log, first streamed text']);
   });
+
+  it('many sessions at once: embedded and through workmem serve, with a long first request beside another', async () => {
+    const result = await concurrentBench(CONCURRENT_SMOKE);
+    expect(result.cells.map((c) => `${c.door} ${c.where} ${c.sessions}`)).toEqual([
+      'embedded tmpfs 1',
+      'embedded tmpfs 3',
+      'serve tmpfs 1',
+      'serve tmpfs 3',
+    ]);
+    for (const cell of result.cells) {
+      expect(cell.turns).toBeGreaterThanOrEqual(cell.sessions * CONCURRENT_SMOKE.minTurns);
+      expect(cell.syncsPerTurn, 'the user message and the answer, each synced').toBeGreaterThanOrEqual(1);
+      expect(Number.isFinite(cell.delayP99) && Number.isFinite(cell.idleDelayP99)).toBe(true);
+    }
+    expect(result.long.map((l) => l.requests > 0 && l.longMs > 0)).toEqual([true]);
+    const { table, rows } = concurrentReport(result);
+    expect(table).toContain('| serve | tmpfs | 3 |');
+    wellFormed(rows);
+  }, 240_000);
+
+  it("a LangChain agent's state, with workmem's middleware and with summarizationMiddleware", async () => {
+    const rows = await langchainAgentState(400, 2, 4);
+    wellFormed(rows);
+    // What workmem archived left the agent: it holds the 200 kept and what came after them.
+    expect(rows[0]!.note).toMatch(/holds (\d+) messages/);
+    expect(Number(/holds (\d+) messages/.exec(rows[0]!.note!)![1])).toBeLessThan(400);
+  }, 240_000);
 
   it('CLI start and item memory', async () => {
     const cli = cliStart(SMOKE);

@@ -122,6 +122,33 @@ describe('createAgent with the workmem middleware', () => {
     expect(streamed.join('')).toBe('Done.');
     await workmem.close();
   });
+
+  it("lets what workmem archived leave the agent's state, as LangChain's summarization does, and loses nothing", async () => {
+    const long = `${'Background material, line by line. '.repeat(150)}`;
+    const replies = [{ content: 'Noted.' }, { content: 'Summary of the turn.' }, { content: 'Done.' }, { content: 'Still here.' }];
+    const server = await serve(scripted(replies));
+    const { workmem, agent, events } = await agentOn(server, 3000);
+    const first = await agent.invoke({ messages: [new HumanMessage(long)] });
+    expect(first.messages.map((m) => m.text)).toEqual([long, 'Noted.']);
+    const second = await agent.invoke({ messages: [...first.messages, new HumanMessage('And now?')] });
+    expect(ofType(events, 'compaction_end').filter((e) => e.replaced > 0)).toHaveLength(1);
+    // The fallback archived the first turn: it left the agent's state.
+    expect(second.messages.map((m) => m.text)).toEqual(['And now?', 'Done.']);
+    // What the agent holds is the end of the session's conversation: matched as it is, no branch taken.
+    const third = await agent.invoke({ messages: [...second.messages, new HumanMessage('And then?')] });
+    expect(third.messages.map((m) => m.text)).toEqual(['And now?', 'Done.', 'And then?', 'Still here.']);
+    const log = (await workmem.session.record.storage.log.read()).entries;
+    expect(log.some((e) => e.type === 'branch')).toBe(false);
+    expect(log.flatMap((e) => (e.type === 'message' ? [e.message.content] : []))).toEqual([
+      long,
+      'Noted.',
+      'And now?',
+      'Done.',
+      'And then?',
+      'Still here.',
+    ]);
+    await workmem.close();
+  });
 });
 
 describe('background compaction through the middleware', () => {

@@ -21,6 +21,7 @@ import { z } from 'zod';
 import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse, type SummarizeOptions } from '../../src/llm/llm.js';
 import type { AssistantMessage } from '../../src/history/messages.js';
 import { createSession, openSession, type Session } from '../../src/session/index.js';
+import { diskIOFor, useDiskIO } from '../../src/storage/diskIO.js';
 import { defineTool } from '../../src/tools/tool.js';
 import { sha } from './hash.js';
 
@@ -69,9 +70,9 @@ fs.openSync = ((path: fs.PathLike, ...rest: unknown[]) => {
   paths.set(fd, String(path));
   return fd;
 }) as typeof fs.openSync;
-fs.writeSync = ((fd: number, data: unknown, ...rest: unknown[]) => {
+/** Where a write of `text` to `fd` is a kill point: half of it reaches the file, then the process dies (a torn write). */
+function tornAt(fd: number, text: Uint8Array): void {
   const name = basename(paths.get(fd) ?? '');
-  const text = Buffer.isBuffer(data) ? data : Buffer.from(String(data));
   const point = name.startsWith('.overview.md.')
     ? 'overview-write'
     : name.startsWith('.compact-')
@@ -79,15 +80,17 @@ fs.writeSync = ((fd: number, data: unknown, ...rest: unknown[]) => {
       : name.startsWith('.meta.json.')
         ? 'meta-write'
         : name === 'messages.jsonl'
-          ? text.includes('"type":"compaction"')
+          ? Buffer.from(text).includes('"type":"compaction"')
             ? 'compaction-entry'
             : 'log-append'
           : null;
   if (point && due(point)) {
-    // Half the bytes reach the file, then the process dies: a torn write.
     originalWrite(fd, text, 0, Math.max(1, Math.floor(text.length / 2)));
     die();
   }
+}
+fs.writeSync = ((fd: number, data: unknown, ...rest: unknown[]) => {
+  tornAt(fd, Buffer.isBuffer(data) ? data : Buffer.from(String(data)));
   return (originalWrite as (...a: unknown[]) => number)(fd, data, ...rest);
 }) as typeof fs.writeSync;
 fs.renameSync = ((from: fs.PathLike, to: fs.PathLike) => {
@@ -96,6 +99,21 @@ fs.renameSync = ((from: fs.PathLike, to: fs.PathLike) => {
   if (basename(String(to)) === 'overview.md' && due('after-overview-rename')) die();
 }) as typeof fs.renameSync;
 syncBuiltinESMExports();
+// On a disk the writes go to DiskIO's threads (fs calls of their own): the same kill points, before each goes.
+const io = diskIOFor(home!);
+if (io.offLoop)
+  useDiskIO({
+    offLoop: true,
+    get syncs() {
+      return io.syncs;
+    },
+    write: (fd, data, options) => {
+      tornAt(fd, data);
+      return io.write(fd, data, options);
+    },
+    sync: (fd, kind) => io.sync(fd, kind),
+    truncate: (fd, size) => io.truncate(fd, size),
+  });
 
 /** The model: decides by the request, streams its text in pieces with a pause between. */
 function crashModel(): LLM {

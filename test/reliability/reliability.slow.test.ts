@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { cliCases } from './cli.js';
 import { crashTrials } from './crash.js';
+import { crashManyTrials } from './crashMany.js';
 import { damageCases } from './damage.js';
 import { diskCases } from './disk.js';
 import { guardCases } from './guard.js';
@@ -34,6 +35,10 @@ function expectAllSurvived(result: FamilyResult, atLeast: number): void {
 describe('reliability (fast subset)', () => {
   it('SIGKILL at random and chosen points: every session reopens whole', async () => {
     expectAllSurvived(await crashTrials(11, 7), 11);
+  });
+
+  it('SIGKILL with 20 sessions in flight in one process: every session reopens whole', async () => {
+    expectAllSurvived(await crashManyTrials(2, 20, 3), 2);
   });
 
   it('one writer per session: refused by pid, taken over by heartbeat, 30 races for a stale lock with one holder each', async () => {
