@@ -11,12 +11,10 @@ export type {
   OpenOptions,
   TurnResult,
   SessionState,
-  BackgroundState,
   SessionIndexEntry,
   ItemMemoryConfig,
 } from './session/options.js';
 export type { SettingsOverrides } from './settings/config.js';
-export type { TelemetryOption, TracerProviderLike, MeterProviderLike } from './telemetry/telemetryOption.js';
 export type { HistoryMode } from './history/historyView.js';
 export type { CompactionResult } from './compaction/apply.js';
 export type { WorkmemEvent } from './events.js';
@@ -28,7 +26,7 @@ export type { Tool, ToolContext, ToolOutput } from './tools/tool.js';
 export { openaiChat } from './llm/openaiChat.js';
 export type { OpenAIChatOptions } from './llm/openaiChat.js';
 export { scriptedModel } from './llm/scriptedModel.js';
-export type { LLM, LLMRequest, LLMResponse, LLMUsage, LLMCallOptions, SummarizeOptions, TurnError } from './llm/llm.js';
+export type { LLM, LLMRequest, LLMResponse, LLMUsage, LLMCallOptions, TurnError } from './llm/llm.js';
 
 export type { SessionStore, SessionReader } from './storage/sessionStore.js';
 export { ItemMemory } from './itemMemory/itemMemory.js';
