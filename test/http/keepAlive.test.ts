@@ -7,6 +7,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ADVERTISED_KEEP_ALIVE_S, KEEP_ALIVE_MS, advertiseKeepAlive, keepAliveAhead } from '../../src/http/keepAlive.js';
 import { startProxy } from '../../src/serve/proxyServer.js';
+import { protocolFollower } from '../../src/testing/protocolFollower.js';
 import { startTestServer } from '../../src/testing/testServer.js';
 import { tempHome } from '../tempHomes.js';
 
@@ -50,7 +51,7 @@ describe('keep-alive ahead of what is advertised', () => {
   });
 
   it('holds for workmem serve and the test server', async () => {
-    const upstream = await startTestServer({});
+    const upstream = await startTestServer({ policy: protocolFollower() });
     const proxy = await startProxy({ upstream: upstream.baseURL, home: tempHome(), cwd: '/work/proxied', env: {} });
     try {
       for (const url of [`${proxy.url}/models`, `${upstream.baseURL}/models`]) {
