@@ -5,7 +5,8 @@
  * however many upstream calls it took.
  */
 import type { ServerResponse } from 'node:http';
-import type { Answer, ExchangeSink } from './exchange.js';
+import type { ClientSink } from './clientWire.js';
+import type { Answer } from './exchange.js';
 import type { Failure } from './upstream.js';
 
 export function completionOf(answer: Answer): Record<string, unknown> {
@@ -31,12 +32,14 @@ export function completionOf(answer: Answer): Record<string, unknown> {
   };
 }
 
-export class ClientStream implements ExchangeSink {
+export class ClientStream implements ClientSink {
   private first: { id: string; model: string; created: number } | null = null;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly headers: Record<string, string>,
+    /** The client asked for the usage chunk at the end. */
+    private readonly withUsage = false,
   ) {}
 
   begin(first: { id: string; model: string; created: number }): void {
@@ -55,11 +58,11 @@ export class ClientStream implements ExchangeSink {
   }
 
   /** The client's calls, the finish and (when asked for) the usage; [DONE] comes with end(). */
-  finish(answer: Answer, withUsage: boolean): void {
+  finish(answer: Answer): void {
     if (!this.first) this.begin(answer);
     answer.toolCalls.forEach((call, index) => this.chunk({ tool_calls: [{ index, ...call }] }));
     this.chunk({}, answer.finishReason);
-    if (withUsage) this.write({ ...this.frame(), choices: [], usage: answer.usage });
+    if (this.withUsage) this.write({ ...this.frame(), choices: [], usage: answer.usage });
   }
 
   /** A failure once the stream has begun: an error event, as OpenAI sends one mid-stream. */

@@ -9,18 +9,46 @@
  * client's passed through. An overflow is compacted and the call made again before the
  * client sees anything.
  */
+import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
+import type { HostConversation } from '../../machines/sessionTypes.js';
 import type { ChatMessage, ToolCall } from '../history/messages.js';
-import type { LLMResponse } from '../llm/llm.js';
+import type { LLMRequest, LLMResponse } from '../llm/llm.js';
 import { outputLimitChars, outputOverrun } from '../llm/outputLimit.js';
 import { Assembler } from '../llm/streamAssembler.js';
-import { withBoundCallIds } from '../llm/toolCallIds.js';
 import type { HostLoop, PreparedCall } from '../session/hostLoop.js';
-import { BadRequestError, wireToolsOf, type ClientRequest } from './chatWire.js';
-import type { Failure, Upstream } from './upstream.js';
+import type { ToolSpec } from '../tools/tool.js';
+import { BadRequestError } from './chatWire.js';
+import type { Failure } from './upstream.js';
 import { UsageTotals, type WireUsage } from './usageTotals.js';
 
 /** Rounds of workmem's own tools in one exchange before the client is answered with what there is. */
 export const MAX_ROUNDS = 16;
+
+/** What the exchange reads of a client's request, whatever its wire. */
+export interface ExchangeRequest {
+  model: string;
+  /** The client's system (and developer) messages, joined: none gives undefined. */
+  instructions: string | undefined;
+  conversation: ExchangeConversation;
+  /** The client's tools that the session lists beside its own. */
+  tools: ToolSpec[];
+}
+
+/** The client's conversation, read by index, and the messages of workmem's exchange after it. */
+export interface ExchangeConversation extends HostConversation {
+  with(messages: readonly ChatMessage[]): ExchangeConversation;
+}
+
+/**
+ * The model behind the proxy, in the client's protocol: one call's answer read as Chat
+ * Completions chunks (the exchange reads every wire's answer so), a failure as the client is
+ * answered and as the session reads it.
+ */
+export interface ModelUpstream<R> {
+  /** One streamed call of the prepared request; `auth` replaces the proxy's key (--forward-auth). */
+  stream(request: R, call: LLMRequest, auth: string | undefined, signal: AbortSignal): Promise<AsyncIterable<ChatCompletionChunk>>;
+  failure(error: unknown): Failure;
+}
 
 /** Where the client's answer goes as it comes (a stream, or nothing until the end). */
 export interface ExchangeSink {
@@ -45,10 +73,10 @@ export interface Answer {
 
 export type ExchangeOutcome = { ok: true; answer: Answer } | { ok: false; failure: Failure; begun: boolean };
 
-export async function runExchange(
+export async function runExchange<R extends ExchangeRequest>(
   loop: HostLoop,
-  request: ClientRequest,
-  upstream: Upstream,
+  request: R,
+  upstream: ModelUpstream<R>,
   auth: string | undefined,
   signal: AbortSignal,
   sink: ExchangeSink,
@@ -73,7 +101,7 @@ export async function runExchange(
       const assembled = new Assembler();
       let streamed = false;
       try {
-        const chunks = await upstream.stream(bodyOf(request, call), auth, signal);
+        const chunks = await upstream.stream(request, call.request, auth, signal);
         const limit = outputLimitChars(call.request.maxOutputTokens);
         for await (const chunk of chunks) {
           if (!first) sink.begin((first = { id: chunk.id, model: chunk.model, created: chunk.created }));
@@ -127,15 +155,4 @@ export async function runExchange(
       ...results.map((r): ChatMessage => ({ role: 'tool', tool_call_id: r.callId, content: r.content })),
     ]);
   }
-}
-
-/** The upstream request: the client's parameters, workmem's messages and tools, the output limit the session keeps to. */
-function bodyOf(request: ClientRequest, call: PreparedCall): Record<string, unknown> {
-  const { messages, tools, maxOutputTokens } = call.request;
-  return {
-    ...request.params,
-    messages: withBoundCallIds(messages),
-    ...(tools.length ? { tools: wireToolsOf(tools, request.wireTools) } : {}),
-    ...(request.maxTokens ? { [request.maxTokens.name]: Math.min(request.maxTokens.value, maxOutputTokens) } : {}),
-  };
 }

@@ -15,8 +15,9 @@ import { HostLoopError, type HostLoopOptions } from '../session/hostLoop.js';
 import type { SettingsOverrides } from '../settings/config.js';
 import type { SessionStore } from '../storage/sessionStore.js';
 import { SessionInUseError } from '../storage/storeErrors.js';
-import { BadRequestError, readClientRequest, type ClientRequest } from './chatWire.js';
-import { ClientStream, completionOf } from './clientAnswer.js';
+import { chatDoor } from './chatDoor.js';
+import { BadRequestError } from './chatWire.js';
+import type { ClientSink, ClientWire, DoorRequest, WireShape } from './clientWire.js';
 import { runExchange, type ExchangeSink } from './exchange.js';
 import { isLoopback, proxyRefusal, type Doors } from './proxyDoors.js';
 import { SessionGate } from './sessionGate.js';
@@ -83,7 +84,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   const maxBytes = options.maxRequestBytes ?? MAX_REQUEST_BYTES;
   let port = 0;
 
-  const loopOptions = (request: ClientRequest, auth: string | undefined): HostLoopOptions => {
+  const loopOptions = (request: DoorRequest, auth: string | undefined): HostLoopOptions => {
     const contextWindow = options.contextWindow ?? modelLimits(request.model).contextWindow;
     return {
       model: request.model,
@@ -103,50 +104,60 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     };
   };
 
-  async function chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** One request of a protocol's clients: read, through the session, answered in the protocol's shape. */
+  async function serveWire<R extends DoorRequest>(wire: ClientWire<R>, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req, maxBytes);
     if (raw === null) {
       // The rest of the body is not read: the connection closes once the refusal is sent.
       res.setHeader('connection', 'close');
       res.on('finish', () => req.destroy());
-      return sendError(res, 413, `the request body is larger than ${maxBytes} bytes`, 'invalid_request_error');
+      return sendWireError(wire, res, 413, `the request body is larger than ${maxBytes} bytes`, 'invalid_request_error');
     }
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw);
     } catch {
-      return sendError(res, 400, 'the request body is not JSON', 'invalid_request_error');
+      return sendWireError(wire, res, 400, 'the request body is not JSON', 'invalid_request_error');
     }
-    const request = readClientRequest(parsed);
+    const request = wire.read(parsed, req.headers);
+    const upstream = wire.upstream;
+    if (!upstream) return sendWireError(wire, res, 404, `workmem serve was given no upstream for ${wire.name}`, 'not_found_error');
     const { name } = sessionNameOf(req.headers[SESSION_HEADER], request.user, request.opening);
-    const auth = doors.forwardAuth ? req.headers.authorization : undefined;
+    const auth = doors.forwardAuth ? wire.credential(req.headers) : undefined;
     const hideAll: Redact = auth ? redactor([...secrets, auth.replace(/^Bearer\s+/i, '')]) : hide;
     const abort = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    let stream: ClientStream | null = null;
+    let stream: ClientSink | null = null;
     let reply: (() => void) | null = null;
     await gate.use(name, loopOptions(request, auth), async (loop) => {
       const headers = { [SESSION_HEADER]: loop.session.id };
-      stream = request.stream ? new ClientStream(res, headers) : null;
+      stream = request.stream ? wire.stream(res, headers, request) : null;
       const sink: ExchangeSink = stream ?? { begin: () => {}, delta: () => {} };
       const outcome = await runExchange(loop, request, upstream, auth, abort.signal, sink);
       if (!outcome.ok) {
         const { failure } = outcome;
         const body = { error: { ...failure.body.error, message: hideAll(failure.body.error.message) } };
         if (stream?.begun) stream.fail({ ...failure, body });
-        else reply = () => sendJson(res, failure.status, body, { ...headers, ...failure.headers });
-      } else if (stream) stream.finish(outcome.answer, request.streamUsage);
+        else reply = () => sendJson(res, failure.status, wire.error(failure.status, body.error), { ...headers, ...failure.headers });
+      } else if (stream) stream.finish(outcome.answer);
       else {
-        const completion = completionOf(outcome.answer);
-        reply = () => sendJson(res, 200, completion, headers);
+        const answer = wire.json(outcome.answer, request);
+        reply = () => sendJson(res, 200, answer, headers);
       }
     });
     // Answered once the session is closed (its lease given back): the client's next request may go to any proxy.
     if (reply) (reply as () => void)();
-    else (stream as ClientStream | null)?.end();
+    else (stream as ClientSink | null)?.end();
   }
+
+  /** Each protocol's route: its shape (for errors) and its handler. */
+  const route = <R extends DoorRequest>(wire: ClientWire<R>) => ({
+    shape: wire as WireShape,
+    serve: (req: IncomingMessage, res: ServerResponse) => serveWire(wire, req, res),
+  });
+  const wires = [route(chatDoor(upstream))];
 
   async function models(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const abort = new AbortController();
@@ -165,32 +176,47 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   }
 
   const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    // Refusals and errors in the shape of the protocol the path belongs to.
+    const shape = (wires.find((w) => path === w.shape.path || path.startsWith(`${w.shape.path}/`)) ?? wires[0]!).shape;
     const refused = proxyRefusal(req, port, doors);
-    if (refused) return sendError(res, refused.status, refused.reason, 'invalid_request_error');
-    const path = (req.url ?? '/').split('?')[0];
-    const route =
-      req.method === 'POST' && path === '/v1/chat/completions' ? chat : req.method === 'GET' && path === '/v1/models' ? models : null;
-    if (!route)
-      return sendError(
+    if (refused) return sendWireError(shape, res, refused.status, refused.reason, 'invalid_request_error');
+    const handler =
+      req.method === 'POST'
+        ? wires.find((w) => w.shape.path === path)?.serve
+        : req.method === 'GET' && path === '/v1/models'
+          ? models
+          : undefined;
+    if (!handler)
+      return sendWireError(
+        shape,
         res,
         404,
-        `no route for ${req.method} ${path}: workmem serve answers POST /v1/chat/completions and GET /v1/models`,
+        `no route for ${req.method} ${path}: workmem serve answers ${wires.map((w) => `POST ${w.shape.path}`).join(', ')} and GET /v1/models`,
         'invalid_request_error',
       );
-    route(req, res).catch((error: unknown) => {
+    handler(req, res).catch((error: unknown) => {
       if (res.headersSent) {
         if (!res.writableEnded)
-          res.end(`data: ${JSON.stringify({ error: { message: hide(messageOf(error)), type: 'server_error' } })}\n\n`);
+          res.end(shape.streamError({ message: hide(messageOf(error)), type: 'server_error', param: null, code: null }));
         return;
       }
-      if (error instanceof BadRequestError) return sendError(res, 400, error.message, 'invalid_request_error', error.code, error.param);
-      if (error instanceof RangeError) return sendError(res, 400, hide(error.message), 'invalid_request_error');
+      if (error instanceof BadRequestError)
+        return sendWireError(shape, res, 400, error.message, 'invalid_request_error', error.code, error.param);
+      if (error instanceof RangeError) return sendWireError(shape, res, 400, hide(error.message), 'invalid_request_error');
       if (error instanceof SessionInUseError) {
         res.setHeader('retry-after', '1');
-        return sendError(res, 409, hide(`the session is busy in another proxy: ${error.message}`), 'session_in_use', 'session_in_use');
+        return sendWireError(
+          shape,
+          res,
+          409,
+          hide(`the session is busy in another proxy: ${error.message}`),
+          'session_in_use',
+          'session_in_use',
+        );
       }
       const what = error instanceof HostLoopError ? `the session could not take the request: ${error.message}` : messageOf(error);
-      sendError(res, 500, hide(what), 'server_error');
+      sendWireError(shape, res, 500, hide(what), 'server_error');
     });
   });
   server.headersTimeout = 60_000;
@@ -211,6 +237,19 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       await gate.close();
     },
   };
+}
+
+/** An error the proxy itself answers, in the wire's shape. */
+function sendWireError(
+  wire: WireShape,
+  res: ServerResponse,
+  status: number,
+  message: string,
+  type: string,
+  code: string | null = null,
+  param: string | null = null,
+): void {
+  sendJson(res, status, wire.error(status, { message, type, param, code }));
 }
 
 function messageOf(error: unknown): string {

@@ -7,10 +7,13 @@
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
-import { LLMError } from '../llm/llm.js';
+import { LLMError, type LLMRequest } from '../llm/llm.js';
+import { withBoundCallIds } from '../llm/toolCallIds.js';
 import { classify } from '../llm/openaiErrors.js';
 import type { WatchdogState } from '../llm/streamWatchdog.js';
 import type { Redact } from '../secrets/redact.js';
+import { wireToolsOf, type ClientRequest } from './chatWire.js';
+import type { ModelUpstream } from './exchange.js';
 
 export interface UpstreamOptions {
   baseURL: string;
@@ -29,8 +32,9 @@ export interface Failure {
   error: LLMError;
 }
 
-export class Upstream {
-  private readonly client: OpenAI;
+export class Upstream implements ModelUpstream<ClientRequest> {
+  /** Also the other protocols' way to their upstream (responsesUpstream.ts, messagesUpstream.ts): its errors, timeouts and abort. */
+  readonly client: OpenAI;
 
   constructor(
     readonly options: UpstreamOptions,
@@ -45,9 +49,15 @@ export class Upstream {
     });
   }
 
-  /** One streamed completion; `auth` replaces the proxy's key (--forward-auth). */
-  async stream(body: Record<string, unknown>, auth: string | undefined, signal: AbortSignal): Promise<AsyncIterable<ChatCompletionChunk>> {
-    return (await this.client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } } as never, {
+  /** One streamed completion of the prepared request; `auth` replaces the proxy's key (--forward-auth). */
+  async stream(
+    request: ClientRequest,
+    call: LLMRequest,
+    auth: string | undefined,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<ChatCompletionChunk>> {
+    const body = { ...bodyOf(request, call), stream: true, stream_options: { include_usage: true } };
+    return (await this.client.chat.completions.create(body as never, {
       signal,
       ...(auth ? { headers: { Authorization: auth } } : {}),
     })) as unknown as AsyncIterable<ChatCompletionChunk>;
@@ -94,6 +104,17 @@ export class Upstream {
     if (error instanceof APIUserAbortError) return said(499, 'aborted', 'the client went away');
     return said(502, 'upstream_error', `the upstream's answer could not be read: ${llm.message}`);
   }
+}
+
+/** The upstream request: the client's parameters, workmem's messages and tools, the output limit the session keeps to. */
+function bodyOf(request: ClientRequest, call: LLMRequest): Record<string, unknown> {
+  const { messages, tools, maxOutputTokens } = call;
+  return {
+    ...request.params,
+    messages: withBoundCallIds(messages),
+    ...(tools.length ? { tools: wireToolsOf(tools, request.wireTools) } : {}),
+    ...(request.maxTokens ? { [request.maxTokens.name]: Math.min(request.maxTokens.value, maxOutputTokens) } : {}),
+  };
 }
 
 /** The proxy keeps no watchdog of its own: the SDK's timeout, and the client's disconnect. */
