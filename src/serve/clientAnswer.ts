@@ -5,6 +5,7 @@
  * however many upstream calls it took.
  */
 import type { ServerResponse } from 'node:http';
+import { startSse } from '../http/sseEvent.js';
 import type { ClientSink } from './clientWire.js';
 import type { Answer } from './exchange.js';
 import type { Failure } from './upstream.js';
@@ -44,12 +45,7 @@ export class ClientStream implements ClientSink {
 
   begin(first: { id: string; model: string; created: number }): void {
     this.first = first;
-    this.res.writeHead(200, {
-      ...this.headers,
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-    });
+    startSse(this.res, this.headers);
     this.chunk({ role: 'assistant', content: '' });
   }
 

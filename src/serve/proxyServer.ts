@@ -1,10 +1,12 @@
 /**
- * `workmem serve`: a working-memory proxy that speaks the Chat Completions API. Any program
- * that talks to an OpenAI-compatible base URL talks to this one instead: POST
- * /v1/chat/completions (streamed or not) goes through a workmem session (exchange.ts), GET
- * /v1/models is passed through, everything else is 404. Every request passes the doors
- * (proxyDoors.ts) first; bodies and answers are bounded; errors are OpenAI-shaped and keep
- * the upstream's status; keys never reach a log, a trace or an error (redact.ts).
+ * `workmem serve`: a working-memory proxy that speaks the Chat Completions API, the Responses
+ * API and Anthropic's Messages API. A program that talks to an OpenAI- or Anthropic-compatible
+ * base URL talks to this one instead: POST /v1/chat/completions, /v1/responses and
+ * /v1/messages (streamed or not) go through a workmem session (exchange.ts), each read and
+ * answered by its protocol's wire (clientWire.ts) and sent to an upstream that speaks it;
+ * GET /v1/models is passed through; everything else is 404. Every request passes the doors
+ * (proxyDoors.ts) first; bodies and answers are bounded; errors have the protocol's shape and
+ * keep the upstream's status; keys never reach a log, a trace or an error (redact.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,6 +21,10 @@ import { chatDoor } from './chatDoor.js';
 import { BadRequestError } from './chatWire.js';
 import type { ClientSink, ClientWire, DoorRequest, WireShape } from './clientWire.js';
 import { runExchange, type ExchangeSink } from './exchange.js';
+import { messagesDoor } from './messagesDoor.js';
+import { MessagesUpstream } from './messagesUpstream.js';
+import { responsesDoor } from './responsesDoor.js';
+import { ResponsesUpstream } from './responsesUpstream.js';
 import { isLoopback, proxyRefusal, type Doors } from './proxyDoors.js';
 import { SessionGate } from './sessionGate.js';
 import { SESSION_HEADER, sessionNameOf } from './sessionNaming.js';
@@ -26,11 +32,18 @@ import { Upstream } from './upstream.js';
 import { readBody, sendError, sendJson } from '../http/jsonHttp.js';
 
 export interface ProxyOptions {
-  /** The upstream's base URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1. */
-  upstream: string;
-  /** The upstream's key, from the proxy's environment (never from a flag). */
+  /**
+   * The upstream's base URL for every protocol, e.g. https://api.openai.com/v1 or
+   * http://127.0.0.1:8080/v1: each protocol's requests go to its own path there.
+   */
+  upstream?: string;
+  /** A protocol's upstream where it is not `upstream` (an Anthropic client's requests go to an Anthropic-compatible server). */
+  upstreams?: { chat?: string; responses?: string; messages?: string };
+  /** The key of the Chat Completions and Responses upstreams, from the proxy's environment (never from a flag). */
   apiKey?: string;
-  /** Send the client's Authorization upstream instead of apiKey. */
+  /** The key of the Messages upstream (sent as x-api-key), from the proxy's environment. */
+  anthropicApiKey?: string;
+  /** Send the client's own key upstream (Authorization; x-api-key for Messages) instead of the proxy's. */
   forwardAuth?: boolean;
   /** Default 127.0.0.1; beyond loopback `token` is required. */
   host?: string;
@@ -74,12 +87,19 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   const host = options.host ?? '127.0.0.1';
   const doors: Doors = { loopback: isLoopback(host), token: options.token, forwardAuth: options.forwardAuth === true };
   if (!doors.loopback && !doors.token) throw new Error(`listening on ${host} (beyond loopback) needs a token`);
-  const secrets = [options.apiKey, ...userinfoSecrets(options.upstream)];
+  const bases = {
+    chat: options.upstreams?.chat ?? options.upstream,
+    responses: options.upstreams?.responses ?? options.upstream,
+    messages: options.upstreams?.messages ?? options.upstream,
+  };
+  if (!bases.chat && !bases.responses && !bases.messages) throw new Error('give an upstream: one for every protocol, or one per protocol');
+  const secrets = [options.apiKey, options.anthropicApiKey, ...Object.values(bases).flatMap((url) => (url ? userinfoSecrets(url) : []))];
   const hide = redactor(secrets);
-  const upstream = new Upstream(
-    { baseURL: options.upstream, ...(options.apiKey ? { apiKey: options.apiKey } : {}), timeoutMs: options.timeoutMs ?? 600_000 },
-    hide,
-  );
+  const upstreamAt = (baseURL: string | undefined, apiKey: string | undefined) =>
+    baseURL ? new Upstream({ baseURL, ...(apiKey ? { apiKey } : {}), timeoutMs: options.timeoutMs ?? 600_000 }, hide) : null;
+  const upstream = upstreamAt(bases.chat, options.apiKey);
+  const responses = upstreamAt(bases.responses, options.apiKey);
+  const messages = upstreamAt(bases.messages, undefined);
   const gate = new SessionGate(options.leaseWaitMs ?? 30_000, options.keepOpenMs ?? 5_000);
   const maxBytes = options.maxRequestBytes ?? MAX_REQUEST_BYTES;
   let port = 0;
@@ -157,16 +177,22 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     shape: wire as WireShape,
     serve: (req: IncomingMessage, res: ServerResponse) => serveWire(wire, req, res),
   });
-  const wires = [route(chatDoor(upstream))];
+  const wires = [
+    route(chatDoor(upstream)),
+    route(responsesDoor(responses && new ResponsesUpstream(responses))),
+    route(messagesDoor(messages && new MessagesUpstream(messages, options.anthropicApiKey))),
+  ];
 
   async function models(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const listing = upstream ?? responses;
+    if (!listing) return sendError(res, 404, 'workmem serve was given no OpenAI-compatible upstream to list models of', 'not_found_error');
     const abort = new AbortController();
     res.on('close', () => abort.abort());
     let answer;
     try {
-      answer = await upstream.models(doors.forwardAuth ? req.headers.authorization : undefined, abort.signal);
+      answer = await listing.models(doors.forwardAuth ? req.headers.authorization : undefined, abort.signal);
     } catch (error) {
-      const failure = upstream.failure(error);
+      const failure = listing.failure(error);
       return sendJson(res, 502, failure.body);
     }
     if (answer.body.length > MAX_MODELS_BYTES)

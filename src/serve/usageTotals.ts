@@ -10,7 +10,7 @@ export interface WireUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details?: { cached_tokens: number };
+  prompt_tokens_details?: { cached_tokens: number; cache_write_tokens?: number };
 }
 
 export class UsageTotals {
@@ -18,6 +18,8 @@ export class UsageTotals {
   private completion = 0;
   private cached = 0;
   private anyCached = false;
+  private written = 0;
+  private anyWritten = false;
   private calls = 0;
   private unknown = false;
 
@@ -33,6 +35,10 @@ export class UsageTotals {
       this.cached += usage.cachedPromptTokens;
       this.anyCached = true;
     }
+    if (usage.cacheWriteTokens !== undefined) {
+      this.written += usage.cacheWriteTokens;
+      this.anyWritten = true;
+    }
   }
 
   /** Upstream calls made so far. */
@@ -46,7 +52,9 @@ export class UsageTotals {
       prompt_tokens: this.prompt,
       completion_tokens: this.completion,
       total_tokens: this.prompt + this.completion,
-      ...(this.anyCached ? { prompt_tokens_details: { cached_tokens: this.cached } } : {}),
+      ...(this.anyCached || this.anyWritten
+        ? { prompt_tokens_details: { cached_tokens: this.cached, ...(this.anyWritten ? { cache_write_tokens: this.written } : {}) } }
+        : {}),
     };
   }
 }
