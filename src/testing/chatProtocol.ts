@@ -27,10 +27,10 @@ export function sendOpenaiError(
   status: number,
   kind: ErrorKind,
   message: string | undefined,
-  param: string,
+  param: string | null,
 ): void {
   const said = OPENAI_ERRORS[kind];
-  sendError(res, status, message ?? said.message, said.type, said.code, kind === 'overflow' ? param : null);
+  sendError(res, status, message ?? said.message, said.type, said.code, param);
 }
 
 export const chatProtocol: TestProtocol = {
@@ -48,7 +48,8 @@ export const chatProtocol: TestProtocol = {
       ...(typeof b.prompt_cache_key === 'string' ? { cacheKey: b.prompt_cache_key } : {}),
     };
   },
-  error: (res, status, kind, message) => sendOpenaiError(res, status, kind, message, 'messages'),
+  error: (res, status, kind, message, param) =>
+    sendOpenaiError(res, status, kind, message, param ?? (kind === 'overflow' ? 'messages' : null)),
   overflow: (promptTokens, window) =>
     `This model's maximum context length is ${window} tokens. However, your messages resulted in ${promptTokens} tokens. Please reduce the length of the messages.`,
   async answer(res, completion, read, _raw, faults, options) {

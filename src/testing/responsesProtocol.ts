@@ -27,7 +27,8 @@ export const responsesProtocol: TestProtocol = {
   path: '/v1/responses',
   authorized: (headers, apiKey) => headers.authorization === `Bearer ${apiKey}`,
   read: readResponses,
-  error: (res, status, kind, message) => sendOpenaiError(res, status, kind, message, 'input'),
+  error: (res, status, kind, message, param) =>
+    sendOpenaiError(res, status, kind, message, param ?? (kind === 'overflow' ? 'input' : null)),
   overflow: () => 'Your input exceeds the context window of this model. Please adjust your input and try again.',
   async answer(res, completion, read, raw, faults, options) {
     const body = raw as Record<string, unknown>;

@@ -56,8 +56,8 @@ export interface TestProtocol {
   /** Whether the request carries the server's key, as the protocol sends one. */
   authorized(headers: IncomingHttpHeaders, apiKey: string): boolean;
   read(body: unknown, strict: boolean): ReadRequest | Refusal;
-  /** An error in the protocol's shape; `message` replaces the kind's own words. */
-  error(res: ServerResponse, status: number, kind: ErrorKind, message?: string): void;
+  /** An error in the protocol's shape; `message` replaces the kind's own words; `param` names the field, where the protocol says one. */
+  error(res: ServerResponse, status: number, kind: ErrorKind, message?: string, param?: string): void;
   /** The overflow's words: the prompt and the window, as the provider says them. */
   overflow(promptTokens: number, window: number): string;
   /** The answer: one JSON body, or the protocol's SSE events with the faults asked for. */

@@ -136,7 +136,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
       return protocol.error(res, 400, 'invalid', 'We could not parse the JSON body of your request.');
     }
     const read = protocol.read(body, options.strict === true);
-    if ('problem' in read) return protocol.error(res, 400, 'invalid', read.problem);
+    if ('problem' in read) return protocol.error(res, 400, 'invalid', read.problem, read.param);
 
     const index = chatIndex++;
     const faults = faultsFor(index, read.request);
