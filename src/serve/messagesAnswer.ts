@@ -98,25 +98,22 @@ const ANTHROPIC_TYPES = new Set([
 
 /** An error in Anthropic's shape: the upstream's own type, else the one its status means. */
 export function anthropicError(status: number, error: WireError): { type: 'error'; error: { type: string; message: string } } {
-  const type = ANTHROPIC_TYPES.has(error.type)
-    ? error.type
-    : status === 401
-      ? 'authentication_error'
-      : status === 403
-        ? 'permission_error'
-        : status === 404
-          ? 'not_found_error'
-          : status === 413
-            ? 'request_too_large'
-            : status === 429
-              ? 'rate_limit_error'
-              : status === 529
-                ? 'overloaded_error'
-                : status >= 500 || status === 409
-                  ? 'api_error'
-                  : 'invalid_request_error';
+  // OpenAI's names (and the proxy's own) say less than the status does; Anthropic's own say what they mean.
+  const type =
+    ANTHROPIC_TYPES.has(error.type) && error.type !== 'invalid_request_error'
+      ? error.type
+      : (BY_STATUS[status] ?? (status >= 500 || status === 409 ? 'api_error' : 'invalid_request_error'));
   return { type: 'error', error: { type, message: error.message } };
 }
+
+const BY_STATUS: Record<number, string> = {
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  529: 'overloaded_error',
+};
 
 export class MessagesStream implements ClientSink {
   private head: { id: string; model: string } | null = null;
