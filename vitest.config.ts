@@ -4,10 +4,12 @@ import { defineConfig } from 'vitest/config';
  * Projects by what a test needs, named by file suffix: `*.test.ts` runs in process and
  * fast (npm run test:unit); `*.slow.test.ts` walks paths, properties or long sessions;
  * `*.process.test.ts` spawns the built CLI; `*.tmux.test.ts` drives it in a terminal;
- * `*.browser.test.ts` drives headless Chromium; `*.pg.test.ts` needs PostgreSQL; the pack
- * test installs the packed package. `vitest --project <name>` picks one.
+ * `*.browser.test.ts` drives headless Chromium; `*.pg.test.ts` needs PostgreSQL;
+ * `*.agents.test.ts` installs agent programs from the registry (Codex, Claude Code, the
+ * agent SDKs) and drives them through the proxy; the pack test installs the packed package.
+ * `vitest --project <name>` picks one.
  */
-const KINDS = ['slow', 'process', 'tmux', 'browser', 'pg'] as const;
+const KINDS = ['slow', 'process', 'tmux', 'browser', 'pg', 'agents'] as const;
 const PACK = 'test/project/pack.test.ts';
 // Every kind shares a module cache per worker, as the unit project does: the files that spawn
 // the CLI, a browser or a terminal still import the test server, the session and their clients

@@ -2,7 +2,8 @@
  * workmem serve: the working-memory proxy (src/serve/) until Ctrl-C. Sessions are kept in
  * the home's folders or, with --database-url / --database-url-file / WORKMEM_DATABASE_URL,
  * in PostgreSQL, where several proxies share them. The upstream's key comes from
- * OPENAI_API_KEY (never a flag), or with --forward-auth from each client.
+ * OPENAI_API_KEY (ANTHROPIC_API_KEY for the Messages API; never a flag), or with
+ * --forward-auth from each client.
  */
 import { readFileSync } from 'node:fs';
 import { withoutUserinfo } from '../llm/baseUrl.js';
@@ -13,19 +14,24 @@ import { DEFAULT_VIZ_PORT } from '../trace/liveLink.js';
 import type { CliIO, Flags } from './cliIO.js';
 import { databaseOf, storeOf } from './databaseStore.js';
 import { terminalLine } from './terminalText.js';
+import { protocolUpstreams } from './serveUpstreams.js';
 import { UsageError } from './usageError.js';
 
 export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   const upstream = typeof flags.upstream === 'string' ? flags.upstream.trim() : '';
-  if (!upstream) throw new UsageError('give the model server to send requests to: --upstream <base-url> (e.g. https://api.openai.com/v1)');
-  let parsed: URL;
+  const upstreams = protocolUpstreams(flags);
+  if (!upstream && !Object.keys(upstreams).length)
+    throw new UsageError(
+      'give the model server to send requests to: --upstream <base-url> (e.g. https://api.openai.com/v1), or one per protocol (e.g. --upstream-messages https://api.anthropic.com/v1)',
+    );
+  let parsed: URL | null = null;
   try {
-    parsed = new URL(upstream);
+    parsed = upstream ? new URL(upstream) : null;
   } catch {
     throw new UsageError(`--upstream ${JSON.stringify(upstream.replace(/^.*@/, '***@'))} is not a URL`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+  if (parsed && parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
     throw new UsageError(`--upstream must be an http:// or https:// URL, got ${JSON.stringify(withoutUserinfo(upstream))}`);
   const port = numberFlag(flags.port, '--port', 0, 65535) ?? 0;
   const contextWindow = numberFlag(flags['context-window'], '--context-window', 1024, 100_000_000);
@@ -38,13 +44,16 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
     );
   const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
   const apiKey = io.env.OPENAI_API_KEY?.trim() || undefined;
+  const anthropicApiKey = io.env.ANTHROPIC_API_KEY?.trim() || undefined;
   const inspect = flags.inspect === true ? (numberFlag(flags['inspect-port'], '--inspect-port', 1, 65535) ?? DEFAULT_VIZ_PORT) : undefined;
   const database = databaseOf(flags, io.env);
   const store = storeOf(database);
   try {
     const proxy = await startProxy({
-      upstream,
+      ...(upstream ? { upstream } : {}),
+      upstreams,
       ...(apiKey ? { apiKey } : {}),
+      ...(anthropicApiKey ? { anthropicApiKey } : {}),
       forwardAuth: flags['forward-auth'] === true,
       host,
       port,
@@ -58,10 +67,11 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       ...(inspect ? { visualizer: inspect } : {}),
       warn: (message) => io.stderr.write(`workmem serve: ${terminalLine(message)}\n`),
     });
-    io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(withoutUserinfo(upstream))}\n`);
+    io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(withoutUserinfo(upstream || 'one upstream per protocol'))}\n`);
+    for (const [protocol, url] of Object.entries(upstreams)) io.stdout.write(`  ${protocol} → ${terminalLine(withoutUserinfo(url))}\n`);
     io.stdout.write(
       `(sessions ${database ? `in ${terminalLine(withoutUserinfo(database.url))}` : `of ${terminalLine(home)}`}; ` +
-        `point a client at it: OPENAI_BASE_URL=${proxy.url}; Ctrl-C stops)\n`,
+        `point a client at it: OPENAI_BASE_URL=${proxy.url}, or ANTHROPIC_BASE_URL=${proxy.url.replace(/\/v1$/, '')}; Ctrl-C stops)\n`,
     );
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);

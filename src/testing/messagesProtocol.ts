@@ -1,8 +1,9 @@
 /**
  * The test server's Anthropic Messages API (POST /v1/messages): `system` and `messages`
  * (text, tool_use and tool_result blocks, thinking blocks) are read as the Chat Completions
- * body the policy reads, each system block its own system message and every `cache_control`
- * mark kept on the message it is in (the prompt cache reads them as breakpoints); the answer
+ * body the policy reads, the system blocks one system prompt; the prompt cache reads each
+ * system block as its own message and every `cache_control` mark on the message it is in
+ * (its breakpoints); the answer
  * is one `message`, or its SSE events in order (message_start, ping, each content block's
  * start, deltas and stop, message_delta with the stop reason and usage, message_stop). Its
  * usage says what the prompt cache read and wrote (input_tokens is what it did neither with).
@@ -87,8 +88,17 @@ function readMessages(body: unknown): ReadRequest | Refusal {
   const problem = unpaired(messages) ?? (thinkingOn(b) ? unthought(messages) : null);
   if (problem) return { problem, param: 'messages' };
   const tools = toolsOf(b.tools);
-  const request: ChatRequest = { model: b.model, messages: out, ...(tools.length ? { tools } : {}) };
-  return { request, stream: b.stream === true, maxTokens: b.max_tokens };
+  const cacheView: ChatRequest = { model: b.model, messages: out, ...(tools.length ? { tools } : {}) };
+  // The model reads the system blocks as one system prompt; the cache, block by block (each may be a breakpoint).
+  const system = out.filter((m, i) => m.role === 'system' && out.slice(0, i).every((o) => o.role === 'system'));
+  const request: ChatRequest = {
+    ...cacheView,
+    messages: [
+      ...(system.length ? [{ role: 'system' as const, content: system.map((m) => m.content).join('') }] : []),
+      ...out.slice(system.length),
+    ].map(({ cache_control: _mark, ...m }: Marked) => m as ChatMessage),
+  };
+  return { request, cacheView, stream: b.stream === true, maxTokens: b.max_tokens };
 }
 
 function readMessage(m: Message, where: string, out: Marked[]): string | null {

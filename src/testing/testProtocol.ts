@@ -20,6 +20,8 @@ export interface ReadRequest {
   maxTokens: number;
   /** The prompt cache's session when the body names one (OpenAI's prompt_cache_key). */
   cacheKey?: string;
+  /** The request as the prompt cache reads it, when its breakpoints part what the model reads as one (Anthropic's system blocks). */
+  cacheView?: ChatRequest;
 }
 
 /** Why a real server would refuse the body (400), naming the field. */

@@ -189,7 +189,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     reply = applyReplyFaults(reply, faults);
     const completion = completionOf(reply);
     // Only a request that is answered reads or writes the cache.
-    const { cached, written } = cache.read(read.request, session, promptTokens);
+    const { cached, written } = cache.read(read.cacheView ?? read.request, session, promptTokens);
     record.cachedTokens = cached;
     record.cacheWriteTokens = written;
     const scale = options.promptTokenScale ?? 1;
