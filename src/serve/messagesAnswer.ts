@@ -97,13 +97,16 @@ const ANTHROPIC_TYPES = new Set([
 ]);
 
 /** An error in Anthropic's shape: the upstream's own type, else the one its status means. */
-export function anthropicError(status: number, error: WireError): { type: 'error'; error: { type: string; message: string } } {
+export function anthropicError(
+  status: number,
+  error: WireError,
+): { type: 'error'; error: { type: string; message: string; details?: { error_code: string } } } {
   // OpenAI's names (and the proxy's own) say less than the status does; Anthropic's own say what they mean.
   const type =
     ANTHROPIC_TYPES.has(error.type) && error.type !== 'invalid_request_error'
       ? error.type
       : (BY_STATUS[status] ?? (status >= 500 || status === 409 ? 'api_error' : 'invalid_request_error'));
-  return { type: 'error', error: { type, message: error.message } };
+  return { type: 'error', error: { type, message: error.message, ...(error.code ? { details: { error_code: error.code } } : {}) } };
 }
 
 const BY_STATUS: Record<number, string> = {

@@ -7,7 +7,9 @@
  * Blocks the session cannot hold (images, documents, the provider's own tools' blocks) are
  * refused with 400 naming them, never dropped. `cache_control` marks are the client's layout,
  * which workmem's replaces: they are dropped and workmem places its own breakpoints (the TTL
- * the client asked for kept). The client's tools go upstream as it sent them, their marks
+ * the client asked for kept). A message `thread` is the session's to keep: one the client
+ * creates is not asked of the upstream, one it continues is refused as not found (the
+ * protocol's thread_not_found, on which Anthropic's SDK sends the whole conversation). The client's tools go upstream as it sent them, their marks
  * dropped; anthropic-version and anthropic-beta go upstream too.
  */
 import type { IncomingHttpHeaders } from 'node:http';
@@ -37,8 +39,8 @@ export interface MessagesRequest extends DoorRequest {
   stopped: { reason: string; sequence: string | null } | null;
 }
 
-/** Replaced by what workmem builds, or read here. */
-const OWN = new Set(['system', 'messages', 'tools', 'max_tokens', 'stream']);
+/** Replaced by what workmem builds, or read here (a message thread is the session's to keep: never asked of the upstream). */
+const OWN = new Set(['system', 'messages', 'tools', 'max_tokens', 'stream', 'thread']);
 const PASSED_HEADERS = ['anthropic-version', 'anthropic-beta'];
 
 export function readMessagesRequest(body: unknown, headers: IncomingHttpHeaders = {}): MessagesRequest {
@@ -49,6 +51,13 @@ export function readMessagesRequest(body: unknown, headers: IncomingHttpHeaders 
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1)
     throw new BadRequestError('max_tokens is required: a positive whole number', 'max_tokens');
   if (!Array.isArray(b.messages) || !b.messages.length) throw new BadRequestError('messages must be a non-empty array', 'messages');
+  // A thread the client asks to create is not kept upstream (the session keeps the conversation); one it continues is none the proxy holds.
+  if ((b.thread as { type?: unknown } | null | undefined)?.type === 'continue')
+    throw new BadRequestError(
+      "thread: workmem serve keeps each conversation in its session, not in message threads kept upstream, so it holds no thread to continue; send the whole conversation (Anthropic's SDK does so itself on this error; its tool runner takes thread: false)",
+      'thread',
+      'thread_not_found',
+    );
   let cacheTtl: string | undefined;
   const noteMark = (block: Block) => {
     const ttl = (block.cache_control as { ttl?: unknown } | undefined)?.ttl;
