@@ -67,7 +67,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       ...(inspect ? { visualizer: inspect } : {}),
       warn: (message) => io.stderr.write(`workmem serve: ${terminalLine(message)}\n`),
     });
-    io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(withoutUserinfo(upstream || 'one upstream per protocol'))}\n`);
+    io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(upstream ? withoutUserinfo(upstream) : 'an upstream per protocol')}\n`);
     for (const [protocol, url] of Object.entries(upstreams)) io.stdout.write(`  ${protocol} → ${terminalLine(withoutUserinfo(url))}\n`);
     io.stdout.write(
       `(sessions ${database ? `in ${terminalLine(withoutUserinfo(database.url))}` : `of ${terminalLine(home)}`}; ` +

@@ -10,6 +10,7 @@ import type { Fault } from './faults.js';
 import type { Completion } from './sseStream.js';
 import type { ChatRequest } from './wire.js';
 
+/** The protocol a request spoke: Chat Completions, the Responses API, Anthropic's Messages API. */
 export type ProtocolName = 'chat' | 'responses' | 'messages';
 
 /** A request as the policy and the prompt cache read it. */

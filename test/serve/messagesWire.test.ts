@@ -158,6 +158,8 @@ describe("Anthropic's Messages API through workmem serve", () => {
       const state = await sessionState(sessionIdFor(`messages-${stream}`), { home });
       expect(state.overview).toContain('rose2');
       expect(state.log.filter((e) => e.type === 'branch')).toEqual([]);
+      // The context view shows what the client sent beside what went upstream: a host record per call.
+      expect(state.trace.some((line) => String(line).includes('"k":"host"'))).toBe(true);
     });
 
   it('with thinking on, sends a tool loop its thinking again before its calls, the client its own', async () => {

@@ -181,6 +181,8 @@ describe('the Responses API through workmem serve', () => {
       const state = await sessionState(sessionIdFor(`responses-${stream}`), { home });
       expect(state.overview).toContain('rose2');
       expect(state.log.filter((e) => e.type === 'branch')).toEqual([]);
+      // The context view shows what the client sent beside what went upstream: a host record per call.
+      expect(state.trace.some((line) => String(line).includes('"k":"host"'))).toBe(true);
       expect(state.log.filter((e) => e.type === 'message' && e.message.role === 'user').length).toBe(prompts.length);
     });
 
