@@ -8,6 +8,7 @@ export { createSession, openSession, listSessions, findSession, readSession, rem
 export { Session } from './session/session.js';
 export type { SessionOptions, OpenOptions, TurnResult, SessionState, SessionIndexEntry, ItemMemoryConfig } from './session/options.js';
 export type { SettingsOverrides } from './settings/config.js';
+export type { TelemetryOption, TracerProviderLike, MeterProviderLike } from './telemetry/telemetryOption.js';
 export type { HistoryMode } from './history/historyView.js';
 export type { CompactionResult } from './compaction/apply.js';
 export type { WorkmemEvent } from './events.js';

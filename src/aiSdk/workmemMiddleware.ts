@@ -51,7 +51,13 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
   const { model, contextWindow, compactionModel, caching, ...rest } = options;
   const window = contextWindow ?? modelLimits(model.modelId).contextWindow;
   const summarizer = aiSdkModel(compactionModel ?? model, { contextWindow: window, ...(caching ? { caching } : {}) });
-  const loop = await HostLoop.open({ ...rest, model: model.modelId, contextWindow: window, summarize: summarizer.summarize! });
+  const loop = await HostLoop.open({
+    ...rest,
+    model: model.modelId,
+    provider: model.provider,
+    contextWindow: window,
+    summarize: summarizer.summarize!,
+  });
   const explicit = summarizer.caching === 'explicit';
   const hide = redactor([]);
   const ownCalls = new AnswerToolCalls(loop);

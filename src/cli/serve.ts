@@ -13,6 +13,7 @@ import { defaultHome } from '../storage/sessionPaths.js';
 import { DEFAULT_VIZ_PORT } from '../trace/liveLink.js';
 import type { CliIO, Flags } from './cliIO.js';
 import { databaseOf, storeOf } from './databaseStore.js';
+import { startOtlp } from './otlpFlag.js';
 import { terminalLine } from './terminalText.js';
 import { protocolUpstreams } from './serveUpstreams.js';
 import { UsageError } from './usageError.js';
@@ -47,6 +48,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const anthropicApiKey = io.env.ANTHROPIC_API_KEY?.trim() || undefined;
   const inspect = flags.inspect === true ? (numberFlag(flags['inspect-port'], '--inspect-port', 1, 65535) ?? DEFAULT_VIZ_PORT) : undefined;
   const database = databaseOf(flags, io.env);
+  const otlp = await startOtlp(flags, io.env); // registered before the proxy starts: its sessions report to it
   const store = storeOf(database);
   try {
     const proxy = await startProxy({
@@ -80,6 +82,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
     await proxy.close();
     return 0;
   } finally {
+    await otlp?.shutdown();
     await store?.close();
   }
 }

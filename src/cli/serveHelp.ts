@@ -36,6 +36,9 @@ conversation's opening; the response's x-workmem-session header names it. See do
   --context-window <tokens>   the window of every model (default: the known window of
                               the request's model, else 32768)
   --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
+  --otlp <url>                export OpenTelemetry spans and metrics over OTLP/HTTP to this
+                              collector (or set OTEL_EXPORTER_OTLP_ENDPOINT); needs
+                              @opentelemetry/api and @opentelemetry/sdk-node installed
 ${DATABASE_HELP}
 ${INSPECT_HELP}`;
 
@@ -53,5 +56,6 @@ export const SERVE_OPTIONS: NonNullable<ParseArgsConfig['options']> = {
   home: { type: 'string' },
   inspect: { type: 'boolean' },
   'inspect-port': { type: 'string' },
+  otlp: { type: 'string' },
   ...DATABASE_OPTIONS,
 };

@@ -52,7 +52,7 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
   const window = contextWindow ?? modelLimits(name).contextWindow;
   const summarizer = compactionModel ?? model;
   const summarize: LLM['summarize'] = async (request, { signal }) => responseOf(await invoke(summarizer, request, signal));
-  const loop = await HostLoop.open({ ...rest, model: name, contextWindow: window, summarize });
+  const loop = await HostLoop.open({ ...rest, model: name, provider: providerOf(model), contextWindow: window, summarize });
   const hide = redactor([]);
   const ownCalls = new AnswerToolCalls(loop);
   const requests: RequestMessages = new ConversionsByPlace();
@@ -110,6 +110,16 @@ function modelName(model: BaseChatModel): string {
   const named = model as unknown as { model?: unknown; modelName?: unknown };
   for (const value of [named.model, named.modelName]) if (typeof value === 'string' && value) return value;
   return model.getName();
+}
+
+/** Who serves the model, as LangChain's tracing names it (`ls_provider`: `openai`, `anthropic`, …). */
+function providerOf(model: BaseChatModel): string | undefined {
+  try {
+    const provider = (model as unknown as { getLsParams?(options: object): { ls_provider?: unknown } }).getLsParams?.({})?.ls_provider;
+    return typeof provider === 'string' && provider ? provider : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -57,6 +57,8 @@ export interface OpenAIChatOptions {
 }
 
 export interface OpenAIChat extends LLM {
+  /** The API it speaks, as OpenTelemetry's `gen_ai.provider.name` names it. */
+  readonly provider: 'openai';
   readonly baseURL: string;
   readonly compactionModel: string;
 }
@@ -121,6 +123,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
 
   return {
     model,
+    provider: 'openai',
     contextWindow,
     maxOutputTokens,
     baseURL: withoutUserinfo(baseURL),

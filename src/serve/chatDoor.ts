@@ -8,6 +8,7 @@ export function chatDoor(upstream: Upstream | null): ClientWire<ClientRequest> {
   return {
     path: '/v1/chat/completions',
     name: 'the Chat Completions API',
+    provider: 'openai',
     read: (body) => readClientRequest(body),
     upstream,
     credential: (headers) => headers.authorization,

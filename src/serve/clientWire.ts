@@ -50,6 +50,8 @@ export interface WireShape {
 }
 
 export interface ClientWire<R extends DoorRequest> extends WireShape {
+  /** Who speaks the protocol (`openai`, `anthropic`): OpenTelemetry's gen_ai.provider.name. */
+  readonly provider: string;
   /** The request, checked (a BadRequestError names what is wrong). */
   read(body: unknown, headers: IncomingHttpHeaders): R;
   /** Its model; null when the proxy was given none for this protocol. */

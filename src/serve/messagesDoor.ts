@@ -9,6 +9,7 @@ export function messagesDoor(upstream: MessagesUpstream | null): ClientWire<Mess
   return {
     path: '/v1/messages',
     name: 'the Messages API',
+    provider: 'anthropic',
     read: (body, headers) => readMessagesRequest(body, headers),
     upstream,
     // Anthropic's clients send their key as x-api-key; with an auth token (ANTHROPIC_AUTH_TOKEN), as a Bearer.

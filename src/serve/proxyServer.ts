@@ -16,6 +16,7 @@ import { redactor, type Redact } from '../secrets/redact.js';
 import { HostLoopError, type HostLoopOptions } from '../session/hostLoop.js';
 import type { SettingsOverrides } from '../settings/config.js';
 import type { SessionStore } from '../storage/sessionStore.js';
+import { clientContextFor, type TelemetryOption } from '../telemetry/telemetryOption.js';
 import { SessionInUseError } from '../storage/storeErrors.js';
 import { chatDoor } from './chatDoor.js';
 import { BadRequestError } from './chatWire.js';
@@ -70,6 +71,8 @@ export interface ProxyOptions {
   /** Stream the sessions' traces live to `workmem viz` (as --inspect does). */
   visualizer?: true | number | string;
   warn?: (message: string) => void;
+  /** OpenTelemetry (SessionOptions.telemetry); on, each request continues its client's traceparent. */
+  telemetry?: TelemetryOption;
 }
 
 export interface ProxyServer {
@@ -102,12 +105,14 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   const messages = upstreamAt(bases.messages, undefined);
   const gate = new SessionGate(options.leaseWaitMs ?? 30_000, options.keepOpenMs ?? 5_000);
   const maxBytes = options.maxRequestBytes ?? MAX_REQUEST_BYTES;
+  const inClientContext = await clientContextFor(options.telemetry);
   let port = 0;
 
-  const loopOptions = (request: DoorRequest, auth: string | undefined): HostLoopOptions => {
+  const loopOptions = (request: DoorRequest, auth: string | undefined, provider: string): HostLoopOptions => {
     const contextWindow = options.contextWindow ?? modelLimits(request.model).contextWindow;
     return {
       model: request.model,
+      provider, // the wire it speaks
       contextWindow,
       // The client's limit (within half the window), else what openaiChat reserves by default.
       maxOutputTokens: Math.min(request.maxTokens?.value ?? 4096, Math.floor(contextWindow / (request.maxTokens ? 2 : 4))),
@@ -119,6 +124,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       ...(options.trace === false ? { trace: false } : {}),
       ...(options.visualizer !== undefined ? { visualizer: options.visualizer } : {}),
       ...(options.warn ? { warn: options.warn } : {}),
+      ...(options.telemetry !== undefined ? { telemetry: options.telemetry } : {}),
       secrets: [...secrets, auth?.replace(/^Bearer\s+/i, '')].filter((s): s is string => !!s),
       recordToolResults: true,
     };
@@ -151,7 +157,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     });
     let stream: ClientSink | null = null;
     let reply: (() => void) | null = null;
-    await gate.use(name, loopOptions(request, auth), async (loop) => {
+    await gate.use(name, loopOptions(request, auth, wire.provider), async (loop) => {
       const headers = { [SESSION_HEADER]: loop.session.id };
       stream = request.stream ? wire.stream(res, headers, request) : null;
       const sink: ExchangeSink = stream ?? { begin: () => {}, delta: () => {} };
@@ -221,7 +227,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
         `no route for ${req.method} ${path}: workmem serve answers ${wires.map((w) => `POST ${w.shape.path}`).join(', ')} and GET /v1/models`,
         'invalid_request_error',
       );
-    handler(req, res).catch((error: unknown) => {
+    (inClientContext ? inClientContext(req.headers, () => handler(req, res)) : handler(req, res)).catch((error: unknown) => {
       if (res.headersSent) {
         if (!res.writableEnded)
           res.end(shape.streamError({ message: hide(messageOf(error)), type: 'server_error', param: null, code: null }));

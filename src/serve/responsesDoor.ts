@@ -10,6 +10,7 @@ export function responsesDoor(upstream: ResponsesUpstream | null): ClientWire<Re
   return {
     path: '/v1/responses',
     name: 'the Responses API',
+    provider: 'openai',
     read: (body) => readResponsesRequest(body),
     upstream,
     credential: (headers) => headers.authorization,

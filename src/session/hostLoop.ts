@@ -34,6 +34,8 @@ export interface HostLoopOptions extends Omit<SessionOptions, 'llm' | 'tools' | 
   maxOutputTokens?: number;
   /** One non-streaming request, for compaction summaries; without it compaction archives only. */
   summarize?: LLM['summarize'];
+  /** Who serves the host's model (`openai`, `anthropic`, …), for OpenTelemetry's `gen_ai.provider.name`. */
+  provider?: string;
 }
 
 /** A message of a host's loop: `pinned: true` on a user message pins it (every request carries it, no compaction replaces it). */
@@ -70,8 +72,8 @@ export class HostLoop {
 
   /** Open the named session (or create it), driven by a host's loop. */
   static async open(options: HostLoopOptions): Promise<HostLoop> {
-    const { sessionId, model, contextWindow, maxOutputTokens, summarize, ...rest } = options;
-    const bridge = new Bridge(model, contextWindow, maxOutputTokens ?? rest.settings?.reserveOutputTokens ?? 4096, summarize);
+    const { sessionId, model, contextWindow, maxOutputTokens, summarize, provider, ...rest } = options;
+    const bridge = new Bridge(model, contextWindow, maxOutputTokens ?? rest.settings?.reserveOutputTokens ?? 4096, summarize, provider);
     // The host's loop retries a failed call itself; the session compacts on an overflow.
     const settings = { ...rest.settings, retry: { maxRetries: 0, ...rest.settings?.retry } };
     const common = { ...rest, llm: bridge, settings };
@@ -202,6 +204,7 @@ class Bridge implements LLM {
     readonly contextWindow: number,
     readonly maxOutputTokens: number,
     summarize: LLM['summarize'] | undefined,
+    readonly provider: string | undefined,
   ) {
     if (summarize) this.summarize = summarize;
   }

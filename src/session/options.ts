@@ -7,6 +7,7 @@ import type { LLM, TurnError } from '../llm/llm.js';
 import type { TrackerState } from '../memory/reminderTracker.js';
 import type { SettingsOverrides } from '../settings/config.js';
 import type { SessionStore } from '../storage/sessionStore.js';
+import type { TelemetryOption } from '../telemetry/telemetryOption.js';
 import type { Tool } from '../tools/tool.js';
 
 /** What a session is created with: the model, and optionally the store, tools, instructions, settings and more. */
@@ -64,6 +65,12 @@ export interface SessionOptions {
    * a session with another list is refused: a session keeps the pins it was created with.
    */
   pinned?: readonly string[];
+  /**
+   * OpenTelemetry spans and metrics (docs/observability.md). Default: on when the service has
+   * registered a global tracer or meter provider through `@opentelemetry/api`, off (nothing
+   * loaded) otherwise; `false` turns it off; or give the providers to report to.
+   */
+  telemetry?: TelemetryOption;
 }
 
 /** Item memory for a session: remember / recall / forget, per session or per user, optionally injected after overview.md. */

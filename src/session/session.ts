@@ -107,6 +107,7 @@ export class Session {
     const pinned = pinOption(options);
     const promptId = randomUUID();
     const result = new Promise<TurnResult>((resolve) => this.pending.set(promptId, resolve));
+    this.wiring.enqueued?.(promptId);
     queueMicrotask(() => this.actor.send({ type: 'prompt', prompt: { id: promptId, text, ...(pinned ? { pinned } : {}) } }));
     return { promptId, result };
   }

@@ -25,6 +25,7 @@ import type { resolveSettings } from '../settings/config.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import type { StateStore } from '../storage/stateStore.js';
 import type { TokenCounter } from '../tokens/tokens.js';
+import type { SessionTelemetrySource } from '../telemetry/telemetryOption.js';
 import type { Tool } from '../tools/tool.js';
 import { LiveLink, liveUrl } from '../trace/liveLink.js';
 import { TraceRecorder } from '../trace/traceRecorder.js';
@@ -47,6 +48,8 @@ export interface SessionParts {
   items: PersistentItemMemory | null;
   /** Opened from disk (the trace continues) rather than created. */
   resumed: boolean;
+  /** OpenTelemetry, when it is on (telemetryOption.ts). */
+  telemetry?: SessionTelemetrySource | null;
 }
 
 export interface SessionWiring {
@@ -56,6 +59,8 @@ export interface SessionWiring {
   inspect: ((event: InspectionEvent) => void) | undefined;
   tools: readonly Tool[];
   bus: EventBus;
+  /** A prompt was queued (telemetry keeps the context it came in, for its turn's span). */
+  enqueued: ((promptId: string) => void) | undefined;
   /** Persist what is written behind (tracker, item memory), then release the trace, live link, record and store. */
   close(tracker: TrackerState): Promise<void>;
 }
@@ -80,11 +85,14 @@ export function wireSession(
     trace.onRecord((r) => link.send(r));
   }
   const bus = new EventBus(record.id, record.redact, now, trace ? (event) => trace.event(event) : undefined, options.warn);
+  const telemetry = parts.telemetry?.forSession(record.id, options.llm) ?? null;
+  if (telemetry) bus.on('*', telemetry.listen);
+  const llm = telemetry ? telemetry.wrapModel(options.llm) : options.llm;
   const compaction: CompactionDeps = {
     store: compactionStoreOf(record),
     counter,
     now,
-    summarizer: modelSummarizer({ llm: options.llm, counter, contextWindow: resolved.turn.contextWindow }),
+    summarizer: modelSummarizer({ llm, counter, contextWindow: resolved.turn.contextWindow }),
     contextWindow: resolved.turn.contextWindow,
     lastRequest,
   };
@@ -101,6 +109,26 @@ export function wireSession(
   const systemPromptFor = (instructions: string | undefined, toolNames: string[]): string =>
     systemPrompt({ ...(instructions ? { instructions } : {}), fallbackThreshold: resolved.turn.fallbackThreshold, toolNames });
   const inject = items && options.itemMemory?.inject ? { ...options.itemMemory.inject, userId: options.itemMemory.userId } : null;
+  const host = sessionHost({
+    record,
+    counter,
+    llm,
+    tools: tools.all,
+    builtIn: tools.builtIn,
+    outputLimits: resolved.turn.toolOutput,
+    compaction,
+    tracker: trackerWriter,
+    trace,
+    emit: dispatch,
+    now,
+    ...(options.random ? { random: options.random } : {}),
+    redact: record.redact,
+    systemPromptFor,
+    ...(options.recordToolResults ? { recordToolResults: true } : {}),
+    ...(inject && items
+      ? { relevant: (history: HistoryView) => relevantMemories(items.memory, latestUserText(history), inject, counter) }
+      : {}),
+  });
   const statics: SessionStatics = {
     sessionId: record.id,
     systemPrompt: systemPromptFor(
@@ -110,26 +138,7 @@ export function wireSession(
     tools: tools.all.map((t) => t.spec),
     counter,
     settings: resolved.turn,
-    host: sessionHost({
-      record,
-      counter,
-      llm: options.llm,
-      tools: tools.all,
-      builtIn: tools.builtIn,
-      outputLimits: resolved.turn.toolOutput,
-      compaction,
-      tracker: trackerWriter,
-      trace,
-      emit: dispatch,
-      now,
-      ...(options.random ? { random: options.random } : {}),
-      redact: record.redact,
-      systemPromptFor,
-      ...(options.recordToolResults ? { recordToolResults: true } : {}),
-      ...(inject && items
-        ? { relevant: (history: HistoryView) => relevantMemories(items.memory, latestUserText(history), inject, counter) }
-        : {}),
-    }),
+    host: telemetry ? telemetry.wrapHost(host) : host,
   };
 
   const meta = record.meta;
@@ -155,11 +164,13 @@ export function wireSession(
     inspect: options.inspect || trace ? combineInspectors(options.inspect, trace?.inspect) : undefined,
     tools: tools.all,
     bus,
+    enqueued: telemetry ? (promptId) => telemetry.enqueued(promptId) : undefined,
     async close(tracker) {
       try {
         await trackerWriter.flush(tracker);
         await items?.flush();
       } finally {
+        telemetry?.close();
         trace?.close();
         await live?.close();
         items?.detach();
