@@ -231,5 +231,8 @@ describe("Anthropic's Messages API through workmem serve", () => {
     expect(noLimit).toMatchObject({ status: 400, json: { type: 'error', error: { type: 'invalid_request_error' } } });
     const count = await post(`${at}/count_tokens`, { model: 'workmem-test', messages: [] }, headers);
     expect(count).toMatchObject({ status: 404, json: { type: 'error', error: { type: 'not_found_error' } } });
+    // The doors, in Anthropic's shape: a browser's Origin, a body past the limit.
+    const foreign = await post(at, { model: 'workmem-test', max_tokens: 5, messages: [] }, { ...headers, origin: 'http://evil.example' });
+    expect(foreign).toMatchObject({ status: 403, json: { type: 'error', error: { type: 'permission_error' } } });
   });
 });
