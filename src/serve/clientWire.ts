@@ -5,8 +5,9 @@
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { ChatMessage } from '../history/messages.js';
-import type { Answer, ExchangeRequest, ExchangeSink, ModelUpstream } from './exchange.js';
-import type { Failure } from './upstream.js';
+import type { Answer, ExchangeRequest, ExchangeSink } from './exchange.js';
+import type { ModelUpstream } from './modelUpstream.js';
+import type { Failure } from './modelUpstream.js';
 
 /** What the proxy reads of any protocol's request besides what the exchange reads. */
 export interface DoorRequest extends ExchangeRequest {

@@ -9,16 +9,15 @@
  * client's passed through. An overflow is compacted and the call made again before the
  * client sees anything.
  */
-import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { HostConversation } from '../../machines/sessionTypes.js';
 import type { ChatMessage, ToolCall } from '../history/messages.js';
-import type { LLMRequest, LLMResponse } from '../llm/llm.js';
+import type { LLMResponse } from '../llm/llm.js';
 import { outputLimitChars, outputOverrun } from '../llm/outputLimit.js';
 import { Assembler } from '../llm/streamAssembler.js';
 import type { HostLoop, PreparedCall } from '../session/hostLoop.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { BadRequestError } from './chatWire.js';
-import type { Failure } from './upstream.js';
+import type { Failure, ModelUpstream } from './modelUpstream.js';
 import { UsageTotals, type WireUsage } from './usageTotals.js';
 
 /** Rounds of workmem's own tools in one exchange before the client is answered with what there is. */
@@ -37,17 +36,6 @@ export interface ExchangeRequest {
 /** The client's conversation, read by index, and the messages of workmem's exchange after it. */
 export interface ExchangeConversation extends HostConversation {
   with(messages: readonly ChatMessage[]): ExchangeConversation;
-}
-
-/**
- * The model behind the proxy, in the client's protocol: one call's answer read as Chat
- * Completions chunks (the exchange reads every wire's answer so), a failure as the client is
- * answered and as the session reads it.
- */
-export interface ModelUpstream<R> {
-  /** One streamed call of the prepared request; `auth` replaces the proxy's key (--forward-auth). */
-  stream(request: R, call: LLMRequest, auth: string | undefined, signal: AbortSignal): Promise<AsyncIterable<ChatCompletionChunk>>;
-  failure(error: unknown): Failure;
 }
 
 /** Where the client's answer goes as it comes (a stream, or nothing until the end). */

@@ -12,7 +12,7 @@ import { sseEvent, startSse } from '../http/sseEvent.js';
 import type { ClientSink, WireError } from './clientWire.js';
 import type { Answer } from './exchange.js';
 import type { Block, MessagesRequest } from './messagesWire.js';
-import type { Failure } from './upstream.js';
+import type { Failure } from './modelUpstream.js';
 import type { WireUsage } from './usageTotals.js';
 
 export function messageOf(answer: Answer, request: MessagesRequest): Record<string, unknown> {

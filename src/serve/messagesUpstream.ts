@@ -18,7 +18,7 @@ import type { ChatMessage } from '../history/messages.js';
 import { breakpointsOf } from '../llm/cacheBreakpoints.js';
 import type { LLMRequest } from '../llm/llm.js';
 import { withBoundCallIds } from '../llm/toolCallIds.js';
-import type { ModelUpstream } from './exchange.js';
+import type { ModelUpstream } from './modelUpstream.js';
 import { upstreamChunk } from './upstreamChunk.js';
 import type { Block, MessagesRequest } from './messagesWire.js';
 import type { Failure, Upstream } from './upstream.js';

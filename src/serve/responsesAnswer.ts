@@ -13,7 +13,7 @@ import { sseEvent, startSse } from '../http/sseEvent.js';
 import type { ClientSink } from './clientWire.js';
 import type { Answer } from './exchange.js';
 import type { ResponsesRequest, WireItem } from './responsesWire.js';
-import type { Failure } from './upstream.js';
+import type { Failure } from './modelUpstream.js';
 import type { WireUsage } from './usageTotals.js';
 
 const itemId = (prefix: string) => `${prefix}_${randomBytes(16).toString('hex')}`;

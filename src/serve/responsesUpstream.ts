@@ -12,7 +12,7 @@ import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { ChatMessage } from '../history/messages.js';
 import type { LLMRequest } from '../llm/llm.js';
 import { withBoundCallIds } from '../llm/toolCallIds.js';
-import type { ModelUpstream } from './exchange.js';
+import type { ModelUpstream } from './modelUpstream.js';
 import { upstreamChunk } from './upstreamChunk.js';
 import { qualifiedName, type ResponsesRequest, type WireItem } from './responsesWire.js';
 import type { Failure, Upstream } from './upstream.js';

@@ -13,7 +13,9 @@ import { classify } from '../llm/openaiErrors.js';
 import type { WatchdogState } from '../llm/streamWatchdog.js';
 import type { Redact } from '../secrets/redact.js';
 import { wireToolsOf, type ClientRequest } from './chatWire.js';
-import type { ModelUpstream } from './exchange.js';
+import type { Failure, ModelUpstream } from './modelUpstream.js';
+
+export type { Failure };
 
 export interface UpstreamOptions {
   baseURL: string;
@@ -21,15 +23,6 @@ export interface UpstreamOptions {
   apiKey?: string;
   /** Longest wait for the upstream's answer to begin, and between its chunks. */
   timeoutMs: number;
-}
-
-/** What the client is answered when the upstream failed. */
-export interface Failure {
-  status: number;
-  body: { error: { message: string; type: string; param: string | null; code: string | null } };
-  headers: Record<string, string>;
-  /** For the session: an overflow is compacted and the call made again. */
-  error: LLMError;
 }
 
 export class Upstream implements ModelUpstream<ClientRequest> {
