@@ -5,8 +5,8 @@
  * OPENAI_API_KEY (ANTHROPIC_API_KEY for the Messages API; never a flag), or with
  * --forward-auth from each client.
  */
-import { readFileSync } from 'node:fs';
-import { withoutUserinfo } from '../llm/baseUrl.js';
+import { withoutSecrets, withoutUserinfo } from '../llm/baseUrl.js';
+import { readSecretFile } from './secretFile.js';
 import { startProxy } from '../serve/proxyServer.js';
 import { isLoopback } from '../serve/proxyDoors.js';
 import { defaultHome } from '../storage/sessionPaths.js';
@@ -16,6 +16,7 @@ import { databaseOf, storeOf } from './databaseStore.js';
 import { startOtlp } from './otlpFlag.js';
 import { terminalLine } from './terminalText.js';
 import { protocolUpstreams } from './serveUpstreams.js';
+import { TESTING_KEY, startTestingServer, testingProfile } from './testingModel.js';
 import { UsageError } from './usageError.js';
 
 export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
@@ -26,19 +27,23 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
     throw new UsageError(
       'give the model server to send requests to: --upstream <base-url> (e.g. https://api.openai.com/v1), or one per protocol (e.g. --upstream-messages https://api.anthropic.com/v1)',
     );
-  let parsed: URL | null = null;
-  try {
-    parsed = upstream ? new URL(upstream) : null;
-  } catch {
-    throw new UsageError(`--upstream ${JSON.stringify(upstream.replace(/^.*@/, '***@'))} is not a URL`);
+  const profile = upstream ? testingProfile(upstream, '--upstream') : undefined;
+  if (upstream && !profile) {
+    let parsed: URL;
+    try {
+      parsed = new URL(upstream);
+    } catch {
+      throw new UsageError(`--upstream ${JSON.stringify(upstream.replace(/^.*@/, '***@'))} is not a URL`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      throw new UsageError(`--upstream must be an http:// or https:// URL, got ${JSON.stringify(withoutUserinfo(upstream))}`);
   }
-  if (parsed && parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
-    throw new UsageError(`--upstream must be an http:// or https:// URL, got ${JSON.stringify(withoutUserinfo(upstream))}`);
   const port = numberFlag(flags.port, '--port', 0, 65535) ?? 0;
   const contextWindow = numberFlag(flags['context-window'], '--context-window', 1024, 100_000_000);
   const keepOpenMs = numberFlag(flags['keep-open'], '--keep-open', 0, 3_600_000);
   const host = typeof flags.host === 'string' ? flags.host : '127.0.0.1';
-  const token = tokenOf(flags, io.env);
+  const warn = (message: string): void => void io.stderr.write(`workmem serve: ${terminalLine(message)}\n`);
+  const token = tokenOf(flags, io.env, warn);
   if (!isLoopback(host) && !token)
     throw new UsageError(
       `--host ${host} listens beyond loopback: give a token clients must send (--token-file <path>, or env WORKMEM_SERVE_TOKEN)`,
@@ -47,14 +52,16 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const apiKey = io.env.OPENAI_API_KEY?.trim() || undefined;
   const anthropicApiKey = io.env.ANTHROPIC_API_KEY?.trim() || undefined;
   const inspect = flags.inspect === true ? (numberFlag(flags['inspect-port'], '--inspect-port', 1, 65535) ?? DEFAULT_VIZ_PORT) : undefined;
-  const database = databaseOf(flags, io.env);
+  const database = databaseOf(flags, io.env, warn);
   const otlp = await startOtlp(flags, io.env); // registered before the proxy starts: its sessions report to it
   const store = storeOf(database);
+  // testing:<profile>: the behaviour profile's test server is the upstream, offline, with no key.
+  const testing = profile ? await startTestingServer(profile) : undefined;
   try {
     const proxy = await startProxy({
-      ...(upstream ? { upstream } : {}),
+      ...(testing ? { upstream: testing.baseURL } : upstream ? { upstream } : {}),
       upstreams,
-      ...(apiKey ? { apiKey } : {}),
+      ...(testing ? { apiKey: TESTING_KEY } : apiKey ? { apiKey } : {}),
       ...(anthropicApiKey ? { anthropicApiKey } : {}),
       forwardAuth: flags['forward-auth'] === true,
       host,
@@ -69,10 +76,11 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       ...(inspect ? { visualizer: inspect } : {}),
       warn: (message) => io.stderr.write(`workmem serve: ${terminalLine(message)}\n`),
     });
-    io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(upstream ? withoutUserinfo(upstream) : 'an upstream per protocol')}\n`);
-    for (const [protocol, url] of Object.entries(upstreams)) io.stdout.write(`  ${protocol} → ${terminalLine(withoutUserinfo(url))}\n`);
+    const to = testing ? `${upstream} (offline, ${testing.baseURL})` : upstream ? withoutSecrets(upstream) : 'an upstream per protocol';
+    io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(to)}\n`);
+    for (const [protocol, url] of Object.entries(upstreams)) io.stdout.write(`  ${protocol} → ${terminalLine(withoutSecrets(url))}\n`);
     io.stdout.write(
-      `(sessions ${database ? `in ${terminalLine(withoutUserinfo(database.url))}` : `of ${terminalLine(home)}`}; ` +
+      `(sessions ${database ? `in ${terminalLine(withoutSecrets(database.url))}` : `of ${terminalLine(home)}`}; ` +
         `point a client at it: OPENAI_BASE_URL=${proxy.url}, or ANTHROPIC_BASE_URL=${proxy.url.replace(/\/v1$/, '')}; Ctrl-C stops)\n`,
     );
     await new Promise<void>((resolve) => {
@@ -84,6 +92,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   } finally {
     await otlp?.shutdown();
     await store?.close();
+    await testing?.close();
   }
 }
 
@@ -96,20 +105,9 @@ function numberFlag(value: string | boolean | undefined, name: string, min: numb
 }
 
 /** The token clients must send: the first line of --token-file, or WORKMEM_SERVE_TOKEN. */
-function tokenOf(flags: Flags, env: NodeJS.ProcessEnv): string | undefined {
+function tokenOf(flags: Flags, env: NodeJS.ProcessEnv, warn: (message: string) => void): string | undefined {
   let token = env.WORKMEM_SERVE_TOKEN?.trim();
-  if (typeof flags['token-file'] === 'string') {
-    try {
-      token = readFileSync(flags['token-file'], 'utf8')
-        .split(/\r?\n/)
-        .find((l) => l.trim())
-        ?.trim();
-    } catch (error) {
-      throw new UsageError(
-        `--token-file ${JSON.stringify(flags['token-file'])} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-      );
-    }
-  }
+  if (typeof flags['token-file'] === 'string') token = readSecretFile(flags['token-file'], '--token-file', warn).trim() || undefined;
   if (token !== undefined && token.length < 16) throw new UsageError('the serve token must be at least 16 characters');
   return token || undefined;
 }

@@ -5,10 +5,8 @@
  * all but the last 3 turns at 75 %). An arm's run plays the turns in order and returns the
  * answers, the calls the metered model recorded, and (workmem) the upkeep of its memory.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createSession } from '../session/index.js';
+import { removeTemporaryHome, temporaryHome } from '../storage/temporaryHome.js';
 import type { SettingsOverrides } from '../settings/config.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { LLM } from '../llm/llm.js';
@@ -75,7 +73,8 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
   const answers: string[] = [];
   let failedTurns = 0;
   if (arm === 'workmem-auto' || arm === 'workmem-cache-aware') {
-    const home = mkdtempSync(join(tmpdir(), 'workmem-eval-'));
+    // Named by this process, so that a killed eval's homes (its conversations' text) go at the next start.
+    const home = temporaryHome('eval');
     const tracker = new UpkeepTracker();
     try {
       const session = await createSession({
@@ -110,7 +109,7 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
         await session.close();
       }
     } finally {
-      rmSync(home, { recursive: true, force: true });
+      removeTemporaryHome(home);
     }
     return { answers, calls: meter.calls, upkeep: tracker.upkeep, summaries: 0, failedTurns, wallMs: performance.now() - started };
   }

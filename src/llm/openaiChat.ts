@@ -77,12 +77,16 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
       'no API key: set OPENAI_API_KEY, or set OPENAI_BASE_URL to a local OpenAI-compatible server (vLLM, llama.cpp, Ollama, …)',
     );
   }
+  let parsedURL: URL;
   try {
-    new URL(baseURL);
+    parsedURL = new URL(baseURL);
   } catch {
     // Unparsed, it may still carry user:password@: never shown.
     throw new ConfigError(`OPENAI_BASE_URL ${JSON.stringify(baseURL.replace(/[^\s/@"]+@/g, '***@'))} is not a URL`);
   }
+  // A typo such as htp:/host is bad configuration, told at once: no retry could reach it.
+  if ((parsedURL.protocol !== 'http:' && parsedURL.protocol !== 'https:') || !parsedURL.hostname)
+    throw new ConfigError(`OPENAI_BASE_URL ${JSON.stringify(withoutUserinfo(baseURL))} is not an http:// or https:// URL with a host`);
   const limits = modelLimits(model);
   const contextWindow = options.contextWindow ?? limits.contextWindow;
   const maxOutputTokens = options.maxOutputTokens ?? Math.min(limits.maxOutputTokens, Math.floor(contextWindow / 4));
@@ -159,7 +163,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
       } catch (error) {
         // Silence after the finish costs only the usage: the answer is whole.
         if (assembled.finished && watchdog.timedOut && !watchdog.userAborted) return assembled.finish();
-        throw classify(error, watchdog, hide);
+        throw classify(error, watchdog, hide, baseURL);
       } finally {
         watchdog.stop();
       }
@@ -183,7 +187,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
           finishReason: choice?.finish_reason ?? 'stop',
         };
       } catch (error) {
-        throw classify(error, watchdog, hide);
+        throw classify(error, watchdog, hide, baseURL);
       } finally {
         watchdog.stop();
       }

@@ -58,7 +58,7 @@ describe('benchmarks (smoke sizes)', () => {
     const peer = await peerRows([100]);
     wellFormed(peer);
     expect(peer.map((r) => r.metric)).toEqual(['Peer: LangGraph.js 1.7.3, MemorySaver, per request', 'workmem vs the peer, per request']);
-  }, 180_000);
+  });
 
   it('a token count after major collections, workmem beside gpt-tokenizer, runs and reports', () => {
     const rows = tokenCountAfterCollections(2, 1);
@@ -110,7 +110,7 @@ describe('benchmarks (smoke sizes)', () => {
     const trace = await traceCost(SMOKE);
     wellFormed(trace);
     expect(trace.at(-1)!.median).toBeCloseTo((trace[0]!.median! / trace[1]!.median! - 1) * 100, 6);
-  }, 60_000);
+  });
 
   it("a host loop's cost per model call: the core, and the AI SDK and LangChain middleware beside a Session", async () => {
     const rows = await hostLoopOverhead(SMOKE);
@@ -128,7 +128,7 @@ describe('benchmarks (smoke sizes)', () => {
       /^\(-?\d+\.\d\d × Session's \d+\.\d\d ms in the same phase; its own work inside the call \d+\.\d\d ms, \d+\.\d\d ×; invoke alone \d+\.\d\d ms\)$/,
     );
     expect(rows.at(-2)!.note).toMatch(/its own work inside the call \d+\.\d\d ms, \d+\.\d\d ×; generateText alone/);
-  }, 120_000);
+  });
 
   it('throughput and heap per idle session', async () => {
     const rows = await throughput(SMOKE);
@@ -138,7 +138,7 @@ describe('benchmarks (smoke sizes)', () => {
     // row only has to be a number (npm run bench measures 200 sessions).
     const heap = rows.find((r) => r.metric === 'Heap per idle session');
     expect(Number.isFinite(heap?.median)).toBe(true);
-  }, 60_000);
+  });
 
   it('token efficiency: the full-history baseline answers every late question, and auto sends fewer tokens', async () => {
     const rows = await tokenEfficiency(SMOKE);
@@ -154,20 +154,20 @@ describe('benchmarks (smoke sizes)', () => {
       expect(row.median).toBeGreaterThan(0);
       expect(row.median).toBeLessThanOrEqual(100);
     }
-  }, 120_000);
+  });
 
   it('the proxy overhead: workmem serve beside a Session, first text and whole answer', async () => {
     const rows = await proxyOverhead(SMOKE);
     wellFormed(rows);
     expect(rows.filter((r) => r.target !== null).map((r) => r.case)).toEqual(['400 messages in the log, first streamed text']);
-  }, 120_000);
+  });
 
   it('CLI start and item memory', async () => {
     const cli = cliStart(SMOKE);
     wellFormed(cli);
     const items = await itemMemory(SMOKE);
     wellFormed(items);
-  }, 60_000);
+  });
 
   it('cache economics: workmem with each memoryPosition and the cache-aware settings, and both peers, for both kinds of caching and both prompts, with a verdict on ours only', async () => {
     const rows = await cacheEconomics(12);
@@ -200,7 +200,7 @@ describe('benchmarks (smoke sizes)', () => {
     const first = (prompt: string) =>
       Number(/first request ([\d,]+) tokens/.exec(shares.find((r) => r.metric.endsWith(prompt))!.note!)![1]!.replace(/,/g, ''));
     expect(first('in a host agent')).toBeGreaterThan(first("workmem's prompt alone") + 1000);
-  }, 240_000);
+  });
   it.skipIf(!postgresAvailable())(
     'the Postgres load bench: N instances × M sessions, round trips counted, 100 vs 400 messages',
     async () => {

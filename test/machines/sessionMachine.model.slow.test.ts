@@ -547,7 +547,7 @@ describe('session machine, model-based', () => {
     // What was covered is the machine's own set, read from its definition, not a list kept here.
     expect([...run.visited].filter((id) => !states.includes(id))).toEqual([]);
     expect(run.fired.size).toBe(allTransitions(machine).size);
-  }, 180_000); // replaying every path is CPU-bound: seconds alone, much more on a loaded machine
+  }); // replaying every path is CPU-bound: seconds alone, much more on a loaded machine
 
   it('a prompt sent in each state waits its turn', () => {
     const inAccepting = paths.find((p) =>

@@ -212,7 +212,7 @@ describe('turn machine, model-based', () => {
         'turn --abort--> turn.aborted',
       ]),
     );
-  }, 180_000); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
+  }); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
 
   it("a host's loop: a call's pass ends at the answer, tool calls and all; a tools pass runs them and marks the memory", () => {
     const call = setupTurn('llm', false, 'call');
@@ -295,7 +295,7 @@ describe('historyMode machine, model-based', () => {
     expect(allStateIds(historyModeMachine).filter((id) => !run.visited.has(id))).toEqual([]);
     const missed = [...allTransitions(historyModeMachine)].filter(([t]) => !run.fired.has(t as never)).map(([, n]) => n);
     expect(missed).toEqual([]);
-  }, 180_000); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
+  }); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
 
   it('switches exactly as docs/design.md §2.6 says', () => {
     const input = inputs[0]!;

@@ -24,7 +24,7 @@ const proxied = proxies();
 beforeAll(() => {
   const dir = installedOnce('workmem-test-agent-sdks-0.20.0-1.17.0', PACKAGES, join('node_modules', '@openai', 'agents', 'package.json'));
   load = createRequire(join(dir, 'package.json'));
-}, 10 * 60_000);
+});
 
 const PROMPTS = [
   'My plant1 is rose1.',

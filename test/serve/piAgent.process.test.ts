@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { proxies, sessionState } from './proxyHarness.js';
 import { installedOnce } from '../installedOnce.js';
+import { HANG_MS } from '../hangGuard.js';
 
 const PI_VERSION = '0.73.1';
 const PI_CLI = join('node_modules', '@mariozechner', 'pi-coding-agent', 'dist', 'cli.js');
@@ -24,7 +25,7 @@ const proxied = proxies();
 
 beforeAll(() => {
   PI = join(installedOnce(`workmem-test-pi-${PI_VERSION}`, [`@mariozechner/pi-coding-agent@${PI_VERSION}`], PI_CLI), PI_CLI);
-}, 6 * 60_000);
+});
 
 function pi(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -34,7 +35,7 @@ function pi(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), HANG_MS);
     child.on('exit', (code) => (clearTimeout(timer), resolve({ code, stdout, stderr })));
   });
 }
@@ -111,5 +112,5 @@ describe('pi, an agent from npm, through workmem serve', () => {
     const piLog = piSessions.map((f) => readFileSync(join(work, 'sessions', f), 'utf8')).join('\n');
     expect(piLog).toContain('bash');
     expect(piLog).not.toContain('working-memory/overview.md');
-  }, 120_000);
+  });
 });

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach } from 'vitest';
 import { cliPath } from '../cli/cliProcess.js';
+import { HANG_MS } from '../hangGuard.js';
 
 export interface ServeProcess {
   url: string;
@@ -32,7 +33,7 @@ export function serveProcesses(): (args: string[], env: NodeJS.ProcessEnv) => Pr
         clearTimeout(kill);
         return code;
       };
-      const timer = setTimeout(() => reject(new Error(`workmem serve did not start: ${out}`)), 30_000);
+      const timer = setTimeout(() => reject(new Error(`workmem serve did not start: ${out}`)), HANG_MS);
       const read = (chunk: Buffer): void => {
         out += chunk;
         const url = /workmem serve on (http:\/\/\S+\/v1)/.exec(out)?.[1];
