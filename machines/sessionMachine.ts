@@ -62,7 +62,7 @@ export interface SessionContext extends SessionInput {
   /** A host loop's pass while it runs, how the last one ended, and the system prompt and tools of its calls. */
   pass: HostPass | null;
   passed: HostPassOutcome | null;
-  callStatics: { systemPrompt: string; tools: readonly ToolSpec[] } | null;
+  callStatics: { systemPrompt: string; tools: readonly ToolSpec[]; toolPrefix?: string } | null;
   /** Requests of the current turn in a host loop's earlier passes. */
   requests: number;
   /** The usage the server reported for those requests: turn_end sums a host loop's turn as a Session's. */
@@ -258,8 +258,8 @@ export const sessionMachine = setup({
         onDone: {
           target: 'running',
           actions: enqueueActions(({ context, event, enqueue }) => {
-            const { history, turn, opened, systemPrompt, tools } = event.output;
-            enqueue.assign({ history, turn, callStatics: { systemPrompt, tools } });
+            const { history, turn, opened, systemPrompt, tools, toolPrefix } = event.output;
+            enqueue.assign({ history, turn, callStatics: { systemPrompt, tools, toolPrefix: toolPrefix ?? '' } });
             if (!opened) return;
             const current = { id: context.pass!.id, text: opened.text };
             enqueue.assign({ current, requests: 0, passUsage: null });

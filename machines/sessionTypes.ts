@@ -133,6 +133,8 @@ export interface AcceptCallOutput {
   /** The system prompt and tools this call's requests are built with (the same objects while they do not change). */
   systemPrompt: string;
   tools: readonly ToolSpec[];
+  /** The prefix workmem's tools are sent with beside the host's (toolNaming.ts); absent: none. */
+  toolPrefix?: string;
 }
 export interface SaveInput extends SessionHostInput {
   turn: number;

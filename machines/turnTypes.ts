@@ -27,6 +27,8 @@ export interface TurnStatics {
   host?: TurnHost;
   systemPrompt: string;
   tools: readonly ToolSpec[];
+  /** The prefix workmem's own tools are sent with (toolNaming.ts): texts that name them say so. Absent: none. */
+  toolPrefix?: string;
   counter: TokenCounter;
   settings: TurnSettings;
 }

@@ -37,10 +37,11 @@ export interface ToolCall {
   function: { name: string; arguments: string };
 }
 /** A message of the conversation, in the Chat Completions shape: what the log keeps and a request sends. */
+/** `name`: the participant a client named (Chat Completions' `name`), kept and sent as given. */
 export type ChatMessage =
-  | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] | undefined }
+  | { role: 'system'; content: string; name?: string | undefined }
+  | { role: 'user'; content: string; name?: string | undefined }
+  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] | undefined; name?: string | undefined }
   | { role: 'tool'; tool_call_id: string; content: string };
 
 /** What the history-mode machine needs to know about the memory's content. */

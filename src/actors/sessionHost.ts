@@ -20,7 +20,7 @@ import type { Redact } from '../secrets/redact.js';
 import type { TrackerWriter } from '../session/trackerWriter.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
-import type { Tool } from '../tools/tool.js';
+import type { SessionTools } from '../session/sessionTools.js';
 import { SavedOutputNames } from '../tools/savedOutputNames.js';
 import { capOutput, type OutputLimits } from '../tools/toolOutputCap.js';
 import type { TraceRecorder } from '../trace/traceRecorder.js';
@@ -30,9 +30,8 @@ export interface SessionHostDeps {
   record: SessionRecord;
   counter: TokenCounter;
   llm: LLM;
-  tools: readonly Tool[];
-  /** Names of workmem's own tools: their output is the memory itself, never copied to detail/. */
-  builtIn: ReadonlySet<string>;
+  /** The session's tools: workmem's own (their output is the memory itself, never copied to detail/) and the host's. */
+  tools: SessionTools;
   outputLimits: OutputLimits;
   compaction: CompactionDeps;
   tracker: TrackerWriter;
@@ -44,7 +43,7 @@ export interface SessionHostDeps {
   /** Remembered items to inject after overview.md for this history, if item memory injects. */
   relevant?: (history: HistoryView) => string;
   /** The system prompt for a host loop's instructions and tools (the session's settings otherwise). */
-  systemPromptFor(instructions: string | undefined, toolNames: string[]): string;
+  systemPromptFor(instructions: string | undefined, toolNames: string[], toolPrefix: string): string;
   /** A host loop's host never sends workmem's results back: they are recorded as the tools run. */
   recordToolResults?: boolean;
 }
@@ -57,8 +56,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
   );
   const toolDeps = {
     record,
-    tools: new Map(deps.tools.map((t) => [t.name, t])),
-    builtIn: deps.builtIn,
+    tools: deps.tools,
     counter,
     emit,
     now: deps.now,
@@ -67,7 +65,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
       capOutput(
         content,
         deps.outputLimits,
-        deps.builtIn.has(call.function.name) ? null : async (full) => record.memory.writeSystem(await saved.name(turn, '.txt'), full),
+        deps.tools.isOwn(call.function.name) ? null : async (full) => record.memory.writeSystem(await saved.name(turn, '.txt'), full),
       ),
   };
   const acceptCall = hostCallAcceptor({
@@ -75,7 +73,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
     counter,
     emit,
     redact: deps.redact,
-    builtIn: deps.builtIn,
+    tools: deps.tools,
     capture: toolDeps.capture,
     systemPromptFor: deps.systemPromptFor,
     ...(deps.trace ? { traceHost: deps.trace.host.bind(deps.trace) } : {}),

@@ -7,8 +7,8 @@
  */
 import { withoutSecrets, withoutUserinfo } from '../llm/baseUrl.js';
 import { readSecretFile } from './secretFile.js';
-import { startProxy } from '../serve/proxyServer.js';
-import { isLoopback } from '../serve/proxyDoors.js';
+import { PortInUseError, startProxy } from '../serve/proxyServer.js';
+import { homeServeToken } from '../serve/serveToken.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import { DEFAULT_VIZ_PORT } from '../trace/liveLink.js';
 import type { CliIO, Flags } from './cliIO.js';
@@ -43,12 +43,12 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const keepOpenMs = numberFlag(flags['keep-open'], '--keep-open', 0, 3_600_000);
   const host = typeof flags.host === 'string' ? flags.host : '127.0.0.1';
   const warn = (message: string): void => void io.stderr.write(`workmem serve: ${terminalLine(message)}\n`);
-  const token = tokenOf(flags, io.env, warn);
-  if (!isLoopback(host) && !token)
-    throw new UsageError(
-      `--host ${host} listens beyond loopback: give a token clients must send (--token-file <path>, or env WORKMEM_SERVE_TOKEN)`,
-    );
+  const given = tokenOf(flags, io.env, warn);
   const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
+  // A token on loopback too: another account on this machine neither spends the upstream's key nor reads the sessions.
+  const kept = given ? null : homeServeToken(home);
+  const token = given ?? kept!.token;
+  const forwardAuth = flags['forward-auth'] === true;
   const apiKey = io.env.OPENAI_API_KEY?.trim() || undefined;
   const anthropicApiKey = io.env.ANTHROPIC_API_KEY?.trim() || undefined;
   const inspect = flags.inspect === true ? (numberFlag(flags['inspect-port'], '--inspect-port', 1, 65535) ?? DEFAULT_VIZ_PORT) : undefined;
@@ -63,10 +63,10 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       upstreams,
       ...(testing ? { apiKey: TESTING_KEY } : apiKey ? { apiKey } : {}),
       ...(anthropicApiKey ? { anthropicApiKey } : {}),
-      forwardAuth: flags['forward-auth'] === true,
+      forwardAuth,
       host,
       port,
-      ...(token ? { token } : {}),
+      token,
       home,
       ...(store ? { store } : {}),
       cwd: io.cwd,
@@ -75,14 +75,19 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       ...(keepOpenMs !== undefined ? { keepOpenMs } : {}),
       ...(inspect ? { visualizer: inspect } : {}),
       warn: (message) => io.stderr.write(`workmem serve: ${terminalLine(message)}\n`),
+      ...(flags.quiet === true ? {} : { log: (line: string) => io.stderr.write(`workmem serve: ${terminalLine(line)}\n`) }),
+    }).catch((error: unknown) => {
+      if (error instanceof PortInUseError) throw new UsageError(error.message);
+      throw error;
     });
     const to = testing ? `${upstream} (offline, ${testing.baseURL})` : upstream ? withoutSecrets(upstream) : 'an upstream per protocol';
     io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(to)}\n`);
     for (const [protocol, url] of Object.entries(upstreams)) io.stdout.write(`  ${protocol} → ${terminalLine(withoutSecrets(url))}\n`);
     io.stdout.write(
       `(sessions ${database ? `in ${terminalLine(withoutSecrets(database.url))}` : `of ${terminalLine(home)}`}; ` +
-        `point a client at it: OPENAI_BASE_URL=${proxy.url}, or ANTHROPIC_BASE_URL=${proxy.url.replace(/\/v1$/, '')}; Ctrl-C stops)\n`,
+        `point a client at it: ${clientSetting(proxy.url, token, forwardAuth)}; Ctrl-C stops)\n`,
     );
+    if (kept) io.stdout.write(`(the token is kept in ${terminalLine(kept.path)}; --token-file or WORKMEM_SERVE_TOKEN gives another)\n`);
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);
@@ -110,4 +115,12 @@ function tokenOf(flags: Flags, env: NodeJS.ProcessEnv, warn: (message: string) =
   if (typeof flags['token-file'] === 'string') token = readSecretFile(flags['token-file'], '--token-file', warn).trim() || undefined;
   if (token !== undefined && token.length < 16) throw new UsageError('the serve token must be at least 16 characters');
   return token || undefined;
+}
+
+/** How a client reaches the proxy: its base URL, and the token as its key (or in x-workmem-token with --forward-auth). */
+function clientSetting(url: string, token: string, forwardAuth: boolean): string {
+  const anthropic = url.replace(/\/v1$/, '');
+  return forwardAuth
+    ? `OPENAI_BASE_URL=${url} or ANTHROPIC_BASE_URL=${anthropic}, and the header x-workmem-token: ${token}`
+    : `OPENAI_BASE_URL=${url} OPENAI_API_KEY=${token}, or ANTHROPIC_BASE_URL=${anthropic} ANTHROPIC_API_KEY=${token}`;
 }

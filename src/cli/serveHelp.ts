@@ -14,9 +14,11 @@ Serves the Chat Completions API (POST /v1/chat/completions), the Responses API (
 between each conversation and the upstream model: working memory, history per phase,
 compaction, and workmem's tools, which run inside the proxy (the client sees only its own).
 Point a program at it: OPENAI_BASE_URL=<the URL it prints> (Codex: a model provider with
-wire_api "responses"), or ANTHROPIC_BASE_URL=<that URL without /v1> (Claude Code). A session
-is named by the x-workmem-session header, else the request's user field, else the
-conversation's opening; the response's x-workmem-session header names it. See docs/proxy.md.
+wire_api "responses") and OPENAI_API_KEY=<the token it prints>, or ANTHROPIC_BASE_URL=<that
+URL without /v1> and ANTHROPIC_API_KEY=<the token> (Claude Code); the token is asked on
+loopback too. A session is named by the x-workmem-session header, else the request's user
+field, else found by what it already holds; the response's x-workmem-session header names
+it. One line per request goes to stderr (--quiet: none). See docs/proxy.md.
 
   --upstream <base-url>       the model server for every protocol, e.g.
                               https://api.openai.com/v1; its key comes from OPENAI_API_KEY;
@@ -28,10 +30,12 @@ conversation's opening; the response's x-workmem-session header names it. See do
   --forward-auth              send each client's key upstream instead (its Authorization;
                               for Messages its x-api-key)
   --port <n>                  the port (default: a free one, printed)
-  --host <addr>               the address to listen on (default 127.0.0.1); beyond
-                              loopback clients must send a token
-  --token-file <path>         that token: the file's first line (or env WORKMEM_SERVE_TOKEN),
-                              sent as Authorization: Bearer <token> or x-workmem-token
+  --host <addr>               the address to listen on (default 127.0.0.1)
+  --token-file <path>         the token clients send: the file's first line (or env
+                              WORKMEM_SERVE_TOKEN; default one made once and kept in
+                              <home>/serve-token), as Authorization: Bearer <token>,
+                              x-api-key (Anthropic's clients) or x-workmem-token
+  --quiet                     no line per request on stderr
   --keep-open <ms>            keep a session open this long after a request, for the
                               conversation's next one (default 5000; 0: close at once);
                               another proxy on the same database waits for it meanwhile
@@ -55,6 +59,7 @@ export const SERVE_OPTIONS: NonNullable<ParseArgsConfig['options']> = {
   'token-file': { type: 'string' },
   'context-window': { type: 'string' },
   'keep-open': { type: 'string' },
+  quiet: { type: 'boolean' },
   home: { type: 'string' },
   inspect: { type: 'boolean' },
   'inspect-port': { type: 'string' },

@@ -15,7 +15,7 @@ import { describeRepair, newSessionMeta, type Repair, type SessionMeta } from '.
 import type { Redact, SessionStorage, SessionStore } from '../storage/sessionStore.js';
 import { applyRepair, deriveHistory, viewAfterCompaction, type DerivedHistory } from './deriveHistory.js';
 import { appendItem, fromItems, type HistoryView } from './historyView.js';
-import type { HostLine } from './hostLine.js';
+import { TOOL_NAMES_EVENT, type HostLine, type OwnToolNaming } from './hostLine.js';
 import type { ChatMessage } from './messages.js';
 import { rebuildMeta, titleFrom, trackerFactsOf } from './sessionFacts.js';
 import { MetaCache } from './metaCache.js';
@@ -196,17 +196,25 @@ export class SessionRecord {
     turn: number,
     message: ChatMessage,
     tokens: number,
-    options: { sync: boolean; stop?: 'aborted'; pinned?: boolean },
+    options: { sync: boolean; stop?: 'aborted'; pinned?: boolean; print?: string },
   ): Promise<MessageEntry> {
     if (options.pinned && message.role !== 'user')
       throw new TypeError(`only a user message can be pinned (a ${message.role} message was marked pinned)`);
     const pin = options.pinned ? { pinned: true as const } : {};
     const entry = await this.append<Omit<MessageEntry, 'seq' | 'ts'>>(
-      { type: 'message', turn, tokens, message, ...(options.stop ? { stop: options.stop } : {}), ...pin },
+      {
+        type: 'message',
+        turn,
+        tokens,
+        message,
+        ...(options.stop ? { stop: options.stop } : {}),
+        ...pin,
+        ...(options.print !== undefined ? { print: options.print } : {}),
+      },
       options.sync,
     );
     this.view = appendItem(this.view, { seq: entry.seq, turn, message, tokens, ...pin });
-    this.line.add(message, entry.seq);
+    this.line.add(message, entry.seq, options.print);
     this.lastTurnValue = Math.max(this.lastTurnValue, turn);
     const meta = this.metaCache.value;
     this.metaCache.counted({
@@ -266,6 +274,12 @@ export class SessionRecord {
 
   async appendEvent(turn: number, name: string, data: Record<string, unknown>): Promise<void> {
     await this.append<NewEntry>({ type: 'event', turn, name, data }, false);
+  }
+
+  /** workmem's tools are sent under other names from here on (toolNaming.ts): recorded, so that the log's calls are told apart as they were. */
+  async nameTools(turn: number, naming: OwnToolNaming): Promise<void> {
+    await this.appendEvent(turn, TOOL_NAMES_EVENT, { prefix: naming.prefix, own: [...naming.own] });
+    this.line.naming = naming;
   }
 
   /** The meta is a cache of the log (metaCache.ts): counts written behind the turn, other changes at once. */

@@ -37,7 +37,12 @@ export interface OpenAIChatOptions {
   maxOutputTokens?: number;
   /** Retries of a failed request (429, 5xx, 408/409, connection errors); default 4. */
   maxRetries?: number;
-  /** The longest time without output inside a stream (keep-alives and empty chunks do not count). Default 120 s. */
+  /**
+   * The longest silence once an answer's output flows, whatever the server sends meanwhile:
+   * keep-alive chunks, empty deltas and `: ping` comments are not output. Before the first
+   * output (the response's headers may come at once) the wait is firstByteTimeoutMs plus
+   * firstByteMsPerPromptToken per prompt token, also counting no keep-alive. Default 120 s.
+   */
   timeoutMs?: number;
   /**
    * The wait for a response's first output before the prompt's share (below). Default: timeoutMs.

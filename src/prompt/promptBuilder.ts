@@ -48,6 +48,8 @@ export interface PromptBase {
   memoryBytes: number;
   /** The day the memory was loaded, for the reminder's suggested file name (absent: not known). */
   today?: string;
+  /** The prefix workmem's tools are sent with, for the reminder that names them (absent: none). */
+  toolPrefix?: string;
 }
 
 /** More detail files than this are summarised in one line, so the index stays small. */
@@ -73,6 +75,7 @@ export function promptBase(
   tools: readonly ToolSpec[],
   counter: TokenCounter,
   position: MemoryPlacement = 'before-history',
+  toolPrefix = '',
 ): PromptBase {
   const block = memoryBlock(memory);
   const common = {
@@ -83,6 +86,7 @@ export function promptBase(
     stableChars: systemPromptText.length,
     memoryBytes: memory.bytes,
     ...(memory.today ? { today: memory.today } : {}),
+    ...(toolPrefix ? { toolPrefix } : {}),
   };
   if (position === 'after-history') {
     const memoryHead = `${block}${MEMORY_SEPARATOR}`;
@@ -180,7 +184,7 @@ export function fitTail(plan: PromptPlan): FittedTail {
   // Everything before the last message; after the history the memory is in the last message.
   const head = base.memoryHead ? base.memoryTokens : 0;
   const beforeLast = base.tokens - head + historyTokens - last.tokens + plan.calibration;
-  const tailOf = (meta: ContextMeta): string => renderTail(meta, plan.reminder, plan.language, base.today ?? null);
+  const tailOf = (meta: ContextMeta): string => renderTail(meta, plan.reminder, plan.language, base.today ?? null, base.toolPrefix);
   const ownTokens = lastOwnTokens(base, last.message, counter);
   const tokensWith = (tail: string): number => ownTokens + countByLines(counter, tail.slice(TAIL_SEPARATOR.length));
 

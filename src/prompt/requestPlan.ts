@@ -20,7 +20,7 @@ import { buildPrompt, fitTail, percentOf, promptBase, type BuiltPrompt, type Pro
 
 /** What a request is made from: the turn machine's context has this shape (no copy per request). */
 export interface RequestState {
-  statics: { systemPrompt: string; tools: readonly ToolSpec[]; counter: TokenCounter; settings: TurnSettings };
+  statics: { systemPrompt: string; tools: readonly ToolSpec[]; toolPrefix?: string; counter: TokenCounter; settings: TurnSettings };
   turn: number;
   history: HistoryView;
   mode: HistoryMode;
@@ -44,13 +44,14 @@ export function baseFor(state: RequestState, memory: MemorySnapshot): PromptBase
   if (
     base?.systemPrompt === state.statics.systemPrompt &&
     base.tools === state.statics.tools &&
+    (base.toolPrefix ?? '') === (state.statics.toolPrefix ?? '') &&
     base.memoryVersion === memory.version &&
     base.relevant === (memory.relevant ?? '') &&
     base.today === memory.today &&
     (base.memoryPosition ?? 'before-history') === placement
   )
     return base;
-  return promptBase(state.statics.systemPrompt, memory, state.statics.tools, state.statics.counter, placement);
+  return promptBase(state.statics.systemPrompt, memory, state.statics.tools, state.statics.counter, placement, state.statics.toolPrefix);
 }
 
 /** Phase 2's window for the next request: held while the base stays (baseFor keeps it when nothing changed; recentWindow.ts). */

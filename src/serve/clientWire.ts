@@ -4,20 +4,23 @@
  * session, tool and branch logic is the exchange's (exchange.ts), the same for every wire.
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import type { ChatMessage } from '../history/messages.js';
 import type { Answer, ExchangeRequest, ExchangeSink } from './exchange.js';
 import type { ModelUpstream } from './modelUpstream.js';
 import type { Failure } from './modelUpstream.js';
 
 /** What the proxy reads of any protocol's request besides what the exchange reads. */
 export interface DoorRequest extends ExchangeRequest {
-  /** Its opening (the system messages before its first user message, and that message): a session's default name. */
-  opening: ChatMessage[];
+  /** The request as the client sent it (its stream flags aside), for a request passed through without a session. */
+  body: Record<string, unknown>;
   stream: boolean;
   /** Who the client says its user is, when the protocol names one (a session's name). */
   user: string | null;
-  /** The client's own output limit. */
-  maxTokens: { value: number } | null;
+}
+
+/** A request's body as it is passed on: its stream flags aside (the upstream is always streamed). */
+export function passedOn(body: Record<string, unknown>): Record<string, unknown> {
+  const { stream: _stream, stream_options: _options, ...rest } = body;
+  return rest;
 }
 
 /** An error as every wire says it, then each in its own shape: OpenAI's names, or the upstream's own. */

@@ -17,6 +17,7 @@ import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { ChatMessage } from '../history/messages.js';
 import { breakpointsOf } from '../llm/cacheBreakpoints.js';
 import type { LLMRequest } from '../llm/llm.js';
+import type { Watchdog, WatchdogState } from '../llm/streamWatchdog.js';
 import { withBoundCallIds } from '../llm/toolCallIds.js';
 import type { ModelUpstream } from './modelUpstream.js';
 import { upstreamChunk } from './upstreamChunk.js';
@@ -39,6 +40,20 @@ export class MessagesUpstream implements ModelUpstream<MessagesRequest> {
     auth: string | undefined,
     signal: AbortSignal,
   ): Promise<AsyncIterable<ChatCompletionChunk>> {
+    return this.message(bodyOf(request, call), request, auth, signal);
+  }
+
+  /** The client's request as it sent it. */
+  passThrough(request: MessagesRequest, _maxOutputTokens: number, auth: string | undefined, signal: AbortSignal) {
+    return this.message(request.body, request, auth, signal);
+  }
+
+  private async message(
+    body: Record<string, unknown>,
+    request: MessagesRequest,
+    auth: string | undefined,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<ChatCompletionChunk>> {
     const key = auth ?? this.apiKey;
     const headers: Record<string, string | null> = {
       'anthropic-version': ANTHROPIC_VERSION,
@@ -48,7 +63,7 @@ export class MessagesUpstream implements ModelUpstream<MessagesRequest> {
       ...(key && !/^Bearer\s/i.test(key) ? { 'x-api-key': key } : {}),
     };
     const events = await this.base.client.post('/messages', {
-      body: { ...bodyOf(request, call), stream: true },
+      body: { ...body, stream: true },
       stream: true,
       signal,
       headers,
@@ -56,8 +71,12 @@ export class MessagesUpstream implements ModelUpstream<MessagesRequest> {
     return chunksOf(events as unknown as AsyncIterable<Block & { type: string }>, request);
   }
 
-  failure(error: unknown): Failure {
-    return this.base.failure(error);
+  watchdog(signal: AbortSignal): Watchdog {
+    return this.base.watchdog(signal);
+  }
+
+  failure(error: unknown, watchdog: WatchdogState | null = null): Failure {
+    return this.base.failure(error, watchdog);
   }
 }
 

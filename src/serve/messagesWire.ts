@@ -13,11 +13,11 @@
  * dropped; anthropic-version and anthropic-beta go upstream too.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ChatMessage, ToolCall } from '../history/messages.js';
+import type { ToolCall } from '../history/messages.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { CallCompanions } from './callCompanions.js';
 import { BadRequestError } from './chatWire.js';
-import type { DoorRequest } from './clientWire.js';
+import { passedOn, type DoorRequest } from './clientWire.js';
 import { PlannedConversation, plannedShape, type PlannedMessage } from './plannedConversation.js';
 
 export type Block = Record<string, unknown> & { type?: unknown };
@@ -74,7 +74,6 @@ export function readMessagesRequest(body: unknown, headers: IncomingHttpHeaders 
       if (block.text) system.push(block.text);
     });
   else if (b.system !== undefined && b.system !== null) throw new BadRequestError('system must be text or text blocks', 'system');
-  const opening: ChatMessage[] = system.length ? [{ role: 'system', content: system.join('\n\n') }] : [];
   const thinking = new CallCompanions<Block>();
   const plan: PlannedMessage[] = [];
   (b.messages as { role?: unknown; content?: unknown }[]).forEach((m, i) => {
@@ -88,7 +87,6 @@ export function readMessagesRequest(body: unknown, headers: IncomingHttpHeaders 
       case 'system': {
         const text = textOf(blocks, where);
         system.push(text);
-        if (!opening.some((o) => o.role === 'user')) opening.push({ role: 'system', content: text });
         return;
       }
       case 'user': {
@@ -110,7 +108,6 @@ export function readMessagesRequest(body: unknown, headers: IncomingHttpHeaders 
         });
         if (!texts.length) return;
         checkedBlocks(texts, where);
-        if (!opening.some((o) => o.role === 'user')) opening.push({ role: 'user', content: textOf(texts, where) });
         plan.push({ shape: plannedShape('user'), make: () => ({ role: 'user', content: textOf(texts, where) }) });
         return;
       }
@@ -156,10 +153,10 @@ export function readMessagesRequest(body: unknown, headers: IncomingHttpHeaders 
   }
   return {
     params,
+    body: passedOn(b),
     model: b.model,
     instructions: system.join('\n\n') || undefined,
     conversation: new PlannedConversation(plan),
-    opening,
     ...toolsOf(b.tools),
     thinking,
     headers: passed,

@@ -4,6 +4,7 @@
  */
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { LLMError, LLMRequest } from '../llm/llm.js';
+import type { Watchdog, WatchdogState } from '../llm/streamWatchdog.js';
 
 /** What the client is answered when the upstream failed. */
 export interface Failure {
@@ -22,5 +23,15 @@ export interface Failure {
 export interface ModelUpstream<R> {
   /** One streamed call of the prepared request; `auth` replaces the proxy's key (--forward-auth). */
   stream(request: R, call: LLMRequest, auth: string | undefined, signal: AbortSignal): Promise<AsyncIterable<ChatCompletionChunk>>;
-  failure(error: unknown): Failure;
+  /** The client's own request without a session (a first request, a side request), its output limit `maxOutputTokens`: one call. */
+  passThrough(
+    request: R,
+    maxOutputTokens: number,
+    auth: string | undefined,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<ChatCompletionChunk>>;
+  /** The stall watchdog of one call: the first output within the upstream's timeout, then no longer a silence between outputs. */
+  watchdog(signal: AbortSignal): Watchdog;
+  /** A failed call, as the client is answered and as the session reads it (a stall its watchdog cut is a timeout). */
+  failure(error: unknown, watchdog?: WatchdogState | null): Failure;
 }

@@ -11,6 +11,7 @@ import { APIError } from 'openai';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { ChatMessage } from '../history/messages.js';
 import type { LLMRequest } from '../llm/llm.js';
+import type { Watchdog, WatchdogState } from '../llm/streamWatchdog.js';
 import { withBoundCallIds } from '../llm/toolCallIds.js';
 import type { ModelUpstream } from './modelUpstream.js';
 import { upstreamChunk } from './upstreamChunk.js';
@@ -26,15 +27,33 @@ export class ResponsesUpstream implements ModelUpstream<ResponsesRequest> {
     auth: string | undefined,
     signal: AbortSignal,
   ): Promise<AsyncIterable<ChatCompletionChunk>> {
-    const events = await this.base.client.responses.create({ ...bodyOf(request, call), stream: true } as never, {
+    return this.response(bodyOf(request, call), request, auth, signal);
+  }
+
+  /** The client's request as it sent it. */
+  passThrough(request: ResponsesRequest, _maxOutputTokens: number, auth: string | undefined, signal: AbortSignal) {
+    return this.response(request.body, request, auth, signal);
+  }
+
+  private async response(
+    body: Record<string, unknown>,
+    request: ResponsesRequest,
+    auth: string | undefined,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<ChatCompletionChunk>> {
+    const events = await this.base.client.responses.create({ ...body, stream: true } as never, {
       signal,
       ...(auth ? { headers: { Authorization: auth } } : {}),
     });
     return chunksOf(events as unknown as AsyncIterable<WireItem & { type: string }>, request);
   }
 
-  failure(error: unknown): Failure {
-    return this.base.failure(error);
+  watchdog(signal: AbortSignal): Watchdog {
+    return this.base.watchdog(signal);
+  }
+
+  failure(error: unknown, watchdog: WatchdogState | null = null): Failure {
+    return this.base.failure(error, watchdog);
   }
 }
 

@@ -10,11 +10,11 @@
  * upstream: the session holds the conversation), `background`, parts that are not text, and
  * item types the session cannot hold. The client's tools go upstream as it sent them.
  */
-import type { ChatMessage, ToolCall } from '../history/messages.js';
+import type { ToolCall } from '../history/messages.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { CallCompanions } from './callCompanions.js';
 import { BadRequestError } from './chatWire.js';
-import type { DoorRequest } from './clientWire.js';
+import { passedOn, type DoorRequest } from './clientWire.js';
 import { PlannedConversation, plannedShape, type PlannedMessage } from './plannedConversation.js';
 
 export type WireItem = Record<string, unknown>;
@@ -75,7 +75,6 @@ export function readResponsesRequest(body: unknown): ResponsesRequest {
   const reasoning = new CallCompanions<WireItem>();
   const system: string[] = typeof b.instructions === 'string' && b.instructions ? [b.instructions] : [];
   const plan: PlannedMessage[] = [];
-  const opening: ChatMessage[] = [];
   let answer: Answer | null = null;
   const flush = () => {
     if (answer) plan.push(plannedAnswer(answer, reasoning));
@@ -90,10 +89,8 @@ export function readResponsesRequest(body: unknown): ResponsesRequest {
         const role = item.role;
         if (role === 'system' || role === 'developer') {
           system.push(text);
-          if (!opening.some((m) => m.role === 'user')) opening.push({ role: 'system', content: text });
         } else if (role === 'user') {
           flush();
-          if (!opening.some((m) => m.role === 'user')) opening.push({ role: 'user', content: text });
           plan.push({ shape: plannedShape('user'), make: () => ({ role: 'user', content: checkedText(item.content, where) }) });
         } else if (role === 'assistant') (answer ??= newAnswer()).texts.push(item);
         else
@@ -153,10 +150,10 @@ export function readResponsesRequest(body: unknown): ResponsesRequest {
     throw new BadRequestError('max_output_tokens must be a positive whole number', 'max_output_tokens');
   return {
     params,
+    body: passedOn(b),
     model: b.model,
     instructions: system.join('\n\n') || undefined,
     conversation: new PlannedConversation(plan),
-    opening,
     ...tools,
     reasoning,
     clientTools: Array.isArray(b.tools) ? b.tools : [],

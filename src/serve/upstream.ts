@@ -10,9 +10,9 @@ import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import { LLMError, type LLMRequest } from '../llm/llm.js';
 import { withBoundCallIds } from '../llm/toolCallIds.js';
 import { classify } from '../llm/openaiErrors.js';
-import type { WatchdogState } from '../llm/streamWatchdog.js';
+import { Watchdog, type WatchdogState } from '../llm/streamWatchdog.js';
 import type { Redact } from '../secrets/redact.js';
-import { wireToolsOf, type ClientRequest } from './chatWire.js';
+import { instructionMessages, wireToolsOf, type ClientRequest } from './chatWire.js';
 import type { Failure, ModelUpstream } from './modelUpstream.js';
 
 export type { Failure };
@@ -21,7 +21,7 @@ export interface UpstreamOptions {
   baseURL: string;
   /** From the proxy's environment (OPENAI_API_KEY); absent for a server that needs none. */
   apiKey?: string;
-  /** Longest wait for the upstream's answer to begin, and between its chunks. */
+  /** Longest wait for the upstream's first output, and between its outputs once it flows (keep-alives, empty deltas and `: ping` comments are not output). */
   timeoutMs: number;
 }
 
@@ -37,9 +37,16 @@ export class Upstream implements ModelUpstream<ClientRequest> {
       baseURL: options.baseURL,
       apiKey: options.apiKey || 'no-key-needed',
       maxRetries: 0,
-      timeout: options.timeoutMs,
+      // The watchdog's limit (watchdog()) is the one that counts; the SDK's, until the headers, backs it up.
+      timeout: Math.min(options.timeoutMs + 1_000, 2 ** 31 - 1),
       logLevel: 'off',
     });
+  }
+
+  /** The stall watchdog of one call: the first output within timeoutMs, then no more than timeoutMs between outputs. */
+  watchdog(signal: AbortSignal): Watchdog {
+    const ms = this.options.timeoutMs;
+    return new Watchdog(ms, signal, { baseMs: ms, msPerPromptToken: 0, promptTokens: 0, ms });
   }
 
   /** One streamed completion of the prepared request; `auth` replaces the proxy's key (--forward-auth). */
@@ -49,8 +56,20 @@ export class Upstream implements ModelUpstream<ClientRequest> {
     auth: string | undefined,
     signal: AbortSignal,
   ): Promise<AsyncIterable<ChatCompletionChunk>> {
-    const body = { ...bodyOf(request, call), stream: true, stream_options: { include_usage: true } };
-    return (await this.client.chat.completions.create(body as never, {
+    return this.completion(bodyOf(request, call), auth, signal);
+  }
+
+  /** The client's request as it sent it. */
+  passThrough(request: ClientRequest, _maxOutputTokens: number, auth: string | undefined, signal: AbortSignal) {
+    return this.completion(request.body, auth, signal);
+  }
+
+  private async completion(
+    body: Record<string, unknown>,
+    auth: string | undefined,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<ChatCompletionChunk>> {
+    return (await this.client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } } as never, {
       signal,
       ...(auth ? { headers: { Authorization: auth } } : {}),
     })) as unknown as AsyncIterable<ChatCompletionChunk>;
@@ -69,9 +88,9 @@ export class Upstream implements ModelUpstream<ClientRequest> {
     return { status: response.status, type: response.headers.get('content-type') ?? 'application/json', body: this.hide(body) };
   }
 
-  /** A failed call, as the client is answered and as the session reads it. */
-  failure(error: unknown): Failure {
-    const llm = classify(error, QUIET, this.hide);
+  /** A failed call, as the client is answered and as the session reads it (a stall its watchdog cut is a timeout). */
+  failure(error: unknown, watchdog: WatchdogState | null = null): Failure {
+    const llm = classify(error, watchdog ?? QUIET, this.hide);
     const said = (status: number, type: string, message: string, code: string | null = null): Failure => ({
       status,
       body: { error: { message: this.hide(message), type, param: null, code } },
@@ -102,15 +121,16 @@ export class Upstream implements ModelUpstream<ClientRequest> {
 /** The upstream request: the client's parameters, workmem's messages and tools, the output limit the session keeps to. */
 function bodyOf(request: ClientRequest, call: LLMRequest): Record<string, unknown> {
   const { messages, tools, maxOutputTokens } = call;
+  const [first, ...rest] = withBoundCallIds(messages);
   return {
     ...request.params,
-    messages: withBoundCallIds(messages),
+    messages: first ? [...instructionMessages(request.instructionParts, request.instructions, first), ...rest] : [],
     ...(tools.length ? { tools: wireToolsOf(tools, request.wireTools) } : {}),
     ...(request.maxTokens ? { [request.maxTokens.name]: Math.min(request.maxTokens.value, maxOutputTokens) } : {}),
   };
 }
 
-/** The proxy keeps no watchdog of its own: the SDK's timeout, and the client's disconnect. */
+/** A failure read without a call's watchdog (the model list): the SDK's timeout, and the client's disconnect. */
 const QUIET: WatchdogState = {
   userAborted: false,
   timedOut: false,

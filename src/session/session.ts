@@ -20,6 +20,7 @@ import { ConfigError } from '../settings/config.js';
 import type { TurnSettings } from '../settings/settings.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { Tool } from '../tools/tool.js';
+import type { SessionTools } from './sessionTools.js';
 import { skipActorRegistry } from './actorSystem.js';
 import type { EventBus } from './eventBus.js';
 import type { SessionState, TurnResult } from './options.js';
@@ -34,7 +35,6 @@ export class Session {
   readonly dir: string;
   /** Problems found when the session was opened (damaged lines, a rebuilt meta.json). */
   readonly damage: readonly string[];
-  readonly tools: readonly Tool[];
   /** The session's log, meta and working memory, on whatever store holds them. */
   readonly record: SessionRecord;
   readonly counter: TokenCounter;
@@ -66,13 +66,22 @@ export class Session {
       (event) => this.dispatch(event),
       () => this.lastPrompt,
     );
-    this.tools = this.wiring.tools;
     this.bus = this.wiring.bus;
     const inspect = this.wiring.inspect;
     this.actor = createActor(hostedSessionMachine(), { input: this.wiring.input, ...(inspect ? { inspect } : {}) });
     skipActorRegistry(this.actor.system);
     this.actor.on('*', (event) => this.dispatch(event as SessionEvent));
     this.actor.start();
+  }
+
+  /** The tools the model gets, as sent: workmem's own (prefixed when one of the host's has one of their names, see toolNaming.ts), then the host's. */
+  get tools(): readonly Tool[] {
+    return this.wiring.tools.all;
+  }
+
+  /** @internal The session's tools and the names workmem's own are sent under (a host loop names them beside its host's). */
+  get toolBox(): SessionTools {
+    return this.wiring.tools;
   }
 
   /** Listen to one event type, or to all with '*'. Returns a function that stops listening. */

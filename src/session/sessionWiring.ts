@@ -26,12 +26,11 @@ import { defaultHome } from '../storage/sessionPaths.js';
 import type { StateStore } from '../storage/stateStore.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { SessionTelemetrySource } from '../telemetry/telemetryOption.js';
-import type { Tool } from '../tools/tool.js';
 import { LiveLink, liveUrl } from '../trace/liveLink.js';
 import { TraceRecorder } from '../trace/traceRecorder.js';
 import { EventBus } from './eventBus.js';
 import { TRACKER_KEY, type OpenOptions } from './options.js';
-import { sessionTools } from './sessionTools.js';
+import { sessionTools, type SessionTools } from './sessionTools.js';
 import { TrackerWriter } from './trackerWriter.js';
 
 /** What the registry hands a new Session: its opened files and store, and what opening found. */
@@ -57,7 +56,7 @@ export interface SessionWiring {
   input: SessionInput;
   statics: SessionStatics;
   inspect: ((event: InspectionEvent) => void) | undefined;
-  tools: readonly Tool[];
+  tools: SessionTools;
   bus: EventBus;
   /** A prompt was queued (telemetry keeps the context it came in, for its turn's span). */
   enqueued: ((promptId: string) => void) | undefined;
@@ -106,15 +105,19 @@ export function wireSession(
     redact: record.redact,
     emit: dispatch,
   });
-  const systemPromptFor = (instructions: string | undefined, toolNames: string[]): string =>
-    systemPrompt({ ...(instructions ? { instructions } : {}), fallbackThreshold: resolved.turn.fallbackThreshold, toolNames });
+  const systemPromptFor = (instructions: string | undefined, toolNames: string[], toolPrefix: string): string =>
+    systemPrompt({
+      ...(instructions ? { instructions } : {}),
+      fallbackThreshold: resolved.turn.fallbackThreshold,
+      toolNames,
+      ...(toolPrefix ? { toolPrefix } : {}),
+    });
   const inject = items && options.itemMemory?.inject ? { ...options.itemMemory.inject, userId: options.itemMemory.userId } : null;
   const host = sessionHost({
     record,
     counter,
     llm,
-    tools: tools.all,
-    builtIn: tools.builtIn,
+    tools,
     outputLimits: resolved.turn.toolOutput,
     compaction,
     tracker: trackerWriter,
@@ -134,8 +137,10 @@ export function wireSession(
     systemPrompt: systemPromptFor(
       options.instructions,
       tools.all.map((t) => t.name),
+      tools.prefix,
     ),
     tools: tools.all.map((t) => t.spec),
+    ...(tools.prefix ? { toolPrefix: tools.prefix } : {}),
     counter,
     settings: resolved.turn,
     host: telemetry ? telemetry.wrapHost(host) : host,
@@ -162,7 +167,7 @@ export function wireSession(
     input,
     statics,
     inspect: options.inspect || trace ? combineInspectors(options.inspect, trace?.inspect) : undefined,
-    tools: tools.all,
+    tools,
     bus,
     enqueued: telemetry ? (promptId) => telemetry.enqueued(promptId) : undefined,
     async close(tracker) {

@@ -21,6 +21,8 @@ export interface MessageEntry {
   stop?: 'aborted';
   /** A user message the host pinned (the task, rules): no compaction ever replaces it. */
   pinned?: true;
+  /** A host's tool result: the fingerprint of its text as the host sent it (the message keeps it capped), to know the host's copy by. */
+  print?: string;
 }
 
 export interface CompactionEntry {

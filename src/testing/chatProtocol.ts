@@ -6,9 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import { sendError, sendJson } from '../http/jsonHttp.js';
 import { checkRequest, unpairedTools } from './requestChecks.js';
-import { streamChunks, wireToolCalls, writeStream } from './sseStream.js';
+import { logprobsOf, streamChunks, textPieces, wireToolCalls, writeStream } from './sseStream.js';
 import type { ErrorKind, TestProtocol, TestUsage } from './testProtocol.js';
-import type { ChatRequest } from './wire.js';
+import { withTextContent, type ChatRequest } from './wire.js';
 
 /** OpenAI's words and names for each error: the Chat Completions and the Responses API share them. */
 export const OPENAI_ERRORS: Record<ErrorKind, { message: string; type: string; code: string | null }> = {
@@ -37,7 +37,9 @@ export const chatProtocol: TestProtocol = {
   name: 'chat',
   path: '/v1/chat/completions',
   authorized: (headers, apiKey) => headers.authorization === `Bearer ${apiKey}`,
-  read(body, strict) {
+  read(given, strict) {
+    // Content given as parts (text parts, as agents send them) is read as its text, as a model reads it.
+    const body = withTextContent(given as ChatRequest);
     const problem = checkRequest(body) ?? (strict ? unpairedTools((body as ChatRequest).messages) : null);
     if (problem) return { problem };
     const b = body as ChatRequest;
@@ -50,6 +52,7 @@ export const chatProtocol: TestProtocol = {
   },
   error: (res, status, kind, message, param) =>
     sendOpenaiError(res, status, kind, message, param ?? (kind === 'overflow' ? 'messages' : null)),
+  usage: (usage) => chatUsage(usage),
   overflow: (promptTokens, window) =>
     `This model's maximum context length is ${window} tokens. However, your messages resulted in ${promptTokens} tokens. Please reduce the length of the messages.`,
   async answer(res, completion, read, _raw, faults, options) {
@@ -72,7 +75,7 @@ export const chatProtocol: TestProtocol = {
               refusal: null,
               ...(completion.toolCalls.length ? { tool_calls: wireToolCalls(completion.toolCalls) } : {}),
             },
-            logprobs: null,
+            logprobs: body.logprobs === true ? logprobsOf(textPieces(completion.content ?? '', options.chunkChars)) : null,
             finish_reason: completion.finishReason,
           },
         ],
@@ -82,7 +85,7 @@ export const chatProtocol: TestProtocol = {
     }
     const includeUsage = body.stream_options?.include_usage === true && usage !== null;
     const frame = { id, object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: 'fp_workmem' };
-    const chunks: Record<string, unknown>[] = streamChunks(completion, options.chunkChars).map((choice) => ({
+    const chunks: Record<string, unknown>[] = streamChunks(completion, options.chunkChars, body.logprobs === true).map((choice) => ({
       ...frame,
       choices: [choice],
       ...(includeUsage ? { usage: null } : {}),
@@ -92,11 +95,24 @@ export const chatProtocol: TestProtocol = {
   },
 };
 
-function chatUsage(usage: TestUsage) {
+/** OpenAI's usage; with `details`, as its newer models report it (half the completion counted as reasoning). */
+function chatUsage(usage: TestUsage): Record<string, unknown> {
   return {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
     total_tokens: usage.promptTokens + usage.completionTokens,
-    ...(usage.cachedTokens !== null ? { prompt_tokens_details: { cached_tokens: usage.cachedTokens } } : {}),
+    ...(usage.cachedTokens !== null || usage.details
+      ? { prompt_tokens_details: { cached_tokens: usage.cachedTokens ?? 0, ...(usage.details ? { audio_tokens: 0 } : {}) } }
+      : {}),
+    ...(usage.details
+      ? {
+          completion_tokens_details: {
+            reasoning_tokens: Math.floor(usage.completionTokens / 2),
+            audio_tokens: 0,
+            accepted_prediction_tokens: 0,
+            rejected_prediction_tokens: 0,
+          },
+        }
+      : {}),
   };
 }

@@ -51,6 +51,7 @@ export const messagesProtocol: TestProtocol = {
       request_id: `req_${randomBytes(12).toString('hex')}`,
     });
   },
+  usage: (usage) => messagesUsage(usage),
   overflow: (promptTokens, window) => `prompt is too long: ${promptTokens} tokens > ${window} maximum`,
   async answer(res, completion, read, raw, faults, options) {
     const body = raw as Record<string, unknown>;
@@ -249,12 +250,7 @@ function messageOf(completion: Completion, body: Record<string, unknown>, model:
     stop_sequence: null,
     ...(usage
       ? {
-          usage: {
-            input_tokens: usage.promptTokens - (usage.cachedTokens ?? 0) - usage.writtenTokens,
-            cache_creation_input_tokens: usage.writtenTokens,
-            cache_read_input_tokens: usage.cachedTokens ?? 0,
-            output_tokens: usage.completionTokens,
-          },
+          usage: messagesUsage(usage),
         }
       : {}),
   };
@@ -315,5 +311,15 @@ function framesOf(message: ReturnType<typeof messageOf>, size: number): SseFrame
     idle: sseEvent({ type: 'ping' }),
     thinking: sseEvent({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'thinking… ' } }),
     finish: { frame: finish, through },
+  };
+}
+
+/** Anthropic's usage: input_tokens is what the prompt cache neither read nor wrote. */
+function messagesUsage(usage: TestUsage) {
+  return {
+    input_tokens: usage.promptTokens - (usage.cachedTokens ?? 0) - usage.writtenTokens,
+    cache_creation_input_tokens: usage.writtenTokens,
+    cache_read_input_tokens: usage.cachedTokens ?? 0,
+    output_tokens: usage.completionTokens,
   };
 }

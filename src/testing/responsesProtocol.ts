@@ -29,6 +29,7 @@ export const responsesProtocol: TestProtocol = {
   read: readResponses,
   error: (res, status, kind, message, param) =>
     sendOpenaiError(res, status, kind, message, param ?? (kind === 'overflow' ? 'input' : null)),
+  usage: (usage) => responsesUsage(usage),
   overflow: () => 'Your input exceeds the context window of this model. Please adjust your input and try again.',
   async answer(res, completion, read, raw, faults, options) {
     const body = raw as Record<string, unknown>;
@@ -200,13 +201,7 @@ function responseOf(completion: Completion, body: Record<string, unknown>, model
     tools: Array.isArray(body.tools) ? body.tools : [],
     top_p: 1,
     truncation: 'disabled',
-    usage: usage && {
-      input_tokens: usage.promptTokens,
-      input_tokens_details: { cached_tokens: usage.cachedTokens ?? 0 },
-      output_tokens: usage.completionTokens,
-      output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: usage.promptTokens + usage.completionTokens,
-    },
+    usage: usage && responsesUsage(usage),
     user: null,
     metadata: {},
   };
@@ -294,5 +289,16 @@ function framesOf(response: ReturnType<typeof responseOf>, size: number): SseFra
       delta: 'thinking… ',
     }),
     finish: { frame: finish, through: frames.length },
+  };
+}
+
+/** The Responses API's usage: its details always (reasoning half the output with usageDetails). */
+function responsesUsage(usage: TestUsage): Record<string, unknown> {
+  return {
+    input_tokens: usage.promptTokens,
+    input_tokens_details: { cached_tokens: usage.cachedTokens ?? 0 },
+    output_tokens: usage.completionTokens,
+    output_tokens_details: { reasoning_tokens: usage.details ? Math.floor(usage.completionTokens / 2) : 0 },
+    total_tokens: usage.promptTokens + usage.completionTokens,
   };
 }

@@ -42,6 +42,8 @@ export interface TestUsage {
   cachedTokens: number | null;
   /** Of promptTokens, written to the prompt cache (explicit caching). */
   writtenTokens: number;
+  /** Reported with every detail the protocol counts (TestServerOptions.usageDetails). */
+  details: boolean;
 }
 
 export interface AnswerOptions {
@@ -61,6 +63,8 @@ export interface TestProtocol {
   read(body: unknown, strict: boolean): ReadRequest | Refusal;
   /** An error in the protocol's shape; `message` replaces the kind's own words; `param` names the field, where the protocol says one. */
   error(res: ServerResponse, status: number, kind: ErrorKind, message?: string, param?: string): void;
+  /** The usage as the protocol reports it. */
+  usage(usage: TestUsage): Record<string, unknown>;
   /** The overflow's words: the prompt and the window, as the provider says them. */
   overflow(promptTokens: number, window: number): string;
   /** The answer: one JSON body, or the protocol's SSE events with the faults asked for. */

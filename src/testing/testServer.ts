@@ -45,6 +45,11 @@ export interface TestServerOptions {
   strict?: boolean;
   /** Send usage when the client asks for it (default true). */
   reportUsage?: boolean;
+  /**
+   * Usage with its details, as OpenAI's newer models report it: `completion_tokens_details`
+   * (half the completion counted as reasoning) and `prompt_tokens_details.audio_tokens` (default false).
+   */
+  usageDetails?: boolean;
   /** Scale reported prompt tokens, like a server whose tokenizer differs from ours (default 1). */
   promptTokenScale?: number;
   /**
@@ -75,6 +80,8 @@ export interface RecordedRequest {
   cachedTokens: number;
   /** Of promptTokens, those written to the prompt cache (explicit caching only). */
   cacheWriteTokens: number;
+  /** The usage the server reported for it (null when it answered none). */
+  usage?: Record<string, unknown> | null;
 }
 
 export interface TestServer {
@@ -201,7 +208,9 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
             completionTokens: countCompletion(counter, completion),
             cachedTokens: cache.enabled ? Math.round(cached * scale) : null,
             writtenTokens: Math.round(written * scale),
+            details: options.usageDetails === true,
           };
+    record.usage = usage && protocol.usage(usage);
     await protocol.answer(res, completion, read, body, faults, { model, chunkChars, chunkDelayMs: options.chunkDelayMs ?? 0, usage });
   }
 

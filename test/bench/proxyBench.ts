@@ -57,7 +57,12 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
     const proxied = await longSession(home, size);
     const open = await openSession(kept.id, { llm: llm(), ...common });
     const proxy = await startServe(server.baseURL, home);
-    const client = new OpenAI({ baseURL: proxy.url, apiKey: 'bench', maxRetries: 0, defaultHeaders: { 'x-workmem-session': proxied.id } });
+    const client = new OpenAI({
+      baseURL: proxy.url,
+      apiKey: proxy.token,
+      maxRetries: 0,
+      defaultHeaders: { 'x-workmem-session': proxied.id },
+    });
     const held = proxied.conversation as ChatCompletionMessageParam[];
     const echo = await startEcho();
     const direct = new OpenAI({ baseURL: echo.url, apiKey: 'bench', maxRetries: 0 });
@@ -138,13 +143,15 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
 }
 
 /** `workmem serve` from the build, in a process of its own, on the home's sessions. */
-async function startServe(upstream: string, home: string): Promise<{ url: string; stop(): Promise<void> }> {
+const BENCH_TOKEN = 'the-bench-serve-token';
+
+async function startServe(upstream: string, home: string): Promise<{ url: string; token: string; stop(): Promise<void> }> {
   const child: ChildProcess = spawn(
     process.execPath,
     [builtFile('src/cli/bin.js'), 'serve', '--upstream', upstream, '--context-window', '128000'],
     {
       cwd: '/',
-      env: { PATH: process.env.PATH, WORKMEM_HOME: home },
+      env: { PATH: process.env.PATH, WORKMEM_HOME: home, WORKMEM_SERVE_TOKEN: BENCH_TOKEN },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -161,6 +168,7 @@ async function startServe(upstream: string, home: string): Promise<{ url: string
   });
   return {
     url,
+    token: BENCH_TOKEN,
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());

@@ -8,7 +8,8 @@
  */
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { ChatOpenAI } from '@langchain/openai';
-import { createAgent } from 'langchain';
+import { createAgent, tool } from 'langchain';
+import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { ContextWatch, renderContext } from '../../src/cli/contextView.js';
 import { createWorkmem } from '../../src/langchain/workmemMiddleware.js';
@@ -59,6 +60,25 @@ describe('createAgent with the workmem middleware', () => {
     const input = usage.reduce((n, u) => n + u!.input, 0);
     const cached = usage.reduce((n, u) => n + u!.cached, 0);
     expect([input, cached]).toEqual([reported.reduce((n, r) => n + r.input, 0), reported.reduce((n, r) => n + r.cached, 0)]);
+    await workmem.close();
+  });
+
+  it("tells the model of a tool of the agent's that throws, as without workmem: the run goes on", async () => {
+    const server = await serve(protocolFollower({ seed: 1 }));
+    const model = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'test', configuration: { baseURL: server.baseURL } });
+    const workmem = await createWorkmem({ model, home: tempHome(), cwd: '/work/project', env: {} });
+    const boom = tool(
+      async () => {
+        throw new Error('the disk is gone');
+      },
+      { name: 'boom', description: 'Fails', schema: z.object({ input: z.string() }) },
+    );
+    const agent = createAgent({ model, tools: [boom], middleware: [workmem.middleware] });
+    const { messages } = await agent.invoke({ messages: [new HumanMessage('Use the boom tool with now.')] });
+    const failed = messages.find((m) => ToolMessage.isInstance(m))!;
+    expect(failed.text).toContain('the disk is gone');
+    expect((failed as ToolMessage).status).toBe('error');
+    expect(messages.at(-1)!.type).toBe('ai');
     await workmem.close();
   });
 

@@ -27,19 +27,20 @@ const llmFor = (server: TestServer, maxOutputTokens = 100, timeoutMs = 300) =>
 const messages = (dir: string) => logEntries(dir).flatMap((e) => (e.type === 'message' ? [e.message] : []));
 
 describe('streams that would never end a turn', () => {
-  it('keep-alive chunks alone do not hold off the wait for the first output: the request times out, the session goes on', async () => {
-    const server = await serve([{ type: 'keepalive', everyMs: 50 }]);
-    // 2 s: on a loaded machine the response must start before the SDK's own timeout, or the keep-alives are never seen.
-    const session = await newSession({ llm: llmFor(server, 100, 2_000), settings: { retry: { maxRetries: 0 } } });
-    const first = await session.prompt('hello?');
-    expect(first.status).toBe('failed');
-    expect(first.error).toMatchObject({ kind: 'timeout', retryable: true });
-    expect(first.error!.message).toMatch(/^no output from the server within 2 s/);
-    const next = await session.prompt('again');
-    expect(next).toMatchObject({ status: 'done', text: 'A normal answer.' });
-    expect(messages(session.dir).map((m) => m.role)).toEqual(['user', 'user', 'assistant']);
-    await session.close();
-  });
+  for (const as of ['empty', 'delta', 'comment'] as const)
+    it(`keep-alives alone (${as === 'empty' ? 'chunks with no choice' : as === 'delta' ? 'empty deltas' : ': ping comments'}) do not hold off the wait for the first output: the request times out, the session goes on`, async () => {
+      const server = await serve([{ type: 'keepalive', everyMs: 50, as }]);
+      // 2 s: on a loaded machine the response must start before the SDK's own timeout, or the keep-alives are never seen.
+      const session = await newSession({ llm: llmFor(server, 100, 2_000), settings: { retry: { maxRetries: 0 } } });
+      const first = await session.prompt('hello?');
+      expect(first.status).toBe('failed');
+      expect(first.error).toMatchObject({ kind: 'timeout', retryable: true });
+      expect(first.error!.message).toMatch(/^no output from the server within 2 s/);
+      const next = await session.prompt('again');
+      expect(next).toMatchObject({ status: 'done', text: 'A normal answer.' });
+      expect(messages(session.dir).map((m) => m.role)).toEqual(['user', 'user', 'assistant']);
+      await session.close();
+    });
 
   it('an endless answer is cut past twice the requested maximum, not retried, and the session stays usable', async () => {
     const server = await serve([{ type: 'endless' }]);

@@ -45,7 +45,7 @@ describe('agent SDKs through workmem serve', () => {
       // The SDK's default provider (its Responses model), given a client at the proxy.
       const openAIClient = new OpenAI({
         baseURL: proxy.url,
-        apiKey: 'unused',
+        apiKey: proxy.token,
         maxRetries: 0,
         defaultHeaders: { 'x-workmem-session': `agents-${stream}` },
       });
@@ -86,7 +86,7 @@ describe('agent SDKs through workmem serve', () => {
       const { betaTool } = load('@anthropic-ai/sdk/helpers/beta/json-schema');
       const client = new Anthropic({
         baseURL: proxy.url.replace(/\/v1$/, ''),
-        apiKey: 'unused',
+        apiKey: proxy.token,
         maxRetries: 0,
         defaultHeaders: { 'x-workmem-session': `anthropic-${stream}` },
       });

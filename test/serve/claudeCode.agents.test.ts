@@ -3,7 +3,7 @@
  * installed from the registry into a cache of its own (its native binary comes from an
  * optional dependency, run through the package's own launcher, cli-wrapper.cjs, since the
  * install runs no scripts; the binary carries its own runtime, so the package's `node >= 22`
- * does not bind it), pointed at the proxy by ANTHROPIC_BASE_URL with a dummy key, its
+ * does not bind it), pointed at the proxy by ANTHROPIC_BASE_URL with the proxy's token as its key, its
  * telemetry, error reports and update checks off, run with `-p` one turn per process and
  * `--continue` after the first, offline. It speaks the Messages API with adaptive thinking
  * on, so its tool loop only goes on if the proxy sends each loop's thinking back before its
@@ -56,7 +56,7 @@ describe('Claude Code, an agent from npm, through workmem serve', () => {
       PATH: process.env.PATH,
       HOME: work,
       ANTHROPIC_BASE_URL: proxy.url.replace(/\/v1$/, ''),
-      ANTHROPIC_API_KEY: 'sk-ant-dummy-unused-by-the-proxy',
+      ANTHROPIC_API_KEY: proxy.token,
       // Its side requests (titles, summaries) go to the same stand-in, by name.
       ANTHROPIC_DEFAULT_HAIKU_MODEL: 'workmem-test',
       ANTHROPIC_SMALL_FAST_MODEL: 'workmem-test',

@@ -59,12 +59,13 @@ describe('Codex, an agent from npm, through workmem serve', () => {
         'name = "workmem serve"',
         `base_url = "${proxy.url}"`,
         'wire_api = "responses"',
+        'env_key = "WORKMEM_SERVE_TOKEN"',
         'request_max_retries = 0',
         'stream_max_retries = 0',
         '',
       ].join('\n'),
     );
-    const env = { PATH: process.env.PATH, HOME: work, CODEX_HOME: codexHome };
+    const env = { PATH: process.env.PATH, HOME: work, CODEX_HOME: codexHome, WORKMEM_SERVE_TOKEN: proxy.token };
     const turns = [
       'My plant1 is rose1.',
       'My plant2 is rose2.',

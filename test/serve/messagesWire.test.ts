@@ -99,7 +99,11 @@ describe("Anthropic's Messages API through workmem serve", () => {
   for (const stream of [false, true])
     it(`runs the AI SDK's Anthropic provider with a tool of its own; cached at workmem's breakpoints (${stream ? 'streamed' : 'not streamed'})`, async () => {
       const { proxy, server, home } = await proxied({ proxy: { contextWindow: 16_000 }, server: { promptCaching: 'explicit' } });
-      const anthropic = createAnthropic({ baseURL: proxy.url, apiKey: 'unused', headers: { 'x-workmem-session': `messages-${stream}` } });
+      const anthropic = createAnthropic({
+        baseURL: proxy.url,
+        apiKey: proxy.token,
+        headers: { 'x-workmem-session': `messages-${stream}` },
+      });
       const ran: string[] = [];
       const tools = {
         lookup: tool({
@@ -164,7 +168,7 @@ describe("Anthropic's Messages API through workmem serve", () => {
 
   it('with thinking on, sends a tool loop its thinking again before its calls, the client its own', async () => {
     const { proxy, server } = await proxied({ proxy: { contextWindow: 16_000 } });
-    const headers = { 'x-workmem-session': 'thinking', 'x-api-key': 'unused', 'anthropic-version': '2023-06-01' };
+    const headers = { 'x-workmem-session': 'thinking', 'x-api-key': proxy.token, 'anthropic-version': '2023-06-01' };
     const thinking = { type: 'adaptive', display: 'omitted' };
     const messages: Record<string, unknown>[] = [];
     for (const text of ['My plant1 is rose1.', 'Use the lookup tool with cat.']) {
@@ -204,7 +208,12 @@ describe("Anthropic's Messages API through workmem serve", () => {
       server: { apiKey: 'client-key-1234567890' },
     });
     const at = `${proxy.url}/messages`;
-    const headers = { 'x-workmem-session': 'failing', 'x-api-key': 'client-key-1234567890', 'anthropic-beta': 'some-beta-2025-01-01' };
+    const headers = {
+      'x-workmem-session': 'failing',
+      'x-api-key': 'client-key-1234567890',
+      'x-workmem-token': proxy.token,
+      'anthropic-beta': 'some-beta-2025-01-01',
+    };
     const ask = (messages: unknown[], extra: Record<string, unknown> = {}) =>
       post(at, { model: 'workmem-test', max_tokens: 500, messages, ...extra }, headers);
     server.inject({ type: 'server_error', status: 529 });

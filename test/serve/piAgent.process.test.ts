@@ -4,10 +4,10 @@
  * into a cache of its own (never a dependency of workmem: it brings 200 MB and install
  * scripts), configured as its docs say for an OpenAI-compatible server (models.json,
  * api "openai-completions"), run with `-p` (print mode) one turn per process, continuing its
- * own session (`-c`), offline. Its built-in tools read/write/edit have the names of
- * workmem's own, so it runs with `--tools bash` (the proxy refuses a clash, see
- * docs/proxy.md). Across its processes the proxy keeps one session: memory written through
- * the proxy, pi's own tool call round-tripping, and none of workmem's calls reaching pi.
+ * own session (`-c`), offline, with its default tools: its read/write/edit have the names of
+ * workmem's own, which the proxy then sends as workmem_read, workmem_write, … (docs/proxy.md,
+ * "Tools"). Across its processes the proxy keeps one session: memory written through the
+ * proxy, pi's own tool call round-tripping, and none of workmem's calls reaching pi.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -53,7 +53,7 @@ describe('pi, an agent from npm, through workmem serve', () => {
           workmem: {
             baseUrl: proxy.url,
             api: 'openai-completions',
-            apiKey: 'unused-by-the-proxy',
+            apiKey: proxy.token,
             compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
             models: [{ id: 'workmem-test', contextWindow: 32_000, maxTokens: 2_000 }],
           },
@@ -66,8 +66,6 @@ describe('pi, an agent from npm, through workmem serve', () => {
       'workmem',
       '--model',
       'workmem-test',
-      '--tools',
-      'bash',
       '--offline',
       '--no-extensions',
       '--no-skills',
@@ -91,7 +89,7 @@ describe('pi, an agent from npm, through workmem serve', () => {
     expect(answers[3]).toContain('rose1');
     expect(answers[4]).toContain('rose2');
 
-    // One session for the conversation, named by its opening (pi's system prompt and first message).
+    // One session for the conversation, found by what it holds (its first request passed through, the second opened it).
     expect(server.requests.length).toBeGreaterThanOrEqual(turns.length);
     const sessionDir = join(home, 'sessions');
     const sessions = readdirSync(sessionDir).flatMap((cwd) => readdirSync(join(sessionDir, cwd)));
@@ -102,7 +100,7 @@ describe('pi, an agent from npm, through workmem serve', () => {
       e.type === 'message' && e.message.role === 'assistant' ? (e.message.tool_calls ?? []).map((c) => c.function.name) : [],
     );
     expect(calls).toContain('bash');
-    expect(calls).toContain('write');
+    expect(calls).toContain('workmem_write');
     expect(log.some((e) => e.type === 'message' && e.message.role === 'tool' && calls.includes('bash'))).toBe(true);
     expect(log.filter((e) => e.type === 'branch')).toEqual([]);
     // pi's own session holds its bash call and none of workmem's.

@@ -111,10 +111,9 @@ describe('the Responses API through workmem serve', () => {
     expect(request.reasoning.of(['c2'])).toEqual([{ type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'sealed' }]);
     expect(request.tools.map((t) => t.name)).toEqual(['weather', 'lookup']);
     expect(request.otherTools).toEqual([{ type: 'web_search' }]);
-    expect(request.opening).toEqual([
-      { role: 'system', content: 'Use tools.' },
-      { role: 'user', content: 'hi' },
-    ]);
+    // Passed through as sent when no session takes it (its stream flags aside).
+    expect(request.body).toMatchObject({ model: 'm', instructions: 'Be brief.' });
+    expect((request.body.input as unknown[]).length).toBe(9);
 
     const refused = (body: Item) => {
       try {
@@ -141,7 +140,7 @@ describe('the Responses API through workmem serve', () => {
       const { proxy, server, home } = await proxied({ proxy: { contextWindow: 8000 } });
       const openai = new OpenAI({
         baseURL: proxy.url,
-        apiKey: 'unused',
+        apiKey: proxy.token,
         maxRetries: 0,
         defaultHeaders: { 'x-workmem-session': `responses-${stream}` },
       });
@@ -189,7 +188,7 @@ describe('the Responses API through workmem serve', () => {
   it('keeps the upstream status and OpenAI-shaped body, compacts an overflow once, refuses by name', async () => {
     const { proxy, server, home } = await proxied({ proxy: { contextWindow: 8000 } });
     const at = `${proxy.url}/responses`;
-    const headers = { 'x-workmem-session': 'failing' };
+    const headers = { 'x-workmem-session': 'failing', authorization: `Bearer ${proxy.token}` };
     server.inject({ type: 'rate_limit', retryAfterSeconds: 4 });
     const limited = await post(at, { model: 'workmem-test', input: 'hi' }, headers);
     expect(limited.status).toBe(429);

@@ -6,6 +6,8 @@ import { HANG_MS } from '../hangGuard.js';
 
 export interface ServeProcess {
   url: string;
+  /** The token it printed for its clients. */
+  token: string;
   child: ChildProcess;
   output(): string;
   /** SIGTERM, and its exit code. */
@@ -37,9 +39,10 @@ export function serveProcesses(): (args: string[], env: NodeJS.ProcessEnv) => Pr
       const read = (chunk: Buffer): void => {
         out += chunk;
         const url = /workmem serve on (http:\/\/\S+\/v1)/.exec(out)?.[1];
-        if (url) {
+        const token = /(?:OPENAI_API_KEY=|x-workmem-token: )(\S+?)[;,]/.exec(out)?.[1];
+        if (url && token) {
           clearTimeout(timer);
-          const proc = { url, child, output: () => out, stop };
+          const proc = { url, token, child, output: () => out, stop };
           started.push(proc);
           resolve(proc);
         }
