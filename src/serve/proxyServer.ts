@@ -33,12 +33,15 @@ import { messagesDoor } from './messagesDoor.js';
 import { MessagesUpstream } from './messagesUpstream.js';
 import { responsesDoor } from './responsesDoor.js';
 import { ResponsesUpstream } from './responsesUpstream.js';
+import { PortInUseError } from './portInUse.js';
 import { isLoopback, proxyRefusal, type Doors } from './proxyDoors.js';
 import { RequestLogEntry } from './requestLog.js';
 import { SessionGate } from './sessionGate.js';
 import { SESSION_HEADER, sessionNameOf } from './sessionNaming.js';
 import { Upstream } from './upstream.js';
 import { readBody, sendError, sendJson } from '../http/jsonHttp.js';
+
+export { PortInUseError };
 
 export interface ProxyOptions {
   /**
@@ -96,21 +99,6 @@ export interface ProxyServer {
   /** The token clients send (`Authorization: Bearer <token>`, `x-api-key`, or `x-workmem-token` with --forward-auth). */
   token: string;
   close(): Promise<void>;
-}
-
-/** The port is taken: said in workmem's words, with what to do. */
-export class PortInUseError extends Error {
-  override name = 'PortInUseError';
-  constructor(
-    readonly host: string,
-    readonly port: number,
-    options?: ErrorOptions,
-  ) {
-    super(
-      `port ${port} on ${host} is in use (another workmem serve, or another program): give another with --port, or --port 0 for a free one`,
-      options,
-    );
-  }
 }
 
 const MAX_REQUEST_BYTES = 32 * 1024 * 1024;

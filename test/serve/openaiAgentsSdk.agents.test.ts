@@ -29,7 +29,7 @@ beforeAll(async () => {
   OpenAI = (await load(join('node_modules', 'openai', 'index.mjs'))).default;
   z = (await load(join('node_modules', 'zod', 'index.js'))).z;
   sdk.setTracingDisabled(true);
-}, 6 * 60_000);
+});
 
 describe('the OpenAI Agents SDK through workmem serve, its defaults', () => {
   it(

@@ -38,7 +38,7 @@ const served = servedAgents();
 
 beforeAll(() => {
   OPENCODE = join(installedOnce(`workmem-test-opencode-${VERSION}`, [`opencode-ai@${VERSION}`], BINARY), BINARY);
-}, 6 * 60_000);
+});
 
 describe('opencode through workmem serve, its defaults', () => {
   it(

@@ -32,7 +32,7 @@ const served = servedAgents();
 
 beforeAll(() => {
   QWEN = join(installedOnce(`workmem-test-qwen-code-${VERSION}`, [`@qwen-code/qwen-code@${VERSION}`], CLI), CLI);
-}, 6 * 60_000);
+});
 
 describe('Qwen Code through workmem serve, its defaults', () => {
   it(
