@@ -79,7 +79,11 @@ describe('workmem serve --otlp', () => {
     const ask = async (clientSpan: string, messages: unknown[]) => {
       const response = await fetch(`${proxy.url}/chat/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', traceparent: `00-${traceId}-${clientSpan}-01` },
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${proxy.token}`,
+          traceparent: `00-${traceId}-${clientSpan}-01`,
+        },
         body: JSON.stringify({ model: 'workmem-test', messages, tools }),
       });
       expect(response.status).toBe(200);
