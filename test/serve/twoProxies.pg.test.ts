@@ -82,12 +82,12 @@ describe.skipIf(!available)('two proxies on one PostgreSQL', () => {
       const messages: Record<string, unknown>[] = [];
       const answers: string[] = [];
       for (const [t, text] of turns.entries()) {
-        const at = proxies[t % 2]!.url;
+        const { url: at, token } = proxies[t % 2]!;
         input.push({ role: 'user', content: text });
         const response = await post(
           `${at}/responses`,
           { model: 'workmem-test', input, stream: t % 2 === 1 },
-          { 'x-workmem-session': 'shared-responses' },
+          { 'x-workmem-session': 'shared-responses', authorization: `Bearer ${token}` },
         );
         const output = (t % 2 === 1 ? response.events.at(-1)!.data.response : response.json) as { output: Record<string, unknown>[] };
         input.push(...output.output);
@@ -95,7 +95,7 @@ describe.skipIf(!available)('two proxies on one PostgreSQL', () => {
         const message = await post(
           `${at}/messages`,
           { model: 'workmem-test', max_tokens: 500, messages },
-          { 'x-workmem-session': 'shared-messages' },
+          { 'x-workmem-session': 'shared-messages', 'x-api-key': token },
         );
         messages.push({ role: 'assistant', content: message.json.content });
         answers.push(JSON.stringify(output.output), JSON.stringify(message.json.content));
