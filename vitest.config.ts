@@ -6,8 +6,9 @@ import { HANG_MS } from './test/hangGuard.js';
  * fast (npm run test:unit); `*.slow.test.ts` walks paths, properties or long sessions;
  * `*.process.test.ts` spawns the built CLI; `*.tmux.test.ts` drives it in a terminal;
  * `*.browser.test.ts` drives headless Chromium; `*.pg.test.ts` needs PostgreSQL;
- * `*.agents.test.ts` runs agents from npm (opencode, Qwen Code, the OpenAI Agents SDK)
- * through `workmem serve`, minutes each; the pack test installs the packed package.
+ * `*.agents.test.ts` installs agent programs from the registry (opencode, Qwen Code, Codex,
+ * Claude Code, the agent SDKs) and drives them through `workmem serve`, minutes each; the
+ * pack test installs the packed package.
  * `vitest --project <name>` picks one.
  */
 const KINDS = ['slow', 'process', 'tmux', 'browser', 'pg', 'agents'] as const;

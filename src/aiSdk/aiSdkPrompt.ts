@@ -4,14 +4,12 @@
  * explicit prompt caching.
  */
 import type { LanguageModelV3FunctionTool, LanguageModelV3Message, SharedV3ProviderOptions } from '@ai-sdk/provider';
-import type { CacheBreakpoint, LLMRequest } from '../llm/llm.js';
+import type { LLMRequest } from '../llm/llm.js';
 import type { ChatMessage } from '../history/messages.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { boundCallId, boundIdsOf } from '../llm/toolCallIds.js';
 import { ConversionsByPlace } from '../llm/conversionsByPlace.js';
-
-/** Anthropic allows 4 cache_control breakpoints per request. */
-const MAX_BREAKPOINTS = 4;
+import { breakpointsOf } from '../llm/cacheBreakpoints.js';
 
 /**
  * One breakpoint, in each provider's own words: Anthropic's cacheControl, Bedrock's
@@ -82,15 +80,6 @@ function callNames(messages: readonly ChatMessage[]): (index: number) => (id: st
     }
     return names.get(id) ?? 'unknown';
   };
-}
-
-/** Breakpoints by message, as cut points in its text; at most MAX_BREAKPOINTS, the last ones kept (they cover the most). */
-function breakpointsOf(breakpoints: readonly CacheBreakpoint[], messages: number): Map<number, number[]> {
-  const valid = breakpoints.filter((b) => Number.isInteger(b.message) && b.message >= 0 && b.message < messages).slice(-MAX_BREAKPOINTS);
-  const byMessage = new Map<number, number[]>();
-  for (const b of valid) byMessage.set(b.message, [...(byMessage.get(b.message) ?? []), b.chars ?? Number.MAX_SAFE_INTEGER]);
-  for (const cuts of byMessage.values()) cuts.sort((a, b) => a - b);
-  return byMessage;
 }
 
 function messageOf(message: ChatMessage, nameOf: (id: string) => string, mark: boolean): LanguageModelV3Message {

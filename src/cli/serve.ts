@@ -2,7 +2,8 @@
  * workmem serve: the working-memory proxy (src/serve/) until Ctrl-C. Sessions are kept in
  * the home's folders or, with --database-url / --database-url-file / WORKMEM_DATABASE_URL,
  * in PostgreSQL, where several proxies share them. The upstream's key comes from
- * OPENAI_API_KEY (never a flag), or with --forward-auth from each client.
+ * OPENAI_API_KEY (ANTHROPIC_API_KEY for the Messages API; never a flag), or with
+ * --forward-auth from each client.
  */
 import { withoutSecrets, withoutUserinfo } from '../llm/baseUrl.js';
 import { readSecretFile } from './secretFile.js';
@@ -14,15 +15,20 @@ import type { CliIO, Flags } from './cliIO.js';
 import { databaseOf, storeOf } from './databaseStore.js';
 import { startOtlp } from './otlpFlag.js';
 import { terminalLine } from './terminalText.js';
+import { protocolUpstreams } from './serveUpstreams.js';
 import { TESTING_KEY, startTestingServer, testingProfile } from './testingModel.js';
 import { UsageError } from './usageError.js';
 
 export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   const upstream = typeof flags.upstream === 'string' ? flags.upstream.trim() : '';
-  if (!upstream) throw new UsageError('give the model server to send requests to: --upstream <base-url> (e.g. https://api.openai.com/v1)');
-  const profile = testingProfile(upstream, '--upstream');
-  if (!profile) {
+  const upstreams = protocolUpstreams(flags);
+  if (!upstream && !Object.keys(upstreams).length)
+    throw new UsageError(
+      'give the model server to send requests to: --upstream <base-url> (e.g. https://api.openai.com/v1), or one per protocol (e.g. --upstream-messages https://api.anthropic.com/v1)',
+    );
+  const profile = upstream ? testingProfile(upstream, '--upstream') : undefined;
+  if (upstream && !profile) {
     let parsed: URL;
     try {
       parsed = new URL(upstream);
@@ -44,6 +50,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const token = given ?? kept!.token;
   const forwardAuth = flags['forward-auth'] === true;
   const apiKey = io.env.OPENAI_API_KEY?.trim() || undefined;
+  const anthropicApiKey = io.env.ANTHROPIC_API_KEY?.trim() || undefined;
   const inspect = flags.inspect === true ? (numberFlag(flags['inspect-port'], '--inspect-port', 1, 65535) ?? DEFAULT_VIZ_PORT) : undefined;
   const database = databaseOf(flags, io.env, warn);
   const otlp = await startOtlp(flags, io.env); // registered before the proxy starts: its sessions report to it
@@ -52,8 +59,10 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const testing = profile ? await startTestingServer(profile) : undefined;
   try {
     const proxy = await startProxy({
-      upstream: testing?.baseURL ?? upstream,
+      ...(testing ? { upstream: testing.baseURL } : upstream ? { upstream } : {}),
+      upstreams,
       ...(testing ? { apiKey: TESTING_KEY } : apiKey ? { apiKey } : {}),
+      ...(anthropicApiKey ? { anthropicApiKey } : {}),
       forwardAuth,
       host,
       port,
@@ -71,11 +80,12 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       if (error instanceof PortInUseError) throw new UsageError(error.message);
       throw error;
     });
-    const to = testing ? `${upstream} (offline, ${testing.baseURL})` : withoutSecrets(upstream);
+    const to = testing ? `${upstream} (offline, ${testing.baseURL})` : upstream ? withoutSecrets(upstream) : 'an upstream per protocol';
     io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(to)}\n`);
+    for (const [protocol, url] of Object.entries(upstreams)) io.stdout.write(`  ${protocol} → ${terminalLine(withoutSecrets(url))}\n`);
     io.stdout.write(
       `(sessions ${database ? `in ${terminalLine(withoutSecrets(database.url))}` : `of ${terminalLine(home)}`}; ` +
-        `point a client at it: OPENAI_BASE_URL=${proxy.url} ${forwardAuth ? `and the header x-workmem-token: ${token}` : `OPENAI_API_KEY=${token}`}; Ctrl-C stops)\n`,
+        `point a client at it: ${clientSetting(proxy.url, token, forwardAuth)}; Ctrl-C stops)\n`,
     );
     if (kept) io.stdout.write(`(the token is kept in ${terminalLine(kept.path)}; --token-file or WORKMEM_SERVE_TOKEN gives another)\n`);
     await new Promise<void>((resolve) => {
@@ -105,4 +115,12 @@ function tokenOf(flags: Flags, env: NodeJS.ProcessEnv, warn: (message: string) =
   if (typeof flags['token-file'] === 'string') token = readSecretFile(flags['token-file'], '--token-file', warn).trim() || undefined;
   if (token !== undefined && token.length < 16) throw new UsageError('the serve token must be at least 16 characters');
   return token || undefined;
+}
+
+/** How a client reaches the proxy: its base URL, and the token as its key (or in x-workmem-token with --forward-auth). */
+function clientSetting(url: string, token: string, forwardAuth: boolean): string {
+  const anthropic = url.replace(/\/v1$/, '');
+  return forwardAuth
+    ? `OPENAI_BASE_URL=${url} or ANTHROPIC_BASE_URL=${anthropic}, and the header x-workmem-token: ${token}`
+    : `OPENAI_BASE_URL=${url} OPENAI_API_KEY=${token}, or ANTHROPIC_BASE_URL=${anthropic} ANTHROPIC_API_KEY=${token}`;
 }

@@ -12,9 +12,10 @@ export const ADVERTISED_KEEP_ALIVE_S = 5;
 /** How long an idle socket is really kept: ahead of the advertised end by more than a loaded loop's lag. */
 export const KEEP_ALIVE_MS = 30_000;
 
-/** The server keeps idle sockets KEEP_ALIVE_MS; call `advertise` on every response. */
+/** The server keeps idle sockets KEEP_ALIVE_MS and advertises ADVERTISED_KEEP_ALIVE_S on every response. */
 export function keepAliveAhead(server: Server): void {
   server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.prependListener('request', advertiseKeepAlive);
 }
 
 /** Set before the response's head is written: Node then writes no Keep-Alive line of its own. */

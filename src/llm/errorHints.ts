@@ -5,13 +5,14 @@
 import type { LLMErrorKind } from './llm.js';
 
 /**
- * The messages servers use for a prompt that does not fit: OpenAI (context_length_exceeded),
- * Anthropic ("prompt is too long: N tokens > M maximum"), Google ("The input token count (N)
+ * The messages servers use for a prompt that does not fit: OpenAI (context_length_exceeded; the
+ * Responses API's "Your input exceeds the context window of this model"), Anthropic ("prompt is
+ * too long: N tokens > M maximum"; "input length and `max_tokens` exceed context limit"), Google ("The input token count (N)
  * exceeds the maximum number of tokens allowed (M)"), Ollama ("the input length exceeds the
  * context length"), vLLM, llama.cpp and others.
  */
 export const OVERFLOW =
-  /context_length_exceeded|exceed_context_size|maximum context length|context length exceeded|exceeds? (?:the )?(?:available |maximum |model'?s? )?context (?:size|length|window)|context size has been exceeded|prompt is too long|input is too long|too many tokens|reduce the length of the messages|input token count.{0,40} exceeds the maximum number of tokens/i;
+  /context_length_exceeded|exceed_context_size|maximum context length|context length exceeded|exceeds? (?:the )?(?:available |maximum |model'?s? )?context (?:size|length|window)|context size has been exceeded|exceed context limit|prompt is too long|input is too long|too many tokens|reduce the length of the messages|input token count.{0,40} exceeds the maximum number of tokens/i;
 
 /** What an HTTP status says of an error, the same for every client; `otherwise` for the 4xx that none names. */
 export function kindOfStatus(status: number, otherwise: LLMErrorKind = 'bad_request'): LLMErrorKind {

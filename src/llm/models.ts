@@ -22,6 +22,12 @@ const KNOWN = (
     ['o1', 200_000, 100_000],
     ['o3', 200_000, 100_000],
     ['o4-mini', 200_000, 100_000],
+    // Anthropic's (Claude Code's models, through the Messages door): 200k, more with a beta header.
+    ['claude-opus-4', 200_000, 32_000],
+    ['claude-sonnet-4', 200_000, 64_000],
+    ['claude-haiku-4', 200_000, 64_000],
+    ['claude-3-7-sonnet', 200_000, 64_000],
+    ['claude', 200_000, 8_192],
     ['llama3.1', 131_072, 8_192],
     ['llama3.2', 131_072, 8_192],
     ['llama3.3', 131_072, 8_192],

@@ -9,12 +9,15 @@ export function usageOf(
 ): LLMUsage | null {
   const count = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
   if (!usage || !count(usage.prompt_tokens) || !count(usage.completion_tokens)) return null;
-  // OpenAI's automatic prefix caching reports its hits here.
-  const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)?.cached_tokens;
+  // OpenAI's automatic prefix caching reports its hits here; a gateway that prices cache writes, its writes.
+  const details = usage.prompt_tokens_details as { cached_tokens?: unknown; cache_write_tokens?: unknown } | null | undefined;
+  const cached = details?.cached_tokens;
+  const written = details?.cache_write_tokens;
   return {
     promptTokens: usage.prompt_tokens,
     completionTokens: usage.completion_tokens,
     ...(count(cached) && cached <= usage.prompt_tokens ? { cachedPromptTokens: cached } : {}),
+    ...(count(written) && written <= usage.prompt_tokens ? { cacheWriteTokens: written } : {}),
   };
 }
 

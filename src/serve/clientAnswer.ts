@@ -5,7 +5,9 @@
  * system fingerprint for the whole exchange, however many upstream calls it took.
  */
 import type { ServerResponse } from 'node:http';
-import type { Answer, AnswerHead, ChunkExtras, ExchangeSink } from './exchange.js';
+import { startSse } from '../http/sseEvent.js';
+import type { ClientSink } from './clientWire.js';
+import type { Answer, AnswerHead, ChunkExtras } from './exchange.js';
 import type { Failure } from './upstream.js';
 
 export function completionOf(answer: Answer): Record<string, unknown> {
@@ -40,22 +42,19 @@ function framing(head: AnswerHead): Record<string, unknown> {
   };
 }
 
-export class ClientStream implements ExchangeSink {
+export class ClientStream implements ClientSink {
   private first: AnswerHead | null = null;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly headers: Record<string, string>,
+    /** The client asked for the usage chunk at the end. */
+    private readonly withUsage = false,
   ) {}
 
   begin(first: AnswerHead): void {
     this.first = first;
-    this.res.writeHead(200, {
-      ...this.headers,
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-    });
+    startSse(this.res, this.headers);
     this.chunk({ role: 'assistant', content: '' });
   }
 
@@ -64,11 +63,11 @@ export class ClientStream implements ExchangeSink {
   }
 
   /** The client's calls, the finish and (when asked for) the usage; [DONE] comes with end(). */
-  finish(answer: Answer, withUsage: boolean): void {
+  finish(answer: Answer): void {
     if (!this.first) this.begin(answer);
     answer.toolCalls.forEach((call, index) => this.chunk({ tool_calls: [{ index, ...call }] }));
     this.chunk({}, answer.finishReason);
-    if (withUsage) this.write({ ...this.frame(), choices: [], usage: answer.usage });
+    if (this.withUsage) this.write({ ...this.frame(), choices: [], usage: answer.usage });
   }
 
   /** A failure once the stream has begun: an error event, as OpenAI sends one mid-stream. */

@@ -14,21 +14,38 @@
  * logprobs with its text, the system fingerprint, the usage summed over the calls.
  */
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
+import type { HostConversation } from '../../machines/sessionTypes.js';
 import type { AssistantMessage, ChatMessage, ToolCall } from '../history/messages.js';
 import type { LLMResponse } from '../llm/llm.js';
 import { outputLimitChars, outputOverrun } from '../llm/outputLimit.js';
 import { Assembler } from '../llm/streamAssembler.js';
 import { Watchdog } from '../llm/streamWatchdog.js';
-import { withBoundCallIds } from '../llm/toolCallIds.js';
 import type { HostLoop, PreparedCall } from '../session/hostLoop.js';
-import { instructionMessages, wireToolsOf, type ClientRequest } from './chatWire.js';
-import type { Failure, Upstream } from './upstream.js';
+import type { ToolSpec } from '../tools/tool.js';
+import type { Failure, ModelUpstream } from './modelUpstream.js';
 import { UsageTotals, type WireUsage } from './usageTotals.js';
 
 /** Rounds of workmem's own tools in one exchange before the client is answered with what there is. */
 export const MAX_ROUNDS = 16;
 /** A request passed through that sets no output limit: the answer is cut past twice this (as a session's is past twice its own). */
 const PASSED_OUTPUT_TOKENS = 32_768;
+
+/** What the exchange reads of a client's request, whatever its wire. */
+export interface ExchangeRequest {
+  model: string;
+  /** The client's system (and developer) messages, joined: none gives undefined. */
+  instructions: string | undefined;
+  conversation: ExchangeConversation;
+  /** The client's tools that the session lists beside its own. */
+  tools: ToolSpec[];
+  /** The client's own output limit. */
+  maxTokens: { value: number } | null;
+}
+
+/** The client's conversation, read by index, and the messages of workmem's exchange after it. */
+export interface ExchangeConversation extends HostConversation {
+  with(messages: readonly ChatMessage[]): ExchangeConversation;
+}
 
 /** What a chunk's choice carries beside its text: passed on as it came. */
 export interface ChunkExtras {
@@ -72,10 +89,10 @@ export function heldAnswer(answer: Answer): AssistantMessage {
   return { role: 'assistant', content: answer.content, ...(answer.toolCalls.length ? { tool_calls: answer.toolCalls } : {}) };
 }
 
-export async function runExchange(
+export async function runExchange<R extends ExchangeRequest>(
   loop: HostLoop | null,
-  request: ClientRequest,
-  upstream: Upstream,
+  request: R,
+  upstream: ModelUpstream<R>,
   auth: string | undefined,
   signal: AbortSignal,
   sink: ExchangeSink,
@@ -85,7 +102,13 @@ export async function runExchange(
     // Passed through: the client's own request, one call.
     const limit = request.maxTokens?.value ?? PASSED_OUTPUT_TOKENS;
     try {
-      const response = await answer.call(upstream, request.body, limit, auth, signal, () => {});
+      const response = await answer.call(
+        upstream,
+        (s) => upstream.passThrough(request, limit, auth, s),
+        limit,
+        signal,
+        () => {},
+      );
       return { ok: true, answer: answer.done(response.message.tool_calls ?? [], response.finishReason) };
     } catch (error) {
       return { ok: false, failure: upstream.failure(error, answer.watchdog), begun: answer.begun };
@@ -100,8 +123,13 @@ export async function runExchange(
     for (;;) {
       const streamed = answer.begun;
       try {
-        response = await answer.call(upstream, bodyOf(request, call), call.request.maxOutputTokens, auth, signal, (text) =>
-          call.text(text),
+        const prepared = call.request;
+        response = await answer.call(
+          upstream,
+          (s) => upstream.stream(request, prepared, auth, s),
+          prepared.maxOutputTokens,
+          signal,
+          (text) => call.text(text),
         );
         break;
       } catch (error) {
@@ -144,7 +172,7 @@ class AnswerBuilder {
   streamedThisCall = false;
 
   constructor(
-    private readonly request: ClientRequest,
+    private readonly request: ExchangeRequest,
     private readonly sink: ExchangeSink,
   ) {}
 
@@ -154,10 +182,9 @@ class AnswerBuilder {
 
   /** One upstream call, streamed to the client as it comes; its answer. The stall watchdog re-arms on real output only. */
   async call(
-    upstream: Upstream,
-    body: Record<string, unknown>,
+    upstream: Pick<ModelUpstream<never>, 'watchdog'>,
+    open: (signal: AbortSignal) => Promise<AsyncIterable<ChatCompletionChunk>>,
     maxOutputTokens: number,
-    auth: string | undefined,
     signal: AbortSignal,
     onText: (text: string) => void,
   ): Promise<LLMResponse> {
@@ -167,7 +194,7 @@ class AnswerBuilder {
     let usage: unknown = null;
     try {
       watchdog.start();
-      const chunks = await upstream.stream(body, auth, watchdog.signal);
+      const chunks = await open(watchdog.signal);
       const limit = outputLimitChars(maxOutputTokens);
       for await (const chunk of chunks) {
         if (chunk.usage) usage = chunk.usage;
@@ -249,16 +276,4 @@ class AnswerBuilder {
       calls: this.usage.count,
     };
   }
-}
-
-/** The upstream request: the client's parameters, workmem's messages and tools, the output limit the session keeps to. */
-function bodyOf(request: ClientRequest, call: PreparedCall): Record<string, unknown> {
-  const { messages, tools, maxOutputTokens } = call.request;
-  const [first, ...rest] = withBoundCallIds(messages);
-  return {
-    ...request.params,
-    messages: first ? [...instructionMessages(request.instructionParts, request.instructions, first), ...rest] : [],
-    ...(tools.length ? { tools: wireToolsOf(tools, request.wireTools) } : {}),
-    ...(request.maxTokens ? { [request.maxTokens.name]: Math.min(request.maxTokens.value, maxOutputTokens) } : {}),
-  };
 }

@@ -1,9 +1,9 @@
 /**
  * Which requests reach the proxy. On loopback, the visualizer's doors (vizDoors.ts): our own
- * Host only (no DNS rebinding) and no foreign Origin. Beyond loopback a bearer token is
- * required — in `x-workmem-token`, or in Authorization when the client's Authorization is
- * not forwarded upstream (--forward-auth) — and any browser Origin is refused: the proxy
- * serves programs, not pages.
+ * Host only (no DNS rebinding) and no foreign Origin; beyond loopback any browser Origin is
+ * refused: the proxy serves programs, not pages. Everywhere the proxy's token is required —
+ * in `x-workmem-token`, or as the client's key (Authorization: Bearer, or an Anthropic
+ * client's x-api-key) when that key is not forwarded upstream (--forward-auth).
  */
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
@@ -38,6 +38,9 @@ export function proxyRefusal(req: IncomingMessage, port: number, doors: Doors): 
   }
   if (doors.token === undefined) return null;
   const header = req.headers[TOKEN_HEADER];
-  const given = typeof header === 'string' ? header : doors.forwardAuth ? null : bearer(req);
+  // An Anthropic client sends its key as x-api-key: the token rides there when its key is not forwarded.
+  const apiKey = req.headers['x-api-key'];
+  const given =
+    typeof header === 'string' ? header : doors.forwardAuth ? null : (bearer(req) ?? (typeof apiKey === 'string' ? apiKey : null));
   return given !== null && sameSecret(given, doors.token) ? null : { status: 401, reason: 'a workmem serve token is required' };
 }

@@ -1,12 +1,14 @@
 /**
- * `workmem serve`: a working-memory proxy that speaks the Chat Completions API. Any program
- * that talks to an OpenAI-compatible base URL talks to this one instead: POST
- * /v1/chat/completions (streamed or not) goes through the workmem session of its
- * conversation (exchange.ts; which one: the header, `user`, else conversationIndex.ts), GET
- * /v1/models is passed through, everything else is 404. Every request passes the doors
- * (proxyDoors.ts: a token, on loopback too) first; bodies and answers are bounded; errors are
- * OpenAI-shaped and keep the upstream's status; keys never reach a log, a trace or an error
- * (redact.ts). Each request is one line of the request log (requestLog.ts).
+ * `workmem serve`: a working-memory proxy that speaks the Chat Completions API, the Responses
+ * API and Anthropic's Messages API. A program that talks to an OpenAI- or Anthropic-compatible
+ * base URL talks to this one instead: POST /v1/chat/completions, /v1/responses and
+ * /v1/messages (streamed or not) go through the workmem session of their conversation
+ * (exchange.ts; which one: the header, `user`, else conversationIndex.ts), each read and
+ * answered by its protocol's wire (clientWire.ts) and sent to an upstream that speaks it;
+ * GET /v1/models is passed through; everything else is 404. Every request passes the doors
+ * (proxyDoors.ts: a token, on loopback too) first; bodies and answers are bounded; errors have
+ * the protocol's shape and keep the upstream's status; keys never reach a log, a trace or an
+ * error (redact.ts). Each request is one line of the request log (requestLog.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,30 +25,48 @@ import type { SessionStore } from '../storage/sessionStore.js';
 import { clientContextFor, type TelemetryOption } from '../telemetry/telemetryOption.js';
 import { SessionInUseError } from '../storage/storeErrors.js';
 import { newToken } from '../trace/liveProtocol.js';
-import { BadRequestError, readClientRequest, type ClientRequest } from './chatWire.js';
-import { ClientStream, completionOf } from './clientAnswer.js';
+import { chatDoor } from './chatDoor.js';
+import { BadRequestError } from './chatWire.js';
+import type { ClientSink, ClientWire, DoorRequest, WireShape } from './clientWire.js';
 import { ConversationIndex, type Placement } from './conversationIndex.js';
 import { heldAnswer, runExchange, type ExchangeSink } from './exchange.js';
+import { messagesDoor } from './messagesDoor.js';
+import { MessagesUpstream } from './messagesUpstream.js';
+import { responsesDoor } from './responsesDoor.js';
+import { ResponsesUpstream } from './responsesUpstream.js';
+import { PortInUseError } from './portInUse.js';
 import { isLoopback, proxyRefusal, type Doors } from './proxyDoors.js';
-import { advertiseKeepAlive, keepAliveAhead } from '../http/keepAlive.js';
+import { keepAliveAhead } from '../http/keepAlive.js';
 import { RequestLogEntry } from './requestLog.js';
 import { SessionGate } from './sessionGate.js';
 import { SESSION_HEADER, sessionNameOf } from './sessionNaming.js';
 import { Upstream } from './upstream.js';
 import { readBody, sendError, sendJson } from '../http/jsonHttp.js';
 
+export { PortInUseError };
+
 export interface ProxyOptions {
-  /** The upstream's base URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1. */
-  upstream: string;
-  /** The upstream's key, from the proxy's environment (never from a flag). */
+  /**
+   * The upstream's base URL for every protocol, e.g. https://api.openai.com/v1 or
+   * http://127.0.0.1:8080/v1: each protocol's requests go to its own path there.
+   */
+  upstream?: string;
+  /** A protocol's upstream where it is not `upstream` (an Anthropic client's requests go to an Anthropic-compatible server). */
+  upstreams?: { chat?: string; responses?: string; messages?: string };
+  /** The key of the Chat Completions and Responses upstreams, from the proxy's environment (never from a flag). */
   apiKey?: string;
-  /** Send the client's Authorization upstream instead of apiKey. */
+  /** The key of the Messages upstream (sent as x-api-key), from the proxy's environment. */
+  anthropicApiKey?: string;
+  /** Send the client's own key upstream (Authorization; x-api-key for Messages) instead of the proxy's. */
   forwardAuth?: boolean;
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 0: a free port (the server says which). */
   port?: number;
-  /** What clients must send (a bearer token, or x-workmem-token), on loopback too; default a new one (ProxyServer.token). */
+  /**
+   * What clients must send, on loopback too: a bearer token (an Anthropic client's x-api-key
+   * too), or x-workmem-token with --forward-auth. Default a new one (ProxyServer.token).
+   */
   token?: string;
   home: string;
   store?: SessionStore;
@@ -78,24 +98,9 @@ export interface ProxyServer {
   /** The base URL for clients, ending in /v1. */
   url: string;
   port: number;
-  /** The token clients send (`Authorization: Bearer <token>`, or `x-workmem-token` with --forward-auth). */
+  /** The token clients send (`Authorization: Bearer <token>`, `x-api-key`, or `x-workmem-token` with --forward-auth). */
   token: string;
   close(): Promise<void>;
-}
-
-/** The port is taken: said in workmem's words, with what to do. */
-export class PortInUseError extends Error {
-  override name = 'PortInUseError';
-  constructor(
-    readonly host: string,
-    readonly port: number,
-    options?: ErrorOptions,
-  ) {
-    super(
-      `port ${port} on ${host} is in use (another workmem serve, or another program): give another with --port, or --port 0 for a free one`,
-      options,
-    );
-  }
 }
 
 const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
@@ -106,12 +111,19 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   const host = options.host ?? '127.0.0.1';
   const token = options.token ?? newToken();
   const doors: Doors = { loopback: isLoopback(host), token, forwardAuth: options.forwardAuth === true };
-  const secrets = [options.apiKey, ...userinfoSecrets(options.upstream)];
+  const bases = {
+    chat: options.upstreams?.chat ?? options.upstream,
+    responses: options.upstreams?.responses ?? options.upstream,
+    messages: options.upstreams?.messages ?? options.upstream,
+  };
+  if (!bases.chat && !bases.responses && !bases.messages) throw new Error('give an upstream: one for every protocol, or one per protocol');
+  const secrets = [options.apiKey, options.anthropicApiKey, ...Object.values(bases).flatMap((url) => (url ? userinfoSecrets(url) : []))];
   const hide = redactor(secrets);
-  const upstream = new Upstream(
-    { baseURL: options.upstream, ...(options.apiKey ? { apiKey: options.apiKey } : {}), timeoutMs: options.timeoutMs ?? 600_000 },
-    hide,
-  );
+  const upstreamAt = (baseURL: string | undefined, apiKey: string | undefined) =>
+    baseURL ? new Upstream({ baseURL, ...(apiKey ? { apiKey } : {}), timeoutMs: options.timeoutMs ?? 600_000 }, hide) : null;
+  const upstream = upstreamAt(bases.chat, options.apiKey);
+  const responses = upstreamAt(bases.responses, options.apiKey);
+  const messages = upstreamAt(bases.messages, undefined);
   const gate = new SessionGate(options.leaseWaitMs ?? 30_000, options.keepOpenMs ?? 5_000);
   const state = await openStateStore(stateStorePath(options.home), undefined, options.store, options.warn);
   const conversations = new ConversationIndex(state);
@@ -121,11 +133,11 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   const inClientContext = await clientContextFor(options.telemetry);
   let port = 0;
 
-  const loopOptions = (request: ClientRequest, auth: string | undefined): HostLoopOptions => {
+  const loopOptions = (request: DoorRequest, auth: string | undefined, provider: string): HostLoopOptions => {
     const contextWindow = options.contextWindow ?? modelLimits(request.model).contextWindow;
     return {
       model: request.model,
-      provider: 'openai', // the wire it speaks
+      provider, // the wire it speaks
       contextWindow,
       // The client's limit (within half the window), else what openaiChat reserves by default.
       maxOutputTokens: Math.min(request.maxTokens?.value ?? 4096, Math.floor(contextWindow / (request.maxTokens ? 2 : 4))),
@@ -143,13 +155,19 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     };
   };
 
-  async function chat(req: IncomingMessage, res: ServerResponse, entry: RequestLogEntry): Promise<void> {
+  /** One request of a protocol's clients: read, through the session, answered in the protocol's shape. */
+  async function serveWire<R extends DoorRequest>(
+    wire: ClientWire<R>,
+    req: IncomingMessage,
+    res: ServerResponse,
+    entry: RequestLogEntry,
+  ): Promise<void> {
     const raw = await readBody(req, maxBytes);
     if (raw === null) {
       // The rest of the body is not read: the connection closes once the refusal is sent.
-      res.setHeader('connection', 'close');
+      res.setHeader('connection', 'close').removeHeader('keep-alive');
       res.on('finish', () => req.destroy());
-      return sendError(res, 413, `the request body is larger than ${maxBytes} bytes`, 'invalid_request_error');
+      return sendWireError(wire, res, 413, `the request body is larger than ${maxBytes} bytes`, 'invalid_request_error');
     }
     // A body of megabytes is read, parsed and checked in steps, other sessions' requests let in between.
     await yieldIfBusy();
@@ -157,27 +175,29 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     try {
       parsed = JSON.parse(raw);
     } catch {
-      return sendError(res, 400, 'the request body is not JSON', 'invalid_request_error');
+      return sendWireError(wire, res, 400, 'the request body is not JSON', 'invalid_request_error');
     }
     await yieldIfBusy();
-    const request = readClientRequest(parsed);
+    const request = wire.read(parsed, req.headers);
+    const upstream = wire.upstream;
+    if (!upstream) return sendWireError(wire, res, 404, `workmem serve was given no upstream for ${wire.name}`, 'not_found_error');
     const named = sessionNameOf(req.headers[SESSION_HEADER], request.user);
     // Unnamed: the session that holds what the request holds, or none (a first request, a side request).
     const placement = named ? null : await conversations.place(request.instructions, request.conversation, request.tools.length > 0);
     entry.placed(named ? named.source : placement!.why);
-    const auth = doors.forwardAuth ? req.headers.authorization : undefined;
+    const auth = doors.forwardAuth ? wire.credential(req.headers) : undefined;
     const hideAll: Redact = auth ? redactor([...secrets, auth.replace(/^Bearer\s+/i, '')]) : hide;
     const abort = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    let stream: ClientStream | null = null;
+    let stream: ClientSink | null = null;
     let reply: (() => void) | null = null;
     const exchange = async (loop: HostLoop | null): Promise<void> => {
       const id = loop?.session.id ?? null;
       entry.session(id);
       const headers: Record<string, string> = id ? { [SESSION_HEADER]: id } : {};
-      stream = request.stream ? new ClientStream(res, headers) : null;
+      stream = request.stream ? wire.stream(res, headers, request) : null;
       const sink: ExchangeSink = stream ?? { begin: () => {}, delta: () => {} };
       const outcome = await runExchange(loop, request, upstream, auth, abort.signal, sink);
       if (!outcome.ok) {
@@ -185,25 +205,25 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
         const body = { error: { ...failure.body.error, message: hideAll(failure.body.error.message) } };
         entry.failed(failure.status, body.error.message);
         if (stream?.begun) stream.fail({ ...failure, body });
-        else reply = () => sendJson(res, failure.status, body, { ...headers, ...failure.headers });
+        else reply = () => sendJson(res, failure.status, wire.error(failure.status, body.error), { ...headers, ...failure.headers });
         return;
       }
       entry.answered(outcome.answer);
       if (placement) await conversations.answered(placement, request.instructions, heldAnswer(outcome.answer), id);
-      if (stream) stream.finish(outcome.answer, request.streamUsage);
+      if (stream) stream.finish(outcome.answer);
       else {
-        const completion = completionOf(outcome.answer);
-        reply = () => sendJson(res, 200, completion, headers);
+        const answer = wire.json(outcome.answer, request);
+        reply = () => sendJson(res, 200, answer, headers);
       }
     };
     if (placement?.kind === 'pass') await exchange(null);
     else {
       const name = named?.name ?? (placement as Extract<Placement, { kind: 'session' }>).id;
-      await gate.use(name, loopOptions(request, auth), exchange, { removeRefused: (id) => removeRefused(id) });
+      await gate.use(name, loopOptions(request, auth, wire.provider), exchange, { removeRefused: (id) => removeRefused(id) });
     }
     // Answered once the session is closed (its lease given back): the client's next request may go to any proxy.
     if (reply) (reply as () => void)();
-    else (stream as ClientStream | null)?.end();
+    else (stream as ClientSink | null)?.end();
   }
 
   /** A session a refused request created: nothing of it is kept. */
@@ -212,14 +232,27 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     await conversations.forget(id).catch(() => {});
   }
 
+  /** Each protocol's route: its shape (for errors) and its handler. */
+  const route = <R extends DoorRequest>(wire: ClientWire<R>) => ({
+    shape: wire as WireShape,
+    serve: (req: IncomingMessage, res: ServerResponse, entry: RequestLogEntry) => serveWire(wire, req, res, entry),
+  });
+  const wires = [
+    route(chatDoor(upstream)),
+    route(responsesDoor(responses && new ResponsesUpstream(responses))),
+    route(messagesDoor(messages && new MessagesUpstream(messages, options.anthropicApiKey))),
+  ];
+
   async function models(req: IncomingMessage, res: ServerResponse, entry: RequestLogEntry): Promise<void> {
+    const listing = upstream ?? responses;
+    if (!listing) return sendError(res, 404, 'workmem serve was given no OpenAI-compatible upstream to list models of', 'not_found_error');
     const abort = new AbortController();
     res.on('close', () => abort.abort());
     let answer;
     try {
-      answer = await upstream.models(doors.forwardAuth ? req.headers.authorization : undefined, abort.signal);
+      answer = await listing.models(doors.forwardAuth ? req.headers.authorization : undefined, abort.signal);
     } catch (error) {
-      const failure = upstream.failure(error);
+      const failure = listing.failure(error);
       entry.failed(failure.status, failure.body.error.message);
       return sendJson(res, failure.status === 504 ? 504 : 502, failure.body);
     }
@@ -230,29 +263,34 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   }
 
   const server: Server = createServer((req, res) => {
-    advertiseKeepAlive(req, res);
     const path = (req.url ?? '/').split('?')[0]!;
     const entry = new RequestLogEntry(req.method ?? '?', path.length > 64 ? `${path.slice(0, 63)}…` : path);
     res.on('close', () => log(entry.line(res.statusCode)));
+    // Refusals and errors in the shape of the protocol the path belongs to.
+    const shape = (wires.find((w) => path === w.shape.path || path.startsWith(`${w.shape.path}/`)) ?? wires[0]!).shape;
     const refuse = (status: number, message: string, type: string, code: string | null = null, param: string | null = null): void => {
       entry.refused(message);
-      sendError(res, status, message, type, code, param);
+      sendWireError(shape, res, status, message, type, code, param);
     };
     const refused = proxyRefusal(req, port, doors);
     if (refused) return refuse(refused.status, refused.reason, 'invalid_request_error');
-    const route =
-      req.method === 'POST' && path === '/v1/chat/completions' ? chat : req.method === 'GET' && path === '/v1/models' ? models : null;
-    if (!route)
+    const handler =
+      req.method === 'POST'
+        ? wires.find((w) => w.shape.path === path)?.serve
+        : req.method === 'GET' && path === '/v1/models'
+          ? models
+          : undefined;
+    if (!handler)
       return refuse(
         404,
-        `no route for ${req.method} ${path}: workmem serve answers POST /v1/chat/completions and GET /v1/models`,
+        `no route for ${req.method} ${path}: workmem serve answers ${wires.map((w) => `POST ${w.shape.path}`).join(', ')} and GET /v1/models`,
         'invalid_request_error',
       );
-    (inClientContext ? inClientContext(req.headers, () => route(req, res, entry)) : route(req, res, entry)).catch((error: unknown) => {
+    (inClientContext ? inClientContext(req.headers, () => handler(req, res, entry)) : handler(req, res, entry)).catch((error: unknown) => {
       if (res.headersSent) {
         entry.refused(hide(messageOf(error)));
         if (!res.writableEnded)
-          res.end(`data: ${JSON.stringify({ error: { message: hide(messageOf(error)), type: 'server_error' } })}\n\n`);
+          res.end(shape.streamError({ message: hide(messageOf(error)), type: 'server_error', param: null, code: null }));
         return;
       }
       if (error instanceof BadRequestError) return refuse(400, error.message, 'invalid_request_error', error.code, error.param);
@@ -292,6 +330,19 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       await state.close();
     },
   };
+}
+
+/** An error the proxy itself answers, in the wire's shape. */
+function sendWireError(
+  wire: WireShape,
+  res: ServerResponse,
+  status: number,
+  message: string,
+  type: string,
+  code: string | null = null,
+  param: string | null = null,
+): void {
+  sendJson(res, status, wire.error(status, { message, type, param, code }));
 }
 
 function messageOf(error: unknown): string {

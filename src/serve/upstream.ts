@@ -7,10 +7,15 @@
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
-import { LLMError } from '../llm/llm.js';
+import { LLMError, type LLMRequest } from '../llm/llm.js';
+import { withBoundCallIds } from '../llm/toolCallIds.js';
 import { classify } from '../llm/openaiErrors.js';
 import { Watchdog, type WatchdogState } from '../llm/streamWatchdog.js';
 import type { Redact } from '../secrets/redact.js';
+import { instructionMessages, wireToolsOf, type ClientRequest } from './chatWire.js';
+import type { Failure, ModelUpstream } from './modelUpstream.js';
+
+export type { Failure };
 
 export interface UpstreamOptions {
   baseURL: string;
@@ -20,17 +25,9 @@ export interface UpstreamOptions {
   timeoutMs: number;
 }
 
-/** What the client is answered when the upstream failed. */
-export interface Failure {
-  status: number;
-  body: { error: { message: string; type: string; param: string | null; code: string | null } };
-  headers: Record<string, string>;
-  /** For the session: an overflow is compacted and the call made again. */
-  error: LLMError;
-}
-
-export class Upstream {
-  private readonly client: OpenAI;
+export class Upstream implements ModelUpstream<ClientRequest> {
+  /** Also the other protocols' way to their upstream (responsesUpstream.ts, messagesUpstream.ts): its errors, timeouts and abort. */
+  readonly client: OpenAI;
 
   constructor(
     readonly options: UpstreamOptions,
@@ -52,8 +49,26 @@ export class Upstream {
     return new Watchdog(ms, signal, { baseMs: ms, msPerPromptToken: 0, promptTokens: 0, ms });
   }
 
-  /** One streamed completion; `auth` replaces the proxy's key (--forward-auth). */
-  async stream(body: Record<string, unknown>, auth: string | undefined, signal: AbortSignal): Promise<AsyncIterable<ChatCompletionChunk>> {
+  /** One streamed completion of the prepared request; `auth` replaces the proxy's key (--forward-auth). */
+  async stream(
+    request: ClientRequest,
+    call: LLMRequest,
+    auth: string | undefined,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<ChatCompletionChunk>> {
+    return this.completion(bodyOf(request, call), auth, signal);
+  }
+
+  /** The client's request as it sent it. */
+  passThrough(request: ClientRequest, _maxOutputTokens: number, auth: string | undefined, signal: AbortSignal) {
+    return this.completion(request.body, auth, signal);
+  }
+
+  private async completion(
+    body: Record<string, unknown>,
+    auth: string | undefined,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<ChatCompletionChunk>> {
     return (await this.client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } } as never, {
       signal,
       ...(auth ? { headers: { Authorization: auth } } : {}),
@@ -101,6 +116,18 @@ export class Upstream {
     if (error instanceof APIUserAbortError) return said(499, 'aborted', 'the client went away');
     return said(502, 'upstream_error', `the upstream's answer could not be read: ${llm.message}`);
   }
+}
+
+/** The upstream request: the client's parameters, workmem's messages and tools, the output limit the session keeps to. */
+function bodyOf(request: ClientRequest, call: LLMRequest): Record<string, unknown> {
+  const { messages, tools, maxOutputTokens } = call;
+  const [first, ...rest] = withBoundCallIds(messages);
+  return {
+    ...request.params,
+    messages: first ? [...instructionMessages(request.instructionParts, request.instructions, first), ...rest] : [],
+    ...(tools.length ? { tools: wireToolsOf(tools, request.wireTools) } : {}),
+    ...(request.maxTokens ? { [request.maxTokens.name]: Math.min(request.maxTokens.value, maxOutputTokens) } : {}),
+  };
 }
 
 /** A failure read without a call's watchdog (the model list): the SDK's timeout, and the client's disconnect. */

@@ -12,7 +12,7 @@ export interface WireUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details?: { cached_tokens?: number; [detail: string]: unknown };
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number; [detail: string]: unknown };
   completion_tokens_details?: Record<string, unknown>;
   [field: string]: unknown;
 }

@@ -30,8 +30,9 @@ export type Fault =
   | { type: 'endless'; text?: string }
   /**
    * After the role chunk, keep-alives every `everyMs` and nothing else, until the client hangs
-   * up: chunks with no choice (`choices: []`, the default), chunks whose delta is empty
-   * (`as: 'delta'`), or SSE comments (`as: 'comment'`, `: ping`).
+   * up: the protocol's own (Chat Completions: chunks with no choice, `choices: []`; Messages:
+   * `ping` events; Responses: SSE comments), text deltas that are empty (`as: 'delta'`), or
+   * SSE comments (`as: 'comment'`, `: ping`).
    */
   | { type: 'keepalive'; everyMs: number; as?: 'empty' | 'delta' | 'comment' }
   /** The answer through its finish chunk, then that finish chunk alone (`delta: {}`) every `everyMs`, no usage, no [DONE], until the client hangs up. */

@@ -1,9 +1,18 @@
 /**
- * workmem/testing: an OpenAI-compatible test server and stand-in models, for our tests,
- * the demo, and anyone's own tests without an API key.
+ * workmem/testing: a test server (Chat Completions, the Responses API, Anthropic's Messages
+ * API) and stand-in models, for our tests, the demo, and anyone's own tests without an API key.
  */
 export { startTestServer } from './testServer.js';
-export type { TestServer, TestServerOptions, RecordedRequest, Fault, FaultPlan, PromptCaching, PromptCacheOptions } from './testServer.js';
+export type {
+  TestServer,
+  TestServerOptions,
+  RecordedRequest,
+  Fault,
+  FaultPlan,
+  PromptCaching,
+  PromptCacheOptions,
+  ProtocolName,
+} from './testServer.js';
 export { scripted } from './scripted.js';
 export type { ScriptedResponse } from './scripted.js';
 export { protocolFollower, statedFacts } from './protocolFollower.js';

@@ -48,7 +48,16 @@ export class PromptCache {
 
   /** The cached tokens of this request (of `promptTokens` in all); the request is then remembered. */
   lookup(body: ChatRequest, session: string, promptTokens: number): number {
-    if (this.options.mode === 'off') return 0;
+    return this.read(body, session, promptTokens).cached;
+  }
+
+  /**
+   * The tokens of this request read from the cache and those written to it (explicit caching
+   * writes the prefix up to each breakpoint not cached yet, as Anthropic's
+   * cache_creation_input_tokens counts it); the request is then remembered.
+   */
+  read(body: ChatRequest, session: string, promptTokens: number): { cached: number; written: number } {
+    if (this.options.mode === 'off') return { cached: 0, written: 0 };
     const messages = body.messages.map(plain);
     // Message i ends at ends[i + 1]; ends[0] is the tools (and framing), which come first.
     const sizes = messages.map((m) => this.tokensOf(m));
@@ -56,8 +65,9 @@ export class PromptCache {
     for (const size of sizes) ends.push(ends.at(-1)! + size);
     const hashes = [hash(`${session}\u0000${JSON.stringify(body.tools ?? [])}`)];
     for (const m of messages) hashes.push(hash(`${hashes.at(-1)!}\u0000${JSON.stringify(m)}`));
-    const cached = this.options.mode === 'automatic' ? this.automatic(messages, hashes, ends) : this.explicit(body.messages, hashes, ends);
-    return Math.min(cached, promptTokens);
+    if (this.options.mode === 'automatic') return { cached: Math.min(this.automatic(messages, hashes, ends), promptTokens), written: 0 };
+    const { cached, written } = this.explicit(body.messages, hashes, ends);
+    return { cached: Math.min(cached, promptTokens), written: Math.min(written, promptTokens - Math.min(cached, promptTokens)) };
   }
 
   private automatic(messages: ChatMessage[], hashes: string[], ends: number[]): number {
@@ -76,9 +86,10 @@ export class PromptCache {
     return Math.floor(shared / this.granularity) * this.granularity;
   }
 
-  private explicit(raw: readonly ChatMessage[], hashes: string[], ends: number[]): number {
+  private explicit(raw: readonly ChatMessage[], hashes: string[], ends: number[]): { cached: number; written: number } {
     const breakpoints = raw.flatMap((m, i) => (marked(m) ? [i + 1] : []));
     let cached = 0;
+    let end = 0;
     for (const b of breakpoints) {
       for (let j = b; j >= Math.max(0, b - LOOKBACK); j--) {
         if (this.entries.has(hashes[j]!)) {
@@ -87,8 +98,12 @@ export class PromptCache {
         }
       }
     }
-    for (const b of breakpoints) if (ends[b]! >= this.minTokens) this.entries.add(hashes[b]!);
-    return cached;
+    for (const b of breakpoints)
+      if (ends[b]! >= this.minTokens && !this.entries.has(hashes[b]!)) {
+        this.entries.add(hashes[b]!);
+        end = Math.max(end, ends[b]!);
+      }
+    return { cached, written: Math.max(0, end - cached) };
   }
 
   private tokensOf(message: ChatMessage): number {

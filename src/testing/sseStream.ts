@@ -1,4 +1,4 @@
-/** The test server's answers on the wire: a reply as Chat Completions SSE chunks, written with the faults asked for. */
+/** The test server's answers on the wire: a reply as SSE frames (Chat Completions chunks, or another protocol's events), written with the faults asked for. */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Fault } from './faults.js';
@@ -79,20 +79,63 @@ export function streamChunks(completion: Completion, size: number, withLogprobs 
   return out;
 }
 
+/**
+ * A streamed answer as its protocol frames it: each event as written, what ends the stream,
+ * and the frames the endless, keep-alive, thinking and finish-flood faults write.
+ */
+export interface SseFrames {
+  frames: string[];
+  /** Written after the last frame: `data: [DONE]` for Chat Completions, nothing for the others. */
+  done: string;
+  /** How many frames open the answer before its text (an endless or keep-alive answer writes them, then its own). */
+  opening: number;
+  /** A text delta (the endless fault). */
+  text(text: string): string;
+  /** A frame that says nothing (the keep-alive fault); null: the protocol has none, a pause is written instead. */
+  idle: string | null;
+  /** A reasoning delta (the thinking fault). */
+  thinking: string;
+  /** The finish frame, which the finish-flood fault repeats, and how many frames end with it. */
+  finish: { frame: string; through: number };
+}
+
+/** A Chat Completions stream's chunks as SSE frames. */
+export function chatFrames(chunks: unknown[]): SseFrames {
+  const data = (chunk: unknown) => `data: ${JSON.stringify(chunk)}\n\n`;
+  const first = chunks[0] as { choices: Record<string, unknown>[] };
+  const delta = (d: Record<string, unknown>) => data({ ...first, choices: [{ ...first.choices[0], delta: d }] });
+  const answer = chunks.filter((c) => (c as { choices: unknown[] }).choices.length > 0);
+  return {
+    frames: chunks.map(data),
+    done: 'data: [DONE]\n\n',
+    opening: 1,
+    text: (text) => delta({ content: text }),
+    idle: data({ ...first, choices: [] }),
+    thinking: delta({ reasoning_content: 'thinking… ' }),
+    finish: { frame: data(answer.at(-1)), through: answer.length },
+  };
+}
+
 export async function writeStream(res: ServerResponse, chunks: unknown[], faults: Fault[], delayMs: number): Promise<void> {
+  return writeFrames(res, chatFrames(chunks), faults, delayMs);
+}
+
+/** An answer's frames, written with the faults asked for. */
+export async function writeFrames(res: ServerResponse, sse: SseFrames, faults: Fault[], delayMs: number): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
   const corrupt = faults.find((f): f is Extract<Fault, { type: 'corrupt' }> => f.type === 'corrupt');
-  if (corrupt) return writeCorrupted(res, chunks, corrupt.seed);
+  if (corrupt) return writeCorrupted(res, sse.frames.join('') + sse.done, corrupt.seed);
   let closed = false;
   res.on('close', () => (closed = true));
   const endless = faults.find(
     (f): f is Extract<Fault, { type: 'endless' | 'keepalive' }> => f.type === 'endless' || f.type === 'keepalive',
   );
-  if (endless) return writeForever(res, chunks[0] as Record<string, unknown>, endless, () => closed);
+  if (endless) return writeForever(res, sse, endless, () => closed);
   const flood = faults.find((f): f is Extract<Fault, { type: 'finish_flood' }> => f.type === 'finish_flood');
-  if (flood) return writeFinishFlood(res, chunks, flood.everyMs, () => closed);
+  if (flood) return writeFinishFlood(res, sse, flood.everyMs, () => closed);
+  const { frames } = sse;
   const at = (f: { afterChunks?: number }) => f.afterChunks ?? 1;
-  for (let i = 0; i <= chunks.length; i++) {
+  for (let i = 0; i <= frames.length; i++) {
     if (closed) return;
     for (const f of faults) {
       if (f.type === 'reset' && at(f) === i) {
@@ -105,64 +148,59 @@ export async function writeStream(res: ServerResponse, chunks: unknown[], faults
       }
       if (f.type === 'garbage' && at(f) === i) res.write(`data: ${f.data ?? '{this is not json'}\n\n`);
       if (f.type === 'stall' && at(f) === i) await sleep(f.ms);
-      if (f.type === 'thinking' && i === 1)
+      if (f.type === 'thinking' && i === sse.opening)
         for (let k = 0; k < f.chunks && !closed; k++) {
           await sleep(f.everyMs);
-          const first = chunks[0] as { choices: Record<string, unknown>[] };
-          res.write(
-            `data: ${JSON.stringify({ ...first, choices: [{ ...first.choices[0], delta: { reasoning_content: 'thinking… ' } }] })}\n\n`,
-          );
+          res.write(sse.thinking);
         }
     }
-    if (i === chunks.length) break;
+    if (i === frames.length) break;
     if (delayMs) await sleep(delayMs);
-    res.write(`data: ${JSON.stringify(chunks[i])}\n\n`);
+    res.write(frames[i]!);
   }
-  if (!closed) res.end('data: [DONE]\n\n');
+  if (!closed) res.end(sse.done);
 }
 
-/** The first chunk, then content (endless) or empty keep-alive chunks, until the client hangs up. */
+/** The opening frames, then text (endless) or frames that say nothing (keep-alive), until the client hangs up. */
 async function writeForever(
   res: ServerResponse,
-  first: Record<string, unknown>,
+  sse: SseFrames,
   fault: Extract<Fault, { type: 'endless' | 'keepalive' }>,
   closed: () => boolean,
 ): Promise<void> {
-  // Yield to the event loop after every chunk (the client runs in the same process in tests).
-  const send = (chunk: unknown): Promise<void> =>
+  // Yield to the event loop after every frame (the client runs in the same process in tests).
+  const send = (frame: string): Promise<void> =>
     new Promise((resolve) => {
-      if (res.write(`data: ${JSON.stringify(chunk)}\n\n`)) setImmediate(resolve);
+      if (res.write(frame)) setImmediate(resolve);
       else {
         res.once('drain', resolve);
         res.once('close', resolve);
       }
     });
-  await send(first);
-  const choice = first.choices as { delta: unknown }[];
+  for (const frame of sse.frames.slice(0, sse.opening)) await send(frame);
   const text = fault.type === 'endless' ? (fault.text ?? 'all work and no play ') : '';
   while (!closed() && !res.destroyed) {
-    if (fault.type === 'endless') await send({ ...first, choices: [{ ...choice[0], delta: { content: text } }] });
+    if (fault.type === 'endless') await send(sse.text(text));
     else {
       if (fault.as === 'comment') res.write(': ping\n\n');
-      else await send(fault.as === 'delta' ? { ...first, choices: [{ ...choice[0], delta: { content: '' } }] } : { ...first, choices: [] });
+      else if (fault.as === 'delta') await send(sse.text(''));
+      else if (sse.idle !== null) await send(sse.idle);
       await sleep(fault.everyMs);
     }
   }
 }
 
-/** The answer's chunks through its finish, then the finish chunk again and again (no usage, no [DONE]) until the client hangs up. */
-async function writeFinishFlood(res: ServerResponse, chunks: unknown[], everyMs: number, closed: () => boolean): Promise<void> {
-  const answer = chunks.filter((c) => (c as { choices: unknown[] }).choices.length > 0);
-  for (const chunk of answer) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
-  const finish = `data: ${JSON.stringify(answer.at(-1))}\n\n`;
+/** The answer's frames through its finish, then the finish frame again and again (no usage, no end) until the client hangs up. */
+async function writeFinishFlood(res: ServerResponse, sse: SseFrames, everyMs: number, closed: () => boolean): Promise<void> {
+  for (const frame of sse.frames.slice(0, sse.finish.through)) res.write(frame);
   while (!closed() && !res.destroyed) {
     await sleep(everyMs);
-    if (!closed()) res.write(finish);
+    if (!closed()) res.write(sse.finish.frame);
   }
 }
 
-export async function writeCorrupted(res: ServerResponse, chunks: unknown[], seed: number): Promise<void> {
-  const clean = Buffer.from(`${chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')}data: [DONE]\n\n`);
+export async function writeCorrupted(res: ServerResponse, stream: string, seed: number): Promise<void> {
+  const clean = Buffer.from(stream);
   const damaged = corruptStream(clean, seed);
   for (const piece of bytePieces(damaged.bytes, seed)) {
     if (res.destroyed) return;
@@ -174,7 +212,8 @@ export async function writeCorrupted(res: ServerResponse, chunks: unknown[], see
   } else res.end();
 }
 
-function pieces(text: string, size: number): string[] {
+/** `text` in pieces of `size` characters (whole code points). */
+export function pieces(text: string, size: number): string[] {
   const chars = Array.from(text);
   const out: string[] = [];
   for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(''));

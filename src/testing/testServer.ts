@@ -1,35 +1,29 @@
 /**
- * A local OpenAI-compatible HTTP server for tests and demos, no API key needed.
- * POST /v1/chat/completions (SSE streaming framed like OpenAI's: role chunk, content and
- * tool-call deltas, the finish chunk, the usage chunk, [DONE]; or one JSON response) and
- * GET /v1/models, on 127.0.0.1 at a random port. A policy decides the replies; faults
- * are injected on demand; every request is recorded for assertions. Usage reports the
- * prompt tokens a provider's prompt cache would have served (promptCache.ts). POST
- * /v1/responses is answered with a 404 that says what to use instead, and recorded.
+ * A local model server for tests and demos, no API key needed, on 127.0.0.1 at a random
+ * port. It speaks the Chat Completions API (POST /v1/chat/completions), the Responses API
+ * (POST /v1/responses) and Anthropic's Messages API (POST /v1/messages), each streamed (its
+ * own SSE events) or not, with its own errors (chatProtocol.ts, responsesProtocol.ts,
+ * messagesProtocol.ts); GET /v1/models lists its model. Every protocol's request is read as
+ * the Chat Completions body a policy decides the reply from; faults are injected on demand;
+ * every request is recorded for assertions. Usage reports the prompt tokens a provider's
+ * prompt cache would have served (promptCache.ts), and with explicit caching those it wrote.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { randomBytes } from 'node:crypto';
 import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
-import { withTextContent, type ChatRequest, type Policy, type PolicyReply } from './wire.js';
+import type { ChatRequest, Policy, PolicyReply } from './wire.js';
 import type { Fault, FaultPlan } from './faults.js';
-import { checkRequest, unpairedTools } from './requestChecks.js';
+import { unpairedTools } from './requestChecks.js';
 import { PromptCache, type PromptCacheOptions, type PromptCaching } from './promptCache.js';
-import {
-  applyReplyFaults,
-  completionOf,
-  logprobsOf,
-  sleep,
-  streamChunks,
-  textPieces,
-  writeStream,
-  wireToolCalls,
-  type Completion,
-} from './sseStream.js';
+import { applyReplyFaults, completionOf, sleep, type Completion } from './sseStream.js';
+import { chatProtocol } from './chatProtocol.js';
+import { responsesProtocol } from './responsesProtocol.js';
+import { messagesProtocol } from './messagesProtocol.js';
+import type { ProtocolName, TestProtocol, TestUsage } from './testProtocol.js';
 import { readBody, sendError, sendJson } from '../http/jsonHttp.js';
-import { advertiseKeepAlive, keepAliveAhead } from '../http/keepAlive.js';
+import { keepAliveAhead } from '../http/keepAlive.js';
 
-export type { Fault, FaultPlan, PromptCaching, PromptCacheOptions };
+export type { Fault, FaultPlan, PromptCaching, PromptCacheOptions, ProtocolName };
 export { unpairedTools };
 
 export interface TestServerOptions {
@@ -72,14 +66,21 @@ export interface RecordedRequest {
   index: number;
   method: string;
   path: string;
+  /** The protocol the request spoke. */
+  protocol: ProtocolName;
   headers: Record<string, string>;
+  /** The request as the policy read it: a Chat Completions body, whatever the protocol (see `raw`). */
   body: ChatRequest;
+  /** The body as the client sent it. */
+  raw: unknown;
   faults: Fault[];
   /** The HTTP status sent. */
   status: number;
   promptTokens: number;
   /** Of promptTokens, those the prompt cache served (0 when caching is off). */
   cachedTokens: number;
+  /** Of promptTokens, those written to the prompt cache (explicit caching only). */
+  cacheWriteTokens: number;
   /** The usage the server reported for it (null when it answered none). */
   usage?: Record<string, unknown> | null;
 }
@@ -95,6 +96,7 @@ export interface TestServer {
 }
 
 const MAX_BODY = 64 * 1024 * 1024;
+const PROTOCOLS: readonly TestProtocol[] = [chatProtocol, responsesProtocol, messagesProtocol];
 
 export async function startTestServer(options: TestServerOptions): Promise<TestServer> {
   const counter = await loadTokenCounter('gpt-4o');
@@ -116,7 +118,6 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
   };
 
   const server = createServer((req, res) => {
-    advertiseKeepAlive(req, res);
     handle(req, res).catch((error) => {
       if (!res.headersSent) sendError(res, 500, `test server: ${(error as Error).message}`, 'server_error');
       else res.destroy();
@@ -128,38 +129,40 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     if (req.method === 'GET' && path === '/v1/models') {
       return sendJson(res, 200, { object: 'list', data: [{ id: model, object: 'model', created: 1_700_000_000, owned_by: 'workmem' }] });
     }
-    if (req.method === 'POST' && path === '/v1/responses') return refuseResponses(req, res);
-    if (req.method !== 'POST' || path !== '/v1/chat/completions')
-      return sendError(res, 404, `no route for ${req.method} ${path}`, 'invalid_request_error');
-    if (options.apiKey && req.headers.authorization !== `Bearer ${options.apiKey}`) {
-      return sendError(res, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
+    const protocol = req.method === 'POST' ? PROTOCOLS.find((p) => p.path === path) : undefined;
+    if (!protocol) {
+      const shape = path.startsWith('/v1/messages') ? messagesProtocol : chatProtocol;
+      return shape.error(res, 404, 'not_found', `no route for ${req.method} ${path}`);
     }
+    if (options.apiKey && !protocol.authorized(req.headers, options.apiKey)) return protocol.error(res, 401, 'auth');
     const raw = await readBody(req, MAX_BODY, (r) => r.destroy());
-    if (raw === null) return sendError(res, 413, 'request body too large', 'invalid_request_error');
-    let body: ChatRequest;
+    if (raw === null) return protocol.error(res, 413, 'too_large');
+    let body: unknown;
     try {
-      // Content given as parts (text parts, as agents send them) is read as its text, as a model reads it.
-      body = withTextContent(JSON.parse(raw) as ChatRequest);
+      body = JSON.parse(raw);
     } catch {
-      return sendError(res, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
+      return protocol.error(res, 400, 'invalid', 'We could not parse the JSON body of your request.');
     }
-    const problem = checkRequest(body) ?? (options.strict ? unpairedTools(body.messages) : null);
-    if (problem) return sendError(res, 400, problem, 'invalid_request_error');
+    const read = protocol.read(body, options.strict === true);
+    if ('problem' in read) return protocol.error(res, 400, 'invalid', read.problem, read.param);
 
     const index = chatIndex++;
-    const faults = faultsFor(index, body);
-    const promptTokens = promptTokensOf(counter, body);
-    const session = typeof body.prompt_cache_key === 'string' ? body.prompt_cache_key : String(req.headers['x-session-id'] ?? '');
+    const faults = faultsFor(index, read.request);
+    const promptTokens = promptTokensOf(counter, read.request);
+    const session = read.cacheKey ?? String(req.headers['x-session-id'] ?? '');
     const record: RecordedRequest = {
       index,
-      method: req.method,
+      method: 'POST',
       path,
+      protocol: protocol.name,
       headers: redactHeaders(req.headers),
-      body,
+      body: read.request,
+      raw: body,
       faults,
       status: 200,
       promptTokens,
       cachedTokens: 0,
+      cacheWriteTokens: 0,
     };
     requests.push(record);
     const fault = <T extends Fault['type']>(type: T) => faults.find((f): f is Extract<Fault, { type: T }> => f.type === type);
@@ -171,142 +174,45 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
       record.status = 429;
       if (limited.retryAfterSeconds !== null) res.setHeader('retry-after', String(limited.retryAfterSeconds ?? 1));
       for (const [name, value] of Object.entries(limited.headers ?? {})) res.setHeader(name, value);
-      return sendError(res, 429, 'Rate limit reached for requests. Please try again later.', 'requests', 'rate_limit_exceeded');
+      return protocol.error(res, 429, 'rate_limit');
     }
     const failed = fault('server_error');
     if (failed) {
       record.status = failed.status ?? 500;
       for (const [name, value] of Object.entries(failed.headers ?? {})) res.setHeader(name, value);
-      return sendError(res, record.status, failed.message ?? 'The server had an error while processing your request.', 'server_error');
+      return protocol.error(res, record.status, 'server', failed.message);
     }
-    const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
-    if (fault('context_length') || (options.contextWindow && promptTokens + maxTokens > options.contextWindow)) {
+    if (fault('context_length') || (options.contextWindow && promptTokens + read.maxTokens > options.contextWindow)) {
       record.status = 400;
-      const window = options.contextWindow ?? 8192;
-      return sendError(
-        res,
-        400,
-        `This model's maximum context length is ${window} tokens. However, your messages resulted in ${promptTokens} tokens. Please reduce the length of the messages.`,
-        'invalid_request_error',
-        'context_length_exceeded',
-        'messages',
-      );
+      return protocol.error(res, 400, 'overflow', protocol.overflow(promptTokens, options.contextWindow ?? 8192));
     }
 
     let reply: PolicyReply;
     try {
-      reply = await options.policy(body, { index });
+      reply = await options.policy(read.request, { index });
     } catch (error) {
       record.status = 500;
-      return sendError(res, 500, `policy failed: ${(error as Error).message}`, 'server_error');
+      return protocol.error(res, 500, 'server', `policy failed: ${(error as Error).message}`);
     }
     reply = applyReplyFaults(reply, faults);
     const completion = completionOf(reply);
     // Only a request that is answered reads or writes the cache.
-    record.cachedTokens = cache.lookup(body, session, promptTokens);
+    const { cached, written } = cache.read(read.cacheView ?? read.request, session, promptTokens);
+    record.cachedTokens = cached;
+    record.cacheWriteTokens = written;
     const scale = options.promptTokenScale ?? 1;
-    const usage = {
-      prompt_tokens: Math.round(promptTokens * scale),
-      completion_tokens: countCompletion(counter, completion),
-      total_tokens: 0,
-      ...(cache.enabled || options.usageDetails
-        ? {
-            prompt_tokens_details: {
-              cached_tokens: Math.round(record.cachedTokens * scale),
-              ...(options.usageDetails ? { audio_tokens: 0 } : {}),
-            },
-          }
-        : {}),
-    };
-    const completionTokens = usage.completion_tokens;
-    record.usage = options.reportUsage !== false ? usage : null;
-    if (options.usageDetails)
-      Object.assign(usage, {
-        completion_tokens_details: {
-          reasoning_tokens: Math.floor(completionTokens / 2),
-          audio_tokens: 0,
-          accepted_prediction_tokens: 0,
-          rejected_prediction_tokens: 0,
-        },
-      });
-    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
-    const id = `chatcmpl-${randomBytes(12).toString('hex')}`;
-    const created = Math.floor(Date.now() / 1000);
-
-    if (!body.stream) {
-      return sendJson(res, 200, {
-        id,
-        object: 'chat.completion',
-        created,
-        model: body.model,
-        choices: [
-          {
-            index: 0,
-            message: {
-              role: 'assistant',
-              content: completion.content,
-              refusal: null,
-              ...(completion.toolCalls.length ? { tool_calls: wireToolCalls(completion.toolCalls) } : {}),
-            },
-            logprobs: body.logprobs === true ? logprobsOf(textPieces(completion.content ?? '', chunkChars)) : null,
-            finish_reason: completion.finishReason,
-          },
-        ],
-        ...(options.reportUsage !== false ? { usage } : {}),
-        system_fingerprint: 'fp_workmem',
-      });
-    }
-    const includeUsage = body.stream_options?.include_usage === true && options.reportUsage !== false;
-    const chunks = streamChunks(completion, chunkChars, body.logprobs === true).map((choice) => ({
-      id,
-      object: 'chat.completion.chunk',
-      created,
-      model: body.model,
-      system_fingerprint: 'fp_workmem',
-      choices: [choice],
-      ...(includeUsage ? { usage: null } : {}),
-    }));
-    if (includeUsage)
-      chunks.push({
-        id,
-        object: 'chat.completion.chunk',
-        created,
-        model: body.model,
-        system_fingerprint: 'fp_workmem',
-        choices: [],
-        usage,
-      } as never);
-    await writeStream(res, chunks, faults, options.chunkDelayMs ?? 0);
-  }
-
-  /** AI SDK's default OpenAI provider speaks the Responses API: say so, and record the attempt. */
-  async function refuseResponses(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const raw = (await readBody(req, MAX_BODY, (r) => r.destroy())) ?? '';
-    let body: unknown = null;
-    try {
-      body = JSON.parse(raw);
-    } catch {
-      // recorded as sent: null
-    }
-    requests.push({
-      index: -1,
-      method: 'POST',
-      path: '/v1/responses',
-      headers: redactHeaders(req.headers),
-      body: body as ChatRequest,
-      faults: [],
-      status: 404,
-      promptTokens: 0,
-      cachedTokens: 0,
-    });
-    sendError(
-      res,
-      404,
-      'workmem test server: POST /v1/responses (the Responses API) is not served; it speaks Chat Completions (POST /v1/chat/completions). ' +
-        "With the AI SDK use openai.chat('<model>') from @ai-sdk/openai, or @ai-sdk/openai-compatible.",
-      'invalid_request_error',
-      'responses_api_not_served',
-    );
+    const usage: TestUsage | null =
+      options.reportUsage === false
+        ? null
+        : {
+            promptTokens: Math.round(promptTokens * scale),
+            completionTokens: countCompletion(counter, completion),
+            cachedTokens: cache.enabled ? Math.round(cached * scale) : null,
+            writtenTokens: Math.round(written * scale),
+            details: options.usageDetails === true,
+          };
+    record.usage = usage && protocol.usage(usage);
+    await protocol.answer(res, completion, read, body, faults, { model, chunkChars, chunkDelayMs: options.chunkDelayMs ?? 0, usage });
   }
 
   await new Promise<void>((resolve, reject) => {

@@ -43,7 +43,7 @@ describe('--model testing:<profile> on every command that takes a model, offline
     expect(end).toMatchObject({ status: 'done', text: expect.stringContaining('Rex') });
   });
 
-  it('serve --upstream testing:<profile> answers a client with no upstream key (the token it printed only)', async () => {
+  it("serve --upstream testing:<profile> answers a client with no upstream key (the proxy's token its only one)", async () => {
     const proxy = await serve(['--upstream', 'testing:diligent', '--port', '0'], bare());
     expect(proxy.output()).toMatch(/→ testing:diligent \(offline, http:\/\/127\.0\.0\.1:\d+\/v1\)/);
     const response = await fetch(`${proxy.url}/chat/completions`, {

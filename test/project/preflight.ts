@@ -54,7 +54,7 @@ const NEEDS: Record<NeedName, Need> = {
   },
   registry: {
     what: 'the npm registry, reached with your npm settings',
-    usedBy: 'the pack test and the agents the tests install from npm (pi, LangGraph.js)',
+    usedBy: 'the pack test and the agents the tests install from npm (pi, LangGraph.js, Codex, Claude Code, the agent SDKs)',
     check: registryProblem,
   },
 };
@@ -68,6 +68,7 @@ const BY_PROJECT: Record<string, NeedName[]> = {
   browser: ['chromium'],
   pg: ['postgres'],
   pack: ['registry'],
+  agents: ['registry'],
 };
 
 /** Whether the run said it goes without PostgreSQL. */

@@ -8,6 +8,7 @@ import { protocolFollower, startTestServer } from '../../src/testing/index.js';
 import { tempHome } from '../helpers.js';
 import { client } from './proxyHarness.js';
 import { serveProcesses } from './serveProcess.js';
+import { post } from './sseEvents.js';
 
 const serve = serveProcesses();
 
@@ -29,6 +30,38 @@ describe('workmem serve, the command', () => {
     expect(short.stderr).toContain('token');
     const bad = await runCli(['serve', '--upstream', 'ftp://x'], { env: { WORKMEM_HOME: tempHome() } });
     expect(bad.code).toBe(2);
+    const badMessages = await runCli(['serve', '--upstream-messages', 'ftp://x'], { env: { WORKMEM_HOME: tempHome() } });
+    expect(badMessages.code).toBe(2);
+    expect(badMessages.stderr).toContain('--upstream-messages');
+  });
+
+  it("serves an Anthropic client from its own upstream, with the proxy's ANTHROPIC_API_KEY", async () => {
+    const server = await startTestServer({ policy: protocolFollower({ seed: 1 }), apiKey: 'sk-ant-proxyKeyOfTheProxy0123456789' });
+    try {
+      const proxy = await serve(['--upstream-messages', server.baseURL], {
+        WORKMEM_HOME: tempHome(),
+        ANTHROPIC_API_KEY: 'sk-ant-proxyKeyOfTheProxy0123456789',
+      });
+      const reply = await post(
+        `${proxy.url}/messages`,
+        { model: 'workmem-test', max_tokens: 100, messages: [{ role: 'user', content: 'My plant1 is rose1.' }] },
+        { 'x-api-key': proxy.token },
+      );
+      expect(reply.status).toBe(200);
+      expect(JSON.stringify(reply.json.content)).toContain('rose1');
+      expect(proxy.output()).toContain(`ANTHROPIC_BASE_URL=${proxy.url.replace(/\/v1$/, '')} ANTHROPIC_API_KEY=${proxy.token}`);
+      // Only the Messages API has an upstream: the others say so.
+      const chat = await post(
+        `${proxy.url}/chat/completions`,
+        { model: 'workmem-test', messages: [{ role: 'user', content: 'hi' }] },
+        { authorization: `Bearer ${proxy.token}` },
+      );
+      expect(chat.status).toBe(404);
+      expect(await proxy.stop()).toBe(0);
+      expect(proxy.output()).not.toContain('sk-ant-proxyKey');
+    } finally {
+      await server.close();
+    }
   });
 
   it('serves a client on the port it prints and stops cleanly', async () => {

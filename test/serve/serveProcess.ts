@@ -39,7 +39,7 @@ export function serveProcesses(): (args: string[], env: NodeJS.ProcessEnv) => Pr
       const read = (chunk: Buffer): void => {
         out += chunk;
         const url = /workmem serve on (http:\/\/\S+\/v1)/.exec(out)?.[1];
-        const token = /(?:OPENAI_API_KEY=|x-workmem-token: )(\S+?);/.exec(out)?.[1];
+        const token = /(?:OPENAI_API_KEY=|x-workmem-token: )(\S+?)[;,]/.exec(out)?.[1];
         if (url && token) {
           clearTimeout(timer);
           const proc = { url, token, child, output: () => out, stop };

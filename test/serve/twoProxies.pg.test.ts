@@ -2,7 +2,8 @@
  * Two `workmem serve` processes on one PostgreSQL: conversations whose requests land on
  * either proxy, turn by turn, several at once. The lease moves with the requests; every
  * session's log holds all its messages, in order, none of another's, and the memory the
- * model wrote through one proxy answers through the other.
+ * model wrote through one proxy answers through the other — whichever protocol the client
+ * speaks.
  */
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
@@ -13,6 +14,7 @@ import { tempHome } from '../helpers.js';
 import { usePostgres } from '../storage/postgresServer.js';
 import { agentTurn, client, sessionState } from './proxyHarness.js';
 import { serveProcesses } from './serveProcess.js';
+import { post } from './sseEvents.js';
 
 const { available, server: postgres } = usePostgres('two proxies');
 const serve = serveProcesses();
@@ -57,6 +59,56 @@ describe.skipIf(!available)('two proxies on one PostgreSQL', () => {
           expect(log.filter((e) => e.type === 'branch')).toEqual([]);
           // Gap-free, in order: the log's seqs are 1..n.
           expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => i + 1));
+        }
+      } finally {
+        await store.close();
+      }
+      for (const p of proxies) expect(await p.stop()).toBe(0);
+    } finally {
+      await upstream.close();
+    }
+  });
+
+  it('share the Responses and Messages conversations too: each turn on the other proxy, one session each', async () => {
+    const upstream = await startTestServer({ policy: protocolFollower({ seed: 4 }) });
+    const env = { WORKMEM_DATABASE_URL: postgres().url };
+    try {
+      const proxies = await Promise.all([
+        serve(['--upstream', upstream.baseURL, '--keep-open', '0'], { ...env, WORKMEM_HOME: tempHome() }),
+        serve(['--upstream', upstream.baseURL, '--keep-open', '0'], { ...env, WORKMEM_HOME: tempHome() }),
+      ]);
+      const turns = ['My thing1 is alpha.', 'My thing2 is beta.', 'My thing3 is gamma.', 'What is my thing1?'];
+      const input: Record<string, unknown>[] = [];
+      const messages: Record<string, unknown>[] = [];
+      const answers: string[] = [];
+      for (const [t, text] of turns.entries()) {
+        const { url: at, token } = proxies[t % 2]!;
+        input.push({ role: 'user', content: text });
+        const response = await post(
+          `${at}/responses`,
+          { model: 'workmem-test', input, stream: t % 2 === 1 },
+          { 'x-workmem-session': 'shared-responses', authorization: `Bearer ${token}` },
+        );
+        const output = (t % 2 === 1 ? response.events.at(-1)!.data.response : response.json) as { output: Record<string, unknown>[] };
+        input.push(...output.output);
+        messages.push({ role: 'user', content: text });
+        const message = await post(
+          `${at}/messages`,
+          { model: 'workmem-test', max_tokens: 500, messages },
+          { 'x-workmem-session': 'shared-messages', 'x-api-key': token },
+        );
+        messages.push({ role: 'assistant', content: message.json.content });
+        answers.push(JSON.stringify(output.output), JSON.stringify(message.json.content));
+      }
+      expect(answers.at(-2)).toContain('alpha');
+      expect(answers.at(-1)).toContain('alpha');
+      const store = postgresStore({ connectionString: postgres().url });
+      try {
+        for (const name of ['shared-responses', 'shared-messages']) {
+          const { log } = await sessionState(sessionIdFor(name), { home: tempHome(), store });
+          const users = log.flatMap((e) => (e.type === 'message' && e.message.role === 'user' ? [e.message.content] : []));
+          expect(users).toEqual(turns);
+          expect(log.filter((e) => e.type === 'branch')).toEqual([]);
         }
       } finally {
         await store.close();

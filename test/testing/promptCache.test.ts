@@ -1,8 +1,7 @@
 /**
  * workmem/testing's prompt cache: the cached tokens a provider would report, per request,
  * for automatic (OpenAI: the longest shared prefix, from 1,024 tokens on, in 128-token increments) and explicit
- * (Anthropic: entries at cache_control breakpoints) caching; and the Responses API answered
- * with a clear, recorded 404.
+ * (Anthropic: entries at cache_control breakpoints) caching.
  */
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../src/history/messages.js';
@@ -137,24 +136,5 @@ describe('explicit caching (Anthropic-style breakpoints)', () => {
     )!;
     expect(cached).toBeGreaterThanOrEqual(1024);
     expect(cached).toBeLessThan(server.requests[0]!.promptTokens);
-  });
-});
-
-describe('the Responses API', () => {
-  it('is answered with a 404 that says what to use instead, and recorded', async () => {
-    const server = await serve(() => ({ content: 'ok' }));
-    const response = await fetch(`${server.baseURL}/responses`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'workmem-test', input: 'hi' }),
-    });
-    expect(response.status).toBe(404);
-    const body = (await response.json()) as { error: { message: string; code: string } };
-    expect(body.error.code).toBe('responses_api_not_served');
-    expect(body.error.message).toMatch(/Chat Completions .*\/v1\/chat\/completions/);
-    expect(body.error.message).toMatch(/openai\.chat\(/);
-    expect(server.requests).toEqual([
-      expect.objectContaining({ path: '/v1/responses', status: 404, body: { model: 'workmem-test', input: 'hi' } }),
-    ]);
   });
 });
