@@ -28,7 +28,7 @@ import { startTestServer, type TestServer } from '../../src/testing/index.js';
 import { builtFile } from '../reliability/built.js';
 import { postgresBin, startPostgres, type PostgresServer } from '../storage/postgresServer.js';
 import { zeroLatencyModel } from './benchmarks.js';
-import { startServe } from './proxyBench.js';
+import { BENCH_TOKEN, startServe } from './proxyBench.js';
 import { machine, median, now, quantile, type Row } from './harness.js';
 
 export type Door = 'serve' | 'embedded';
@@ -370,7 +370,12 @@ function chatOnce(agent: Agent, base: string, session: string, messages: readonl
       {
         method: 'POST',
         agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-workmem-session': session },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'x-workmem-session': session,
+          authorization: `Bearer ${BENCH_TOKEN}`,
+        },
       },
       (res) => {
         let raw = '';
