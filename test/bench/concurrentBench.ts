@@ -24,11 +24,12 @@ import { pathToFileURL } from 'node:url';
 import type { Session, SessionOptions } from '../../src/session/index.js';
 import type { PostgresStoreOptions } from '../../src/storage/postgres/postgresStore.js';
 import type { SessionStore } from '../../src/storage/sessionStore.js';
+import { TOKEN_HEADER } from '../../src/serve/proxyDoors.js';
 import { startTestServer, type TestServer } from '../../src/testing/index.js';
 import { builtFile } from '../reliability/built.js';
 import { postgresBin, startPostgres, type PostgresServer } from '../storage/postgresServer.js';
 import { zeroLatencyModel } from './benchmarks.js';
-import { startServe } from './proxyBench.js';
+import { BENCH_TOKEN, startServe } from './proxyBench.js';
 import { machine, median, now, quantile, type Row } from './harness.js';
 
 export type Door = 'serve' | 'embedded';
@@ -370,7 +371,13 @@ function chatOnce(agent: Agent, base: string, session: string, messages: readonl
       {
         method: 'POST',
         agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-workmem-session': session },
+        // The bench's serve token (the upstream, asked straight, ignores it).
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'x-workmem-session': session,
+          [TOKEN_HEADER]: BENCH_TOKEN,
+        },
       },
       (res) => {
         let raw = '';
@@ -551,7 +558,7 @@ const fmt = (value: number | null, digits = 2): string => (value === null || Num
 /** The table of cells, and the targets as rows (issue 39's, same-run ratios). */
 export function concurrentReport(result: ConcurrentResult): { table: string; rows: Row[] } {
   const lines = [
-    "| door | store | sessions | turns/s | added p50 | added p99 | loop delay p50 / p99 / max | an idle process's p99 | fdatasync per turn | disk flushes per turn | heap per session | CPU |",
+    "| code | door | store | sessions | turns/s | added p50 | added p99 | loop delay p50 / p99 / max | an idle process's p99 | fdatasync per turn | disk flushes per turn | heap per session | CPU |",
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const c of result.cells)

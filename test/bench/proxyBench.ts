@@ -143,7 +143,7 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
 }
 
 /** The token the bench's `workmem serve` is started with. */
-const BENCH_TOKEN = 'the-bench-serve-token';
+export const BENCH_TOKEN = 'the-bench-serve-token';
 
 /**
  * `workmem serve` from the build, in a process of its own, on the home's sessions: `args`
@@ -159,7 +159,7 @@ export async function startServe(
     process.execPath,
     [
       ...(more.node ?? []),
-      builtFile('src/cli/bin.js'),
+      more.bin ?? builtFile('src/cli/bin.js'),
       'serve',
       '--upstream',
       upstream,
