@@ -24,6 +24,7 @@ import { pathToFileURL } from 'node:url';
 import type { Session, SessionOptions } from '../../src/session/index.js';
 import type { PostgresStoreOptions } from '../../src/storage/postgres/postgresStore.js';
 import type { SessionStore } from '../../src/storage/sessionStore.js';
+import { TOKEN_HEADER } from '../../src/serve/proxyDoors.js';
 import { startTestServer, type TestServer } from '../../src/testing/index.js';
 import { builtFile } from '../reliability/built.js';
 import { postgresBin, startPostgres, type PostgresServer } from '../storage/postgresServer.js';
@@ -370,11 +371,12 @@ function chatOnce(agent: Agent, base: string, session: string, messages: readonl
       {
         method: 'POST',
         agent,
+        // The bench's serve token (the upstream, asked straight, ignores it).
         headers: {
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(body),
           'x-workmem-session': session,
-          authorization: `Bearer ${BENCH_TOKEN}`,
+          [TOKEN_HEADER]: BENCH_TOKEN,
         },
       },
       (res) => {
@@ -556,7 +558,7 @@ const fmt = (value: number | null, digits = 2): string => (value === null || Num
 /** The table of cells, and the targets as rows (issue 39's, same-run ratios). */
 export function concurrentReport(result: ConcurrentResult): { table: string; rows: Row[] } {
   const lines = [
-    "| door | store | sessions | turns/s | added p50 | added p99 | loop delay p50 / p99 / max | an idle process's p99 | fdatasync per turn | disk flushes per turn | heap per session | CPU |",
+    "| code | door | store | sessions | turns/s | added p50 | added p99 | loop delay p50 / p99 / max | an idle process's p99 | fdatasync per turn | disk flushes per turn | heap per session | CPU |",
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const c of result.cells)

@@ -159,7 +159,7 @@ export async function startServe(
     process.execPath,
     [
       ...(more.node ?? []),
-      builtFile('src/cli/bin.js'),
+      more.bin ?? builtFile('src/cli/bin.js'),
       'serve',
       '--upstream',
       upstream,
