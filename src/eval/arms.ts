@@ -34,6 +34,19 @@ export const ARM_LABELS: Record<ArmName, string> = {
 /** The cache-aware settings (docs/ai-sdk.md): memory by phase, phase 2's window held for 6 turns, the fallback to recent turns. */
 export const CACHE_AWARE: SettingsOverrides = { memoryPosition: 'by-phase', recentTurnsStep: 6, fallbackTarget: 'recent-turns' };
 
+/**
+ * The clock of every workmem arm's session: it starts at the same instant for each
+ * conversation and arm and moves a millisecond a reading, so what a session writes (an
+ * archive's name, the day a reminder names) is the same whatever ran before it and whenever
+ * the eval runs.
+ */
+export const EVAL_EPOCH = Date.UTC(2026, 0, 5, 9, 0, 0);
+
+function evalClock(): () => number {
+  let now = EVAL_EPOCH;
+  return () => ++now;
+}
+
 /** The share of the window at which the summarising peer summarises. */
 export const SUMMARISE_AT = 0.75;
 
@@ -54,7 +67,20 @@ export interface ArmRun {
   summaries: number;
   /** Turns that ended without an answer. */
   failedTurns: number;
+  /** Each turn that ended without an answer: its status and error. */
+  failures: TurnFailure[];
+  /** A workmem arm whose turns failed: its session's folder, kept for the user to open. */
+  keptSession?: string;
   wallMs: number;
+}
+
+/** A turn that ended without an answer, and why. */
+export interface TurnFailure {
+  /** The conversation's turn (0-based). */
+  turn: number;
+  status: string;
+  /** The error's kind and text; absent when the turn ended without one. */
+  error?: { kind: string; message: string; status?: number };
 }
 
 /** What an arm's run needs besides the conversation. */
@@ -73,16 +99,19 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
   const meter = meteredModel(context.llm, context.counter);
   const tools = [fetchDocumentTool(conversation.language)];
   const answers: string[] = [];
+  const failures: TurnFailure[] = [];
   let failedTurns = 0;
   if (arm === 'workmem-auto' || arm === 'workmem-cache-aware') {
     const home = mkdtempSync(join(tmpdir(), 'workmem-eval-'));
     const tracker = new UpkeepTracker();
+    let sessionDir: string | undefined;
     try {
       const session = await createSession({
         llm: meter.llm,
         home,
         cwd: '/eval',
         env: {},
+        now: evalClock(),
         trace: false,
         name: `eval ${conversation.id} ${arm}`,
         instructions: EVAL_INSTRUCTIONS,
@@ -93,6 +122,7 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
           ...(arm === 'workmem-cache-aware' ? CACHE_AWARE : {}),
         },
       });
+      sessionDir = session.dir;
       session.on('*', tracker.onEvent);
       const stop = (): void => session.abort();
       context.signal.addEventListener('abort', stop);
@@ -102,7 +132,16 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
           meter.turn = tracker.turn = i;
           const result = await session.prompt(turn.text);
           if (context.signal.aborted) throw context.signal.reason;
-          if (result.status !== 'done') failedTurns++;
+          if (result.status !== 'done') {
+            failedTurns++;
+            failures.push({
+              turn: i,
+              status: result.status,
+              ...(result.error
+                ? { error: { kind: result.error.kind, message: result.error.message, ...(result.error.status ? { status: result.error.status } : {}) } }
+                : {}),
+            });
+          }
           answers.push(result.status === 'done' ? result.text : '');
         }
       } finally {
@@ -110,9 +149,19 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
         await session.close();
       }
     } finally {
-      rmSync(home, { recursive: true, force: true });
+      // A session whose turns failed is kept for the user to open (`workmem sessions show`, `viz`).
+      if (!failures.length) rmSync(home, { recursive: true, force: true });
     }
-    return { answers, calls: meter.calls, upkeep: tracker.upkeep, summaries: 0, failedTurns, wallMs: performance.now() - started };
+    return {
+      answers,
+      calls: meter.calls,
+      upkeep: tracker.upkeep,
+      summaries: 0,
+      failedTurns,
+      failures,
+      ...(failures.length && sessionDir ? { keptSession: sessionDir } : {}),
+      wallMs: performance.now() - started,
+    };
   }
   const peer = peerAgent({
     llm: meter.llm,
@@ -129,8 +178,11 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
     const result = await peer.prompt(turn.text, context.signal);
     if (context.signal.aborted) throw context.signal.reason;
     summaries += result.summarised;
-    if (result.failed) failedTurns++;
+    if (result.failed) {
+      failedTurns++;
+      failures.push({ turn: i, status: 'failed', ...(result.error ? { error: result.error } : {}) });
+    }
     answers.push(result.text);
   }
-  return { answers, calls: meter.calls, upkeep: null, summaries, failedTurns, wallMs: performance.now() - started };
+  return { answers, calls: meter.calls, upkeep: null, summaries, failedTurns, failures, wallMs: performance.now() - started };
 }

@@ -10,7 +10,8 @@ import { loadTokenCounter } from '../tokens/tokens.js';
 import { ARM_NAMES, runArm, type ArmName, type ArmRun } from './arms.js';
 import { Budget, BudgetStop, projectedCost } from './budget.js';
 import { judgeAnswer } from './judge.js';
-import { costOf, DEFAULT_PRICES, priceOf, type Price, type PriceTable } from './prices.js';
+import { addOutput, type OutputByKind } from './meteredModel.js';
+import { billOf, costOf, DEFAULT_PRICES, priceOf, type BilledTokens, type Price, type PriceTable } from './prices.js';
 import type { ArmResult, ConversationResult, EvalResult, GateResult, QuestionResult } from './results.js';
 import { fingerprintOf, openResultsFile, type ResultsFile } from './resultsFile.js';
 import { matches } from './scoring.js';
@@ -124,7 +125,7 @@ export async function runEval(options: EvalOptions): Promise<EvalResult> {
           signal,
           beforeTurn: (turn, calls) => {
             if (price && budget.max !== null) {
-              const spentNow = budget.spent + costOf(price, ...tokensOf(calls));
+              const spentNow = budget.spent + billOf(price, tokensOf(calls));
               const last = calls.at(-1)?.input ?? 0;
               budget.check(
                 budget.turnCost(last, conversation.turns[turn]!.text, counter),
@@ -173,8 +174,15 @@ export async function runEval(options: EvalOptions): Promise<EvalResult> {
   };
 }
 
-function tokensOf(calls: readonly { input: number; cached: number; output: number }[]): [number, number, number] {
-  return calls.reduce<[number, number, number]>((t, c) => [t[0] + c.input, t[1] + c.cached, t[2] + c.output], [0, 0, 0]);
+function tokensOf(calls: readonly BilledTokens[]): Required<BilledTokens> {
+  const sum: Required<BilledTokens> = { input: 0, cached: 0, cacheWrite: 0, output: 0 };
+  for (const c of calls) {
+    sum.input += c.input;
+    sum.cached += c.cached;
+    sum.cacheWrite += c.cacheWrite ?? 0;
+    sum.output += c.output;
+  }
+  return sum;
 }
 
 /** One arm's run scored and measured. */
@@ -205,8 +213,10 @@ async function measure(
     for (const c of run.calls) out[c.turn] = (out[c.turn] ?? 0) + f(c);
     return out;
   };
-  const [input, cached, output] = tokensOf(run.calls);
-  const cost = price ? costOf(price, input, cached, output) : null;
+  const tokens = tokensOf(run.calls);
+  const { input, cached, cacheWrite, output } = tokens;
+  const cost = price ? billOf(price, tokens) : null;
+  const outputBy = run.calls.reduce<OutputByKind>((sum, c) => addOutput(sum, c.outputBy), {});
   return {
     arm: {
       arm,
@@ -215,7 +225,9 @@ async function measure(
       cachedPerTurn: perTurn((c) => c.cached),
       input,
       cached,
+      cacheWrite,
       output,
+      outputBy,
       requests: run.calls.length,
       failedRequests: run.calls.filter((c) => c.failed).length,
       counted: run.calls.some((c) => c.counted),
@@ -223,6 +235,8 @@ async function measure(
       upkeep: run.upkeep,
       summaries: run.summaries,
       failedTurns: run.failedTurns,
+      ...(run.failures.length ? { failures: run.failures } : {}),
+      ...(run.keptSession ? { keptSession: run.keptSession } : {}),
       wallMs: Math.round(run.wallMs),
     },
     cost,

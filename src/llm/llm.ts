@@ -38,6 +38,8 @@ export interface LLMUsage {
   completionTokens: number;
   /** Of promptTokens, those read from the provider's prompt cache (when it says). */
   cachedPromptTokens?: number;
+  /** Of promptTokens, those written to the provider's prompt cache (when it says: explicit caching, as Anthropic's). */
+  cacheWritePromptTokens?: number;
 }
 
 /** The model's answer to one request: the assistant message, the server's token counts, the finish reason. */

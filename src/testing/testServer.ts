@@ -14,7 +14,7 @@ import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
 import type { ChatRequest, Policy, PolicyReply } from './wire.js';
 import type { Fault, FaultPlan } from './faults.js';
 import { checkRequest, unpairedTools } from './requestChecks.js';
-import { PromptCache, type PromptCacheOptions, type PromptCaching } from './promptCache.js';
+import { plain, PromptCache, type PromptCacheOptions, type PromptCaching } from './promptCache.js';
 import { applyReplyFaults, completionOf, sleep, streamChunks, writeStream, wireToolCalls, type Completion } from './sseStream.js';
 import { readBody, sendError, sendJson } from '../http/jsonHttp.js';
 
@@ -64,6 +64,8 @@ export interface RecordedRequest {
   promptTokens: number;
   /** Of promptTokens, those the prompt cache served (0 when caching is off). */
   cachedTokens: number;
+  /** Of promptTokens, those written to the prompt cache (explicit caching only). */
+  cacheWriteTokens: number;
 }
 
 export interface TestServer {
@@ -140,6 +142,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
       status: 200,
       promptTokens,
       cachedTokens: 0,
+      cacheWriteTokens: 0,
     };
     requests.push(record);
     const fault = <T extends Fault['type']>(type: T) => faults.find((f): f is Extract<Fault, { type: T }> => f.type === type);
@@ -158,6 +161,11 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
       record.status = failed.status ?? 500;
       for (const [name, value] of Object.entries(failed.headers ?? {})) res.setHeader(name, value);
       return sendError(res, record.status, failed.message ?? 'The server had an error while processing your request.', 'server_error');
+    }
+    const refused = cache.refusal(body);
+    if (refused) {
+      record.status = 400;
+      return sendError(res, 400, refused, 'invalid_request_error');
     }
     const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
     if (fault('context_length') || (options.contextWindow && promptTokens + maxTokens > options.contextWindow)) {
@@ -183,13 +191,20 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     reply = applyReplyFaults(reply, faults);
     const completion = completionOf(reply);
     // Only a request that is answered reads or writes the cache.
-    record.cachedTokens = cache.lookup(body, session, promptTokens);
+    const used = cache.use(body, session, promptTokens);
+    record.cachedTokens = used.read;
+    record.cacheWriteTokens = used.written;
     const scale = options.promptTokenScale ?? 1;
+    // Writes as OpenRouter reports them beside the reads; a provider that charges nothing for them reports none.
+    const details = {
+      cached_tokens: Math.round(used.read * scale),
+      ...(used.written ? { cache_write_tokens: Math.round(used.written * scale) } : {}),
+    };
     const usage = {
       prompt_tokens: Math.round(promptTokens * scale),
       completion_tokens: countCompletion(counter, completion),
       total_tokens: 0,
-      ...(cache.enabled ? { prompt_tokens_details: { cached_tokens: Math.round(record.cachedTokens * scale) } } : {}),
+      ...(cache.enabled ? { prompt_tokens_details: details } : {}),
     };
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
     const id = `chatcmpl-${randomBytes(12).toString('hex')}`;
@@ -260,6 +275,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
       status: 404,
       promptTokens: 0,
       cachedTokens: 0,
+      cacheWriteTokens: 0,
     });
     sendError(
       res,
@@ -295,7 +311,8 @@ function promptTokensOf(counter: TokenCounter, body: ChatRequest): number {
     description: t.function.description ?? '',
     parameters: t.function.parameters ?? {},
   }));
-  return counter.request(body.messages, tools);
+  // Content sent in parts (with cache_control marks) counts as its text.
+  return counter.request(body.messages.map(plain), tools);
 }
 
 function countCompletion(counter: TokenCounter, completion: Completion): number {
