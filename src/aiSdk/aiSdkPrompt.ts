@@ -35,7 +35,7 @@ export function toolsOf(tools: readonly ToolSpec[]): LanguageModelV3FunctionTool
  * the last prompt held at the same place is not converted again.
  */
 export function promptOf(request: LLMRequest, explicit: boolean, made?: MadePrompt): LanguageModelV3Message[] {
-  const marks = explicit ? breakpointsOf(request.cacheBreakpoints ?? [], request.messages.length) : null;
+  const marks = explicit ? breakpointsOf(request.cacheBreakpoints ?? [], request) : null;
   const { messages } = request;
   const nameOf = callNames(messages);
   const convert = (message: ChatMessage, index: number) => messageOf(boundIdsOf(message), nameOf(index), false);
@@ -47,7 +47,19 @@ export function promptOf(request: LLMRequest, explicit: boolean, made?: MadeProm
       continue;
     }
     const message = boundIdsOf(messages[index]!);
-    // Only a system message is split; elsewhere a breakpoint marks the whole message.
+    // A user message is split at its first cut (its own text before the request's tail), the first part marked.
+    if (message.role === 'user' && cuts[0]! > 0 && cuts[0]! < message.content.length) {
+      const cut = cuts[0]!;
+      out.push({
+        role: 'user',
+        content: [
+          { type: 'text', text: message.content.slice(0, cut), providerOptions: CACHE_MARK },
+          { type: 'text', text: message.content.slice(cut) },
+        ],
+      });
+      continue;
+    }
+    // Elsewhere a breakpoint marks the whole message; only a system message is split.
     if (message.role !== 'system') {
       out.push(messageOf(message, nameOf(index), true));
       continue;
@@ -85,8 +97,13 @@ function callNames(messages: readonly ChatMessage[]): (index: number) => (id: st
 }
 
 /** Breakpoints by message, as cut points in its text; at most MAX_BREAKPOINTS, the last ones kept (they cover the most). */
-function breakpointsOf(breakpoints: readonly CacheBreakpoint[], messages: number): Map<number, number[]> {
-  const valid = breakpoints.filter((b) => Number.isInteger(b.message) && b.message >= 0 && b.message < messages).slice(-MAX_BREAKPOINTS);
+function breakpointsOf(breakpoints: readonly CacheBreakpoint[], request: LLMRequest): Map<number, number[]> {
+  const messages = request.messages.length;
+  // A tool result is not cut (its output is one block here): a cut inside it marks the message before it instead.
+  const placed = breakpoints.map((b) =>
+    b.chars !== undefined && request.messages[b.message]?.role === 'tool' && b.message > 0 ? { message: b.message - 1 } : b,
+  );
+  const valid = placed.filter((b) => Number.isInteger(b.message) && b.message >= 0 && b.message < messages).slice(-MAX_BREAKPOINTS);
   const byMessage = new Map<number, number[]>();
   for (const b of valid) byMessage.set(b.message, [...(byMessage.get(b.message) ?? []), b.chars ?? Number.MAX_SAFE_INTEGER]);
   for (const cuts of byMessage.values()) cuts.sort((a, b) => a - b);

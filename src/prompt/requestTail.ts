@@ -1,6 +1,8 @@
 /**
- * The ephemeral end of a request: <context_meta> and, when due, the reminder. It is
- * appended to the last message of the request only and never stored in the history.
+ * The ephemeral end of a request: <context_meta>, the working memory's changes since the
+ * copy the request carries in its place (memoryRefresh 'when-cheap', memoryUpdate.ts) and,
+ * when due, the reminder. It is appended to the last message of the request only and never
+ * stored in the history.
  */
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { ReminderDue } from '../memory/reminderTracker.js';
@@ -20,9 +22,18 @@ export interface ContextMeta {
 export const TAIL_SEPARATOR = '\n\n';
 export const DETAIL_PATH = 'working-memory/detail/';
 
-export function renderTail(meta: ContextMeta, reminder: ReminderDue | null, language: MemoryLanguage, today: string | null = null): string {
+export function renderTail(
+  meta: ContextMeta,
+  reminder: ReminderDue | null,
+  language: MemoryLanguage,
+  today: string | null = null,
+  memoryUpdate: string | null = null,
+): string {
   const block = `<context_meta>\n${JSON.stringify(meta)}\n</context_meta>`;
-  return reminder ? `${TAIL_SEPARATOR}${block}\n\n${reminderText(reminder, meta, language, today)}` : `${TAIL_SEPARATOR}${block}`;
+  const update = memoryUpdate ? `\n\n${memoryUpdate}` : '';
+  return reminder
+    ? `${TAIL_SEPARATOR}${block}${update}\n\n${reminderText(reminder, meta, language, today)}`
+    : `${TAIL_SEPARATOR}${block}${update}`;
 }
 
 const HEADINGS: Record<MemoryLanguage, Record<ReminderDue['level'], string>> = {
@@ -47,7 +58,9 @@ export function reminderText(due: ReminderDue, meta: ContextMeta, language: Memo
     const why =
       due.reason === 'compaction'
         ? '历史刚被压缩：请把仍然需要的信息记录到 working memory。'
-        : `你已经连续 ${due.rounds} 轮没有更新 working memory 了。`;
+        : due.reason === 'leaving' && due.leaving
+          ? `第 ${turns(due.leaving)} 轮对话即将移出请求，而你在它们之后还没有更新 working memory：请记下其中仍然需要的信息。`
+          : `你已经连续 ${due.rounds} 轮没有更新 working memory 了。`;
     return `<memory_reminder level="${due.level}">
 ${heading}
 
@@ -69,7 +82,9 @@ ${why}
   const why =
     due.reason === 'compaction'
       ? 'The history was just compacted: record anything you still need in your working memory.'
-      : `You have not updated your working memory for ${due.rounds} requests.`;
+      : due.reason === 'leaving' && due.leaving
+        ? `Turn${due.leaving.from === due.leaving.to ? '' : 's'} ${turns(due.leaving)} of this conversation ${due.leaving.from === due.leaving.to ? 'is' : 'are'} about to leave what requests carry, and you have not updated your working memory since: record anything you still need from ${due.leaving.from === due.leaving.to ? 'it' : 'them'}.`
+        : `You have not updated your working memory for ${due.rounds} requests.`;
   return `<memory_reminder level="${due.level}">
 ${heading}
 
@@ -87,4 +102,9 @@ Suggested actions:
 
 Update it with the write or edit tool: ${OVERVIEW_PATH}
 </memory_reminder>`;
+}
+
+/** "12" or "12–15". */
+function turns(range: { from: number; to: number }): string {
+  return range.from === range.to ? String(range.from) : `${range.from}–${range.to}`;
 }

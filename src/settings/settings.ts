@@ -23,6 +23,17 @@ export interface RetryPolicy {
 export type MemoryPosition = 'before-history' | 'after-history' | 'by-phase';
 export const MEMORY_POSITIONS = ['before-history', 'after-history', 'by-phase'] as const satisfies readonly MemoryPosition[];
 
+/**
+ * When the memory block in its place before the history follows a write (docs/design.md §4.1):
+ * 'every-write' at once, so a write re-sends what follows it uncached (the seed's layout as it
+ * was); 'when-cheap' (default) it stays as it was at the last cache boundary, the tail carrying
+ * what changed since, and is brought up to date when what follows it is sent again anyway
+ * (phase 2's window starts again, hybrid's moves) or when carrying the changes would cost more
+ * than sending the history again.
+ */
+export type MemoryRefresh = 'every-write' | 'when-cheap';
+export const MEMORY_REFRESHES = ['every-write', 'when-cheap'] as const satisfies readonly MemoryRefresh[];
+
 export type FallbackTarget = 'budget' | 'recent-turns';
 export const FALLBACK_TARGETS = ['budget', 'recent-turns'] as const satisfies readonly FallbackTarget[];
 
@@ -46,10 +57,11 @@ export interface TurnSettings {
   /** Complete turns carried before the active one in phase 2; 0 carries the active turn only. */
   recentTurns: number;
   /**
-   * Default 1: phase 2's window of recent turns moves every turn. With k over 1 it holds its
-   * first turn, carrying recentTurns to recentTurns + k - 1 earlier turns, and starts again
-   * when the memory changes or it would carry more: requests in between send the same
-   * messages after the memory, which a provider's cache then serves (recentWindow.ts).
+   * Default 24: phase 2's window of recent turns holds its first turn, carrying recentTurns
+   * to recentTurns + k - 1 earlier turns, so that requests in between send the same messages
+   * after the memory, which a provider's cache then serves; it starts again when holding on
+   * stops paying, when it would carry more, or when the memory in its place is brought up to
+   * date (recentWindow.ts). 1: it moves every turn, as it did before.
    */
   recentTurnsStep: number;
   /** Whole turns the fallback compaction always keeps. */
@@ -63,6 +75,8 @@ export interface TurnSettings {
   fallbackTarget: FallbackTarget;
   /** Where the working memory goes in a request (default 'before-history'). */
   memoryPosition: MemoryPosition;
+  /** When the memory in its place follows a write (default 'when-cheap'; MemoryRefresh). */
+  memoryRefresh: MemoryRefresh;
   language: MemoryLanguage;
   retry: RetryPolicy;
   /** Tool calls per turn before the turn stops (a runaway loop guard). */
@@ -98,10 +112,11 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
     reminder: DEFAULT_REMINDER_CONFIG,
     hybridRecent: 10,
     recentTurns: 3,
-    recentTurnsStep: 1,
+    recentTurnsStep: 24,
     keepRecentTurns: 3,
     fallbackTarget: 'budget',
     memoryPosition: 'before-history',
+    memoryRefresh: 'when-cheap',
     language: 'en',
     retry: DEFAULT_RETRY,
     maxRequestsPerTurn: 50,
