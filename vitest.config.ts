@@ -1,13 +1,16 @@
 import { defineConfig } from 'vitest/config';
+import { HANG_MS } from './test/hangGuard.js';
 
 /**
  * Projects by what a test needs, named by file suffix: `*.test.ts` runs in process and
  * fast (npm run test:unit); `*.slow.test.ts` walks paths, properties or long sessions;
  * `*.process.test.ts` spawns the built CLI; `*.tmux.test.ts` drives it in a terminal;
- * `*.browser.test.ts` drives headless Chromium; `*.pg.test.ts` needs PostgreSQL; the pack
- * test installs the packed package. `vitest --project <name>` picks one.
+ * `*.browser.test.ts` drives headless Chromium; `*.pg.test.ts` needs PostgreSQL;
+ * `*.agents.test.ts` runs agents from npm (opencode, Qwen Code, the OpenAI Agents SDK)
+ * through `workmem serve`, minutes each; the pack test installs the packed package.
+ * `vitest --project <name>` picks one.
  */
-const KINDS = ['slow', 'process', 'tmux', 'browser', 'pg'] as const;
+const KINDS = ['slow', 'process', 'tmux', 'browser', 'pg', 'agents'] as const;
 const PACK = 'test/project/pack.test.ts';
 // Every kind shares a module cache per worker, as the unit project does: the files that spawn
 // the CLI, a browser or a terminal still import the test server, the session and their clients
@@ -19,8 +22,9 @@ const kind = (name: (typeof KINDS)[number]) => ({
 
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // A hang guard, never a speed check: the suite's outcome must not depend on the machine's load (test/hangGuard.ts).
+    testTimeout: HANG_MS,
+    hookTimeout: HANG_MS,
     // Two files at a time on the 2-core machines we run on: much of a file's time is spent
     // waiting (child processes, servers, timers), and vitest's default there is one.
     maxWorkers: 2,
@@ -29,8 +33,9 @@ export default defineConfig({
     // A passing run prints only the reporter: a test that prints (or raises a process warning) fails the run.
     reporters: ['default', './test/project/quietReporter.ts'],
     setupFiles: ['./test/project/warningsAsLogs.ts', './test/project/tempHomeCleanup.ts'],
-    // Temporary files on a tmpfs; one PostgreSQL for the run (or one line saying the Postgres tests are skipped).
-    globalSetup: ['test/project/tmpfsTemp.ts', 'test/storage/runPostgres.ts'],
+    // What each project needs from the machine, or a stop naming what to install; temporary files on a tmpfs;
+    // one PostgreSQL for the run (or, with WORKMEM_TEST_POSTGRES=off, one line saying the Postgres tests are left out).
+    globalSetup: ['test/project/preflight.ts', 'test/project/tmpfsTemp.ts', 'test/storage/runPostgres.ts'],
     projects: [
       {
         extends: true,

@@ -6,7 +6,7 @@
 export { turnMachine } from './turnMachine.js';
 export { sessionMachine } from './sessionMachine.js';
 export { historyModeMachine } from './historyModeMachine.js';
-export type { TurnAnswer, TurnAttempt, TurnCompaction, TurnContext, TurnEvent } from './turnMachine.js';
+export type { TurnAnswer, TurnAttempt, TurnBackground, TurnCompaction, TurnContext, TurnEvent } from './turnMachine.js';
 export type {
   TurnStatics,
   TurnInput,
@@ -35,6 +35,8 @@ export type {
   PersistModeInput,
   CompactionAsked,
   CompactionOutcome,
+  BackgroundSummaryInput,
+  SessionBackground,
 } from './sessionTypes.js';
 export type { HistoryModeInput, ModeAnnouncement } from './historyModeMachine.js';
 export { toTurnError } from './turnErrors.js';
@@ -53,4 +55,5 @@ export { loadTokenCounter, type TokenCounter } from '../src/tokens/tokens.js';
 export type { ToolSpec } from '../src/tools/tool.js';
 export type { LLMUsage, TurnError } from '../src/llm/llm.js';
 export type { CompactionRequest, CompactionResult } from '../src/compaction/compact.js';
+export type { BackgroundOrder, PreparedSummary } from '../src/compaction/prepared.js';
 export type { RecentWindow } from '../src/history/recentWindow.js';

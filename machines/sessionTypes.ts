@@ -4,6 +4,7 @@
  */
 import type { CompactionResult } from '../src/compaction/compact.js';
 import type { CompactionStrategy, CompactionTarget } from '../src/compaction/plan.js';
+import type { BackgroundOrder, PreparedSummary } from '../src/compaction/prepared.js';
 import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
 import type { ChatMessage, MessageShape, ToolCall } from '../src/history/messages.js';
 import type { ToolSpec } from '../src/tools/tool.js';
@@ -88,6 +89,15 @@ export interface SessionHost extends TurnHost {
   acceptCall(input: AcceptCallInput): Promise<AcceptCallOutput>;
   save(input: SaveInput): Promise<SaveOutput>;
   persistMode(input: PersistModeInput): Promise<void>;
+  /** Summarise the turns of a background order, while the session goes on; throws when it cannot (it is tried again later). */
+  summarize(input: BackgroundSummaryInput, signal: AbortSignal): Promise<PreparedSummary>;
+}
+
+/** The session's background compaction: the summary in progress, the one ready to swap in, and the failures in a row. */
+export interface SessionBackground {
+  order: BackgroundOrder | null;
+  ready: PreparedSummary | null;
+  failures: number;
 }
 
 export interface SessionStatics extends TurnStatics {
@@ -133,6 +143,8 @@ export interface AcceptCallOutput {
   /** The system prompt and tools this call's requests are built with (the same objects while they do not change). */
   systemPrompt: string;
   tools: readonly ToolSpec[];
+  /** The prefix workmem's tools are sent with beside the host's (toolNaming.ts); absent: none. */
+  toolPrefix?: string;
 }
 export interface SaveInput extends SessionHostInput {
   turn: number;
@@ -144,6 +156,9 @@ export interface SaveInput extends SessionHostInput {
 export interface SaveOutput {
   /** The log's view after the turn, including anything an aborted actor saved. */
   history: HistoryView;
+}
+export interface BackgroundSummaryInput extends SessionHostInput {
+  order: BackgroundOrder;
 }
 /** A mode was switched or pinned: kept at once (meta), and a switch is recorded in the log. */
 export interface PersistModeInput extends SessionHostInput {

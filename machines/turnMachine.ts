@@ -10,7 +10,8 @@
  */
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
 import type { CompactionTarget } from '../src/compaction/plan.js';
-import { autoCompactionTier, beyondHorizon, compactionOrder, overThreshold } from '../src/compaction/policy.js';
+import { autoCompactionTier, beyondHorizon, compactionOrder, overThreshold, preparedDue } from '../src/compaction/policy.js';
+import type { PreparedSummary } from '../src/compaction/prepared.js';
 import type { CompactionReason, SessionEvent, TokenUsage, TurnStatus } from '../src/events.js';
 import type { HistoryMode } from '../src/history/historyView.js';
 import type { TurnError } from '../src/events.js';
@@ -72,13 +73,21 @@ export interface TurnContext extends Pick<TurnInput, 'statics' | 'turn' | 'histo
   error: TurnError | null;
 }
 
-/** The compaction before the request in progress: at most one a request. */
+/** The compaction before the request in progress (at most one a request), and the summary prepared for it in the background. */
 export interface TurnCompaction {
   /** One ran, or was tried, before this request. */
   ran: boolean;
   /** Why the next one runs, and the auto policy's tier for it (null: a budget). */
   reason: CompactionReason;
   target: CompactionTarget | null;
+  /** The summary the session prepared in the background, and whether this turn swapped it in (kept from request to request). */
+  background: TurnBackground;
+}
+
+/** A summary prepared in the background, until the fallback swaps it in (then `used`). */
+export interface TurnBackground {
+  ready: PreparedSummary | null;
+  used: boolean;
 }
 
 /** The model calls made for the request in progress. */
@@ -103,7 +112,11 @@ export interface TurnAnswer {
   overviewWrite: OverviewWrite | null;
 }
 
-export type TurnEvent = { type: 'abort' } | { type: 'mode.changed'; mode: HistoryMode };
+export type TurnEvent =
+  | { type: 'abort' }
+  | { type: 'mode.changed'; mode: HistoryMode }
+  /** The session's background summary became ready while this turn runs. */
+  | { type: 'summary.ready'; prepared: PreparedSummary };
 
 /** What the next request is made from: the context's own fields, with the base and window just decided. */
 function requestState(context: TurnContext, base: PromptBase, window: RecentWindow | null): RequestState {
@@ -111,16 +124,28 @@ function requestState(context: TurnContext, base: PromptBase, window: RecentWind
   return { statics, turn, history, mode, tracker, calibration, base, window, prompt, tailHint };
 }
 
+const NO_BACKGROUND: TurnBackground = { ready: null, used: false };
+const SWAPPED_IN: TurnBackground = { ready: null, used: true };
 /** A request opens with no compaction run and no retry made. */
-const NO_COMPACTION: TurnCompaction = { ran: false, reason: 'fallback', target: null };
+const NO_COMPACTION: TurnCompaction = { ran: false, reason: 'fallback', target: null, background: NO_BACKGROUND };
 const FIRST_ATTEMPT: TurnAttempt = { retries: 0, delayMs: 0, overflowRetried: false };
 
-function compactionFor(reason: CompactionReason, target: CompactionTarget | null = null): TurnCompaction {
-  return { ran: false, reason, target };
+/** The next request's: none run yet, the background summary kept (the constant while there is none). */
+function nextRequest(compaction: TurnCompaction): TurnCompaction {
+  return compaction.background === NO_BACKGROUND ? NO_COMPACTION : compactionFor(compaction, 'fallback');
+}
+
+function compactionFor(
+  compaction: TurnCompaction,
+  reason: CompactionReason,
+  target: CompactionTarget | null = null,
+  background: TurnBackground = compaction.background,
+): TurnCompaction {
+  return { ran: false, reason, target, background };
 }
 
 function ranAlready(compaction: TurnCompaction): TurnCompaction {
-  return { ran: true, reason: compaction.reason, target: compaction.target };
+  return { ran: true, reason: compaction.reason, target: compaction.target, background: compaction.background };
 }
 
 function notProvided(name: string): never {
@@ -178,6 +203,8 @@ export const turnMachine = setup({
   },
   guards: {
     overThreshold: ({ context }) => overThreshold(context),
+    preparedDue: ({ context }) => preparedDue(context),
+    swappingPrepared: ({ context }) => context.compaction.reason === 'background',
     exceedsWindow: ({ context }) =>
       context.prompt!.tokens.total + context.statics.settings.reserveOutputTokens > context.statics.settings.contextWindow,
     toolCallsToRun: ({ context, event }) =>
@@ -216,7 +243,7 @@ export const turnMachine = setup({
     request: input.request ?? 0,
     memory: null,
     prompt: null,
-    compaction: NO_COMPACTION,
+    compaction: input.prepared ? compactionFor(NO_COMPACTION, 'fallback', null, { ready: input.prepared, used: false }) : NO_COMPACTION,
     attempt: FIRST_ATTEMPT,
     answer: { text: '', toolCalls: input.calls ?? [], usage: input.usage ?? null, results: [], overviewWrite: null },
     status: 'running',
@@ -226,6 +253,14 @@ export const turnMachine = setup({
   on: {
     abort: { target: '.aborted' },
     'mode.changed': { actions: assign({ mode: ({ event }) => event.mode }) },
+    'summary.ready': {
+      actions: assign({
+        compaction: ({ context, event }) => {
+          const { ran, reason, target, background } = context.compaction;
+          return { ran, reason, target, background: { ready: event.prepared, used: background.used } };
+        },
+      }),
+    },
   },
   states: {
     // A turn opens with a request; a host loop's tools pass with the tools it was given.
@@ -252,7 +287,7 @@ export const turnMachine = setup({
                 request: context.request + 1,
                 tracker,
                 prompt,
-                compaction: NO_COMPACTION,
+                compaction: nextRequest(context.compaction),
                 attempt: FIRST_ATTEMPT,
               };
             }),
@@ -291,13 +326,27 @@ export const turnMachine = setup({
     },
     maybeCompact: {
       always: [
-        { guard: 'overThreshold', target: 'compacting', actions: assign({ compaction: compactionFor('fallback') }) },
+        // Made already in the background: swapped in at once, no model call.
+        {
+          guard: 'preparedDue',
+          target: 'compacting',
+          actions: assign(({ context }) => ({ compaction: compactionFor(context.compaction, 'background') })),
+        },
+        {
+          guard: 'overThreshold',
+          target: 'compacting',
+          actions: assign(({ context }) => ({ compaction: compactionFor(context.compaction, 'fallback') })),
+        },
         {
           guard: 'autoCompactionDue',
           target: 'compacting',
-          actions: assign(({ context }) => ({ compaction: compactionFor('auto', autoCompactionTier(context)) })),
+          actions: assign(({ context }) => ({ compaction: compactionFor(context.compaction, 'auto', autoCompactionTier(context)) })),
         },
-        { guard: 'beyondHorizon', target: 'compacting', actions: assign({ compaction: compactionFor('horizon') }) },
+        {
+          guard: 'beyondHorizon',
+          target: 'compacting',
+          actions: assign(({ context }) => ({ compaction: compactionFor(context.compaction, 'horizon') })),
+        },
         { guard: 'compactionRan', target: 'buildPrompt', actions: 'rebuildPrompt' },
         { target: 'buildPrompt' },
       ],
@@ -312,16 +361,31 @@ export const turnMachine = setup({
           request: context.request,
           host: context.statics.host,
         }),
-        onDone: {
-          target: 'maybeCompact',
-          actions: assign(({ context, event }) => ({
-            history: event.output.history,
-            compaction: ranAlready(context.compaction),
-            // The model saw none of what the horizon archives: nothing to remind it of.
-            tracker:
-              event.output.replaced > 0 && context.compaction.reason !== 'horizon' ? remindNextRequest(context.tracker) : context.tracker,
-          })),
-        },
+        onDone: [
+          {
+            // The prepared summary is in; the request is built again, and the fallback still runs if it is not enough.
+            guard: 'swappingPrepared',
+            target: 'maybeCompact',
+            actions: [
+              assign(({ context, event }) => ({
+                history: event.output.history,
+                compaction: compactionFor(NO_COMPACTION, 'fallback', null, SWAPPED_IN),
+                tracker: event.output.replaced > 0 ? remindNextRequest(context.tracker) : context.tracker,
+              })),
+              'rebuildPrompt',
+            ],
+          },
+          {
+            target: 'maybeCompact',
+            actions: assign(({ context, event }) => ({
+              history: event.output.history,
+              compaction: ranAlready(context.compaction),
+              // The model saw none of what the horizon archives: nothing to remind it of.
+              tracker:
+                event.output.replaced > 0 && context.compaction.reason !== 'horizon' ? remindNextRequest(context.tracker) : context.tracker,
+            })),
+          },
+        ],
         onError: {
           // A failed compaction is not fatal: the request may still fit; buildPrompt checks the window.
           target: 'buildPrompt',
@@ -402,7 +466,7 @@ export const turnMachine = setup({
             target: 'compacting',
             actions: assign(({ context }) => ({
               attempt: { retries: context.attempt.retries, delayMs: context.attempt.delayMs, overflowRetried: true },
-              compaction: compactionFor('overflow'),
+              compaction: compactionFor(context.compaction, 'overflow'),
             })),
           },
           {
@@ -537,5 +601,6 @@ export const turnMachine = setup({
     ...(context.answer.usage ? { usage: context.answer.usage } : {}),
     toolCalls: context.answer.toolCalls.length,
     results: context.answer.results,
+    ...(context.compaction.background.used ? { preparedUsed: true as const } : {}),
   }),
 });

@@ -3,6 +3,7 @@
  * the types the turn machine (turnMachine.ts) and src/actors/ agree on.
  */
 import type { CompactionRequest, CompactionResult } from '../src/compaction/compact.js';
+import type { PreparedSummary } from '../src/compaction/prepared.js';
 import type { SessionEvent, TokenUsage, TurnStatus } from '../src/events.js';
 import type { HistoryMode, HistoryView } from '../src/history/historyView.js';
 import type { RecentWindow } from '../src/history/recentWindow.js';
@@ -27,6 +28,8 @@ export interface TurnStatics {
   host?: TurnHost;
   systemPrompt: string;
   tools: readonly ToolSpec[];
+  /** The prefix workmem's own tools are sent with (toolNaming.ts): texts that name them say so. Absent: none. */
+  toolPrefix?: string;
   counter: TokenCounter;
   settings: TurnSettings;
 }
@@ -55,6 +58,8 @@ export interface TurnInput {
   request?: number;
   /** With hostLoop: the usage the server reported for those requests, which this pass adds to. */
   usage?: TokenUsage | null;
+  /** A summary the session prepared in the background: the fallback swaps it in instead of asking for one. */
+  prepared?: PreparedSummary | null;
 }
 
 /** A tool call's result, as a host that runs the loop sends it back. */
@@ -81,6 +86,8 @@ export interface TurnOutput {
   toolCalls: number;
   /** A host loop's tools pass: the results, for the host to send back. */
   results: ToolResult[];
+  /** The summary prepared in the background was swapped in during this turn. */
+  preparedUsed?: true;
 }
 
 /** What the turn's actors do, for one session; src/actors/ implements it over storage, the model and the tools. */

@@ -37,10 +37,11 @@ export interface ToolCall {
   function: { name: string; arguments: string };
 }
 /** A message of the conversation, in the Chat Completions shape: what the log keeps and a request sends. */
+/** `name`: the participant a client named (Chat Completions' `name`), kept and sent as given. */
 export type ChatMessage =
-  | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] | undefined }
+  | { role: 'system'; content: string; name?: string | undefined }
+  | { role: 'user'; content: string; name?: string | undefined }
+  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] | undefined; name?: string | undefined }
   | { role: 'tool'; tool_call_id: string; content: string };
 
 /** What the history-mode machine needs to know about the memory's content. */
@@ -84,7 +85,11 @@ export type ReminderLevel = 'gentle' | 'firm' | 'urgent';
 export type ReminderReason = 'rounds' | 'tokens' | 'compaction' | 'leaving';
 
 export type TurnStatus = 'done' | 'failed' | 'aborted';
-export type CompactionReason = 'llm' | 'fallback' | 'overflow' | 'auto' | 'manual' | 'horizon';
+/** Who compacted: the model, the system at the threshold, a server's overflow, the auto policy, the user, the horizon, or a summary prepared in the background. */
+export type CompactionReason = 'llm' | 'fallback' | 'overflow' | 'auto' | 'manual' | 'horizon' | 'background';
+
+/** How a background summary's model calls ended: ready to swap in, failed (tried again later), or superseded while in flight. */
+export type BackgroundStatus = 'ready' | 'failed' | 'superseded';
 
 export type SessionEvent =
   | { type: 'turn_start'; turn: number; promptId: string; text: string }
@@ -138,6 +143,23 @@ export type SessionEvent =
       replaced: number;
       files: string[];
     }
+  /** A summary of the oldest turns is being prepared while the session goes on (`turns`: e.g. "1-12"). */
+  | { type: 'background_start'; turn: number; turns: string; messages: number; tokens: number }
+  /**
+   * Its model calls ended: `usage` is what they cost (as the server reported them), `ms` how long
+   * they took (absent when superseded: the calls were stopped). A ready summary is swapped in
+   * later (compaction_end, reason background) or dropped.
+   */
+  | {
+      type: 'background_end';
+      turn: number;
+      status: BackgroundStatus;
+      ms?: number;
+      usage?: TokenUsage;
+      error?: TurnError;
+    }
+  /** A ready summary no longer covers the history (the model, the user or the horizon compacted it first): it is not used. */
+  | { type: 'background_dropped'; turn: number; turns: string }
   | { type: 'retry'; turn: number; request: number; attempt: number; delayMs: number; error: TurnError }
   | {
       type: 'turn_end';

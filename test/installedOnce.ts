@@ -10,6 +10,18 @@ import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/**
+ * The environment a child npm gets: the user's, so that it reaches the registry the way their
+ * own `npm install` does (npm_config_* such as the registry and cafile, NODE_EXTRA_CA_CERTS,
+ * HTTPS_PROXY and NO_PROXY, HOME for ~/.npmrc), less what describes the npm script this run
+ * was started by (`npm test`: workmem's own package, its lifecycle event, its folder).
+ */
+export function npmEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return Object.fromEntries(
+    Object.entries(env).filter(([key]) => !/^npm_(package|lifecycle)_|^npm_command$|^npm_config_local_prefix$|^INIT_CWD$/.test(key)),
+  );
+}
+
 /** The folder `packages` are installed in (`folder` under the lasting temporary folder); `marker` exists once they are. */
 export function installedOnce(folder: string, packages: readonly string[], marker: string): string {
   const dir = join(process.env.WORKMEM_TEST_LASTING_TMPDIR ?? tmpdir(), folder);
@@ -19,7 +31,7 @@ export function installedOnce(folder: string, packages: readonly string[], marke
   const installed = spawnSync(
     'npm',
     ['install', '--prefix', staging, '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', '--loglevel=error', ...packages],
-    { encoding: 'utf8', timeout: 5 * 60_000, env: { PATH: process.env.PATH, HOME: process.env.HOME } },
+    { encoding: 'utf8', timeout: 5 * 60_000, env: npmEnvironment() },
   );
   if (installed.status !== 0) {
     rmSync(staging, { recursive: true, force: true });

@@ -10,30 +10,43 @@
  */
 import type { AcceptCallInput, AcceptCallOutput, HostConversation } from '../../machines/sessionMachine.js';
 import type { SessionEvent } from '../events.js';
-import { answerInterruptedCalls } from '../history/crashRecovery.js';
-import { HostSpans, type HostLine } from '../history/hostLine.js';
+import { answerInterruptedCalls, unansweredCalls } from '../history/crashRecovery.js';
+import { HostSpans, type HostElement, type HostLine, type OwnToolNaming } from '../history/hostLine.js';
+import { fingerprint } from '../history/messageKey.js';
 import type { ChatMessage, ToolCall } from '../history/messages.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
 import { promptProblem } from '../llm/captureBounds.js';
 import { neutraliseTags } from '../prompt/structuralTags.js';
+import { yieldIfBusy } from '../runtime/fairYield.js';
 import type { Redact } from '../secrets/redact.js';
+import type { MessageEntry } from '../storage/messageLog.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { HostCallSent } from '../trace/hostMessages.js';
-import type { ToolSpec } from '../tools/tool.js';
+import type { Tool, ToolSpec } from '../tools/tool.js';
 
 export interface AcceptCallDeps {
   record: SessionRecord;
   counter: TokenCounter;
   emit(event: SessionEvent): void;
   redact: Redact;
-  /** workmem's own tools: their results reach the host already shaped, and are kept as they come back. */
-  builtIn: ReadonlySet<string>;
+  /** The session's tools: workmem's own (their results reach the host already shaped, and are kept as they come back) named beside the host's. */
+  tools: HostCallTools;
   /** Caps a host tool's output as the tool runner does. */
   capture(call: ToolCall, content: string, turn: number): Promise<string>;
-  /** The system prompt for the host's instructions and the names of the tools it sends. */
-  systemPromptFor(instructions: string | undefined, toolNames: string[]): string;
+  /** The system prompt for the host's instructions, the names of the tools it sends and the prefix of workmem's. */
+  systemPromptFor(instructions: string | undefined, toolNames: string[], toolPrefix: string): string;
   /** The trace's record of what the host sent: the log messages its conversation stands for. */
   traceHost?(call: HostCallSent): void;
+}
+
+/** What acceptCall needs of the session's tools (sessionTools.ts). */
+export interface HostCallTools {
+  readonly own: readonly Tool[];
+  readonly all: readonly Tool[];
+  readonly prefix: string;
+  readonly naming: OwnToolNaming;
+  isOwn(name: string): boolean;
+  nameBeside(hostNames: Iterable<string>): string;
 }
 
 export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput) => Promise<AcceptCallOutput> {
@@ -44,6 +57,7 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
     instructions: string | undefined;
     /** The specs the key was last found for. */
     given: readonly ToolSpec[];
+    prefix: string;
     systemPrompt: string;
     tools: readonly ToolSpec[];
   } | null = null;
@@ -52,29 +66,38 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
 
   return async ({ call, turn: current }) => {
     const { instructions, conversation } = call;
+    // The call's tools are the host's own: workmem's are named beside them (toolNaming.ts) and sent first.
+    const prefix =
+      statics && sameObjects(statics.given, call.tools) ? statics.prefix : deps.tools.nameBeside(call.tools.map((t) => t.name));
     // A host mostly sends the same spec objects each call (the middleware keep theirs): no text to compare then.
-    if (!statics || statics.instructions !== instructions || !sameObjects(statics.given, call.tools)) {
-      const key = `${instructions ?? ''}\u0000${JSON.stringify(call.tools)}`;
-      if (statics?.key !== key)
+    if (!statics || statics.instructions !== instructions || statics.prefix !== prefix || !sameObjects(statics.given, call.tools)) {
+      const key = `${instructions ?? ''}\u0000${prefix}\u0000${JSON.stringify(call.tools)}`;
+      if (statics?.key !== key) {
+        const tools = [...deps.tools.own.map((t) => (prefix ? { ...t.spec, name: prefix + t.name } : t.spec)), ...call.tools];
         statics = {
           key,
           instructions,
           given: call.tools,
+          prefix,
           systemPrompt: deps.systemPromptFor(
             instructions,
-            call.tools.map((t) => t.name),
+            tools.map((t) => t.name),
+            prefix,
           ),
-          tools: call.tools,
+          tools,
         };
-      else statics = { ...statics, instructions, given: call.tools };
+      } else statics = { ...statics, instructions, given: call.tools };
     }
+    // The log's calls are told apart under the names they were made with: a new naming is recorded first.
+    const naming = deps.tools.naming;
+    if (!record.hostLine.naming.agrees(naming, namesOf(statics.tools))) await record.nameTools(current, naming);
 
     let turn = current;
     let opened: string | null = null;
     // The last fold is taken over (HostSpans.of goes on with it): one that throws part-way is never resumed.
     const before = folded;
     folded = null;
-    const spans = HostSpans.of(conversation, deps.redact, before);
+    const spans = HostSpans.of(conversation, deps.redact, before, naming);
     folded = conversation.identity ? spans : null;
     const { from, branch, elements } = known(conversation, spans, record.hostLine, call.whole === true);
     if (branch) {
@@ -83,27 +106,44 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
       const history = record.history;
       turn = history.length ? history.items[history.length - 1]!.turn : 0;
     }
-    for (let i = from; i < conversation.length; i++) {
-      const message = conversation.at(i);
-      const pinned = conversation.pinned?.(i) === true;
-      if (pinned && message.role !== 'user')
-        throw new TypeError(
-          `message ${i + 1} of the conversation is marked pinned, but only a user message can be pinned (its role is ${message.role})`,
-        );
-      if (message.role === 'user') {
-        const tooLarge = promptProblem(message.content);
-        if (tooLarge) throw new RangeError(tooLarge);
-        for (const entry of await answerInterruptedCalls(record, counter)) ended(entry.turn, entry.seq, entry.tokens, entry.message);
-        turn = Math.max(turn, current) + 1;
-        opened = message.content;
-      } else if (turn === 0) turn = 1;
-      const kept =
-        message.role === 'tool'
-          ? { ...message, content: neutraliseTags(await shaped(message.tool_call_id, message.content, turn)) }
-          : message;
-      const entry = await record.appendMessage(turn, kept, counter.message(kept), { sync: true, pinned });
-      ended(turn, entry.seq, entry.tokens, kept, pinned);
+    // What is new is taken in a slice at a time (a conversation seen for the first time may be
+    // 20k messages): appended in batches, one sync at the end, the message_end events after it.
+    const intake = new Intake(record);
+    try {
+      for (let i = from; i < conversation.length; i++) {
+        const message = conversation.at(i);
+        const pinned = conversation.pinned?.(i) === true;
+        if (pinned && message.role !== 'user')
+          throw new TypeError(
+            `message ${i + 1} of the conversation is marked pinned, but only a user message can be pinned (its role is ${message.role})`,
+          );
+        if (message.role === 'user') {
+          const tooLarge = promptProblem(message.content);
+          if (tooLarge) throw new RangeError(tooLarge);
+          if (intake.leavesCallsOpen()) {
+            // In log order: what was taken in so far, then the answers of the calls it left open.
+            await announce(await intake.flush(true));
+            await announce(await answerInterruptedCalls(record, counter));
+          }
+          turn = Math.max(turn, current) + 1;
+          opened = message.content;
+        } else if (turn === 0) turn = 1;
+        const kept =
+          message.role === 'tool'
+            ? { ...message, content: neutraliseTags(await shaped(intake.callOf(message.tool_call_id), message.content, turn)) }
+            : message;
+        // A result is known by its text as the host sent it: the log keeps that text's fingerprint beside its capped copy.
+        const print = message.role === 'tool' ? fingerprint(deps.redact(message.content)) : undefined;
+        intake.add({ turn, message: kept, tokens: counter.message(kept), pinned, ...(print ? { print } : {}) });
+        if (intake.full) await intake.flush(false);
+        await yieldIfBusy();
+      }
+    } catch (error) {
+      // A message refused: those before it are kept, as they would have been one by one.
+      await announce(await intake.flush(true).catch(() => []));
+      throw error;
     }
+    await announce(await intake.flush(true));
     if (deps.traceHost) {
       // The host's conversation is the line's last elements: those it matched, then those it brought.
       const line = record.hostLine.elements;
@@ -119,28 +159,101 @@ export function hostCallAcceptor(deps: AcceptCallDeps): (input: AcceptCallInput)
       opened: opened === null ? null : { text: opened },
       systemPrompt: statics.systemPrompt,
       tools: statics.tools,
+      ...(statics.prefix ? { toolPrefix: statics.prefix } : {}),
     };
   };
 
-  function ended(turn: number, seq: number, tokens: number, message: ChatMessage, pinned = false): void {
-    deps.emit({ type: 'message_end', turn, request: 0, seq, tokens, message, ...(pinned ? { pinned } : {}) });
+  /** message_end for messages appended (durably), a slice at a time: each is traced and sent to every listener. */
+  async function announce(entries: readonly MessageEntry[]): Promise<void> {
+    for (const { turn, seq, tokens, message, pinned } of entries) {
+      deps.emit({ type: 'message_end', turn, request: 0, seq, tokens, message, ...(pinned ? { pinned } : {}) });
+      await yieldIfBusy();
+    }
   }
 
   /** A host tool's output capped as the tool runner caps it; workmem's own came back as it was given. */
-  async function shaped(callId: string, content: string, turn: number): Promise<string> {
-    const call = callOf(callId);
-    return call && !deps.builtIn.has(call.function.name) ? deps.capture(call, content, turn) : content;
+  async function shaped(call: ToolCall | null, content: string, turn: number): Promise<string> {
+    return call && !deps.tools.isOwn(call.function.name) ? deps.capture(call, content, turn) : content;
+  }
+}
+
+/** Messages of a batch: a few hundred KB of JSON a write, so that no one step holds the loop long. */
+const BATCH_MESSAGES = 256;
+const BATCH_CHARS = 256 * 1024;
+
+type Taken = { turn: number; message: ChatMessage; tokens: number; pinned: boolean; print?: string };
+
+/**
+ * A host's new messages on their way to the log: batched, each batch one write, the last
+ * one synced. What is batched counts as the history's tip for the questions intake asks
+ * (which calls are open, which call a result answers).
+ */
+class Intake {
+  private batch: Taken[] = [];
+  private chars = 0;
+  /** The calls open at the tip (the history's, then the batch's), as unansweredCalls reads it. */
+  private readonly open: Set<string>;
+  private readonly written: MessageEntry[] = [];
+
+  constructor(private readonly record: SessionRecord) {
+    this.open = new Set(unansweredCalls(record.history)?.calls.map((c) => c.id));
+  }
+
+  get full(): boolean {
+    return this.batch.length >= BATCH_MESSAGES || this.chars >= BATCH_CHARS;
+  }
+
+  add(taken: Taken): void {
+    this.batch.push(taken);
+    const { message } = taken;
+    this.chars +=
+      message.role === 'assistant' ? (message.content?.length ?? 0) + 64 * (message.tool_calls?.length ?? 0) : message.content.length;
+    // As unansweredCalls reads the tip: the last assistant message's calls, less the results after it.
+    if (message.role === 'tool') this.open.delete(message.tool_call_id);
+    else this.open.clear();
+    if (message.role === 'assistant') for (const call of message.tool_calls ?? []) this.open.add(call.id);
+  }
+
+  /** Whether the history, with the batch at its tip, ends on calls without results (a user message then answers them as interrupted). */
+  leavesCallsOpen(): boolean {
+    return this.open.size > 0;
   }
 
   /** The call a result answers, looked up from the tip (it is in the active turn). */
-  function callOf(id: string): ToolCall | null {
-    for (let i = record.history.length - 1; i >= 0; i--) {
-      const message = record.history.items[i]!.message;
-      const found = message.role === 'assistant' ? message.tool_calls?.find((c) => c.id === id) : undefined;
+  callOf(id: string): ToolCall | null {
+    for (let i = this.batch.length - 1; i >= 0; i--) {
+      const found = callIn(this.batch[i]!.message, id);
+      if (found) return found;
+    }
+    const history = this.record.history;
+    for (let i = history.length - 1; i >= 0; i--) {
+      const found = callIn(history.items[i]!.message, id);
       if (found) return found;
     }
     return null;
   }
+
+  /**
+   * Append the batch; `durable`: synced, and every message written since the last durable
+   * flush is returned, for its message_end.
+   */
+  async flush(durable: boolean): Promise<MessageEntry[]> {
+    const batch = this.batch;
+    this.batch = [];
+    this.chars = 0;
+    if (batch.length) this.written.push(...(await this.record.appendMessages(batch, { sync: durable })));
+    else if (durable && this.written.length) await this.record.sync();
+    if (!durable) return [];
+    return this.written.splice(0);
+  }
+}
+
+function callIn(message: ChatMessage, id: string): ToolCall | undefined {
+  return message.role === 'assistant' ? message.tool_calls?.find((c) => c.id === id) : undefined;
+}
+
+function namesOf(tools: readonly ToolSpec[]): string[] {
+  return tools.map((t) => t.name);
 }
 
 function sameObjects(a: readonly object[], b: readonly object[]): boolean {
@@ -170,11 +283,14 @@ interface Known {
 /**
  * What of the host's conversation the log already holds, both folded (hostLine.ts): all it
  * holds (the whole conversation and more), the log's last k elements and more (a window of
- * its end), or nothing (only what is new). A host that departs from the log — it edited
- * or regenerated a message, or compacted its own history — takes a branch: the log's
- * messages after the last element both hold are left behind, the host's that follow are
- * new. A host that sends its whole conversation (`whole`) branches wherever it departs;
- * another, once it has matched the log's first two elements (before them it may be sending
+ * its end), or nothing (only what is new). Every element is compared by its key, a
+ * fingerprint of its whole content: a change anywhere is seen. A host that departs from the
+ * log — it edited or regenerated a message, or compacted its own history — takes a branch
+ * at the first element that differs: the log's messages after the last element both hold
+ * are left behind, the host's that follow are new. A host that sends its whole conversation
+ * (`whole`) branches wherever it departs; another, once it has matched the log's first two
+ * elements, or when what follows its first differing element is the log's again at the same
+ * places (an edit in place of its first or second message: before them it may be sending
  * only what is new). The last element both hold may have grown in the host's copy (the
  * results of workmem's tools that it ran): those are new too.
  */
@@ -182,22 +298,24 @@ function known(host: HostConversation, spans: HostSpans, line: HostLine, whole: 
   const n = line.length;
   const h = spans.length;
   if (n === 0 || host.length === 0) return { from: 0, elements: h };
-  const logKey = (i: number): string => line.elements[i]!.key;
+  const log = line.elements;
+  const same = (i: number, e: HostElement): boolean => spans.matches(i, e);
   /** Past host element e, which is the log's last: what the log holds of it is known. */
-  const through = (e: number): Known => ({ from: Math.min(spans.end(e), spans.start(e) + line.elements[n - 1]!.at.length), elements: h });
-  if (h >= n && spans.key(n - 1) === logKey(n - 1) && spans.key(0) === logKey(0)) return through(n - 1);
-  for (let k = Math.min(h, n); k > 0; k--) {
-    if (spans.key(k - 1) !== logKey(n - 1) || spans.key(0) !== logKey(n - k)) continue;
-    let same = true;
-    for (let i = 1; i < k - 1 && same; i++) same = spans.key(i) === logKey(n - k + i);
-    if (same) return through(k - 1);
-  }
+  const through = (e: number): Known => ({ from: Math.min(spans.end(e), spans.start(e) + log[n - 1]!.at.length), elements: h });
   let c = 0;
-  while (c < Math.min(h, n) && spans.key(c) === logKey(c)) c++;
-  if (!whole && c < 2) return { from: 0, elements: h };
+  while (c < Math.min(h, n) && same(c, log[c]!)) c++;
+  if (c === n) return through(n - 1);
+  // A window of the log's end: its last k elements, then new ones.
+  for (let k = Math.min(h, n); k > 0; k--) {
+    if (!same(k - 1, log[n - 1]!) || !same(0, log[n - k]!)) continue;
+    let ok = true;
+    for (let i = 1; i < k - 1 && ok; i++) ok = same(i, log[n - k + i]!);
+    if (ok) return through(k - 1);
+  }
+  if (!whole && c < 2 && !(c + 1 < Math.min(h, n) && same(c + 1, log[c + 1]!))) return { from: 0, elements: h };
   let dropped = 0;
-  for (let i = c; i < n; i++) dropped += line.elements[i]!.at.length;
-  const after = c === 0 ? 0 : Math.max(...line.elements[c - 1]!.at);
+  for (let i = c; i < n; i++) dropped += log[i]!.at.length;
+  const after = c === 0 ? 0 : Math.max(...log[c - 1]!.at);
   return {
     from: c < h ? spans.start(c) : host.length,
     elements: h,
@@ -211,7 +329,7 @@ function known(host: HostConversation, spans: HostSpans, line: HostLine, whole: 
  * ends as the log ends. One that edited or regenerated a message has no such run.
  */
 function keptTail(spans: HostSpans, line: HostLine, departs: number): boolean {
-  const last = line.elements.at(-1)!.key;
-  for (let p = spans.length - 1; p > departs; p--) if (spans.key(p) === last) return true;
+  const last = line.elements.at(-1)!;
+  for (let p = spans.length - 1; p > departs; p--) if (spans.matches(p, last)) return true;
   return false;
 }

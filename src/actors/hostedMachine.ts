@@ -11,6 +11,7 @@ import {
   type AcceptOutput,
   type AcceptCallInput,
   type AcceptCallOutput,
+  type BackgroundSummaryInput,
   type PersistModeInput,
   type SaveInput,
   type SaveOutput,
@@ -27,6 +28,7 @@ import type {
   TurnHost,
 } from '../../machines/turnMachine.js';
 import type { MemorySnapshot } from '../memory/memoryRules.js';
+import type { PreparedSummary } from '../compaction/prepared.js';
 import type { SessionEvent } from '../events.js';
 
 function hostIn<H extends TurnHost>(input: { host?: H }): H {
@@ -59,6 +61,9 @@ export function hostedSessionMachine(): typeof sessionMachine {
       save: fromPromise<SaveOutput, SaveInput>(({ input }) => hostIn<SessionHost>(input).save(input)),
       persistMode: fromPromise<void, PersistModeInput>(({ input }) => hostIn<SessionHost>(input).persistMode(input)),
       acceptCall: fromPromise<AcceptCallOutput, AcceptCallInput>(({ input }) => hostIn<SessionHost>(input).acceptCall(input)),
+      backgroundSummary: fromPromise<PreparedSummary, BackgroundSummaryInput>(({ input, signal }) =>
+        hostIn<SessionHost>(input).summarize(input, signal),
+      ),
       compactor,
     },
   });

@@ -6,6 +6,8 @@
 import type { PersistModeInput, SessionHost } from '../../machines/sessionMachine.js';
 import { hostCallAcceptor } from './acceptCall.js';
 import { runCompactor } from './compactor.js';
+import { runBackgroundSummary } from './backgroundSummary.js';
+import type { BackgroundSummarizer } from '../compaction/summarizer.js';
 import { runLlmRequest } from './llmRequest.js';
 import { runToolCalls } from './toolRunner.js';
 import type { CompactionDeps } from '../compaction/compact.js';
@@ -22,7 +24,7 @@ import type { Redact } from '../secrets/redact.js';
 import type { TrackerWriter } from '../session/trackerWriter.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
-import type { Tool } from '../tools/tool.js';
+import type { SessionTools } from '../session/sessionTools.js';
 import { SavedOutputNames } from '../tools/savedOutputNames.js';
 import { capOutput, type OutputLimits } from '../tools/toolOutputCap.js';
 import type { TraceRecorder } from '../trace/traceRecorder.js';
@@ -32,11 +34,12 @@ export interface SessionHostDeps {
   record: SessionRecord;
   counter: TokenCounter;
   llm: LLM;
-  tools: readonly Tool[];
-  /** Names of workmem's own tools: their output is the memory itself, never copied to detail/. */
-  builtIn: ReadonlySet<string>;
+  /** The session's tools: workmem's own (their output is the memory itself, never copied to detail/) and the host's. */
+  tools: SessionTools;
   outputLimits: OutputLimits;
   compaction: CompactionDeps;
+  /** The summarizer of background summaries (null: the model has none, and nothing is prepared). */
+  background: BackgroundSummarizer | null;
   tracker: TrackerWriter;
   trace: TraceRecorder | null;
   emit(event: SessionEvent): void;
@@ -46,7 +49,7 @@ export interface SessionHostDeps {
   /** Remembered items to inject after overview.md for this history, if item memory injects. */
   relevant?: (history: HistoryView) => string;
   /** The system prompt for a host loop's instructions and tools (the session's settings otherwise). */
-  systemPromptFor(instructions: string | undefined, toolNames: string[]): string;
+  systemPromptFor(instructions: string | undefined, toolNames: string[], toolPrefix: string): string;
   /** A host loop's host never sends workmem's results back: they are recorded as the tools run. */
   recordToolResults?: boolean;
 }
@@ -59,8 +62,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
   );
   const toolDeps = {
     record,
-    tools: new Map(deps.tools.map((t) => [t.name, t])),
-    builtIn: deps.builtIn,
+    tools: deps.tools,
     counter,
     emit,
     now: deps.now,
@@ -69,7 +71,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
       capOutput(
         content,
         deps.outputLimits,
-        deps.builtIn.has(call.function.name) ? null : async (full) => record.memory.writeSystem(await saved.name(turn, '.txt'), full),
+        deps.tools.isOwn(call.function.name) ? null : async (full) => record.memory.writeSystem(await saved.name(turn, '.txt'), full),
       ),
   };
   const acceptCall = hostCallAcceptor({
@@ -77,7 +79,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
     counter,
     emit,
     redact: deps.redact,
-    builtIn: deps.builtIn,
+    tools: deps.tools,
     capture: toolDeps.capture,
     systemPromptFor: deps.systemPromptFor,
     ...(deps.trace ? { traceHost: deps.trace.host.bind(deps.trace) } : {}),
@@ -108,6 +110,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
       }),
     runTools: (input, signal) => runToolCalls(input, signal, toolDeps),
     compact: (input, signal) => runCompactor(input, deps.compaction, emit, signal),
+    summarize: (input, signal) => runBackgroundSummary(input, deps.background, signal),
     accept: async (input) => {
       // A turn stopped by a failed write may have left calls without results.
       for (const entry of await answerInterruptedCalls(record, counter))

@@ -21,16 +21,22 @@ import { boundErrorText, errorReason } from '../errors/errorText.js';
 
 export interface ToolRunnerDeps {
   record: SessionRecord;
-  tools: ReadonlyMap<string, Tool>;
+  /** The session's tools, by the names they were sent under. */
+  tools: ToolLookup;
   counter: TokenCounter;
   emit(event: SessionEvent): void;
   now(): number;
-  /** The tools whose effects (a memory write, a compaction) the turn acts on: workmem's own. */
-  builtIn: ReadonlySet<string>;
   /** In a host's loop, record the results all the same (its host never sees workmem's calls). */
   recordHostResults?: boolean;
   /** Shapes what the model sees of a tool's output (caps large output); identity by default. */
   capture?(call: ToolCall, content: string, turn: number): Promise<string>;
+}
+
+/** Tools by the name they were sent under; workmem's own are those whose effects (a memory write, a compaction) the turn acts on. */
+export interface ToolLookup {
+  readonly all: readonly Tool[];
+  named(name: string): Tool | undefined;
+  isOwn(name: string): boolean;
 }
 
 export const ABORTED_RESULT = 'Aborted: the user stopped the turn before this tool call finished.';
@@ -117,11 +123,12 @@ async function execute(
 ): Promise<{ content: string; isError: boolean; effects?: ToolEffects }> {
   const name = call.function.name;
   const badName = invalidNameProblem(call);
-  if (badName) return { content: `Error: ${badName}. Available tools: ${[...deps.tools.keys()].join(', ')}.`, isError: true };
-  const tool = deps.tools.get(name);
+  const available = (): string => deps.tools.all.map((t) => t.name).join(', ');
+  if (badName) return { content: `Error: ${badName}. Available tools: ${available()}.`, isError: true };
+  const tool = deps.tools.named(name);
   if (!tool) {
     return {
-      content: `Error: unknown tool ${JSON.stringify(name)}. Available tools: ${[...deps.tools.keys()].join(', ')}.`,
+      content: `Error: unknown tool ${JSON.stringify(name)}. Available tools: ${available()}.`,
       isError: true,
     };
   }
@@ -158,7 +165,7 @@ async function execute(
     const output = await tool.execute(parsed.data, context);
     if (typeof output === 'string') return { content: output, isError: false };
     if (output && typeof output.content === 'string') {
-      const effects = deps.builtIn.has(name) && 'effects' in output ? (output.effects as ToolEffects) : undefined;
+      const effects = deps.tools.isOwn(name) && 'effects' in output ? (output.effects as ToolEffects) : undefined;
       return { content: output.content, isError: output.isError === true, ...(effects ? { effects } : {}) };
     }
     return { content: `Error: tool ${name} returned ${describe(output)} instead of a string or { content }`, isError: true };

@@ -7,8 +7,14 @@
  * model gave it. An overflow is compacted once and the call made again. The host's loop runs
  * the tools: its own, and workmem's (memory, compact_history), which run against the session.
  */
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Middleware, LanguageModelV3StreamPart } from '@ai-sdk/provider';
-import type { ToolSet } from 'ai';
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3FunctionTool,
+  LanguageModelV3Middleware,
+  LanguageModelV3StreamPart,
+} from '@ai-sdk/provider';
+import type { ModelMessage, ToolSet } from 'ai';
 import { LLMError } from '../llm/llm.js';
 import { modelLimits } from '../llm/models.js';
 import type { WatchdogState } from '../llm/streamWatchdog.js';
@@ -21,8 +27,12 @@ import { aiSdkModel } from './aiSdkModel.js';
 import { classifyAiSdk } from './aiSdkErrors.js';
 import { promptOf, type MadePrompt } from './aiSdkPrompt.js';
 import { ConversionsByPlace } from '../llm/conversionsByPlace.js';
+import { archivedIndices } from './archivedMessages.js';
 import { conversationOf, responseOf, toolSpecsOf } from './hostPrompt.js';
 import { PartAssembler } from './partAssembler.js';
+import { OWN_TOOL_PREFIX } from '../tools/toolNaming.js';
+
+type FunctionTool = LanguageModelV3FunctionTool;
 
 export interface WorkmemOptions extends Omit<HostLoopOptions, 'model' | 'contextWindow' | 'summarize'> {
   /** The model the middleware wraps: its id names the token counter and, by default, the window. */
@@ -38,10 +48,21 @@ export interface WorkmemOptions extends Omit<HostLoopOptions, 'model' | 'context
 export interface Workmem {
   /** `wrapLanguageModel({ model, middleware: workmem.middleware })`. */
   middleware: LanguageModelV3Middleware;
-  /** workmem's tools as AI SDK tools: spread beside your own (`tools: { ...workmem.tools, ...yours }`). */
+  /**
+   * workmem's tools as AI SDK tools: spread beside your own (`tools: { ...workmem.tools, ...yours }`).
+   * They are here under their own names and under `workmem_` ones: when one of yours has one
+   * of their names (`read`, say), yours stays and the model gets workmem's as `workmem_read`,
+   * … (toolNaming.ts); otherwise the model gets them under their own names. The model sees one set.
+   */
   tools: ToolSet;
   /** The session the loop drives (its id, events, memory, /context). */
   session: Session;
+  /**
+   * Of the messages your loop holds (as you pass them to generateText or streamText), the
+   * indices of those workmem has archived, right after a call: drop them from your array, as
+   * the LangChain middleware drops them from the agent's state (the session's log keeps them).
+   */
+  archived(messages: readonly ModelMessage[]): number[];
   /** Release the session (its lease) once the conversation is done. */
   close(): Promise<void>;
 }
@@ -51,28 +72,50 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
   const { model, contextWindow, compactionModel, caching, ...rest } = options;
   const window = contextWindow ?? modelLimits(model.modelId).contextWindow;
   const summarizer = aiSdkModel(compactionModel ?? model, { contextWindow: window, ...(caching ? { caching } : {}) });
-  const loop = await HostLoop.open({ ...rest, model: model.modelId, contextWindow: window, summarize: summarizer.summarize! });
+  const loop = await HostLoop.open({
+    ...rest,
+    model: model.modelId,
+    provider: model.provider,
+    contextWindow: window,
+    summarize: summarizer.summarize!,
+  });
   const explicit = summarizer.caching === 'explicit';
   const hide = redactor([]);
   const ownCalls = new AnswerToolCalls(loop);
   const { tool, jsonSchema } = await import('ai');
   const tools: ToolSet = {};
-  for (const t of loop.tools)
-    tools[t.name] = tool({
-      description: t.spec.description,
-      inputSchema: jsonSchema(t.spec.parameters as never),
-      execute: async (input: unknown, { toolCallId }: { toolCallId: string }) => {
-        const call = { id: toolCallId, type: 'function' as const, function: { name: t.name, arguments: JSON.stringify(input) } };
-        return (await ownCalls.run(call)).content;
-      },
-    });
+  /** Each of workmem's tools by every name it may be sent under: its description tells it from a host's of that name. */
+  const own = new Map<string, string>();
+  for (const prefix of ['', OWN_TOOL_PREFIX])
+    for (const t of loop.tools) {
+      const name = prefix + t.name;
+      own.set(name, t.spec.description);
+      tools[name] = tool({
+        description: t.spec.description,
+        inputSchema: jsonSchema(t.spec.parameters as never),
+        execute: async (input: unknown, { toolCallId }: { toolCallId: string }) => {
+          const call = { id: toolCallId, type: 'function' as const, function: { name, arguments: JSON.stringify(input) } };
+          return (await ownCalls.run(call)).content;
+        },
+      });
+    }
+  const isOurs = (t: FunctionTool): boolean => own.get(t.name) === (t.description ?? '');
 
   const made: MadePrompt = new ConversionsByPlace();
   /** The host's call, prepared by the session: the call options to send instead. */
   const prepare = async (params: LanguageModelV3CallOptions): Promise<PreparedCall> => {
     ownCalls.calling();
     try {
-      return await loop.prepare({ ...conversationOf(params.prompt), tools: toolSpecsOf(params.tools) });
+      // The host's own tools: workmem's are named beside them.
+      const host = (params.tools ?? []).filter((t) => t.type !== 'function' || !isOurs(t));
+      const call = await loop.prepare({ ...conversationOf(params.prompt), tools: toolSpecsOf(host) });
+      const names = call.request.tools.map((t) => t.name);
+      const missing = names.filter((n) => loop.isOwnTool(n) && !own.has(n));
+      if (missing.length)
+        throw new TypeError(
+          `workmem/ai-sdk: your tools take both the names of workmem's tools and their workmem_ names; workmem's would be sent as ${missing.join(', ')}, which workmem.tools does not hold: rename one of yours`,
+        );
+      return call;
     } catch (error) {
       ownCalls.answered([]);
       throw error;
@@ -88,6 +131,8 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
   };
   const sent = (params: LanguageModelV3CallOptions, call: PreparedCall): LanguageModelV3CallOptions => ({
     ...params,
+    // workmem's tools under the names they are sent with now (the host holds them under both).
+    ...(params.tools ? { tools: params.tools.filter((t) => t.type !== 'function' || !isOurs(t) || loop.isOwnTool(t.name)) } : {}),
     prompt: promptOf(call.request, explicit, made),
     // The session keeps prompt + this within the window.
     maxOutputTokens: Math.min(params.maxOutputTokens ?? Infinity, call.request.maxOutputTokens),
@@ -160,7 +205,8 @@ export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
     },
   };
 
-  return { middleware, tools, session: loop.session, close: () => loop.close() };
+  const archived = (messages: readonly ModelMessage[]) => archivedIndices(loop.session.record, messages);
+  return { middleware, tools, session: loop.session, archived, close: () => loop.close() };
 
   /** A stream that failed once its parts went out cannot be sent again: every retry the session offers is failed too. */
   async function settleFailure(call: PreparedCall, error: unknown): Promise<void> {

@@ -15,7 +15,7 @@ import type { CliConfig } from './config.js';
 import { commandConfig, type CommandConfig } from './throwawayHome.js';
 import { ContextWatch, renderContext } from './contextView.js';
 import { paint, renderEvents, statusLine, terminalOutput, type Output } from './render.js';
-import { inspectOption, makeLLM, startSession, storeOption } from './runtime.js';
+import { inspectOption, openModel, startSession, storeOption } from './runtime.js';
 import { terminalLine, terminalText } from './terminalText.js';
 import { TerminalInput } from './terminalInput.js';
 import { STOPPING_NOTICE } from './lineEditor.js';
@@ -198,8 +198,16 @@ export async function main({ flags }: { flags: Flags; positionals: string[] }, i
   }
 }
 
-async function chat({ config, throwaway, onSignals }: CommandConfig, flags: Flags, io: CliIO): Promise<number> {
-  const llm = makeLLM(config);
+async function chat(command: CommandConfig, flags: Flags, io: CliIO): Promise<number> {
+  const model = await openModel(command.config);
+  try {
+    return await chatWith(model.llm, command, flags, io);
+  } finally {
+    await model.close();
+  }
+}
+
+async function chatWith(llm: LLM, { config, throwaway, onSignals }: CommandConfig, flags: Flags, io: CliIO): Promise<number> {
   const session = await startSession(
     config,
     llm,

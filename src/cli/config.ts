@@ -28,7 +28,8 @@ import { DEFAULT_SESSION_WRITE_QUOTA_BYTES, FALLBACK_TARGETS, MEMORY_POSITIONS }
 const int = z.number().int().positive();
 const Shape = {
   model: z.string().min(1),
-  baseURL: z.url(),
+  // http(s) with a host: anything else (htp:/oops) is a typo that no retry mends.
+  baseURL: z.url({ protocol: /^https?$/, hostname: /./ }),
   apiKey: z.string().min(1),
   contextWindow: int.min(256),
   maxOutputTokens: int,
@@ -154,7 +155,11 @@ function readConfigFile(path: string, secrets: (string | undefined)[], mask: Red
   } catch (error) {
     throw new ConfigError(`${path} is not valid JSON: ${jsonProblem((error as Error).message, text)}`);
   }
-  const apiKey = (json as { apiKey?: unknown } | null)?.apiKey;
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    throw new ConfigError(
+      `${path} must hold one JSON object of settings, e.g. {"model": "gpt-4o-mini"}; it holds ${Array.isArray(json) ? 'an array' : json === null ? 'null' : `a ${typeof json}`}`,
+    );
+  const apiKey = (json as { apiKey?: unknown }).apiKey;
   if (typeof apiKey === 'string') secrets.push(apiKey);
   return check(json, (key) => `${path}: ${key}`, mask);
 }

@@ -14,7 +14,7 @@ import {
   type ContextBreakdown,
   type GroupKey,
 } from '../prompt/contextBreakdown.js';
-import type { Session } from '../session/index.js';
+import type { BackgroundState, Session } from '../session/index.js';
 import { followCompactions } from './compactionFigures.js';
 import { terminalLine } from './terminalText.js';
 
@@ -24,6 +24,9 @@ interface Seen {
   memory: MemorySnapshot | null;
   reminder: { level: 'gentle' | 'firm' | 'urgent'; reason: ReminderReason } | null;
 }
+
+/** A breakdown as /context shows it: with the session's background compaction (what it prepares, what it has cost). */
+export type ContextView = ContextBreakdown & { background?: BackgroundState & { threshold: number | null } };
 
 /** Follows one session: its last request as built, with the history and memory it was built from, and its compactions. */
 export class ContextWatch {
@@ -47,7 +50,12 @@ export class ContextWatch {
     this.stop();
   }
 
-  async breakdown(): Promise<ContextBreakdown> {
+  async breakdown(): Promise<ContextView> {
+    const background = { ...this.session.state.background, threshold: this.session.settings.backgroundThreshold };
+    return { ...(await this.request()), background };
+  }
+
+  private async request(): Promise<ContextBreakdown> {
     const s = this.session;
     const common = {
       counter: s.counter,
@@ -97,7 +105,7 @@ export class ContextWatch {
 const BAR = 60;
 const MARK: Record<GroupKey, string> = { system: 'S', memory: 'M', detail_index: 'D', pinned: 'P', history: 'H', tail: 'T' };
 
-export function renderContext(b: ContextBreakdown): string {
+export function renderContext(b: ContextView): string {
   const n = (x: number): string => x.toLocaleString('en-US');
   const label = Math.max(...b.groups.map((g) => g.label.length), 'server calibration'.length);
   const row = (name: string, tokens: string, percent: string, about = ''): string =>
@@ -119,7 +127,28 @@ export function renderContext(b: ContextBreakdown): string {
     `  | ${b.threshold.percent} % (${n(b.threshold.tokens)} tokens): the system compacts above it  r reserved output (${n(b.reserveOutputTokens)})`,
   );
   lines.push(...archives(b));
+  if (b.background) lines.push(...backgroundLines(b.background, b.window));
   return lines.join('\n');
+}
+
+/** The fallback's next summary, prepared in the background: where it stands, and what such summaries have cost. */
+function backgroundLines(bg: NonNullable<ContextView['background']>, window: number): string[] {
+  const n = (x: number): string => x.toLocaleString('en-US');
+  if (bg.status === 'off' || bg.threshold === null) return ['Background summaries: off (no summarizer, or backgroundThreshold false)'];
+  const now =
+    bg.status === 'summarizing'
+      ? `summarising turns ${bg.turns}`
+      : bg.status === 'ready'
+        ? `ready (turns ${bg.turns}), swapped in when the fallback compacts`
+        : bg.status === 'resting'
+          ? 'the last one failed; tried again later'
+          : 'none under way';
+  const at = `${Math.round(bg.threshold * 1000) / 10} % (${n(Math.floor(bg.threshold * window))} tokens)`;
+  const cost = bg.usage ? ` · cost ${n(bg.usage.input)} input (${n(bg.usage.cached)} cached), ${n(bg.usage.output)} output tokens` : '';
+  return [
+    `Background summaries (prepared above ${at}): ${now}`,
+    `  made ${bg.made}, swapped in ${bg.used}, dropped ${bg.dropped}, failed ${bg.failed}${cost}`,
+  ];
 }
 
 function bar(b: ContextBreakdown): string {

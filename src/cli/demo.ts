@@ -4,12 +4,9 @@
  * model — and a 32-turn conversation runs through the same code path as `workmem chat`
  * (the real openai client over HTTP): facts stated early and asked late, a reminder,
  * memory written, the switch to phase 2, a compaction. It ends with a table. Its session is
- * kept in a home of its own (a new temporary folder, or --home), never in the user's.
+ * in a home of its own, never the user's: a temporary one removed at the end, or --home's, kept.
  */
 import { UsageError } from './usageError.js';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { z } from 'zod';
 import type { CliIO, Flags } from './cliIO.js';
 import type { WorkmemEvent } from '../events.js';
@@ -18,6 +15,7 @@ import { protocolFollower, startTestServer, type RecordedRequest } from '../test
 import { ChatController } from './chat.js';
 import type { CliConfig } from './config.js';
 import type { LLM } from '../llm/llm.js';
+import { removeTemporaryHome, temporaryHome } from '../storage/temporaryHome.js';
 import { paint, terminalOutput, type Output } from './render.js';
 import { makeLLM, selfCommand, startSession } from './runtime.js';
 
@@ -98,13 +96,22 @@ const DOCUMENTS: Record<string, string> = {
 };
 
 export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
-  // A home of its own (kept, for the replay), not the user's: the demo's session is no session of theirs.
+  // A home of its own, not the user's: the demo's session is no session of theirs. Kept for the replay only with --home.
   const turns = flags.turns === undefined ? DEMO_SCRIPT.length : Number(flags.turns);
   if (!Number.isInteger(turns) || turns < MIN_TURNS || turns > MAX_TURNS)
     throw new UsageError(`--turns must be a whole number from ${MIN_TURNS} to ${MAX_TURNS}, got ${JSON.stringify(flags.turns)}`);
-  const home = typeof flags.home === 'string' ? flags.home : mkdtempSync(join(tmpdir(), 'workmem-demo-'));
-  const result = await runDemo(io, { quiet: flags.quiet === true, home, turns });
-  return result.correct === result.asked ? 0 : 1;
+  if (typeof flags.home === 'string') {
+    const result = await runDemo(io, { quiet: flags.quiet === true, home: flags.home, turns });
+    return result.correct === result.asked ? 0 : 1;
+  }
+  // A temporary home, removed at the end (or, were the demo killed, by the next command that makes one).
+  const home = temporaryHome('demo');
+  try {
+    const result = await runDemo(io, { quiet: flags.quiet === true, home, turns, kept: false });
+    return result.correct === result.asked ? 0 : 1;
+  } finally {
+    removeTemporaryHome(home);
+  }
 }
 
 export interface DemoResult {
@@ -122,6 +129,8 @@ export async function runDemo(
   options: {
     quiet: boolean;
     home: string;
+    /** Whether `home` outlives the demo (--home): the closing lines then say how to replay the session. Default true. */
+    kept?: boolean;
     /** The conversation's length (default the script's, 32 turns). */
     turns?: number;
     seed?: number;
@@ -170,7 +179,16 @@ export async function runDemo(
         `served by a local OpenAI-compatible test server at ${server.baseURL}; a ${DEMO_WINDOW.toLocaleString('en-US')}-token window keeps it short.`,
       ),
     );
-    say(paint(out, 'cyan', `Its session is kept in ${options.home} (--home <dir> to choose another), not in your sessions.`));
+    const kept = options.kept ?? true;
+    say(
+      paint(
+        out,
+        'cyan',
+        kept
+          ? `Its session is kept in ${options.home} (--home <dir> to choose another), not in your sessions.`
+          : `Its session is in a temporary home, removed at the end; --home <dir> keeps it for a replay. Not in your sessions.`,
+      ),
+    );
     say('');
     const answers: string[] = [];
     const script = demoScript(options.turns);
@@ -186,11 +204,15 @@ export async function runDemo(
     say('');
     say(summary(events, script.length, correct, FACTS.length));
     say('');
-    say(`Session:  ${session.dir}`);
-    say(`          messages.jsonl, meta.json, working-memory/ (overview.md, detail/), trace.jsonl`);
-    const home = ` --home ${shellWord(options.home)}`;
-    say(`Replay:   ${selfCommand()} viz --session ${session.id}${home}   (then open the printed address)`);
-    say(`Memory:   ${selfCommand()} memory show ${session.id.slice(0, 8)}${home}`);
+    if (kept) {
+      say(`Session:  ${session.dir}`);
+      say(`          messages.jsonl, meta.json, working-memory/ (overview.md, detail/), trace.jsonl`);
+      const home = ` --home ${shellWord(options.home)}`;
+      say(`Replay:   ${selfCommand()} viz --session ${session.id}${home}   (then open the printed address)`);
+      say(`Memory:   ${selfCommand()} memory show ${session.id.slice(0, 8)}${home}`);
+    } else {
+      say(`Replay:   ${selfCommand()} demo --home <dir>, then ${selfCommand()} viz --home <dir>   (the session, step by step)`);
+    }
     await chat.close();
     return { events, correct, asked: FACTS.length, sessionId: session.id, sessionDir: session.dir, requests: server.requests };
   } finally {

@@ -29,15 +29,19 @@ import {
 } from '../eval/index.js';
 import { cachingFor, testingModels } from '../eval/testingModel.js';
 import type { LLM } from '../llm/llm.js';
-import { BEHAVIOUR_PROFILES, type BehaviourProfile } from '../testing/index.js';
+import { testingProfile } from './testingModel.js';
+import { sweepTemporaryHomes } from '../storage/temporaryHome.js';
 
 /** The exit code of an interrupted run (128 + SIGINT). */
 const INTERRUPTED = 130;
+const STOPPING = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   if (positionals.length) throw new UsageError(`eval takes no arguments, got ${JSON.stringify(positionals[0])}`);
+  sweepTemporaryHomes(); // what a killed eval (or chat, run, demo) left in the temporary folder
   // --context-window is the eval's window, not the model's: the configuration does not read it.
   const config = loadConfig({ ...flags, 'context-window': undefined }, io.env);
+  if (flags.resume && flags.overwrite) throw new UsageError('--resume goes on from the results file, --overwrite starts it over: give one');
   if (flags.longmemeval !== undefined && flags.suite !== undefined)
     throw new UsageError('--longmemeval is a suite of its own: give it or --suite, not both');
   const suite: Suite | 'full' | 'small' =
@@ -56,7 +60,8 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   );
   const controller = new AbortController();
   const interrupt = (): void => controller.abort(new Error('interrupted'));
-  process.once('SIGINT', interrupt);
+  // Ctrl-C, a kill or a closed terminal: the running conversations stop and their temporary homes go.
+  for (const signal of STOPPING) process.once(signal, interrupt);
   const bar = progressBar(io.stderr);
   io.stderr.write(`workmem eval: ${config.model}; results kept in ${resultsFile}${flags.resume ? ' (resumed)' : ''}\n`);
   let result: EvalResult;
@@ -75,12 +80,13 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       ...number(flags, 'max-tokens-ratio', (v) => ({ maxTokensRatio: v }), { min: 0 }),
       resultsFile,
       resume: flags.resume === true,
+      overwrite: flags.overwrite === true,
       signal: controller.signal,
       onProgress: (p) => bar.update(p),
     });
   } finally {
     bar.clear();
-    process.off('SIGINT', interrupt);
+    for (const signal of STOPPING) process.off(signal, interrupt);
     await testing?.close();
   }
   io.stdout.write(flags.json ? `${JSON.stringify(result, null, 2)}\n` : markdownReport(result));
@@ -100,15 +106,6 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const missed = result.gates.filter((g) => !g.passed);
   if (missed.length) io.stderr.write(`workmem eval: ${missed.length} gate${missed.length > 1 ? 's' : ''} missed\n`);
   return missed.length ? 1 : 0;
-}
-
-/** `testing:<profile>` → the profile; any other model name → null. */
-function testingProfile(model: string): BehaviourProfile | null {
-  if (!model.startsWith('testing:')) return null;
-  const name = model.slice('testing:'.length);
-  if (!(BEHAVIOUR_PROFILES as readonly string[]).includes(name))
-    throw new UsageError(`--model ${model}: no such profile; the profiles are ${BEHAVIOUR_PROFILES.map((p) => `testing:${p}`).join(', ')}`);
-  return name as BehaviourProfile;
 }
 
 function judgeModel(name: string, config: ReturnType<typeof loadConfig>): LLM {

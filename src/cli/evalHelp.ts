@@ -5,7 +5,7 @@
 import type { ParseArgsConfig } from 'node:util';
 
 /** What `workmem eval --help` prints. */
-export const EVAL_USAGE = `workmem eval [--model <name> | --model testing:<profile>] [--base-url <url>] [--json] [--html <file>] [--resume]
+export const EVAL_USAGE = `workmem eval [--model <name> | --model testing:<profile>] [--base-url <url>] [--json] [--html <file>] [--resume | --overwrite]
 
 Plays long conversations through your model under four arms — workmem auto (phase 1 →
 2), workmem with the cache-aware settings, and two peers without workmem: the full
@@ -33,6 +33,8 @@ progress bar on a terminal. See docs/eval.md.
   --results <file>            where finished conversations are kept (default
                               <home>/eval/<model>-<suite>.jsonl)
   --resume                    play only the conversations the results file lacks
+  --overwrite                 start the results file over (a file that holds
+                              finished conversations is refused without it)
   --min-accuracy <share>      exit 1 unless every workmem arm reaches it (0.8 or 80%)
   --max-tokens-ratio <r>      exit 1 unless every workmem arm sends at most r times the
                               full history's input tokens
@@ -59,6 +61,7 @@ export const EVAL_OPTIONS: NonNullable<ParseArgsConfig['options']> = {
   html: { type: 'string' },
   results: { type: 'string' },
   resume: { type: 'boolean' },
+  overwrite: { type: 'boolean' },
   'min-accuracy': { type: 'string' },
   'max-tokens-ratio': { type: 'string' },
   'max-cost': { type: 'string' },

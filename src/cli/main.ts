@@ -46,7 +46,9 @@ const RPC_DOC = fileURLToPath(
 const ALWAYS: Options = { help: { type: 'boolean', short: 'h' }, debug: { type: 'boolean' } };
 
 const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
-  --model <name>              model name (env WORKMEM_MODEL; default gpt-4o-mini)
+  --model <name>              model name (env WORKMEM_MODEL; default gpt-4o-mini);
+                              testing:<profile> (diligent, lazy, forgetful, eager,
+                              sloppy) plays one offline, with no key
   --base-url <url>            any OpenAI-compatible endpoint (env OPENAI_BASE_URL)
                               the API key comes from OPENAI_API_KEY
   --context-window <tokens>   override the model's window
@@ -145,15 +147,24 @@ ${INSPECT_HELP}`,
   },
   sessions: {
     summary: 'list, show or remove sessions',
-    usage: `workmem sessions list [--all] | show <id> | rm <id>
+    usage: `workmem sessions list [--all] | show <id> | rm <id> | prune --older-than <age> [--all] [--dry-run]
 
   list                        the sessions of this directory, newest first (--all: all)
   show <id>                   a session's details, memory and latest messages (also
                               while it runs elsewhere)
   rm <id>                     delete a session and its files
+  prune --older-than <age>    delete the sessions of this directory (--all: of all) not
+                              updated for that long: 90m, 12h, 30d, 2w; one in use is kept
+  --dry-run                   with prune: list what it would delete, delete nothing
   --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
 ${DATABASE_HELP}`,
-    options: { all: { type: 'boolean' }, home: { type: 'string' }, ...DATABASE_OPTIONS },
+    options: {
+      all: { type: 'boolean' },
+      'older-than': { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      home: { type: 'string' },
+      ...DATABASE_OPTIONS,
+    },
     load: () => import('./sessions.js'),
   },
   memory: {
@@ -169,14 +180,15 @@ ${DATABASE_HELP}`,
     load: () => import('./sessions.js').then((m) => ({ main: m.memoryMain })),
   },
   demo: {
-    summary: 'a 30+-turn conversation with a scripted model, no API key needed',
+    summary: 'a 32-turn conversation with a scripted model, no API key needed',
     usage: `workmem demo [--turns <n>] [--home <dir>] [--quiet]
 
 Starts the local OpenAI-compatible test server with protocolFollower — a deterministic,
 scripted stand-in for a language model — and runs a conversation through the same code
 path as chat: facts stated early and asked late, a reminder, memory written, the switch
-to phase 2, a compaction. Ends with a table of what happened. Its session is kept in a
-home of its own, a new temporary folder it names (or --home <dir>), not in your sessions.`,
+to phase 2, a compaction. Ends with a table of what happened. Its session is in a
+temporary home removed at the end (--home <dir> keeps it, for a replay in workmem viz),
+never in your sessions.`,
     options: { turns: { type: 'string' }, home: { type: 'string' }, quiet: { type: 'boolean' } },
     load: () => import('./demo.js'),
   },
@@ -250,8 +262,8 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     return 2;
   }
   let parsed: { values: Flags; positionals: string[] };
+  const withModel = ['chat', 'run', 'rpc'].includes(name) ? MODEL_OPTIONS : {};
   try {
-    const withModel = ['chat', 'run', 'rpc'].includes(name) ? MODEL_OPTIONS : {};
     parsed = parseArgs({
       args: rest,
       options: { ...ALWAYS, ...withModel, ...command.options },
@@ -259,7 +271,9 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       strict: true,
     }) as never;
   } catch (error) {
-    io.stderr.write(`workmem ${name}: ${usageError(error)} (see workmem ${name} --help)\n`);
+    io.stderr.write(
+      `workmem ${name}: ${usageError(error, Object.keys({ ...ALWAYS, ...withModel, ...command.options }))} (see workmem ${name} --help)\n`,
+    );
     return 2;
   }
   if (parsed.values.session === '') {
@@ -282,13 +296,37 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   }
 }
 
-function usageError(error: unknown): string {
+function usageError(error: unknown, known: string[]): string {
   const message = error instanceof Error ? error.message : String(error);
   const unknown = /Unknown option '([^']+)'/.exec(message);
-  if (unknown) return `unknown option ${unknown[1]}`;
+  if (unknown) {
+    const near = nearest(unknown[1]!.replace(/^-+/, ''), known);
+    return `unknown option ${unknown[1]}${near ? `; did you mean --${near}?` : ''}`;
+  }
   const missing = /Option '([^']+)' argument missing/.exec(message);
   if (missing) return `option ${missing[1]!.split(',').pop()!.trim().split(' ')[0]} needs a value`;
   return message.split('.')[0]!;
+}
+
+/** The known option closest to a mistyped one: a typo or two away (Levenshtein), else none. */
+function nearest(typed: string, known: string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of known) {
+    const distance = editDistance(typed, name);
+    if (distance <= Math.max(1, Math.min(3, Math.floor(name.length / 4))) && (!best || distance < best.distance)) best = { name, distance };
+  }
+  return best?.name;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row.push(Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    previous = row;
+  }
+  return previous[b.length]!;
 }
 
 export function describeError(error: unknown): string {

@@ -14,7 +14,7 @@ import { redactor, type Redact } from '../secrets/redact.js';
 import { findSession, listSessions, type Session } from '../session/index.js';
 import { loadConfig, type CliConfig } from './config.js';
 import { LineSplitter } from './lineSplitter.js';
-import { inspectOption, makeLLM, startSession, storeOption, type SessionChoice } from './runtime.js';
+import { inspectOption, openModel, startSession, storeOption, type SessionChoice } from './runtime.js';
 
 /** A command longer than this is refused (and skipped up to its newline). */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
@@ -42,9 +42,12 @@ export type RpcCommand = z.infer<typeof RpcCommandSchema>;
 
 export async function main({ flags }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   const config = loadConfig(flags, io.env);
+  const model = await openModel(config).catch(async (error: unknown) => {
+    await config.store?.close();
+    throw error;
+  });
   try {
-    const llm = makeLLM(config);
-    const server = new RpcServer(config, llm, io);
+    const server = new RpcServer(config, model.llm, io);
     await server.open({
       ...(typeof flags.session === 'string' ? { sessionId: flags.session } : {}),
       ...inspectOption(flags, io),
@@ -53,6 +56,7 @@ export async function main({ flags }: { flags: Flags; positionals: string[] }, i
     await server.serve();
     return 0;
   } finally {
+    await model.close();
     await config.store?.close(); // a database's connections, once every session is closed
   }
 }

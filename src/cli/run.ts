@@ -3,6 +3,7 @@
  * answer as it streams (or, with --json, every event as a JSON line); tool calls, memory
  * writes and the status line go to stderr. The exit code says whether the turn succeeded.
  */
+import type { LLM } from '../llm/llm.js';
 import type { CliIO, Flags } from './cliIO.js';
 import { commandConfig, type CommandConfig } from './throwawayHome.js';
 import { renderEvents, statusLine, terminalOutput } from './render.js';
@@ -25,10 +26,19 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   }
 }
 
-async function runTurn(text: string, { config, throwaway, onSignals }: CommandConfig, flags: Flags, io: CliIO): Promise<number> {
+async function runTurn(text: string, command: CommandConfig, flags: Flags, io: CliIO): Promise<number> {
   // Loaded once the configuration is known to be good: a usage or configuration error is told without loading a session's code.
-  const { makeLLM, startSession } = await import('./runtime.js');
-  const llm = makeLLM(config);
+  const { openModel } = await import('./runtime.js');
+  const model = await openModel(command.config);
+  try {
+    return await turn(text, command, flags, io, model.llm);
+  } finally {
+    await model.close();
+  }
+}
+
+async function turn(text: string, { config, throwaway, onSignals }: CommandConfig, flags: Flags, io: CliIO, llm: LLM): Promise<number> {
+  const { startSession } = await import('./runtime.js');
   const session = await startSession(
     config,
     llm,

@@ -6,19 +6,41 @@ import { relative } from 'node:path';
 import type { InspectionEvent } from 'xstate';
 import { ConfigError } from '../settings/config.js';
 import type { LLM } from '../llm/llm.js';
-import { openaiChat } from '../llm/openaiChat.js';
+import { openaiChat, type OpenAIChatOptions } from '../llm/openaiChat.js';
 import { createSession, listSessions, openSession, type Session } from '../session/index.js';
 import type { SessionStore } from '../storage/sessionStore.js';
 import type { Tool } from '../tools/tool.js';
 import { DEFAULT_VIZ_PORT } from '../trace/liveLink.js';
 import { UsageError } from './usageError.js';
 import { settingsOf, type CliConfig } from './config.js';
+import { TESTING_KEY, startTestingServer, testingProfile } from './testingModel.js';
 
 export function makeLLM(config: CliConfig): LLM {
   return openaiChat({
     model: config.model,
     ...(config.baseURL ? { baseURL: config.baseURL } : {}),
     ...(config.apiKey ? { apiKey: config.apiKey } : {}),
+    ...commonOptions(config),
+  });
+}
+
+/** The model a command talks to, and what stops it: a `testing:<profile>` model's server (./testingModel.ts), or nothing. */
+export interface OpenModel {
+  llm: LLM;
+  close(): Promise<void>;
+}
+
+/** The configuration's model: any endpoint's (makeLLM), or `testing:<profile>` played offline by a test server of its own. */
+export async function openModel(config: CliConfig): Promise<OpenModel> {
+  const profile = testingProfile(config.model);
+  if (!profile) return { llm: makeLLM(config), close: async () => {} };
+  const server = await startTestingServer(profile);
+  const llm = openaiChat({ model: config.model, baseURL: server.baseURL, apiKey: TESTING_KEY, ...commonOptions(config) });
+  return { llm, close: () => server.close() };
+}
+
+function commonOptions(config: CliConfig): Partial<OpenAIChatOptions> {
+  return {
     ...(config.contextWindow ? { contextWindow: config.contextWindow } : {}),
     ...(config.maxOutputTokens ? { maxOutputTokens: config.maxOutputTokens } : {}),
     ...(config.compactionModel ? { compactionModel: config.compactionModel } : {}),
@@ -27,7 +49,7 @@ export function makeLLM(config: CliConfig): LLM {
     ...(config.firstByteMsPerPromptToken !== undefined ? { firstByteMsPerPromptToken: config.firstByteMsPerPromptToken } : {}),
     ...(config.maxRetries !== undefined ? { maxRetries: config.maxRetries } : {}),
     env: {}, // the configuration already holds what the environment said
-  });
+  };
 }
 
 /** How this CLI was started, to print commands the user can paste: `workmem`, or `node dist/src/cli/bin.js`. */

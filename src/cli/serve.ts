@@ -4,51 +4,60 @@
  * in PostgreSQL, where several proxies share them. The upstream's key comes from
  * OPENAI_API_KEY (never a flag), or with --forward-auth from each client.
  */
-import { readFileSync } from 'node:fs';
-import { withoutUserinfo } from '../llm/baseUrl.js';
-import { startProxy } from '../serve/proxyServer.js';
-import { isLoopback } from '../serve/proxyDoors.js';
+import { withoutSecrets, withoutUserinfo } from '../llm/baseUrl.js';
+import { readSecretFile } from './secretFile.js';
+import { PortInUseError, startProxy } from '../serve/proxyServer.js';
+import { homeServeToken } from '../serve/serveToken.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import { DEFAULT_VIZ_PORT } from '../trace/liveLink.js';
 import type { CliIO, Flags } from './cliIO.js';
 import { databaseOf, storeOf } from './databaseStore.js';
+import { startOtlp } from './otlpFlag.js';
 import { terminalLine } from './terminalText.js';
+import { TESTING_KEY, startTestingServer, testingProfile } from './testingModel.js';
 import { UsageError } from './usageError.js';
 
 export async function main({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   const upstream = typeof flags.upstream === 'string' ? flags.upstream.trim() : '';
   if (!upstream) throw new UsageError('give the model server to send requests to: --upstream <base-url> (e.g. https://api.openai.com/v1)');
-  let parsed: URL;
-  try {
-    parsed = new URL(upstream);
-  } catch {
-    throw new UsageError(`--upstream ${JSON.stringify(upstream.replace(/^.*@/, '***@'))} is not a URL`);
+  const profile = testingProfile(upstream, '--upstream');
+  if (!profile) {
+    let parsed: URL;
+    try {
+      parsed = new URL(upstream);
+    } catch {
+      throw new UsageError(`--upstream ${JSON.stringify(upstream.replace(/^.*@/, '***@'))} is not a URL`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      throw new UsageError(`--upstream must be an http:// or https:// URL, got ${JSON.stringify(withoutUserinfo(upstream))}`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
-    throw new UsageError(`--upstream must be an http:// or https:// URL, got ${JSON.stringify(withoutUserinfo(upstream))}`);
   const port = numberFlag(flags.port, '--port', 0, 65535) ?? 0;
   const contextWindow = numberFlag(flags['context-window'], '--context-window', 1024, 100_000_000);
   const keepOpenMs = numberFlag(flags['keep-open'], '--keep-open', 0, 3_600_000);
   const host = typeof flags.host === 'string' ? flags.host : '127.0.0.1';
-  const token = tokenOf(flags, io.env);
-  if (!isLoopback(host) && !token)
-    throw new UsageError(
-      `--host ${host} listens beyond loopback: give a token clients must send (--token-file <path>, or env WORKMEM_SERVE_TOKEN)`,
-    );
+  const warn = (message: string): void => void io.stderr.write(`workmem serve: ${terminalLine(message)}\n`);
+  const given = tokenOf(flags, io.env, warn);
   const home = typeof flags.home === 'string' ? flags.home : defaultHome(io.env);
+  // A token on loopback too: another account on this machine neither spends the upstream's key nor reads the sessions.
+  const kept = given ? null : await homeServeToken(home);
+  const token = given ?? kept!.token;
+  const forwardAuth = flags['forward-auth'] === true;
   const apiKey = io.env.OPENAI_API_KEY?.trim() || undefined;
   const inspect = flags.inspect === true ? (numberFlag(flags['inspect-port'], '--inspect-port', 1, 65535) ?? DEFAULT_VIZ_PORT) : undefined;
-  const database = databaseOf(flags, io.env);
+  const database = databaseOf(flags, io.env, warn);
+  const otlp = await startOtlp(flags, io.env); // registered before the proxy starts: its sessions report to it
   const store = storeOf(database);
+  // testing:<profile>: the behaviour profile's test server is the upstream, offline, with no key.
+  const testing = profile ? await startTestingServer(profile) : undefined;
   try {
     const proxy = await startProxy({
-      upstream,
-      ...(apiKey ? { apiKey } : {}),
-      forwardAuth: flags['forward-auth'] === true,
+      upstream: testing?.baseURL ?? upstream,
+      ...(testing ? { apiKey: TESTING_KEY } : apiKey ? { apiKey } : {}),
+      forwardAuth,
       host,
       port,
-      ...(token ? { token } : {}),
+      token,
       home,
       ...(store ? { store } : {}),
       cwd: io.cwd,
@@ -57,12 +66,18 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       ...(keepOpenMs !== undefined ? { keepOpenMs } : {}),
       ...(inspect ? { visualizer: inspect } : {}),
       warn: (message) => io.stderr.write(`workmem serve: ${terminalLine(message)}\n`),
+      ...(flags.quiet === true ? {} : { log: (line: string) => io.stderr.write(`workmem serve: ${terminalLine(line)}\n`) }),
+    }).catch((error: unknown) => {
+      if (error instanceof PortInUseError) throw new UsageError(error.message);
+      throw error;
     });
-    io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(withoutUserinfo(upstream))}\n`);
+    const to = testing ? `${upstream} (offline, ${testing.baseURL})` : withoutSecrets(upstream);
+    io.stdout.write(`workmem serve on ${proxy.url} → ${terminalLine(to)}\n`);
     io.stdout.write(
-      `(sessions ${database ? `in ${terminalLine(withoutUserinfo(database.url))}` : `of ${terminalLine(home)}`}; ` +
-        `point a client at it: OPENAI_BASE_URL=${proxy.url}; Ctrl-C stops)\n`,
+      `(sessions ${database ? `in ${terminalLine(withoutSecrets(database.url))}` : `of ${terminalLine(home)}`}; ` +
+        `point a client at it: OPENAI_BASE_URL=${proxy.url} ${forwardAuth ? `and the header x-workmem-token: ${token}` : `OPENAI_API_KEY=${token}`}; Ctrl-C stops)\n`,
     );
+    if (kept) io.stdout.write(`(the token is kept in ${terminalLine(kept.path)}; --token-file or WORKMEM_SERVE_TOKEN gives another)\n`);
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);
@@ -70,7 +85,9 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
     await proxy.close();
     return 0;
   } finally {
+    await otlp?.shutdown();
     await store?.close();
+    await testing?.close();
   }
 }
 
@@ -83,20 +100,9 @@ function numberFlag(value: string | boolean | undefined, name: string, min: numb
 }
 
 /** The token clients must send: the first line of --token-file, or WORKMEM_SERVE_TOKEN. */
-function tokenOf(flags: Flags, env: NodeJS.ProcessEnv): string | undefined {
+function tokenOf(flags: Flags, env: NodeJS.ProcessEnv, warn: (message: string) => void): string | undefined {
   let token = env.WORKMEM_SERVE_TOKEN?.trim();
-  if (typeof flags['token-file'] === 'string') {
-    try {
-      token = readFileSync(flags['token-file'], 'utf8')
-        .split(/\r?\n/)
-        .find((l) => l.trim())
-        ?.trim();
-    } catch (error) {
-      throw new UsageError(
-        `--token-file ${JSON.stringify(flags['token-file'])} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-      );
-    }
-  }
+  if (typeof flags['token-file'] === 'string') token = readSecretFile(flags['token-file'], '--token-file', warn).trim() || undefined;
   if (token !== undefined && token.length < 16) throw new UsageError('the serve token must be at least 16 characters');
   return token || undefined;
 }

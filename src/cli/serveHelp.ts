@@ -12,24 +12,32 @@ Serves the Chat Completions API (POST /v1/chat/completions, streamed or not; GET
 passed through) on 127.0.0.1 at the port it prints, and puts a workmem session between each
 conversation and the upstream model: working memory, history per phase, compaction, and
 workmem's tools, which run inside the proxy (the client sees only its own). Point any
-OpenAI-compatible program at it: OPENAI_BASE_URL=<the URL it prints>. A session is named by
-the x-workmem-session header, else the request's user field, else the conversation's
-opening; the response's x-workmem-session header names it. See docs/proxy.md.
+OpenAI-compatible program at it: OPENAI_BASE_URL=<the URL it prints> and
+OPENAI_API_KEY=<the token it prints> (the token is asked on loopback too). A session is
+named by the x-workmem-session header, else the request's user field, else found by what
+it already holds; the response's x-workmem-session header names it. One line per request
+goes to stderr (--quiet: none). See docs/proxy.md.
 
   --upstream <base-url>       the model server, e.g. https://api.openai.com/v1; its key
-                              comes from OPENAI_API_KEY
+                              comes from OPENAI_API_KEY; testing:<profile> (diligent,
+                              lazy, forgetful, eager, sloppy) plays one offline, no key
   --forward-auth              send each client's Authorization header upstream instead
   --port <n>                  the port (default: a free one, printed)
-  --host <addr>               the address to listen on (default 127.0.0.1); beyond
-                              loopback clients must send a token
-  --token-file <path>         that token: the file's first line (or env WORKMEM_SERVE_TOKEN),
-                              sent as Authorization: Bearer <token> or x-workmem-token
+  --host <addr>               the address to listen on (default 127.0.0.1)
+  --token-file <path>         the token clients send: the file's first line (or env
+                              WORKMEM_SERVE_TOKEN; default one made once and kept in
+                              <home>/serve-token), as Authorization: Bearer <token> or
+                              x-workmem-token
+  --quiet                     no line per request on stderr
   --keep-open <ms>            keep a session open this long after a request, for the
                               conversation's next one (default 5000; 0: close at once);
                               another proxy on the same database waits for it meanwhile
   --context-window <tokens>   the window of every model (default: the known window of
                               the request's model, else 32768)
   --home <dir>                where sessions live (env WORKMEM_HOME; default ~/.workmem)
+  --otlp <url>                export OpenTelemetry spans and metrics over OTLP/HTTP to this
+                              collector (or set OTEL_EXPORTER_OTLP_ENDPOINT); needs
+                              @opentelemetry/api and @opentelemetry/sdk-node installed
 ${DATABASE_HELP}
 ${INSPECT_HELP}`;
 
@@ -41,8 +49,10 @@ export const SERVE_OPTIONS: NonNullable<ParseArgsConfig['options']> = {
   'token-file': { type: 'string' },
   'context-window': { type: 'string' },
   'keep-open': { type: 'string' },
+  quiet: { type: 'boolean' },
   home: { type: 'string' },
   inspect: { type: 'boolean' },
   'inspect-port': { type: 'string' },
+  otlp: { type: 'string' },
   ...DATABASE_OPTIONS,
 };

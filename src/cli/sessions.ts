@@ -1,5 +1,5 @@
 /**
- * workmem sessions list | show <id> | rm <id>, and workmem memory show [<id>]: reading
+ * workmem sessions list | show <id> | rm <id> | prune --older-than <age>, and workmem memory show [<id>]: reading
  * sessions through the store (the home's folders, or Postgres with --database-url),
  * without a model and without a session's lease, so they work while it runs elsewhere.
  */
@@ -100,9 +100,63 @@ async function sessions(
       io.stdout.write(`Removed ${terminalLine(dir)}\n`);
       return 0;
     }
+    case 'prune':
+      if (id) throw new UsageError(`sessions prune takes no id, got ${JSON.stringify(id)}; it removes by age: --older-than <age>`);
+      return prune(flags, io, home, where, mask);
     default:
-      throw new UsageError(`unknown action ${JSON.stringify(action)}; use list, show <id> or rm <id>`);
+      throw new UsageError(`unknown action ${JSON.stringify(action)}; use list, show <id>, rm <id> or prune --older-than <age>`);
   }
+}
+
+/** Units of --older-than: 90m, 12h, 30d, 2w. */
+const AGE_UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };
+
+/** --older-than as milliseconds. */
+function ageOf(value: Flags[string]): number {
+  const parsed = typeof value === 'string' ? /^(\d+)\s*([mhdw])$/.exec(value.trim()) : null;
+  if (!parsed || Number(parsed[1]) === 0)
+    throw new UsageError(`--older-than ${JSON.stringify(value ?? '')}: give an age such as 90m, 12h, 30d or 2w`);
+  return Number(parsed[1]) * AGE_UNITS[parsed[2]!]!;
+}
+
+/**
+ * `sessions prune --older-than <age> [--all] [--dry-run]`: removes the sessions (of this
+ * directory, or of all) not updated for that long, as `rm` does each; one in use is kept and
+ * said so. How a long-running proxy keeps its disk in check (docs/proxy.md).
+ */
+async function prune(
+  flags: Flags,
+  io: CliIO,
+  home: string,
+  where: { store?: SessionStore },
+  mask: (text: string) => string,
+): Promise<number> {
+  const age = ageOf(flags['older-than']);
+  const before = Date.now() - age;
+  const old = (await listedSessions({ home, ...where, ...(flags.all ? {} : { cwd: io.cwd }) })).filter((s) => s.updatedAt < before);
+  const dry = flags['dry-run'] === true;
+  let removed = 0;
+  for (const s of old) {
+    const line = `${s.id.slice(0, 8)}  ${shownTime(s.updatedAt)}  ${terminalLine(mask(s.title))}`;
+    if (dry) {
+      io.stdout.write(`would remove ${line}\n`);
+      continue;
+    }
+    try {
+      await removeSession(s.id, { home, ...where });
+      removed++;
+      io.stdout.write(`removed ${line}\n`);
+    } catch (error) {
+      io.stdout.write(`kept    ${line}: ${terminalLine((error as Error).message.split('\n')[0]!)}\n`);
+    }
+  }
+  const scope = flags.all ? '' : ` in ${terminalLine(io.cwd)}`;
+  io.stdout.write(
+    dry
+      ? `${old.length} session${old.length === 1 ? '' : 's'}${scope} not updated since ${shownTime(before)} (--dry-run: none removed)\n`
+      : `${removed} session${removed === 1 ? '' : 's'}${scope} not updated since ${shownTime(before)} removed${old.length > removed ? `, ${old.length - removed} kept` : ''}\n`,
+  );
+  return old.length > removed && !dry ? 1 : 0;
 }
 
 export async function memoryMain({ flags, positionals }: { flags: Flags; positionals: string[] }, io: CliIO): Promise<number> {

@@ -2,13 +2,10 @@
  * --no-session: a throwaway run. The configuration is read as usual (flags, environment,
  * <home>/config.json), but sessions go to a temporary home that is removed when the
  * command ends, so nothing is left in the sessions home, nor anywhere else on disk.
- * A process killed outright (SIGKILL) cannot remove it: the folder's name carries its
- * owner's pid, and the next chat or run removes the folders of owners no longer alive.
+ * A process killed outright (SIGKILL) cannot remove it: the next chat or run removes it
+ * (../storage/temporaryHome.ts).
  */
-import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { removeTemporaryHome, sweepTemporaryHomes, temporaryHome } from '../storage/temporaryHome.js';
 import type { Flags } from './cliIO.js';
 import { loadConfig, type CliConfig } from './config.js';
 import { UsageError } from './usageError.js';
@@ -28,9 +25,6 @@ export interface CommandConfig {
 
 type SignalHandler = (signal: NodeJS.Signals) => void;
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-const PREFIX = 'workmem-throwaway-';
-/** A temporary home's name: the prefix, its owner's pid, mkdtemp's random suffix. */
-const OWNED = new RegExp(`^${PREFIX}(\\d+)-`);
 
 function signalRoute(): { onSignals(handler: SignalHandler): void; release(): void } {
   const handlers: SignalHandler[] = [];
@@ -51,7 +45,7 @@ function signalRoute(): { onSignals(handler: SignalHandler): void; release(): vo
 
 /** The configuration a chat or run command works with, throwaway or not. */
 export function commandConfig(flags: Flags, env: NodeJS.ProcessEnv): CommandConfig {
-  sweepThrowawayHomes(tmpdir());
+  sweepTemporaryHomes();
   const signals = signalRoute();
   if (!flags['no-session']) {
     const config = loadConfig(flags, env);
@@ -68,57 +62,18 @@ export function commandConfig(flags: Flags, env: NodeJS.ProcessEnv): CommandConf
     if (flags[flag] !== undefined) throw new UsageError(`--no-session keeps nothing, so it does not go with --${flag}`);
   // A database named in the environment is not used: the throwaway session lives in the temporary home.
   const config = loadConfig(flags, { ...env, WORKMEM_DATABASE_URL: '' });
-  const home = mkdtempSync(join(tmpdir(), `${PREFIX}${process.pid}-`));
   // Should the command end without reaching `done` (an uncaught error), the process's exit still removes it.
-  const atExit = (): void => rmSync(home, { recursive: true, force: true });
-  process.once('exit', atExit);
+  const home = temporaryHome('throwaway');
   return {
     config: { ...config, home },
     throwaway: home,
     done: async () => {
       try {
-        await rm(home, { recursive: true, force: true, maxRetries: 3 });
-        process.off('exit', atExit);
+        removeTemporaryHome(home);
       } finally {
         signals.release();
       }
     },
     onSignals: signals.onSignals,
   };
-}
-
-/**
- * Remove the temporary homes in `dir` left by throwaway runs that were killed: those
- * named with the pid of a process no longer alive, and owned by this user (another's are
- * not ours to judge, nor to remove). A pid taken again by a new process keeps its folder
- * until a later sweep: never a live run's home removed.
- */
-function sweepThrowawayHomes(dir: string): void {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return; // no temporary directory to sweep: nothing was left there either
-  }
-  for (const name of names) {
-    const owner = OWNED.exec(name);
-    if (!owner || alive(Number(owner[1]))) continue;
-    const path = join(dir, name);
-    try {
-      const stat = lstatSync(path);
-      if (stat.isDirectory() && stat.uid === process.getuid?.()) rmSync(path, { recursive: true, force: true });
-    } catch {
-      // Removed meanwhile by another sweep, or not ours to remove: left alone.
-    }
-  }
-}
-
-function alive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'; // alive, another user's
-  }
 }

@@ -58,7 +58,17 @@ export const NOTHING_COMPACTED: CompactionResult = Object.freeze({
 /** Carry out a plan: the summary asked for first, then the archive and the compaction entry together. */
 export async function applyCompaction(
   plan: CompactionPlan,
-  options: { target: CompactionTarget; strategy: CompactionStrategy; reason: CompactionReason; turn: number; archiveTo?: string },
+  options: {
+    target: CompactionTarget;
+    strategy: CompactionStrategy;
+    reason: CompactionReason;
+    turn: number;
+    archiveTo?: string;
+    /** The summary, made already (in the background): no summarizer is asked. */
+    summary?: string;
+    /** With `summary`: the archive's first so many items (pinned ones included) are what it summarises; the rest have none. */
+    summarized?: number;
+  },
   deps: CompactionDeps,
   signal: AbortSignal,
 ): Promise<CompactionResult> {
@@ -101,14 +111,18 @@ export async function applyCompaction(
     let body: string | null = null;
     if (options.strategy === 'summarize') {
       // The summary retells tool output and memory: it must not forge workmem's tags either.
-      const written = deps.summarizer ? await deps.summarizer(archived, signal) : null;
+      const written = options.summary ?? (deps.summarizer ? await deps.summarizer(archived, signal) : null);
       body = written ? neutraliseTags(written) : null;
       summary = body ? 'written' : 'failed';
     }
+    const unsummarized = options.summarized === undefined ? [] : inArchive.slice(options.summarized).filter((item) => !kept.has(item.seq));
+    const summarized = archived.length - unsummarized.length;
     note = {
       role: 'user',
       content: body
-        ? `${NOTE_PREFIX}: summary of turns ${turns} (${archived.length} messages); the messages themselves are verbatim in ${where}.]\n\n${body}`
+        ? unsummarized.length
+          ? `${NOTE_PREFIX}: summary of turns ${span(archived.slice(0, summarized))} (${summarized} messages); turns ${span(unsummarized)} (${unsummarized.length} messages, ${sum(unsummarized)} tokens) have no summary; all of them are verbatim in ${where}.]\n\n${body}`
+          : `${NOTE_PREFIX}: summary of turns ${turns} (${archived.length} messages); the messages themselves are verbatim in ${where}.]\n\n${body}`
         : `${NOTE_PREFIX}: turns ${turns} (${archived.length} messages, ${sum(archived)} tokens) were archived verbatim to ${where}. Read that file with the read tool if you need anything from it.]`,
     };
   }
@@ -186,6 +200,8 @@ function reasonText(reason: CompactionReason): string {
       return 'asked for by the user';
     case 'horizon':
       return 'the history kept for phase 1 reached the context threshold (it is not sent in this mode)';
+    case 'background':
+      return 'automatic compaction at the context threshold, with a summary prepared in the background';
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * The one way to compact, for every caller: the compactor actor (fallback, overflow,
- * horizon, the auto policy, the user's /compact) and the compact_history tool. A request
+ * horizon, the auto policy, the user's /compact, a summary prepared in the background) and
+ * the compact_history tool. A request
  * says what to compact; this plans it (plan.ts), carries the plan out (apply.ts), says
  * what changed, measured on the range compacted, and is the one place that reports a
  * compaction (compaction_start, compaction_end).
@@ -9,6 +10,7 @@ import type { CompactionReason, SessionEvent } from '../events.js';
 import type { HistoryView } from '../history/historyView.js';
 import { tokensBetween } from '../history/historyView.js';
 import { applyCompaction, type CompactionDeps, type CompactionResult } from './apply.js';
+import { preparedPlan, type PreparedSummary } from './prepared.js';
 import {
   AUTO_KEEP_TOOL_OUTPUTS,
   planForBudget,
@@ -49,6 +51,20 @@ export type CompactionRequest =
       keepRecent: number;
       /** A file inside working-memory/ to append the archive to, instead of a new detail/ file. */
       archiveTo?: string;
+    }
+  /**
+   * The fallback, with a summary prepared in the background: its turns are archived with it,
+   * and whatever more the fallback's budget needs (a sudden jump past the line) is archived
+   * in the same entry without a summary: no model is asked.
+   */
+  | {
+      kind: 'prepared';
+      reason: 'background';
+      turn: number;
+      prepared: PreparedSummary;
+      range: [number, number];
+      budget: number;
+      keepRecentTurns: number;
     };
 
 export interface Compacted {
@@ -82,7 +98,7 @@ export async function compact(
   report?: CompactionReport,
 ): Promise<Compacted> {
   const view = deps.store.history();
-  const [from, to] = request.kind === 'target' ? [0, view.length] : request.range;
+  const [from, to] = rangeOf(request, view);
   const tokensBefore = tokensBetween(view, from, to);
   const plan = planOf(request, view);
   const at = { turn: request.turn, request: report?.request ?? 0, reason: request.reason };
@@ -96,6 +112,7 @@ export async function compact(
       reason: request.reason,
       turn: request.turn,
       ...(request.kind === 'target' && request.archiveTo !== undefined ? { archiveTo: request.archiveTo } : {}),
+      ...(request.kind === 'prepared' ? { summary: request.prepared.summary, summarized: request.prepared.items.length } : {}),
     },
     deps,
     signal,
@@ -108,8 +125,19 @@ export async function compact(
   return { replaced: applied.changed, files: applied.files, history, tokensBefore, tokensAfter, applied };
 }
 
+/** The range a compaction is measured on: the whole history for a target, else the range given. */
+function rangeOf(request: CompactionRequest, view: HistoryView): [number, number] {
+  return request.kind === 'target' ? [0, view.length] : request.range;
+}
+
 function planOf(request: CompactionRequest, view: HistoryView): CompactionPlan {
   switch (request.kind) {
+    case 'prepared':
+      return preparedPlan(
+        request.prepared,
+        view,
+        planForBudget(view, request.range, request.turn, request.budget, request.keepRecentTurns),
+      );
     case 'budget':
       return planForBudget(view, request.range, request.turn, request.budget, request.keepRecentTurns);
     case 'tier':
@@ -130,6 +158,7 @@ function targetOf(plan: CompactionPlan): CompactionTarget {
  * cost a model call for nothing.
  */
 function strategyOf(request: CompactionRequest, plan: CompactionPlan, deps: CompactionDeps): CompactionStrategy {
+  if (request.kind === 'prepared') return 'summarize';
   if (!deps.summarizer) return 'archive';
   if (request.kind === 'target') return request.strategy;
   return plan.archive && request.reason !== 'horizon' ? 'summarize' : 'archive';

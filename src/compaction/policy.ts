@@ -10,6 +10,8 @@
  *   once that reaches the threshold its oldest turns are archived like the fallback's.
  * - auto (the "auto" policy): the compression guide's tier at the first request of a turn,
  *   read off the same shown percentage.
+ * - background: the fallback is due and a summary prepared in the background (background.ts)
+ *   still covers the history: it is swapped in instead of a summary asked for now.
  * The turn machine builds the request (its tail included) before deciding, so a decision
  * and the number the model sees never disagree.
  */
@@ -19,6 +21,7 @@ import type { RecentWindow } from '../history/recentWindow.js';
 import { estimateWithoutTail, pinnedBeforeTokens, type BuiltPrompt, type PromptBase } from '../prompt/promptBuilder.js';
 import type { TurnSettings } from '../settings/settings.js';
 import type { CompactionRequest } from './compact.js';
+import { stillCovers, type PreparedSummary } from './prepared.js';
 import { AUTO_KEEP_TOOL_OUTPUTS, autoTier, isEmptyPlan, NOTE_TOKENS, planForTier, type CompactionTarget } from './plan.js';
 
 /** Room kept for <context_meta> and a reminder where no request is built: the horizon and the budgets. */
@@ -41,6 +44,7 @@ export type PolicySettings = Pick<
   | 'compaction'
   | 'keepRecentTurns'
   | 'fallbackTarget'
+  | 'backgroundThreshold'
 >;
 
 /**
@@ -53,8 +57,11 @@ export interface PolicyInput {
   turn: number;
   /** The request about to be sent, from 1. */
   request: number;
-  /** Whether a compaction already ran before this request (it runs at most once per request). */
-  compaction: { ran: boolean };
+  /**
+   * Whether a compaction already ran before this request (it runs at most once per request),
+   * and the summary prepared in the background, ready to swap in (background.ts).
+   */
+  compaction: { ran: boolean; background?: { ready: PreparedSummary | null } };
   /** The server's count minus ours, added to every estimate. */
   calibration: number;
   /** Set once the memory is loaded, which is before any decision here. */
@@ -75,10 +82,19 @@ export interface CompactionBudget {
   fixedTokens: number;
 }
 
-/** The system's compaction before a request, as the compactor is asked for it: the auto policy's tier, else a budget. */
+/**
+ * The system's compaction before a request, as the compactor is asked for it: a summary
+ * prepared in the background, the auto policy's tier, else a budget.
+ */
 export function compactionOrder(input: PolicyInput, reason: CompactionReason, tier: CompactionTarget | null): CompactionRequest {
-  const { range, budget } = compactionBudget(input, reason);
+  const prepared = input.compaction.background?.ready;
   const keepRecentTurns = input.statics.settings.keepRecentTurns;
+  if (reason === 'background' && prepared) {
+    // The fallback's own budget: what the prepared summary does not cover of it is archived with it.
+    const { range, budget } = compactionBudget(input, 'fallback');
+    return { kind: 'prepared', reason, turn: input.turn, prepared, range, budget, keepRecentTurns };
+  }
+  const { range, budget } = compactionBudget(input, reason);
   return reason === 'auto' && tier
     ? { kind: 'tier', reason: 'auto', turn: input.turn, range, tier, keepRecentTurns }
     : { kind: 'budget', reason, turn: input.turn, range, budget, keepRecentTurns };
@@ -117,6 +133,15 @@ export function shownPercent(input: PolicyInput): number {
 /** The fallback is due: the next request would show the model the threshold or more. */
 export function overThreshold(input: PolicyInput): boolean {
   return !input.compaction.ran && shownPercent(input) >= thresholdPercent(input.statics.settings);
+}
+
+/**
+ * The fallback is due and a summary prepared in the background still covers history the
+ * turn holds: it is swapped in, and the fallback waits for no model.
+ */
+export function preparedDue(input: PolicyInput): boolean {
+  const prepared = input.compaction.background?.ready;
+  return !!prepared && overThreshold(input) && stillCovers(prepared, input.history);
 }
 
 /**

@@ -5,10 +5,9 @@
  * all but the last 3 turns at 75 %). An arm's run plays the turns in order and returns the
  * answers, the calls the metered model recorded, and (workmem) the upkeep of its memory.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { createSession } from '../session/index.js';
+import { keepTemporaryHome, removeTemporaryHome, temporaryHome } from '../storage/temporaryHome.js';
 import type { SettingsOverrides } from '../settings/config.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { LLM } from '../llm/llm.js';
@@ -102,9 +101,11 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
   const failures: TurnFailure[] = [];
   let failedTurns = 0;
   if (arm === 'workmem-auto' || arm === 'workmem-cache-aware') {
-    const home = mkdtempSync(join(tmpdir(), 'workmem-eval-'));
+    // Named by this process, so that a killed eval's homes (its conversations' text) go at the next start.
+    const home = temporaryHome('eval');
     const tracker = new UpkeepTracker();
     let sessionDir: string | undefined;
+    let keptSession: string | undefined;
     try {
       const session = await createSession({
         llm: meter.llm,
@@ -150,7 +151,8 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
       }
     } finally {
       // A session whose turns failed is kept for the user to open (`workmem sessions show`, `viz`).
-      if (!failures.length) rmSync(home, { recursive: true, force: true });
+      if (failures.length && sessionDir) keptSession = join(keepTemporaryHome(home), relative(home, sessionDir));
+      else removeTemporaryHome(home);
     }
     return {
       answers,
@@ -159,7 +161,7 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
       summaries: 0,
       failedTurns,
       failures,
-      ...(failures.length && sessionDir ? { keptSession: sessionDir } : {}),
+      ...(keptSession ? { keptSession } : {}),
       wallMs: performance.now() - started,
     };
   }

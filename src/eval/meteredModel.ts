@@ -1,11 +1,11 @@
 /**
  * The model as every arm calls it, with each call recorded: the turn it served, whether it
- * answered or summarised, the server's usage (input, cached and cache-written input, output;
+ * answered or summarised (and whether in the background), the server's usage (input, cached and cache-written input, output;
  * counted by us, and marked so, only when the server reported none), what the output went
  * to, whether it failed, and how long it took. What the report says about tokens, cache,
  * bills and failed requests comes from here.
  */
-import type { LLM, LLMRequest, LLMResponse } from '../llm/llm.js';
+import type { LLM, LLMRequest, LLMResponse, SummarizeOptions } from '../llm/llm.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 
 /**
@@ -22,8 +22,8 @@ export type OutputByKind = Partial<Record<OutputKind, number>>;
 export interface CallRecord {
   /** The conversation's turn (0-based) the request served. */
   turn: number;
-  /** Why the request was made: an answer (a step of a turn) or a summary; another reason is another string. */
-  kind: 'answer' | 'summary' | (string & {});
+  /** An answer, a summary a turn waited for, or one prepared in the background (docs/memory.md#background-summaries). */
+  kind: 'answer' | 'summary' | 'background';
   input: number;
   cached: number;
   /** Of input, written to the provider's cache (0 where it reports none). */
@@ -62,8 +62,8 @@ export function meteredModel(llm: LLM, counter: TokenCounter): MeteredModel {
       complete: (request, options) => record('answer', request, () => llm.complete(request, options)),
       ...(llm.summarize
         ? {
-            summarize: (request: LLMRequest, options: { signal: AbortSignal }) =>
-              record('summary', request, () => llm.summarize!(request, options)),
+            summarize: (request: LLMRequest, options: SummarizeOptions) =>
+              record(options.background ? 'background' : 'summary', request, () => llm.summarize!(request, options)),
           }
         : {}),
     },
@@ -84,7 +84,7 @@ export function meteredModel(llm: LLM, counter: TokenCounter): MeteredModel {
         cached: usage?.cachedPromptTokens ?? 0,
         cacheWrite: usage?.cacheWritePromptTokens ?? 0,
         output,
-        outputBy: shareOut(output, parts, kind === 'summary' ? 'summary' : 'answer'),
+        outputBy: shareOut(output, parts, kind),
         counted: !usage,
         ms: performance.now() - started,
       });

@@ -65,6 +65,8 @@ export interface EvalOptions {
   resultsFile?: string;
   /** Play only the conversations the results file does not hold yet. */
   resume?: boolean;
+  /** Start the results file over even if it holds finished conversations (without it, such a file is refused). */
+  overwrite?: boolean;
   /** Gates: the least accuracy (0–1) every workmem arm must reach. */
   minAccuracy?: number;
   /** Gates: the most input tokens every workmem arm may send, as a share of the full-history peer's. */
@@ -102,7 +104,11 @@ export async function runEval(options: EvalOptions): Promise<EvalResult> {
   const counter = await loadTokenCounter(model);
   const identity = { model, suite: suite.name, contextWindow: window, arms, judge: options.judge?.model ?? null };
   const file: ResultsFile | null = options.resultsFile
-    ? openResultsFile(options.resultsFile, identity, fingerprintOf(identity, conversations), options.resume === true)
+    ? openResultsFile(options.resultsFile, identity, fingerprintOf(identity, conversations), {
+        resume: options.resume === true,
+        overwrite: options.overwrite === true,
+        conversations: conversations.map((c) => c.id),
+      })
     : null;
   const results: ConversationResult[] = [...(file?.done ?? [])];
   const todo = conversations.filter((c) => !results.some((r) => r.id === c.id));

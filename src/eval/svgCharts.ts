@@ -63,9 +63,12 @@ export function lineChart(options: {
   const x = (i: number): number => PAD.left + (n === 1 ? 0 : (i / (n - 1)) * plotWidth);
   const y = (v: number): number => PAD.top + plotHeight - (Math.min(v, yMax) / yMax) * plotHeight;
   const xTicks = ticks(n, 6).filter((t) => t >= 1 && t <= n);
+  // Each line is drawn wider than those drawn over it, so that where two arms coincide (the full
+  // history and the summarising peer until it first summarises) the one below shows at the edges.
+  const width = (i: number): string => (1.6 + 1.4 * (options.series.length - 1 - i)).toFixed(1);
   const lines = options.series.map(
-    (s) =>
-      `<polyline fill="none" stroke="${s.color}" stroke-width="1.6" points="${s.values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(' ')}"><title>${escapeXml(s.name)}</title></polyline>`,
+    (s, index) =>
+      `<polyline fill="none" stroke="${s.color}" stroke-width="${width(index)}" stroke-linejoin="round" points="${s.values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(' ')}"><title>${escapeXml(s.name)}</title></polyline>`,
   );
   return svg(
     options.title,

@@ -5,7 +5,7 @@
  * exactly what the live session had.
  */
 import { fromItems, type HistoryItem, type HistoryView } from './historyView.js';
-import { HostLine } from './hostLine.js';
+import { HostLine, OwnToolNaming, TOOL_NAMES_EVENT } from './hostLine.js';
 import type { CompactionEntry, LogEntry, RepairEntry } from '../storage/messageLog.js';
 
 export interface DerivedHistory {
@@ -33,7 +33,7 @@ export function deriveHistory(entries: readonly LogEntry[], mask?: (text: string
     lastTurn = Math.max(lastTurn, entry.turn);
     if (entry.type === 'message') {
       messageCount++;
-      line.add(entry.message, entry.seq);
+      line.add(entry.message, entry.seq, entry.print);
       items.push({
         seq: entry.seq,
         turn: entry.turn,
@@ -55,6 +55,8 @@ export function deriveHistory(entries: readonly LogEntry[], mask?: (text: string
         if (entry.answer) branches.covers.set(entry.seq, branches.top(entry.answer.after));
         items = result;
       }
+    } else if (entry.type === 'event' && entry.name === TOOL_NAMES_EVENT) {
+      line.naming = namingOf(entry.data);
     } else if (entry.type === 'branch') {
       let kept = line.length;
       while (kept > 0 && line.elements[kept - 1]!.at[0]! > entry.after) kept--;
@@ -63,6 +65,13 @@ export function deriveHistory(entries: readonly LogEntry[], mask?: (text: string
     }
   }
   return { view: fromItems(items), line, lastTurn, lastSeq, messageCount, problems };
+}
+
+/** A TOOL_NAMES_EVENT's naming; one it cannot read leaves the default. */
+export function namingOf(data: Record<string, unknown>): OwnToolNaming {
+  const { prefix, own } = data as { prefix?: unknown; own?: unknown };
+  if (typeof prefix !== 'string' || !Array.isArray(own) || !own.every((n) => typeof n === 'string')) return OwnToolNaming.DEFAULT;
+  return new OwnToolNaming(prefix, new Set(own as string[]));
 }
 
 /**

@@ -3,7 +3,9 @@
  * each side did to it since — the log keeps secrets masked, cut answers and capped tool
  * outputs; a host keeps what its framework rebuilt (arguments re-serialised, ids as given).
  * A user message by its text, an assistant message by its tool calls' ids (by its text when
- * it made none), a tool result by the call it answers; texts as the log masks them.
+ * it made none: a framework re-serialises a call's arguments), a tool result by the call it
+ * answers and the fingerprint of its text as the host sent it (the log keeps it capped, so the
+ * log's copy keeps that fingerprint beside it); texts as the log masks them.
  */
 import type { ChatMessage } from './messages.js';
 
@@ -26,7 +28,22 @@ export function messageKey(message: ChatMessage, mask: (text: string) => string 
   }
 }
 
-/** FNV-1a, 32 bits, as 8 hex digits: a key, not a digest (a collision only makes a host's message look known). */
+/** A host's tool result: the call it answers and its text's fingerprint. */
+export function toolResultKey(callId: string, print: string): string {
+  return `t:${callId}\u0000${print}`;
+}
+
+/** A text's fingerprint, as keys use it (the log keeps a host tool result's beside its capped copy). */
+export function fingerprint(text: string): string {
+  return hash(text);
+}
+
+/** A host's key against the log's: the same, or the log's made before it kept fingerprints (a result known by its call alone). */
+export function sameKey(host: string, log: string): boolean {
+  return host === log || (host.length > log.length && host.charCodeAt(log.length) === 0 && host.startsWith(log));
+}
+
+/** FNV-1a, 32 bits, as 8 hex digits, and the length: a key, not a digest (a collision only makes a host's message look known). */
 function hash(text: string): string {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {

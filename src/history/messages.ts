@@ -13,12 +13,13 @@ export const ToolCallSchema = z.object({
 export type { ToolCall };
 
 export const ChatMessageSchema = z.discriminatedUnion('role', [
-  z.object({ role: z.literal('system'), content: z.string() }),
-  z.object({ role: z.literal('user'), content: z.string() }),
+  z.object({ role: z.literal('system'), content: z.string(), name: z.string().optional() }),
+  z.object({ role: z.literal('user'), content: z.string(), name: z.string().optional() }),
   z.object({
     role: z.literal('assistant'),
     content: z.string().nullable(),
     tool_calls: z.array(ToolCallSchema).optional(),
+    name: z.string().optional(),
   }),
   z.object({ role: z.literal('tool'), tool_call_id: z.string().min(1), content: z.string() }),
 ]);

@@ -71,6 +71,8 @@ export function titleFrom(turn: number, message: ChatMessage, pinned: boolean): 
 }
 
 export function titleOf(text: string): string {
-  const line = text.trim().split('\n')[0] ?? '';
+  // What an agent puts before the user's words (<system-reminder>…</system-reminder> blocks, Qwen Code's) is not the title.
+  const words = text.replace(/(^|\n)\s*<([a-z][\w-]*)\b[^>]*>[\s\S]*?<\/\2>[ \t]*(?=\n|$)/gi, '$1').trim();
+  const line = (words || text.trim()).split('\n')[0] ?? '';
   return line.length > TITLE_CHARS ? `${line.slice(0, TITLE_CHARS - 1)}…` : line;
 }

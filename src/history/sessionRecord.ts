@@ -15,7 +15,7 @@ import { describeRepair, newSessionMeta, type Repair, type SessionMeta } from '.
 import type { Redact, SessionStorage, SessionStore } from '../storage/sessionStore.js';
 import { applyRepair, deriveHistory, viewAfterCompaction, type DerivedHistory } from './deriveHistory.js';
 import { appendItem, fromItems, type HistoryView } from './historyView.js';
-import type { HostLine } from './hostLine.js';
+import { TOOL_NAMES_EVENT, type HostLine, type OwnToolNaming } from './hostLine.js';
 import type { ChatMessage } from './messages.js';
 import { rebuildMeta, titleFrom, trackerFactsOf } from './sessionFacts.js';
 import { MetaCache } from './metaCache.js';
@@ -196,25 +196,54 @@ export class SessionRecord {
     turn: number,
     message: ChatMessage,
     tokens: number,
-    options: { sync: boolean; stop?: 'aborted'; pinned?: boolean },
+    options: { sync: boolean; stop?: 'aborted'; pinned?: boolean; print?: string },
   ): Promise<MessageEntry> {
-    if (options.pinned && message.role !== 'user')
-      throw new TypeError(`only a user message can be pinned (a ${message.role} message was marked pinned)`);
-    const pin = options.pinned ? { pinned: true as const } : {};
-    const entry = await this.append<Omit<MessageEntry, 'seq' | 'ts'>>(
-      { type: 'message', turn, tokens, message, ...(options.stop ? { stop: options.stop } : {}), ...pin },
-      options.sync,
+    const [entry] = await this.appendMessages(
+      [{ turn, message, tokens, pinned: options.pinned === true, ...(options.print !== undefined ? { print: options.print } : {}) }],
+      options,
     );
-    this.view = appendItem(this.view, { seq: entry.seq, turn, message, tokens, ...pin });
-    this.line.add(message, entry.seq);
-    this.lastTurnValue = Math.max(this.lastTurnValue, turn);
-    const meta = this.metaCache.value;
-    this.metaCache.counted({
-      ...meta,
-      messageCount: meta.messageCount + 1,
-      title: meta.title ?? titleFrom(turn, message, options.pinned === true),
+    return entry!;
+  }
+
+  /**
+   * Messages appended together, in order (a host's conversation taken in): one write and,
+   * with `sync`, one sync where the store can (SessionLog.appendAll). `print`: a tool result's
+   * fingerprint as the host sent it, kept beside its capped copy.
+   */
+  async appendMessages(
+    messages: readonly { turn: number; message: ChatMessage; tokens: number; pinned?: boolean; print?: string }[],
+    options: { sync: boolean; stop?: 'aborted' },
+  ): Promise<MessageEntry[]> {
+    const entries = messages.map(({ turn, message, tokens, pinned, print }) => {
+      if (pinned && message.role !== 'user')
+        throw new TypeError(`only a user message can be pinned (a ${message.role} message was marked pinned)`);
+      const flags = {
+        ...(options.stop ? { stop: options.stop } : {}),
+        ...(pinned ? { pinned: true as const } : {}),
+        ...(print !== undefined ? { print } : {}),
+      };
+      return { type: 'message' as const, turn, tokens, message, ...flags };
     });
-    return entry;
+    if (this.storage.log.appendAll || entries.length === 1) return this.took(await this.appendAll(entries, options.sync));
+    // A store that takes one entry at a time: each in the history as soon as it is written.
+    const written: MessageEntry[] = [];
+    for (const [i, entry] of entries.entries())
+      written.push(...this.took(await this.appendAll([entry], options.sync && i === entries.length - 1)));
+    return written;
+  }
+
+  /** Appended messages taken into the view, the host's line and the meta's counts. */
+  private took(entries: MessageEntry[]): MessageEntry[] {
+    const meta = this.metaCache.value;
+    let title = meta.title;
+    for (const { seq, turn, message, tokens, pinned, print } of entries) {
+      this.view = appendItem(this.view, { seq, turn, message, tokens, ...(pinned ? { pinned } : {}) });
+      this.line.add(message, seq, print);
+      this.lastTurnValue = Math.max(this.lastTurnValue, turn);
+      title ??= titleFrom(turn, message, pinned === true);
+    }
+    this.metaCache.counted({ ...meta, messageCount: meta.messageCount + entries.length, title });
+    return entries;
   }
 
   /**
@@ -268,6 +297,12 @@ export class SessionRecord {
     await this.append<NewEntry>({ type: 'event', turn, name, data }, false);
   }
 
+  /** workmem's tools are sent under other names from here on (toolNaming.ts): recorded, so that the log's calls are told apart as they were. */
+  async nameTools(turn: number, naming: OwnToolNaming): Promise<void> {
+    await this.appendEvent(turn, TOOL_NAMES_EVENT, { prefix: naming.prefix, own: [...naming.own] });
+    this.line.naming = naming;
+  }
+
   /** The meta is a cache of the log (metaCache.ts): counts written behind the turn, other changes at once. */
   updateMeta(patch: Partial<SessionMeta>): Promise<void> {
     return this.metaCache.update(patch);
@@ -302,8 +337,16 @@ export class SessionRecord {
 
   /** Append after the append in progress, naming the seq that is next. */
   private append<E extends NewEntry>(entry: E, sync: boolean): Promise<E & { seq: number; ts: number }> {
+    return this.appendAll([entry], sync).then((written) => written[0]!);
+  }
+
+  /** Entries appended together after the append in progress (one, where the store has no appendAll). */
+  private appendAll<E extends NewEntry>(entries: readonly E[], sync: boolean): Promise<(E & { seq: number; ts: number })[]> {
     const log = this.storage.log;
-    const next = this.appending.catch(() => {}).then(() => log.append(entry, { expectedSeq: log.nextSeq, sync }));
+    const one = async () => [await log.append(entries[0]!, { expectedSeq: log.nextSeq, sync })];
+    const next = this.appending
+      .catch(() => {})
+      .then(() => (log.appendAll ? log.appendAll(entries, { expectedSeq: log.nextSeq, sync }) : one()));
     this.appending = next;
     return next;
   }

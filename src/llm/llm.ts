@@ -57,6 +57,12 @@ export interface LLMCallOptions {
   onText(delta: string): void;
 }
 
+/** How a summary request is called: its abort signal, and whether the session prepares it in the background. */
+export interface SummarizeOptions {
+  signal: AbortSignal;
+  background?: boolean;
+}
+
 /** A language model as workmem calls it: one streaming completion per request (openaiChat, aiSdkModel or your own). */
 export interface LLM {
   readonly model: string;
@@ -64,8 +70,11 @@ export interface LLM {
   /** Tokens reserved for the answer: a request never exceeds window − this. */
   readonly maxOutputTokens: number;
   complete(request: LLMRequest, options: LLMCallOptions): Promise<LLMResponse>;
-  /** A one-shot, non-streaming completion for summaries (may use a cheaper model). */
-  summarize?(request: LLMRequest, options: { signal: AbortSignal }): Promise<LLMResponse>;
+  /**
+   * A one-shot, non-streaming completion for summaries (may use a cheaper model). `background`:
+   * asked while the session goes on (docs/memory.md#background-summaries), not waited for by a turn.
+   */
+  summarize?(request: LLMRequest, options: SummarizeOptions): Promise<LLMResponse>;
   /** The retry policy this model wants by default; session settings override it. */
   readonly retry?: Partial<RetryPolicy>;
   /** Values never to be written or reported (its API key): the session redacts them. */

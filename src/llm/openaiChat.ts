@@ -38,7 +38,12 @@ export interface OpenAIChatOptions {
   maxOutputTokens?: number;
   /** Retries of a failed request (429, 5xx, 408/409, connection errors); default 4. */
   maxRetries?: number;
-  /** The longest time without output inside a stream (keep-alives and empty chunks do not count). Default 120 s. */
+  /**
+   * The longest silence once an answer's output flows, whatever the server sends meanwhile:
+   * keep-alive chunks, empty deltas and `: ping` comments are not output. Before the first
+   * output (the response's headers may come at once) the wait is firstByteTimeoutMs plus
+   * firstByteMsPerPromptToken per prompt token, also counting no keep-alive. Default 120 s.
+   */
   timeoutMs?: number;
   /**
    * The wait for a response's first output before the prompt's share (below). Default: timeoutMs.
@@ -65,6 +70,8 @@ export interface OpenAIChatOptions {
 }
 
 export interface OpenAIChat extends LLM {
+  /** The API it speaks, as OpenTelemetry's `gen_ai.provider.name` names it. */
+  readonly provider: 'openai';
   readonly baseURL: string;
   readonly compactionModel: string;
 }
@@ -83,12 +90,16 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
       'no API key: set OPENAI_API_KEY, or set OPENAI_BASE_URL to a local OpenAI-compatible server (vLLM, llama.cpp, Ollama, …)',
     );
   }
+  let parsedURL: URL;
   try {
-    new URL(baseURL);
+    parsedURL = new URL(baseURL);
   } catch {
     // Unparsed, it may still carry user:password@: never shown.
     throw new ConfigError(`OPENAI_BASE_URL ${JSON.stringify(baseURL.replace(/[^\s/@"]+@/g, '***@'))} is not a URL`);
   }
+  // A typo such as htp:/host is bad configuration, told at once: no retry could reach it.
+  if ((parsedURL.protocol !== 'http:' && parsedURL.protocol !== 'https:') || !parsedURL.hostname)
+    throw new ConfigError(`OPENAI_BASE_URL ${JSON.stringify(withoutUserinfo(baseURL))} is not an http:// or https:// URL with a host`);
   const limits = modelLimits(model);
   const contextWindow = options.contextWindow ?? limits.contextWindow;
   const maxOutputTokens = options.maxOutputTokens ?? Math.min(limits.maxOutputTokens, Math.floor(contextWindow / 4));
@@ -131,6 +142,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
 
   return {
     model,
+    provider: 'openai',
     contextWindow,
     maxOutputTokens,
     baseURL: withoutUserinfo(baseURL),
@@ -166,7 +178,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
       } catch (error) {
         // Silence after the finish costs only the usage: the answer is whole.
         if (assembled.finished && watchdog.timedOut && !watchdog.userAborted) return assembled.finish();
-        throw classify(error, watchdog, hide);
+        throw classify(error, watchdog, hide, baseURL);
       } finally {
         watchdog.stop();
       }
@@ -190,7 +202,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
           finishReason: choice?.finish_reason ?? 'stop',
         };
       } catch (error) {
-        throw classify(error, watchdog, hide);
+        throw classify(error, watchdog, hide, baseURL);
       } finally {
         watchdog.stop();
       }

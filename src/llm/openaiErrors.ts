@@ -5,11 +5,12 @@
  */
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { redact, type Redact } from '../secrets/redact.js';
+import { withoutUserinfo } from './baseUrl.js';
 import { LLMError } from './llm.js';
 import type { WatchdogState } from './streamWatchdog.js';
 import { OVERFLOW, headerLookup, kindOfStatus, retryAfter, shouldRetryHeader } from './errorHints.js';
 
-export function classify(error: unknown, watchdog: WatchdogState, secret: string | Redact = ''): LLMError {
+export function classify(error: unknown, watchdog: WatchdogState, secret: string | Redact = '', baseURL?: string): LLMError {
   const hide: Redact = typeof secret === 'string' ? (text) => redact(text, secret) : secret;
   if (error instanceof LLMError) return error;
   if (watchdog.userAborted || error instanceof APIUserAbortError) {
@@ -33,7 +34,8 @@ export function classify(error: unknown, watchdog: WatchdogState, secret: string
     const kind = kindOfStatus(status);
     // The server's verdict wins over ours, both ways (as OpenAI's own clients do).
     const shouldRetry = shouldRetryHeader(headerLookup(error.headers));
-    const said = shouldRetry === false ? `${message} (the server asked not to retry: x-should-retry: false)` : message;
+    const hinted = status === 404 && baseURL ? `${message}${versionHint(baseURL)}` : message;
+    const said = shouldRetry === false ? `${hinted} (the server asked not to retry: x-should-retry: false)` : hinted;
     const hints = kind === 'rate_limit' || kind === 'server' || shouldRetry ? retryAfter(headerLookup(error.headers)) : {};
     return new LLMError(kind, said, { status, ...hints, ...(shouldRetry === undefined ? {} : { shouldRetry }), cause: error });
   }
@@ -44,6 +46,17 @@ export function classify(error: unknown, watchdog: WatchdogState, secret: string
     return new LLMError('network', `the connection was cut mid-stream (${causeOf(error) ?? message})`, { cause: error });
   }
   return new LLMError('bad_response', message, { cause: error });
+}
+
+/**
+ * A 404 from a base URL that ends in no version segment: most OpenAI-compatible servers
+ * (vLLM, llama.cpp, Ollama, LM Studio) serve /v1/chat/completions, so the URL likely lacks /v1.
+ */
+function versionHint(baseURL: string): string {
+  const url = new URL(baseURL);
+  if (/\/v\d+[a-z]*\/?$/i.test(url.pathname)) return '';
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/v1`;
+  return ` (the base URL ${withoutUserinfo(baseURL)} has no /v1, which most OpenAI-compatible servers expect: try ${withoutUserinfo(url.toString())})`;
 }
 
 function innermostCause(error: unknown): string | undefined {

@@ -49,6 +49,8 @@ export interface PromptBase {
   memoryBytes: number;
   /** The day the memory was loaded, for the reminder's suggested file name (absent: not known). */
   today?: string;
+  /** The prefix workmem's tools are sent with, for the reminder that names them (absent: none). */
+  toolPrefix?: string;
   /** The memory block as this base carries it in its place (its text; with memoryHead, that without its separator). */
   block?: string;
   /**
@@ -107,6 +109,7 @@ export function promptBase(
   tools: readonly ToolSpec[],
   counter: TokenCounter,
   position: MemoryPlacement = 'before-history',
+  toolPrefix = '',
   /** The memory block to carry in its place, when it is not the memory's own (a held one, restored). */
   block = memoryBlock(memory),
 ): PromptBase {
@@ -119,6 +122,7 @@ export function promptBase(
     stableChars: systemPromptText.length,
     memoryBytes: memory.bytes,
     ...(memory.today ? { today: memory.today } : {}),
+    ...(toolPrefix ? { toolPrefix } : {}),
   };
   if (position === 'after-history') {
     const memoryHead = `${block}${MEMORY_SEPARATOR}`;
@@ -216,7 +220,8 @@ export function fitTail(plan: PromptPlan): FittedTail {
   // Everything before the last message; after the history the memory is in the last message.
   const head = base.memoryHead ? base.memoryTokens : 0;
   const beforeLast = base.tokens - head + historyTokens - last.tokens + plan.calibration;
-  const tailOf = (meta: ContextMeta): string => renderTail(meta, plan.reminder, plan.language, base.today ?? null, base.memoryUpdate ?? null);
+  const tailOf = (meta: ContextMeta): string =>
+    renderTail(meta, plan.reminder, plan.language, base.today ?? null, base.toolPrefix, base.memoryUpdate ?? null);
   const ownTokens = lastOwnTokens(base, last.message, counter);
   const tokensWith = (tail: string): number => ownTokens + countByLines(counter, tail.slice(TAIL_SEPARATOR.length));
 

@@ -30,7 +30,7 @@ import {
 
 /** What a request is made from: the turn machine's context has this shape (no copy per request). */
 export interface RequestState {
-  statics: { systemPrompt: string; tools: readonly ToolSpec[]; counter: TokenCounter; settings: TurnSettings };
+  statics: { systemPrompt: string; tools: readonly ToolSpec[]; toolPrefix?: string; counter: TokenCounter; settings: TurnSettings };
   turn: number;
   history: HistoryView;
   mode: HistoryMode;
@@ -57,6 +57,7 @@ export function baseFor(state: RequestState, memory: MemorySnapshot): PromptBase
   const sameFrame =
     base?.systemPrompt === state.statics.systemPrompt &&
     base.tools === state.statics.tools &&
+    (base.toolPrefix ?? '') === (state.statics.toolPrefix ?? '') &&
     base.today === memory.today &&
     (base.memoryPosition ?? 'before-history') === placement;
   const current = sameFrame && base.memoryVersion === memory.version && base.relevant === (memory.relevant ?? '');
@@ -67,7 +68,7 @@ export function baseFor(state: RequestState, memory: MemorySnapshot): PromptBase
     const held = heldBase(anchor as PromptBase & { block: string }, memory, state.statics.counter, settings.language);
     if (!held.memoryUpdate || !refreshDue(state, held)) return held;
   }
-  return promptBase(state.statics.systemPrompt, memory, state.statics.tools, state.statics.counter, placement);
+  return promptBase(state.statics.systemPrompt, memory, state.statics.tools, state.statics.counter, placement, state.statics.toolPrefix);
 }
 
 /**
@@ -77,9 +78,9 @@ export function baseFor(state: RequestState, memory: MemorySnapshot): PromptBase
 function restoredAnchor(state: RequestState, memory: MemorySnapshot, placement: MemoryPlacement): PromptBase | null {
   const saved = state.window;
   if (!saved?.anchor || !saved.base || placement !== 'before-history') return null;
-  const { systemPrompt, tools, counter } = state.statics;
+  const { systemPrompt, tools, counter, toolPrefix } = state.statics;
   // Never the current version: the held base computes the changes from it.
-  const anchor = { ...promptBase(systemPrompt, memory, tools, counter, placement, saved.anchor), memoryVersion: -1 };
+  const anchor = { ...promptBase(systemPrompt, memory, tools, counter, placement, toolPrefix, saved.anchor), memoryVersion: -1 };
   return baseKey(anchor) === saved.base ? anchor : null;
 }
 

@@ -27,12 +27,13 @@ export function renderTail(
   reminder: ReminderDue | null,
   language: MemoryLanguage,
   today: string | null = null,
+  toolPrefix = '',
   memoryUpdate: string | null = null,
 ): string {
   const block = `<context_meta>\n${JSON.stringify(meta)}\n</context_meta>`;
   const update = memoryUpdate ? `\n\n${memoryUpdate}` : '';
   return reminder
-    ? `${TAIL_SEPARATOR}${block}${update}\n\n${reminderText(reminder, meta, language, today)}`
+    ? `${TAIL_SEPARATOR}${block}${update}\n\n${reminderText(reminder, meta, language, today, toolPrefix)}`
     : `${TAIL_SEPARATOR}${block}${update}`;
 }
 
@@ -49,7 +50,15 @@ const HEADINGS: Record<MemoryLanguage, Record<ReminderDue['level'], string>> = {
   },
 };
 
-export function reminderText(due: ReminderDue, meta: ContextMeta, language: MemoryLanguage, today: string | null = null): string {
+/** `toolPrefix`: the prefix workmem's tools are sent with (toolNaming.ts): the reminder names them as sent. */
+export function reminderText(
+  due: ReminderDue,
+  meta: ContextMeta,
+  language: MemoryLanguage,
+  today: string | null = null,
+  toolPrefix = '',
+): string {
+  const p = toolPrefix;
   const kb = (meta.working_memory_size / 1024).toFixed(2);
   const heading = HEADINGS[language][due.level];
   // The session's day, so the model can use the name as it stands.
@@ -76,7 +85,7 @@ ${why}
 3. 删除过时信息，保留最近决策
 4. 将详细讨论移到 ${DETAIL_PATH} 目录
 
-使用 write 或 edit tool 更新: ${OVERVIEW_PATH}
+使用 ${p}write 或 ${p}edit tool 更新: ${OVERVIEW_PATH}
 </memory_reminder>`;
   }
   const why =
@@ -100,7 +109,7 @@ Suggested actions:
 3. Remove outdated information; keep recent decisions
 4. Move detailed discussions to ${DETAIL_PATH}
 
-Update it with the write or edit tool: ${OVERVIEW_PATH}
+Update it with the ${p}write or ${p}edit tool: ${OVERVIEW_PATH}
 </memory_reminder>`;
 }
 

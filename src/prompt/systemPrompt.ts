@@ -8,15 +8,17 @@ export interface SystemPromptOptions {
   instructions?: string;
   /** Share of the window at which the system compacts by itself (0.75 = 75 %). */
   fallbackThreshold: number;
-  /** Names of the tools the model has, so the guide mentions only those. */
+  /** Names of the tools the model has, as sent, so the guide mentions only those. */
   toolNames: readonly string[];
+  /** The prefix workmem's own tools are sent with (toolNaming.ts): the guide names them as sent. Default none. */
+  toolPrefix?: string;
 }
 
 /** Sessions with the same options share one string (it is a few KB each). */
 const built = new Map<string, string>();
 
 export function systemPrompt(options: SystemPromptOptions): string {
-  const key = JSON.stringify([options.instructions ?? '', options.fallbackThreshold, options.toolNames]);
+  const key = JSON.stringify([options.instructions ?? '', options.fallbackThreshold, options.toolNames, options.toolPrefix ?? '']);
   let text = built.get(key);
   if (text === undefined) {
     text = compose(options);
@@ -27,7 +29,9 @@ export function systemPrompt(options: SystemPromptOptions): string {
 
 function compose(options: SystemPromptOptions): string {
   const fallback = Math.round(options.fallbackThreshold * 100);
-  const has = (name: string): boolean => options.toolNames.includes(name);
+  // workmem's own tools by the names they are sent under.
+  const p = options.toolPrefix ?? '';
+  const has = (name: string): boolean => options.toolNames.includes(p + name);
   const parts: string[] = [];
   if (options.instructions?.trim()) parts.push(options.instructions.trim());
   parts.push(`## Working memory
@@ -40,14 +44,14 @@ Your duties:
 - Update the memory in the same response in which you learn something; it costs no extra round trip.
 - When you are reminded to update your memory, do it before anything else.
 
-Use write to replace a whole file and edit to change one passage. Paths are relative to the session, e.g. working-memory/overview.md or working-memory/detail/design.md; nothing outside working-memory/ is reachable.`);
+Use ${p}write to replace a whole file and ${p}edit to change one passage. Paths are relative to the session, e.g. working-memory/overview.md or working-memory/detail/design.md; nothing outside working-memory/ is reachable.`);
   parts.push(`## Context budget
 
 At the end of each request you get <context_meta> with tokens_used, tokens_max, tokens_percent, messages_in_history (the messages of your history as it stands, sent or not), messages_sent (how many of them this request carries: once your working memory is maintained, only the recent turns are sent) and working_memory_size. Act on tokens_percent:
 - below 20 %: normal work, no compaction needed
-- 20-40 %: light: drop redundant tool output${has('compact_history') ? ' (compact_history target "tools")' : ''}
-- 40-60 %: medium: archive old discussions to working-memory/detail/${has('compact_history') ? ' (compact_history target "conversation", strategy "archive")' : ''}
-- 60-${fallback} %: heavy: keep only key decisions and the current task${has('compact_history') ? ' (compact_history target "all")' : ''}
+- 20-40 %: light: drop redundant tool output${has('compact_history') ? ` (${p}compact_history target "tools")` : ''}
+- 40-60 %: medium: archive old discussions to working-memory/detail/${has('compact_history') ? ` (${p}compact_history target "conversation", strategy "archive")` : ''}
+- 60-${fallback} %: heavy: keep only key decisions and the current task${has('compact_history') ? ` (${p}compact_history target "all")` : ''}
 - above ${fallback} %: the system compacts by itself; you should have acted before that
 Always keep the last 3-5 turns, the current task and the key decisions. After a compaction, update overview.md with anything you still need.`);
   return parts.join('\n\n');

@@ -13,6 +13,7 @@ import { shapeOf as shapeOfMessage } from '../history/hostLine.js';
 import { keptPositions, type KeptPositions } from '../history/keptPositions.js';
 import { PLAIN_SHAPES, type ChatMessage, type MessageShape, type ToolCall } from '../history/messages.js';
 import type { ToolSpec } from '../tools/tool.js';
+import { promptProblem } from '../llm/captureBounds.js';
 
 /** A request the proxy cannot take: answered 400 with an OpenAI-shaped body naming what is wrong. */
 export class BadRequestError extends Error {
@@ -32,13 +33,15 @@ export type WireTool = { type: 'function'; function: { name: string; description
 export interface ClientRequest {
   /** What passes upstream untouched (model, temperature, tool_choice, user, …). */
   params: Record<string, unknown>;
+  /** The request as the client sent it, for a request passed through without a session (its stream flags aside). */
+  body: Record<string, unknown>;
   model: string;
   /** The client's system (and developer) messages, joined: none gives undefined. */
   instructions: string | undefined;
+  /** Those messages one by one, with their roles: sent upstream as the client gave them, workmem's part after the last. */
+  instructionParts: { role: 'system' | 'developer'; content: string; name?: string }[];
   /** The rest of its messages, in order. */
   conversation: WireConversation;
-  /** Its opening (the system messages before its first user message, and that message): a session's default name. */
-  opening: ChatMessage[];
   tools: ToolSpec[];
   /** The client's tools as it sent them, by name. */
   wireTools: Map<string, WireTool>;
@@ -63,19 +66,23 @@ export function readClientRequest(body: unknown): ClientRequest {
     throw new BadRequestError('functions and function_call are not served: use tools and tool_choice', 'functions');
   const raw = b.messages as unknown[];
   const system: number[] = [];
-  let firstUser = -1;
   for (let i = 0; i < raw.length; i++) {
     const role = roleOf(raw[i], i);
     if (role === 'system') system.push(i);
-    else if (role === 'user' && firstUser < 0) firstUser = i;
   }
-  const instructions = system.map((i) => messageOf(raw[i], 'system').content).join('\n\n') || undefined;
-  const opening = (firstUser < 0 ? system : [...system.filter((i) => i < firstUser), firstUser]).map((i) =>
-    messageOf(raw[i], roleAt(raw[i])),
-  );
+  const instructionParts = system.map((i) => {
+    const m = raw[i] as { role: 'system' | 'developer'; name?: unknown };
+    const { content, name } = messageOf(raw[i], 'system') as { content: string; name?: string };
+    return { role: m.role, content, ...(name !== undefined ? { name } : {}) };
+  });
+  const instructions = instructionParts.map((p) => p.content).join('\n\n') || undefined;
   const { tools, wireTools } = toolsOf(b.tools);
   const params: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(b)) if (!OWN.has(k)) params[k] = v;
+  const given: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(b)) {
+    if (!OWN.has(k)) params[k] = v;
+    if (k !== 'stream' && k !== 'stream_options') given[k] = v;
+  }
   const limit = (name: 'max_tokens' | 'max_completion_tokens') => {
     const v = b[name];
     if (v === undefined || v === null) return null;
@@ -85,11 +92,12 @@ export function readClientRequest(body: unknown): ClientRequest {
   const options = b.stream_options as { include_usage?: unknown } | undefined;
   return {
     params,
+    body: given,
     model: b.model,
     instructions,
+    instructionParts,
     // Without instructions the conversation is every message, as a host loop's split leaves it.
     conversation: new WireConversation(raw, keptPositions(raw.length, instructions === undefined ? [] : system)),
-    opening,
     tools,
     wireTools,
     stream: b.stream === true,
@@ -132,10 +140,18 @@ function roleOf(raw: unknown, index: number): ChatMessage['role'] {
   const m = raw as Record<string, unknown> | null;
   // Most messages are text and call nothing: checked at once.
   if (typeof m?.content === 'string' && m.tool_calls === undefined && m.tool_call_id === undefined) {
-    if (m.role === 'user' || m.role === 'assistant') return m.role;
+    if (m.role === 'user') return checkedUser(m.content, index);
+    if (m.role === 'assistant') return m.role;
     if (m.role === 'system' || m.role === 'developer') return 'system';
   }
   return checkedRole(raw, `messages[${index}]`);
+}
+
+/** A user message the session could not keep (too large) is refused with the request: nothing of it is recorded. */
+function checkedUser(text: string, index: number): 'user' {
+  const problem = promptProblem(text);
+  if (problem) throw new BadRequestError(`messages[${index}]: ${problem}`, `messages[${index}].content`, 'message_too_large');
+  return 'user';
 }
 
 function checkedRole(raw: unknown, where: string): ChatMessage['role'] {
@@ -147,7 +163,7 @@ function checkedRole(raw: unknown, where: string): ChatMessage['role'] {
       return 'system';
     case 'user':
       checkText(m.content, where);
-      return 'user';
+      return checkedUser(textOf(m.content) ?? '', Number(/\d+/.exec(where)?.[0]));
     case 'assistant':
       checkText(m.content, where, true);
       if (m.tool_calls !== undefined && m.tool_calls !== null) checkCalls(m.tool_calls, where);
@@ -177,6 +193,7 @@ function checkCalls(raw: unknown, where: string): void {
 type WireCall = { id?: unknown; type?: unknown; function?: { name?: unknown; arguments?: unknown } };
 type WireMessage = {
   content?: unknown;
+  name?: unknown;
   tool_calls?: { id: string; function: { name: string; arguments: string } }[] | null;
   tool_call_id?: string;
 };
@@ -190,17 +207,19 @@ function roleAt(raw: unknown): ChatMessage['role'] {
 /** A checked wire message as workmem's ChatMessage. */
 function messageOf(raw: unknown, role: ChatMessage['role']): ChatMessage {
   const m = raw as WireMessage;
+  // A participant's name is kept and sent as given.
+  const name = typeof m.name === 'string' ? { name: m.name } : {};
   switch (role) {
     case 'system':
     case 'user':
-      return { role, content: textOf(m.content)! };
+      return { role, content: textOf(m.content)!, ...name };
     case 'assistant': {
       const calls = (m.tool_calls ?? []).map((c): ToolCall => ({
         id: c.id,
         type: 'function',
         function: { name: c.function.name, arguments: c.function.arguments },
       }));
-      return { role, content: textOf(m.content), ...(calls.length ? { tool_calls: calls } : {}) };
+      return { role, content: textOf(m.content), ...(calls.length ? { tool_calls: calls } : {}), ...name };
     }
     case 'tool':
       return { role, tool_call_id: m.tool_call_id!, content: textOf(m.content)! };
@@ -228,6 +247,17 @@ export class WireConversation implements HostConversation {
     if (index >= this.kept.length) return this.added[index - this.kept.length]!;
     const m = this.raw[this.kept.at(index)];
     return messageOf(m, roleAt(m));
+  }
+
+  /**
+   * What stands for a message from request to request (HostConversation.identity): a text
+   * message's text, which a kept-open session compares instead of hashing it again (the
+   * client sends the same texts; an edited one is another text); the message itself otherwise.
+   */
+  identity(index: number): unknown {
+    if (index >= this.kept.length) return this.added[index - this.kept.length];
+    const m = this.raw[this.kept.at(index)] as WireMessage & { role?: unknown };
+    return typeof m.content === 'string' && m.tool_calls === undefined && m.tool_call_id === undefined ? m.content : m;
   }
 
   shape(index: number): MessageShape {
@@ -259,6 +289,29 @@ function toolsOf(raw: unknown): { tools: ToolSpec[]; wireTools: Map<string, Wire
     return { name: tool.function.name, description: tool.function.description ?? '', parameters: tool.function.parameters ?? {} };
   });
   return { tools, wireTools };
+}
+
+/**
+ * The system message workmem built (the client's instructions first, its own part after them)
+ * as the client's system and developer messages were: each its own message in its role, in
+ * their order, workmem's part after the last. One system message (the usual) is sent as it is.
+ */
+export function instructionMessages(
+  parts: ClientRequest['instructionParts'],
+  instructions: string | undefined,
+  system: ChatMessage,
+): Record<string, unknown>[] {
+  const head = instructions?.trim() ?? '';
+  if (system.role !== 'system' || parts.length === 0 || (parts.length === 1 && parts[0]!.role === 'system' && !parts[0]!.name))
+    return [system];
+  if (!system.content.startsWith(head)) return [system];
+  const own = system.content.slice(head.length);
+  // The instructions were joined and trimmed: the first part's start and the last part's end as they are in it.
+  return parts.map((p, i) => {
+    let content = i === 0 ? p.content.trimStart() : p.content;
+    if (i === parts.length - 1) content = content.trimEnd() + own;
+    return { role: p.role, content, ...(p.name !== undefined ? { name: p.name } : {}) };
+  });
 }
 
 /** The tools of an upstream request: the client's as it sent them, workmem's from their specs. */

@@ -1,11 +1,11 @@
 /**
  * The answer as the client reads it: one chat.completion, or a stream of chat.completion.chunk
- * events as OpenAI frames them (the role first, text as it comes, the client's tool calls,
- * the finish, the usage when asked for, [DONE]). One id and model for the whole exchange,
- * however many upstream calls it took.
+ * events as OpenAI frames them (the role first, text as it comes with its logprobs, the
+ * client's tool calls, the finish, the usage when asked for, [DONE]). One id, model and
+ * system fingerprint for the whole exchange, however many upstream calls it took.
  */
 import type { ServerResponse } from 'node:http';
-import type { Answer, ExchangeSink } from './exchange.js';
+import type { Answer, AnswerHead, ChunkExtras, ExchangeSink } from './exchange.js';
 import type { Failure } from './upstream.js';
 
 export function completionOf(answer: Answer): Record<string, unknown> {
@@ -20,26 +20,35 @@ export function completionOf(answer: Answer): Record<string, unknown> {
         message: {
           role: 'assistant',
           content: answer.content,
-          refusal: null,
+          refusal: answer.refusal,
           ...(answer.toolCalls.length ? { tool_calls: answer.toolCalls } : {}),
         },
-        logprobs: null,
+        logprobs: answer.logprobs,
         finish_reason: answer.finishReason,
       },
     ],
     ...(answer.usage ? { usage: answer.usage } : {}),
+    ...framing(answer),
+  };
+}
+
+/** What the upstream said of itself, as it said it. */
+function framing(head: AnswerHead): Record<string, unknown> {
+  return {
+    ...(head.system_fingerprint !== undefined ? { system_fingerprint: head.system_fingerprint } : {}),
+    ...(head.service_tier !== undefined ? { service_tier: head.service_tier } : {}),
   };
 }
 
 export class ClientStream implements ExchangeSink {
-  private first: { id: string; model: string; created: number } | null = null;
+  private first: AnswerHead | null = null;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly headers: Record<string, string>,
   ) {}
 
-  begin(first: { id: string; model: string; created: number }): void {
+  begin(first: AnswerHead): void {
     this.first = first;
     this.res.writeHead(200, {
       ...this.headers,
@@ -50,8 +59,8 @@ export class ClientStream implements ExchangeSink {
     this.chunk({ role: 'assistant', content: '' });
   }
 
-  delta(delta: { content?: string; reasoning_content?: string }): void {
-    this.chunk(delta);
+  delta(delta: { content?: string; reasoning_content?: string; refusal?: string }, extras?: ChunkExtras): void {
+    this.chunk(delta, null, extras?.logprobs ?? null);
   }
 
   /** The client's calls, the finish and (when asked for) the usage; [DONE] comes with end(). */
@@ -77,11 +86,11 @@ export class ClientStream implements ExchangeSink {
 
   private frame(): Record<string, unknown> {
     const first = this.first!;
-    return { id: first.id, object: 'chat.completion.chunk', created: first.created, model: first.model };
+    return { id: first.id, object: 'chat.completion.chunk', created: first.created, model: first.model, ...framing(first) };
   }
 
-  private chunk(delta: Record<string, unknown>, finishReason: string | null = null): void {
-    this.write({ ...this.frame(), choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] });
+  private chunk(delta: Record<string, unknown>, finishReason: string | null = null, logprobs: unknown = null): void {
+    this.write({ ...this.frame(), choices: [{ index: 0, delta, logprobs, finish_reason: finishReason }] });
   }
 
   private write(event: unknown): void {

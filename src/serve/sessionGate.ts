@@ -11,6 +11,12 @@ import { HostLoop, type HostLoopOptions } from '../session/hostLoop.js';
 import { sessionIdFor } from '../session/sessionName.js';
 import { SESSION_ID } from '../storage/sessionPaths.js';
 import { SessionInUseError } from '../storage/storeErrors.js';
+import { BadRequestError } from './chatWire.js';
+
+/** A request the session refused (the client's to fix): answered 400, and a session it created is not kept. */
+function isRefusal(error: unknown): boolean {
+  return error instanceof BadRequestError || error instanceof RangeError;
+}
 
 interface Kept {
   loop: HostLoop;
@@ -28,23 +34,42 @@ export class SessionGate {
     private readonly keepOpenMs: number,
   ) {}
 
-  /** Run `work` with the named session open, alone among this proxy's requests of it. */
-  async use<T>(name: string, options: HostLoopOptions, work: (loop: HostLoop) => Promise<T>): Promise<T> {
+  /**
+   * Run `work` with the named session open, alone among this proxy's requests of it. A
+   * session this request created that it could not take (a refusal: a request too large,
+   * say) is closed and handed to `removeRefused`: a refused request creates nothing.
+   */
+  async use<T>(
+    name: string,
+    options: HostLoopOptions,
+    work: (loop: HostLoop) => Promise<T>,
+    hooks: { removeRefused?: (id: string) => Promise<void> } = {},
+  ): Promise<T> {
     const id = SESSION_ID.test(name) ? name : sessionIdFor(name);
     const before = this.tails.get(id) ?? Promise.resolve();
     const run = before
       .catch(() => {})
       .then(async () => {
         const signature = JSON.stringify([options.model, options.contextWindow, options.maxOutputTokens, options.secrets ?? []]);
-        const loop = (await this.reuse(id, signature)) ?? (await this.opened({ ...options, sessionId: name }));
-        let ok = false;
+        const kept = await this.reuse(id, signature);
+        const loop = kept ?? (await this.opened({ ...options, sessionId: name }));
+        // Created for this very request: nothing before it is in the session.
+        const fresh = !kept && loop.created;
+        let end: 'keep' | 'close' | 'closed' = 'close';
         try {
           const result = await work(loop);
-          ok = true;
+          end = 'keep';
           return result;
+        } catch (error) {
+          if (fresh && hooks.removeRefused && isRefusal(error)) {
+            end = 'closed';
+            await loop.close();
+            await hooks.removeRefused(loop.session.id);
+          }
+          throw error;
         } finally {
-          if (ok && this.keepOpenMs > 0) this.keep(id, loop, signature);
-          else await loop.close();
+          if (end === 'keep' && this.keepOpenMs > 0) this.keep(id, loop, signature);
+          else if (end !== 'closed') await loop.close();
         }
       });
     const tail = run.catch(() => {});

@@ -9,14 +9,14 @@ import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUse
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import { LLMError } from '../llm/llm.js';
 import { classify } from '../llm/openaiErrors.js';
-import type { WatchdogState } from '../llm/streamWatchdog.js';
+import { Watchdog, type WatchdogState } from '../llm/streamWatchdog.js';
 import type { Redact } from '../secrets/redact.js';
 
 export interface UpstreamOptions {
   baseURL: string;
   /** From the proxy's environment (OPENAI_API_KEY); absent for a server that needs none. */
   apiKey?: string;
-  /** Longest wait for the upstream's answer to begin, and between its chunks. */
+  /** Longest wait for the upstream's first output, and between its outputs once it flows (keep-alives, empty deltas and `: ping` comments are not output). */
   timeoutMs: number;
 }
 
@@ -40,9 +40,16 @@ export class Upstream {
       baseURL: options.baseURL,
       apiKey: options.apiKey || 'no-key-needed',
       maxRetries: 0,
-      timeout: options.timeoutMs,
+      // The watchdog's limit (watchdog()) is the one that counts; the SDK's, until the headers, backs it up.
+      timeout: Math.min(options.timeoutMs + 1_000, 2 ** 31 - 1),
       logLevel: 'off',
     });
+  }
+
+  /** The stall watchdog of one call: the first output within timeoutMs, then no more than timeoutMs between outputs. */
+  watchdog(signal: AbortSignal): Watchdog {
+    const ms = this.options.timeoutMs;
+    return new Watchdog(ms, signal, { baseMs: ms, msPerPromptToken: 0, promptTokens: 0, ms });
   }
 
   /** One streamed completion; `auth` replaces the proxy's key (--forward-auth). */
@@ -66,9 +73,9 @@ export class Upstream {
     return { status: response.status, type: response.headers.get('content-type') ?? 'application/json', body: this.hide(body) };
   }
 
-  /** A failed call, as the client is answered and as the session reads it. */
-  failure(error: unknown): Failure {
-    const llm = classify(error, QUIET, this.hide);
+  /** A failed call, as the client is answered and as the session reads it (a stall its watchdog cut is a timeout). */
+  failure(error: unknown, watchdog: WatchdogState | null = null): Failure {
+    const llm = classify(error, watchdog ?? QUIET, this.hide);
     const said = (status: number, type: string, message: string, code: string | null = null): Failure => ({
       status,
       body: { error: { message: this.hide(message), type, param: null, code } },
@@ -96,7 +103,7 @@ export class Upstream {
   }
 }
 
-/** The proxy keeps no watchdog of its own: the SDK's timeout, and the client's disconnect. */
+/** A failure read without a call's watchdog (the model list): the SDK's timeout, and the client's disconnect. */
 const QUIET: WatchdogState = {
   userAborted: false,
   timedOut: false,

@@ -17,11 +17,8 @@ export class AnswerToolCalls {
   private readonly pending = new Map<string, () => Promise<ToolResult[]>>();
   private recorded: Promise<void> = Promise.resolve();
   private release: (() => void) | null = null;
-  private readonly names: ReadonlySet<string>;
 
-  constructor(private readonly loop: HostLoop) {
-    this.names = new Set(loop.tools.map((t) => t.name));
-  }
+  constructor(private readonly loop: HostLoop) {}
 
   /** A model call is under way: the calls its answer makes are known once it is recorded. */
   calling(): void {
@@ -31,7 +28,7 @@ export class AnswerToolCalls {
 
   /** The answer was recorded with these calls (none when the model call failed). */
   answered(calls: readonly ToolCall[]): void {
-    const ours = calls.filter((c) => this.names.has(c.function.name));
+    const ours = calls.filter((c) => this.loop.isOwnTool(c.function.name));
     let pass: Promise<ToolResult[]> | null = null;
     for (const call of ours) this.pending.set(call.id, () => (pass ??= this.loop.runTools(ours)));
     this.release?.();

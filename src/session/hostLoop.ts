@@ -34,6 +34,8 @@ export interface HostLoopOptions extends Omit<SessionOptions, 'llm' | 'tools' | 
   maxOutputTokens?: number;
   /** One non-streaming request, for compaction summaries; without it compaction archives only. */
   summarize?: LLM['summarize'];
+  /** Who serves the host's model (`openai`, `anthropic`, …), for OpenTelemetry's `gen_ai.provider.name`. */
+  provider?: string;
 }
 
 /** A message of a host's loop: `pinned: true` on a user message pins it (every request carries it, no compaction replaces it). */
@@ -64,40 +66,59 @@ export class HostLoop {
   private constructor(
     readonly session: Session,
     bridge: Bridge,
+    /** The session was created by this open (it did not exist). */
+    readonly created: boolean,
   ) {
     bridge.deliver = (request, options) => this.deliver(request, options);
   }
 
   /** Open the named session (or create it), driven by a host's loop. */
   static async open(options: HostLoopOptions): Promise<HostLoop> {
-    const { sessionId, model, contextWindow, maxOutputTokens, summarize, ...rest } = options;
-    const bridge = new Bridge(model, contextWindow, maxOutputTokens ?? rest.settings?.reserveOutputTokens ?? 4096, summarize);
+    const { sessionId, model, contextWindow, maxOutputTokens, summarize, provider, ...rest } = options;
+    const bridge = new Bridge(model, contextWindow, maxOutputTokens ?? rest.settings?.reserveOutputTokens ?? 4096, summarize, provider);
     // The host's loop retries a failed call itself; the session compacts on an overflow.
     const settings = { ...rest.settings, retry: { maxRetries: 0, ...rest.settings?.retry } };
     const common = { ...rest, llm: bridge, settings };
     let session: Session;
+    let created = true;
     if (!sessionId) session = await createSession(common);
     else {
       const id = SESSION_ID.test(sessionId) ? sessionId : sessionIdFor(sessionId);
       try {
         session = await openSession(id, common);
+        created = false;
       } catch (error) {
         // Not found: the registry says so as a usage error (ConfigError) whose cause is the store's.
         if (!(error instanceof SessionNotFoundError || (error as Error).cause instanceof SessionNotFoundError)) throw error;
         session = await createSession({ ...common, id, ...(id !== sessionId ? { name: sessionId } : {}) });
       }
     }
-    return new HostLoop(session, bridge);
+    return new HostLoop(session, bridge, created);
   }
 
-  /** workmem's own tools (memory, compact_history, item memory): the host sends them beside its own and runs them here. */
+  /**
+   * workmem's own tools (memory, compact_history, item memory) under their own names: a door
+   * makes its executors from them and runs them here. Beside a host's tools they are sent
+   * under the names toolNaming.ts gives them (`ownToolName`, `isOwnTool`).
+   */
   get tools(): readonly Tool[] {
-    return this.session.tools;
+    return this.session.toolBox.own;
+  }
+
+  /** The name one of workmem's own tools is sent under beside the host's tools of the last call prepared. */
+  ownToolName(own: string): string {
+    return this.session.toolBox.sentName(own);
+  }
+
+  /** Whether a call's name is one of workmem's own tools as sent with the last call prepared. */
+  isOwnTool(name: string): boolean {
+    return this.session.toolBox.isOwn(name);
   }
 
   /**
    * Everything the host's loop holds for this call (its system messages are its instructions)
-   * and the tools it sends: the request to send instead. A host may hand over its conversation
+   * and its own tools (not workmem's: those are named beside them and sent first): the request
+   * to send instead. A host may hand over its conversation
    * as a view read by index, converting a message only when it is read. A user message
    * marked pinned (`pinned: true`, or the view's `pinned(index)`) is pinned when it is recorded.
    * `whole`: the host always sends its whole conversation, so wherever it departs from the log
@@ -118,7 +139,8 @@ export class HostLoop {
     const hostCall: HostCall = {
       id,
       ...given,
-      tools: call.tools,
+      // workmem's own specs, if a host hands them back with its own, are not its tools.
+      tools: this.hostToolsOf(call.tools),
       ...(call.whole ? { whole: true } : {}),
       ...(this.calls++ === 0 ? { resume: true } : {}),
     };
@@ -140,6 +162,11 @@ export class HostLoop {
       if (!outcome.output) throw passError(outcome, 'the tools');
       return { call: outcome.output.results, done: ended };
     });
+  }
+
+  private hostToolsOf(tools: readonly ToolSpec[]): readonly ToolSpec[] {
+    const own = new Set<ToolSpec>(this.session.toolBox.own.map((t) => t.spec));
+    return tools.some((t) => own.has(t)) ? tools.filter((t) => !own.has(t)) : tools;
   }
 
   async close(): Promise<void> {
@@ -202,6 +229,7 @@ class Bridge implements LLM {
     readonly contextWindow: number,
     readonly maxOutputTokens: number,
     summarize: LLM['summarize'] | undefined,
+    readonly provider: string | undefined,
   ) {
     if (summarize) this.summarize = summarize;
   }

@@ -7,6 +7,7 @@ import type { LLM, TurnError } from '../llm/llm.js';
 import type { TrackerState } from '../memory/reminderTracker.js';
 import type { SettingsOverrides } from '../settings/config.js';
 import type { SessionStore } from '../storage/sessionStore.js';
+import type { TelemetryOption } from '../telemetry/telemetryOption.js';
 import type { Tool } from '../tools/tool.js';
 
 /** What a session is created with: the model, and optionally the store, tools, instructions, settings and more. */
@@ -64,6 +65,12 @@ export interface SessionOptions {
    * a session with another list is refused: a session keeps the pins it was created with.
    */
   pinned?: readonly string[];
+  /**
+   * OpenTelemetry spans and metrics (docs/observability.md). Default: on when the service has
+   * registered a global tracer or meter provider through `@opentelemetry/api`, off (nothing
+   * loaded) otherwise; `false` turns it off; or give the providers to report to.
+   */
+  telemetry?: TelemetryOption;
 }
 
 /** Item memory for a session: remember / recall / forget, per session or per user, optionally injected after overview.md. */
@@ -107,6 +114,26 @@ export interface SessionState {
   /** Token figures of the last request built, if any. */
   lastPrompt: Extract<SessionEvent, { type: 'prompt_built' }>['tokens'] | null;
   /** The server's token counts since the session was opened (absent: it reported none). */
+  usage?: TokenUsage;
+  /** The fallback's next summary, prepared in the background, and what background summaries did and cost since the session was opened. */
+  background: BackgroundState;
+}
+
+/** Background compaction as `/context` shows it (docs/memory.md#background-summaries). */
+export interface BackgroundState {
+  /**
+   * off: nothing is prepared (no summarizer, or backgroundThreshold false); waiting: below the
+   * threshold; summarizing; ready: waits for the fallback to swap it in; resting: failed, tried again later.
+   */
+  status: 'off' | 'waiting' | 'summarizing' | 'ready' | 'resting';
+  /** The turns being summarised, or ready. */
+  turns?: string;
+  /** Summaries made (ready), swapped in, dropped or superseded (another compaction took their turns first), failed. */
+  made: number;
+  used: number;
+  dropped: number;
+  failed: number;
+  /** What their model calls cost, as the server reported them (absent: it reported none). */
   usage?: TokenUsage;
 }
 

@@ -20,6 +20,7 @@ import type { SessionReader, SessionStore, SessionSummary } from '../storage/ses
 import { SessionNotFoundError } from '../storage/storeErrors.js';
 import { openStateStore } from '../storage/openStateStore.js';
 import type { StateStore } from '../storage/stateStore.js';
+import { telemetryFor } from '../telemetry/telemetryOption.js';
 import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
 import { INDEX_KEY, TRACKER_KEY, type OpenOptions, type SessionIndexEntry, type SessionOptions } from './options.js';
 import { Session } from './session.js';
@@ -34,12 +35,13 @@ async function prepare(options: OpenOptions, caller: 'createSession' | 'openSess
   for (const warning of resolved.warnings) options.warn?.(warning);
   const counter = await loadTokenCounter(options.llm.model);
   const state = await openStateStore(stateStorePath(home), options.stateStore, options.store, options.warn);
-  return { env, home, resolved, counter, state };
+  const telemetry = await telemetryFor(options.telemetry, options.warn);
+  return { env, home, resolved, counter, state, telemetry };
 }
 
 /** Create a new session (a log, meta and a working memory on the store) and start it. */
 export async function createSession(options: SessionOptions): Promise<Session> {
-  const { env, home, resolved, counter, state } = await prepare(options, 'createSession');
+  const { env, home, resolved, counter, state, telemetry } = await prepare(options, 'createSession');
   let record: SessionRecord | undefined;
   try {
     record = await SessionRecord.create(options.store ?? sessionStoreOf(home), {
@@ -75,6 +77,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
       damage: [],
       items,
       resumed: false,
+      telemetry,
     });
   } catch (error) {
     await record?.close();
@@ -85,7 +88,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
 
 /** Open an existing session by id (or unique prefix): it resumes where it stopped, byte for byte. */
 export async function openSession(id: string, options: OpenOptions): Promise<Session> {
-  const { env, home, resolved, counter, state } = await prepare(options, 'openSession');
+  const { env, home, resolved, counter, state, telemetry } = await prepare(options, 'openSession');
   let record: SessionRecord | undefined;
   try {
     const sessions = options.store ?? sessionStoreOf(home);
@@ -107,7 +110,7 @@ export async function openSession(id: string, options: OpenOptions): Promise<Ses
     damage.push(...(await repairPairing(record, counter))); // calls and results paired again, wherever a line was lost
     const items = await openItems(state, record.id, options, counter);
     const memory = await record.memory.snapshot();
-    return new Session({ record, memory, store: state, counter, options, resolved, tracker, damage, items, resumed: true });
+    return new Session({ record, memory, store: state, counter, options, resolved, tracker, damage, items, resumed: true, telemetry });
   } catch (error) {
     await record?.close();
     await state.close();

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createActor, waitFor, type Actor } from 'xstate';
-import type { HostCall, HostPassOutcome, HostTools, sessionMachine } from '../../machines/sessionMachine.js';
+import type { HostCall, HostPassOutcome, HostTools, SessionBackground, sessionMachine } from '../../machines/sessionMachine.js';
 import { sumUsage } from '../../machines/tokenUsage.js';
 import { hostedSessionMachine } from '../actors/hostedMachine.js';
 import type { CompactionResult } from '../compaction/compact.js';
@@ -20,9 +20,10 @@ import { ConfigError } from '../settings/config.js';
 import type { TurnSettings } from '../settings/settings.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { Tool } from '../tools/tool.js';
+import type { SessionTools } from './sessionTools.js';
 import { skipActorRegistry } from './actorSystem.js';
 import type { EventBus } from './eventBus.js';
-import type { SessionState, TurnResult } from './options.js';
+import type { BackgroundState, SessionState, TurnResult } from './options.js';
 import { pinOption } from './sessionOptionsCheck.js';
 import { wireSession, type SessionParts, type SessionWiring } from './sessionWiring.js';
 
@@ -34,7 +35,6 @@ export class Session {
   readonly dir: string;
   /** Problems found when the session was opened (damaged lines, a rebuilt meta.json). */
   readonly damage: readonly string[];
-  readonly tools: readonly Tool[];
   /** The session's log, meta and working memory, on whatever store holds them. */
   readonly record: SessionRecord;
   readonly counter: TokenCounter;
@@ -49,6 +49,7 @@ export class Session {
   private closed = false;
   private lastPrompt: SessionState['lastPrompt'] = null;
   private usage: SessionState['usage'];
+  private readonly backgroundCounts: Omit<BackgroundState, 'status' | 'turns'> = { made: 0, used: 0, dropped: 0, failed: 0 };
   private readonly initialMemory: SessionParts['memory'];
 
   constructor(parts: SessionParts) {
@@ -66,13 +67,22 @@ export class Session {
       (event) => this.dispatch(event),
       () => this.lastPrompt,
     );
-    this.tools = this.wiring.tools;
     this.bus = this.wiring.bus;
     const inspect = this.wiring.inspect;
     this.actor = createActor(hostedSessionMachine(), { input: this.wiring.input, ...(inspect ? { inspect } : {}) });
     skipActorRegistry(this.actor.system);
     this.actor.on('*', (event) => this.dispatch(event as SessionEvent));
     this.actor.start();
+  }
+
+  /** The tools the model gets, as sent: workmem's own (prefixed when one of the host's has one of their names, see toolNaming.ts), then the host's. */
+  get tools(): readonly Tool[] {
+    return this.wiring.tools.all;
+  }
+
+  /** @internal The session's tools and the names workmem's own are sent under (a host loop names them beside its host's). */
+  get toolBox(): SessionTools {
+    return this.wiring.tools;
   }
 
   /** Listen to one event type, or to all with '*'. Returns a function that stops listening. */
@@ -107,6 +117,7 @@ export class Session {
     const pinned = pinOption(options);
     const promptId = randomUUID();
     const result = new Promise<TurnResult>((resolve) => this.pending.set(promptId, resolve));
+    this.wiring.enqueued?.(promptId);
     queueMicrotask(() => this.actor.send({ type: 'prompt', prompt: { id: promptId, text, ...(pinned ? { pinned } : {}) } }));
     return { promptId, result };
   }
@@ -168,12 +179,19 @@ export class Session {
       mode: c.mode,
       pinned: c.pinned,
       turn: c.turn,
-      running: !snapshot.matches('idle'),
+      running: !snapshot.matches({ turns: 'idle' }),
       queued: c.queue.length,
       tracker: c.tracker,
       lastPrompt: this.lastPrompt,
       ...(this.usage ? { usage: this.usage } : {}),
+      background: this.backgroundState(snapshot.value, c.background, c.statics.settings.backgroundThreshold),
     };
+  }
+
+  private backgroundState(value: unknown, background: SessionBackground, threshold: number | null): BackgroundState {
+    const status = threshold === null ? 'off' : (((value as { background?: string }).background ?? 'waiting') as BackgroundState['status']);
+    const turns = background.order?.turns ?? background.ready?.turns;
+    return { status, ...(turns ? { turns } : {}), ...this.backgroundCounts };
   }
 
   /** The derived history (what phase 1 would inject). */
@@ -202,7 +220,7 @@ export class Session {
     return new Promise((resolve) => {
       const check = (): boolean => {
         const s = this.actor.getSnapshot();
-        return s.status !== 'active' || (s.matches('idle') && s.context.queue.length === 0);
+        return s.status !== 'active' || (s.matches({ turns: 'idle' }) && s.context.queue.length === 0);
       };
       if (check()) return resolve();
       const sub = this.actor.subscribe(() => {
@@ -228,6 +246,7 @@ export class Session {
     const event = this.bus.publish(raw);
     if (event.type === 'prompt_built') this.lastPrompt = event.tokens;
     if (event.type === 'turn_end' && event.usage) this.usage = sumUsage(this.usage, event.usage);
+    if (event.type.startsWith('background_') || event.type === 'compaction_end') this.countBackground(event);
     if (event.type === 'turn_end')
       this.settle(event.promptId, {
         promptId: event.promptId,
@@ -240,6 +259,17 @@ export class Session {
       });
     if (event.type === 'prompt_dropped')
       this.settle(event.promptId, { promptId: event.promptId, turn: null, status: 'aborted', text: '', requests: 0 });
+  }
+
+  private countBackground(event: SessionEvent): void {
+    const counts = this.backgroundCounts;
+    if (event.type === 'background_end') {
+      if (event.status === 'ready') counts.made++;
+      else if (event.status === 'failed') counts.failed++;
+      else counts.dropped++;
+      if (event.usage) counts.usage = sumUsage(counts.usage, event.usage);
+    } else if (event.type === 'background_dropped') counts.dropped++;
+    else if (event.type === 'compaction_end' && event.reason === 'background' && event.replaced > 0) counts.used++;
   }
 
   private settle(promptId: string, result: TurnResult): void {

@@ -10,7 +10,7 @@ import type { SessionInput, SessionStatics } from '../../machines/sessionMachine
 import { sessionHost } from '../actors/sessionHost.js';
 import type { CompactionDeps } from '../compaction/compact.js';
 import { compactionStoreOf } from '../compaction/store.js';
-import { modelSummarizer } from '../compaction/summarizer.js';
+import { backgroundSummarizer, modelSummarizer } from '../compaction/summarizer.js';
 import type { SessionEvent } from '../events.js';
 import type { HistoryView } from '../history/historyView.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
@@ -25,12 +25,12 @@ import type { resolveSettings } from '../settings/config.js';
 import { defaultHome } from '../storage/sessionPaths.js';
 import type { StateStore } from '../storage/stateStore.js';
 import type { TokenCounter } from '../tokens/tokens.js';
-import type { Tool } from '../tools/tool.js';
+import type { SessionTelemetrySource } from '../telemetry/telemetryOption.js';
 import { LiveLink, liveUrl } from '../trace/liveLink.js';
 import { TraceRecorder } from '../trace/traceRecorder.js';
 import { EventBus } from './eventBus.js';
 import { TRACKER_KEY, type OpenOptions } from './options.js';
-import { sessionTools } from './sessionTools.js';
+import { sessionTools, type SessionTools } from './sessionTools.js';
 import { TrackerWriter } from './trackerWriter.js';
 
 /** What the registry hands a new Session: its opened files and store, and what opening found. */
@@ -47,6 +47,8 @@ export interface SessionParts {
   items: PersistentItemMemory | null;
   /** Opened from disk (the trace continues) rather than created. */
   resumed: boolean;
+  /** OpenTelemetry, when it is on (telemetryOption.ts). */
+  telemetry?: SessionTelemetrySource | null;
 }
 
 export interface SessionWiring {
@@ -54,8 +56,10 @@ export interface SessionWiring {
   input: SessionInput;
   statics: SessionStatics;
   inspect: ((event: InspectionEvent) => void) | undefined;
-  tools: readonly Tool[];
+  tools: SessionTools;
   bus: EventBus;
+  /** A prompt was queued (telemetry keeps the context it came in, for its turn's span). */
+  enqueued: ((promptId: string) => void) | undefined;
   /** Persist what is written behind (tracker, item memory), then release the trace, live link, record and store. */
   close(tracker: TrackerState): Promise<void>;
 }
@@ -80,11 +84,16 @@ export function wireSession(
     trace.onRecord((r) => link.send(r));
   }
   const bus = new EventBus(record.id, record.redact, now, trace ? (event) => trace.event(event) : undefined, options.warn);
+  const telemetry = parts.telemetry?.forSession(record.id, options.llm) ?? null;
+  if (telemetry) bus.on('*', telemetry.listen);
+  const llm = telemetry ? telemetry.wrapModel(options.llm) : options.llm;
+  const summarizing = { llm, counter, contextWindow: resolved.turn.contextWindow };
+  const background = backgroundSummarizer(summarizing);
   const compaction: CompactionDeps = {
     store: compactionStoreOf(record),
     counter,
     now,
-    summarizer: modelSummarizer({ llm: options.llm, counter, contextWindow: resolved.turn.contextWindow }),
+    summarizer: modelSummarizer(summarizing),
     contextWindow: resolved.turn.contextWindow,
     lastRequest,
   };
@@ -98,38 +107,47 @@ export function wireSession(
     redact: record.redact,
     emit: dispatch,
   });
-  const systemPromptFor = (instructions: string | undefined, toolNames: string[]): string =>
-    systemPrompt({ ...(instructions ? { instructions } : {}), fallbackThreshold: resolved.turn.fallbackThreshold, toolNames });
+  const systemPromptFor = (instructions: string | undefined, toolNames: string[], toolPrefix: string): string =>
+    systemPrompt({
+      ...(instructions ? { instructions } : {}),
+      fallbackThreshold: resolved.turn.fallbackThreshold,
+      toolNames,
+      ...(toolPrefix ? { toolPrefix } : {}),
+    });
   const inject = items && options.itemMemory?.inject ? { ...options.itemMemory.inject, userId: options.itemMemory.userId } : null;
+  const host = sessionHost({
+    record,
+    counter,
+    llm,
+    tools,
+    outputLimits: resolved.turn.toolOutput,
+    compaction,
+    background,
+    tracker: trackerWriter,
+    trace,
+    emit: dispatch,
+    now,
+    ...(options.random ? { random: options.random } : {}),
+    redact: record.redact,
+    systemPromptFor,
+    ...(options.recordToolResults ? { recordToolResults: true } : {}),
+    ...(inject && items
+      ? { relevant: (history: HistoryView) => relevantMemories(items.memory, latestUserText(history), inject, counter) }
+      : {}),
+  });
   const statics: SessionStatics = {
     sessionId: record.id,
     systemPrompt: systemPromptFor(
       options.instructions,
       tools.all.map((t) => t.name),
+      tools.prefix,
     ),
     tools: tools.all.map((t) => t.spec),
+    ...(tools.prefix ? { toolPrefix: tools.prefix } : {}),
     counter,
-    settings: resolved.turn,
-    host: sessionHost({
-      record,
-      counter,
-      llm: options.llm,
-      tools: tools.all,
-      builtIn: tools.builtIn,
-      outputLimits: resolved.turn.toolOutput,
-      compaction,
-      tracker: trackerWriter,
-      trace,
-      emit: dispatch,
-      now,
-      ...(options.random ? { random: options.random } : {}),
-      redact: record.redact,
-      systemPromptFor,
-      ...(options.recordToolResults ? { recordToolResults: true } : {}),
-      ...(inject && items
-        ? { relevant: (history: HistoryView) => relevantMemories(items.memory, latestUserText(history), inject, counter) }
-        : {}),
-    }),
+    // Without a summarizer the fallback only archives, at once: there is nothing to prepare.
+    settings: background ? resolved.turn : { ...resolved.turn, backgroundThreshold: null },
+    host: telemetry ? telemetry.wrapHost(host) : host,
   };
 
   const meta = record.meta;
@@ -153,13 +171,15 @@ export function wireSession(
     input,
     statics,
     inspect: options.inspect || trace ? combineInspectors(options.inspect, trace?.inspect) : undefined,
-    tools: tools.all,
+    tools,
     bus,
+    enqueued: telemetry ? (promptId) => telemetry.enqueued(promptId) : undefined,
     async close(tracker) {
       try {
         await trackerWriter.flush(tracker);
         await items?.flush();
       } finally {
+        telemetry?.close();
         trace?.close();
         await live?.close();
         items?.detach();

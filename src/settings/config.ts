@@ -7,6 +7,7 @@ import type { HistoryMode } from '../history/historyView.js';
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { ReminderConfig } from '../memory/reminderTracker.js';
 import {
+  backgroundThresholdFor,
   defaultTurnSettings,
   FALLBACK_TARGETS,
   MEMORY_POSITIONS,
@@ -28,6 +29,11 @@ export interface SettingsOverrides {
   contextWindow?: number;
   reserveOutputTokens?: number;
   fallbackThreshold?: number;
+  /**
+   * Share of the window at which the fallback's summary is prepared in the background (default
+   * 0.8 × fallbackThreshold, 60 %); `false`: never, the fallback summarises when it compacts.
+   */
+  backgroundThreshold?: number | false;
   reminder?: Partial<ReminderConfig>;
   hybridRecent?: number;
   /** Complete turns phase 2 carries before the active one (default 3; 0: the active turn only). */
@@ -64,6 +70,7 @@ const OverridesSchema = z
     contextWindow: int(256).optional(),
     reserveOutputTokens: int(1).optional(),
     fallbackThreshold: z.number().gt(0.05).lt(1).optional(),
+    backgroundThreshold: z.union([z.number().gt(0.01).lt(1), z.literal(false)]).optional(),
     reminder: z
       .object({
         enabled: z.boolean().optional(),
@@ -176,6 +183,19 @@ export function fallbackTargetFromEnv(env: NodeJS.ProcessEnv): FallbackTarget | 
   return choiceFromEnv(env, 'WM_FALLBACK_TARGET', FALLBACK_TARGETS);
 }
 
+/** WM_BACKGROUND_THRESHOLD → the share of the window at which the fallback's summary is prepared in the background; `off`: never. */
+export function backgroundThresholdFromEnv(env: NodeJS.ProcessEnv): number | false | undefined {
+  const raw = env.WM_BACKGROUND_THRESHOLD?.trim();
+  if (!raw) return undefined;
+  if (['off', 'false', 'no', '0'].includes(raw.toLowerCase())) return false;
+  const value = Number(raw);
+  if (!/^0?\.\d+$/.test(raw) || !(value > 0.01 && value < 1))
+    throw new ConfigError(
+      `WM_BACKGROUND_THRESHOLD=${JSON.stringify(env.WM_BACKGROUND_THRESHOLD)} is invalid: expected a share of the window between 0.01 and 1 (0.6), or off`,
+    );
+  return value;
+}
+
 /** WM_MEMORY_POSITION → where a request carries the memory (docs/design.md §4). */
 export function memoryPositionFromEnv(env: NodeJS.ProcessEnv): MemoryPosition | undefined {
   return choiceFromEnv(env, 'WM_MEMORY_POSITION', MEMORY_POSITIONS);
@@ -244,6 +264,14 @@ export function resolveSettings(
     );
     turn.reminder = { ...turn.reminder, minRounds: turn.reminder.maxRounds };
   }
+  const background = o.backgroundThreshold ?? backgroundThresholdFromEnv(env);
+  if (background === false) turn.backgroundThreshold = null;
+  else if (background === undefined) turn.backgroundThreshold = backgroundThresholdFor(turn.fallbackThreshold);
+  else if (background >= turn.fallbackThreshold)
+    throw new ConfigError(
+      `backgroundThreshold (${background}) must be below fallbackThreshold (${turn.fallbackThreshold}): the summary is prepared before the fallback needs it`,
+    );
+  else turn.backgroundThreshold = background;
   if (turn.reserveOutputTokens >= turn.contextWindow) {
     throw new ConfigError(
       `reserveOutputTokens (${turn.reserveOutputTokens}) must be smaller than the context window (${turn.contextWindow})`,

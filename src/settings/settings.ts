@@ -51,6 +51,12 @@ export interface TurnSettings {
   reserveOutputTokens: number;
   /** Share of the window at which the system compacts before a request. */
   fallbackThreshold: number;
+  /**
+   * Share of the window at which the session starts preparing the fallback's summary in the
+   * background (below fallbackThreshold), so that the fallback finds it ready and waits for
+   * no model; null: never (the fallback summarises when it compacts).
+   */
+  backgroundThreshold: number | null;
   reminder: ReminderConfig;
   /** Messages carried in hybrid mode. */
   hybridRecent: number;
@@ -102,6 +108,18 @@ export interface TurnSettings {
 /** The default session write quota: room for thousands of pages of notes, never a disk filled by one session. */
 export const DEFAULT_SESSION_WRITE_QUOTA_BYTES = 32 * 1024 * 1024;
 
+/**
+ * The background summary starts at this share of the fallback's threshold (60 % of the window
+ * at 75 %): the history may grow by a fifth of the threshold while the summary is made (the
+ * bench's figures in docs/performance.md#background-compaction).
+ */
+export const BACKGROUND_SHARE = 0.8;
+
+/** The default background threshold for a fallback threshold. */
+export function backgroundThresholdFor(fallbackThreshold: number): number {
+  return Math.round(fallbackThreshold * BACKGROUND_SHARE * 10_000) / 10_000;
+}
+
 export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 4, baseDelayMs: 500, maxDelayMs: 30_000 };
 
 export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: number): TurnSettings {
@@ -109,6 +127,7 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
     contextWindow,
     reserveOutputTokens,
     fallbackThreshold: 0.75,
+    backgroundThreshold: backgroundThresholdFor(0.75),
     reminder: DEFAULT_REMINDER_CONFIG,
     hybridRecent: 10,
     recentTurns: 3,

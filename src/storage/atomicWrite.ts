@@ -4,13 +4,14 @@
  * caller's `tmpDir` (a session keeps its own .tmp/, outside working-memory/, so no name
  * the model chooses is ever one of ours) or else beside the file; either way on the same
  * filesystem, so the rename is atomic.
- * Synchronous on purpose: for files of a few KB it is faster than the async path
- * (0.4 ms vs 0.7 ms measured, see NOTES.md).
+ * The metadata calls (open, rename) stay on the event loop: they change cached entries and
+ * take microseconds; the write and the syncs, which can wait for the disk, go through DiskIO.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, renameSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { storageError } from '../errors/storageError.js';
+import type { DiskIO } from './diskIO.js';
 
 export const FILE_MODE = 0o600;
 export const DIR_MODE = 0o700;
@@ -18,11 +19,16 @@ export const DIR_MODE = 0o700;
 export const TEMP_DIR = '.tmp';
 
 /**
- * `durable: false` keeps the atomic replace but skips the fsyncs: for files that can be
- * rebuilt from others (meta.json from the log), a crash may leave the previous version,
+ * Replace `path` with `data`, the write and its syncs through `io` (off the event loop on a
+ * disk). `durable: false` keeps the atomic replace but skips the syncs: for files that can
+ * be rebuilt from others (meta.json from the log), a crash may leave the previous version,
  * never a torn one.
  */
-export function writeFileAtomic(path: string, data: string | Uint8Array, options: { durable?: boolean; tmpDir?: string } = {}): void {
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  options: { io: DiskIO; durable?: boolean; tmpDir?: string },
+): Promise<void> {
   const durable = options.durable !== false;
   const dir = dirname(path);
   const tmp = join(options.tmpDir ?? dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
@@ -34,8 +40,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
   }
   try {
     try {
-      writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
-      if (durable) fsyncSync(fd);
+      await options.io.write(fd, typeof data === 'string' ? Buffer.from(data) : data, durable ? { sync: 'all' } : {});
     } finally {
       closeSync(fd);
     }
@@ -48,7 +53,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
     }
     throw storageError(error, shortPath(path));
   }
-  if (durable) syncDir(dir);
+  if (durable) await syncDir(dir, options.io);
 }
 
 function openTmp(tmp: string, tmpDir: string | undefined): number {
@@ -68,15 +73,19 @@ function shortPath(path: string): string {
   return at >= 0 ? parts.slice(at).join('/') : parts.slice(-1)[0]!;
 }
 
-/** fsync a directory so a rename or a new entry survives a crash. */
-export function syncDir(dir: string): void {
-  let fd: number | undefined;
+/** fsync a directory through `io`, so that a rename or a new entry survives a crash. */
+async function syncDir(dir: string, io: DiskIO): Promise<void> {
+  let fd: number;
   try {
     fd = openSync(dir, 'r');
-    fsyncSync(fd);
+  } catch {
+    return;
+  }
+  try {
+    await io.sync(fd, 'all');
   } catch {
     // Some filesystems refuse fsync on directories; the rename is still atomic there.
   } finally {
-    if (fd !== undefined) closeSync(fd);
+    closeSync(fd);
   }
 }

@@ -2,12 +2,13 @@
  * A session's working-memory/ on disk, as the port's MemoryFiles: every path confined by
  * sandboxPath (no `..`, no links, no hard-linked aliases), reads through a descriptor
  * verified to be inside, writes atomic with their folder pinned and their temporary file
- * in the session's .tmp/. Synchronous underneath (small files: faster than the async
- * path, see atomicWrite.ts); the methods return promises because the port is async.
+ * in the session's .tmp/. Reads and lookups are synchronous underneath (small files in
+ * the page cache); writes and their syncs go through DiskIO (atomicWrite.ts).
  */
 import { closeSync, lstatSync, mkdirSync, readdirSync, readSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DIR_MODE } from './atomicWrite.js';
+import type { DiskIO } from './diskIO.js';
 import {
   openInside,
   PathRefusedError,
@@ -27,6 +28,8 @@ export class FileMemoryFiles implements MemoryFiles {
     readonly location: string,
     /** Where atomic writes put their temporary files (the session's .tmp/). */
     private readonly tmpDir: string,
+    /** How writes reach the disk (diskIO.ts). */
+    private readonly io: DiskIO,
   ) {}
 
   /** Make working-memory/, detail/ and archive/, keeping whatever is there. */
@@ -44,7 +47,7 @@ export class FileMemoryFiles implements MemoryFiles {
 
   async write(path: string, content: string): Promise<{ created: boolean }> {
     const resolved = this.writable(path);
-    writeInside(this.location, resolved, path, content, { tmpDir: this.tmpDir });
+    await writeInside(this.location, resolved, path, content, { tmpDir: this.tmpDir, io: this.io });
     return { created: resolved.stat === null };
   }
 
@@ -55,7 +58,7 @@ export class FileMemoryFiles implements MemoryFiles {
       requireRegularFile(resolved, path);
       text = `${this.readResolved(resolved, path, { maxBytes: Number.MAX_SAFE_INTEGER }).trimEnd()}\n\n---\n\n${section}`;
     }
-    writeInside(this.location, resolved, path, text, { tmpDir: this.tmpDir });
+    await writeInside(this.location, resolved, path, text, { tmpDir: this.tmpDir, io: this.io });
     return { created: resolved.stat === null, bytes: Buffer.byteLength(text) };
   }
 

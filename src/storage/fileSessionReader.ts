@@ -1,6 +1,6 @@
 /**
  * A session's directory read without its lock (SessionStore.read for the filesystem
- * store): meta.json parsed as it is (never moved aside), messages.jsonl through readLog,
+ * store): meta.json parsed as it is (never moved aside), messages.jsonl through readLogFile,
  * working-memory/ through FileMemoryFiles' reading methods, trace.jsonl split in lines.
  * Every file is replaced atomically or appended to by the writer, so a read sees whole files.
  */
@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TEMP_DIR } from './atomicWrite.js';
 import { FileMemoryFiles } from './fileMemoryFiles.js';
-import { readLog } from './messageLog.js';
+import { readLogFile } from './messageLog.js';
+import { inlineDiskIO } from './diskIO.js';
 import { firstLine, SessionMetaSchema } from './sessionMeta.js';
 import { SESSION_FILES } from './sessionPaths.js';
 import type { LogRead, MemoryReader, MetaRead, SessionReader } from './sessionStore.js';
@@ -21,7 +22,8 @@ export class FileSessionReader implements SessionReader {
     /** The session's directory. */
     readonly location: string,
   ) {
-    this.memory = new FileMemoryFiles(join(location, SESSION_FILES.workingMemory), join(location, TEMP_DIR));
+    // A reader writes nothing: its IO is never used.
+    this.memory = new FileMemoryFiles(join(location, SESSION_FILES.workingMemory), join(location, TEMP_DIR), inlineDiskIO());
   }
 
   async readMeta(): Promise<MetaRead> {
@@ -33,7 +35,7 @@ export class FileSessionReader implements SessionReader {
   }
 
   async readLog(): Promise<LogRead> {
-    const { entries, damage } = readLog(join(this.location, SESSION_FILES.messages));
+    const { entries, damage } = await readLogFile(join(this.location, SESSION_FILES.messages));
     return { entries, damage };
   }
 

@@ -1,15 +1,18 @@
 /**
  * One session's directory, open under its lock, as the port's SessionStorage:
- * messages.jsonl through MessageLog, meta.json and damage.json written atomically (their
+ * messages.jsonl through LogAppender, meta.json and damage.json written atomically (their
  * temporary files in .tmp/), working-memory/ through FileMemoryFiles, and session.lock
- * (SessionLock, with its heartbeat) as the lease, trace.jsonl beside them (FileTraceWriter).
+ * (SessionLock, with its heartbeat) as the lease, trace.jsonl beside them (FileTraceWriter);
+ * every write and sync through the store's DiskIO (off the event loop on a disk).
  */
 import { readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { TEMP_DIR, writeFileAtomic } from './atomicWrite.js';
 import { FileMemoryFiles } from './fileMemoryFiles.js';
 import { FileTraceWriter } from './fileTraceWriter.js';
-import { MessageLog, readLog, type LoadedLog, type NewEntry } from './messageLog.js';
+import { LogAppender } from './logAppender.js';
+import { readLogFile, type LoadedLog, type NewEntry } from './messageLog.js';
+import type { DiskIO } from './diskIO.js';
 import { firstLine, SessionMetaSchema, type SessionMeta } from './sessionMeta.js';
 import { SESSION_FILES } from './sessionPaths.js';
 import type { SessionLock } from './sessionLock.js';
@@ -26,27 +29,41 @@ export class FileSessionStorage implements SessionStorage {
   readonly openNotes: readonly string[];
   private closed = false;
 
-  /** Open the directory `dir` of session `id`, whose lock the caller has just taken and hands over. */
-  constructor(
+  /**
+   * Open the directory `location` of session `id`, whose lock the caller has just taken and
+   * hands over: its log read (off the event loop) and opened for appending.
+   */
+  static async open(
+    id: string,
+    location: string,
+    lock: SessionLock,
+    options: { redact?: Redact; now?: () => number; fresh?: boolean; io: DiskIO },
+  ): Promise<FileSessionStorage> {
+    const loaded = options.fresh ? { entries: [], damage: [], tornTail: false } : await readLogFile(join(location, SESSION_FILES.messages));
+    return new FileSessionStorage(id, location, lock, loaded, options);
+  }
+
+  private constructor(
     readonly id: string,
     readonly location: string,
     private readonly lock: SessionLock,
-    options: { redact?: Redact; now?: () => number; fresh?: boolean },
+    loaded: LoadedLog,
+    options: { redact?: Redact; now?: () => number; fresh?: boolean; io: DiskIO },
   ) {
     this.redact = options.redact ?? noRedaction;
     this.now = options.now ?? Date.now;
-    this.memory = new FileMemoryFiles(join(location, SESSION_FILES.workingMemory), this.tmpDir);
+    this.io = options.io;
+    this.memory = new FileMemoryFiles(join(location, SESSION_FILES.workingMemory), this.tmpDir, this.io);
     // We hold the lock: temporary files are left from writes a crash interrupted.
     const leftovers = options.fresh ? 0 : removeTempFiles(location);
     this.openNotes = leftovers
       ? [`removed ${leftovers} temporary file(s) of writes interrupted by a crash (the files they were replacing are intact)`]
       : [];
     this.memory.layout();
-    this.trace = new FileTraceWriter(join(location, SESSION_FILES.trace));
-    const loaded = options.fresh ? { entries: [], damage: [], tornTail: false } : readLog(join(location, SESSION_FILES.messages));
+    this.trace = new FileTraceWriter(join(location, SESSION_FILES.trace), this.io);
     this.log = new FileSessionLog(
       id,
-      new MessageLog(join(location, SESSION_FILES.messages), lastSeqOf(loaded), loaded.tornTail, this.now, this.redact),
+      new LogAppender(join(location, SESSION_FILES.messages), lastSeqOf(loaded), loaded.tornTail, this.io, this.now, this.redact),
       loaded,
     );
     this.lease = {
@@ -59,6 +76,7 @@ export class FileSessionStorage implements SessionStorage {
     };
   }
 
+  private readonly io: DiskIO;
   private readonly redact: Redact;
   private readonly now: () => number;
 
@@ -84,7 +102,7 @@ export class FileSessionStorage implements SessionStorage {
   }
 
   async writeMeta(meta: SessionMeta, options: { durable?: boolean } = {}): Promise<void> {
-    writeMetaFile(this.location, meta, this.redact, options.durable !== false);
+    await writeMetaFile(this.location, meta, this.redact, options.durable !== false, this.io);
   }
 
   /** Files first (each atomic and durable), then the entry, synced: see SessionStorage.commit. */
@@ -103,15 +121,18 @@ export class FileSessionStorage implements SessionStorage {
 
   async writeDamage(report: DamageReport): Promise<void> {
     const body = { checkedAt: report.checkedAt, lines: report.lines, ...(report.repairs.length ? { repairs: report.repairs } : {}) };
-    writeFileAtomic(join(this.location, SESSION_FILES.damage), `${JSON.stringify(body, null, 2)}\n`, { tmpDir: this.tmpDir });
+    await writeFileAtomic(join(this.location, SESSION_FILES.damage), `${JSON.stringify(body, null, 2)}\n`, {
+      tmpDir: this.tmpDir,
+      io: this.io,
+    });
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     try {
-      this.trace.close();
-      this.log.close();
+      await this.trace.close();
+      await this.log.close();
     } finally {
       this.lock.release();
     }
@@ -119,10 +140,11 @@ export class FileSessionStorage implements SessionStorage {
 }
 
 /** meta.json, replaced atomically; `durable: false` skips the fsyncs (it is rebuilt from the log). */
-export function writeMetaFile(dir: string, meta: SessionMeta, redact: Redact, durable: boolean): void {
-  writeFileAtomic(join(dir, SESSION_FILES.meta), redact(`${JSON.stringify(meta, null, 2)}\n`), {
+export function writeMetaFile(dir: string, meta: SessionMeta, redact: Redact, durable: boolean, io: DiskIO): Promise<void> {
+  return writeFileAtomic(join(dir, SESSION_FILES.meta), redact(`${JSON.stringify(meta, null, 2)}\n`), {
     durable,
     tmpDir: join(dir, TEMP_DIR),
+    io,
   });
 }
 
@@ -132,7 +154,7 @@ class FileSessionLog implements SessionLog {
 
   constructor(
     private readonly id: string,
-    private readonly file: MessageLog,
+    private readonly file: LogAppender,
     loaded: LoadedLog,
   ) {
     this.loaded = loaded;
@@ -143,27 +165,39 @@ class FileSessionLog implements SessionLog {
   }
 
   async read(): Promise<LogRead> {
-    const loaded = this.loaded ?? readLog(this.file.path);
+    const loaded = this.loaded ?? (await readLogFile(this.file.path));
     this.loaded = null;
     return { entries: loaded.entries, damage: loaded.damage };
   }
 
   async append<E extends NewEntry>(entry: E, options: { expectedSeq: number; sync: boolean }): Promise<E & { seq: number; ts: number }> {
-    if (options.expectedSeq !== this.file.nextSeq) throw new SequenceConflictError(this.id, options.expectedSeq, this.file.nextSeq);
-    this.loaded = null;
-    return this.file.append(entry, { sync: options.sync });
+    // Checked when the append's turn comes: appends asked for at once each name their own seq.
+    return this.appendAll([entry], options).then((written) => written[0]!);
   }
 
-  async sync(): Promise<void> {
-    this.file.sync();
+  appendAll<E extends NewEntry>(
+    entries: readonly E[],
+    options: { expectedSeq: number; sync: boolean },
+  ): Promise<(E & { seq: number; ts: number })[]> {
+    this.loaded = null;
+    return this.file.appendAll(entries, {
+      sync: options.sync,
+      check: (seq) => {
+        if (options.expectedSeq !== seq) throw new SequenceConflictError(this.id, options.expectedSeq, seq);
+      },
+    });
+  }
+
+  sync(): Promise<void> {
+    return this.file.sync();
   }
 
   get syncs(): number {
     return this.file.syncs;
   }
 
-  close(): void {
-    this.file.close();
+  close(): Promise<void> {
+    return this.file.close();
   }
 }
 

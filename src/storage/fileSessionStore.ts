@@ -7,6 +7,7 @@
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DIR_MODE } from './atomicWrite.js';
+import { diskIOFor, type DiskIO } from './diskIO.js';
 import { FileSessionReader } from './fileSessionReader.js';
 import { FileSessionStorage, writeMetaFile } from './fileSessionStorage.js';
 import { SESSION_FILES, SESSION_ID, sessionDir, sessionsRoot } from './sessionPaths.js';
@@ -19,17 +20,25 @@ export interface FileStoreOptions {
   home: string;
   /** The lock's heartbeat and staleness (tests shorten them). */
   lockTiming?: Partial<LockTiming>;
+  /** How writes and syncs reach the disk; default by the file system (diskIO.ts). */
+  diskIO?: DiskIO;
 }
 
 export function fileSessionStore(options: FileStoreOptions): SessionStore {
-  return new FileSessionStore(options.home, options.lockTiming ?? {});
+  return new FileSessionStore(options.home, options.lockTiming ?? {}, options.diskIO ?? null);
 }
 
 class FileSessionStore implements SessionStore {
   constructor(
     private readonly home: string,
     private readonly lockTiming: Partial<LockTiming>,
+    private readonly io: DiskIO | null,
   ) {}
+
+  /** The IO for a session's directory: the store's, or the one its file system calls for. */
+  private ioFor(dir: string): DiskIO {
+    return this.io ?? diskIOFor(dir);
+  }
 
   get location(): string {
     return sessionsRoot(this.home);
@@ -43,9 +52,10 @@ class FileSessionStore implements SessionStore {
     mkdirSync(dir, { recursive: true, mode: DIR_MODE });
     chmodSync(dir, DIR_MODE);
     const lock = SessionLock.acquire(dir, this.lockTiming);
-    return holding(lock, () => {
-      const storage = new FileSessionStorage(id, dir, lock, { ...options, fresh: true });
-      writeMetaFile(dir, options.meta, options.redact ?? ((text) => text), true);
+    const io = this.ioFor(dir);
+    return holding(lock, async () => {
+      const storage = await FileSessionStorage.open(id, dir, lock, { ...options, fresh: true, io });
+      await writeMetaFile(dir, options.meta, options.redact ?? ((text) => text), true, io);
       return storage;
     });
   }
@@ -53,7 +63,7 @@ class FileSessionStore implements SessionStore {
   async open(id: string, options: OpenOptions = {}): Promise<FileSessionStorage> {
     const dir = this.dirOf(id);
     const lock = SessionLock.acquire(dir, this.lockTiming);
-    return holding(lock, () => new FileSessionStorage(id, dir, lock, options));
+    return holding(lock, () => FileSessionStorage.open(id, dir, lock, { ...options, io: this.ioFor(dir) }));
   }
 
   async read(id: string): Promise<FileSessionReader> {
@@ -129,9 +139,9 @@ class FileSessionStore implements SessionStore {
 }
 
 /** Run `open` holding `lock`; release it if opening fails. */
-function holding<T>(lock: SessionLock, open: () => T): T {
+async function holding<T>(lock: SessionLock, open: () => Promise<T>): Promise<T> {
   try {
-    return open();
+    return await open();
   } catch (error) {
     lock.release();
     throw error;

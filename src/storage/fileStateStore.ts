@@ -23,6 +23,7 @@ import { mkdirSync, readdirSync, readFileSync, statSync, unlinkSync } from 'node
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { DIR_MODE, TEMP_DIR, writeFileAtomic } from './atomicWrite.js';
+import { diskIOFor, type DiskIO } from './diskIO.js';
 import type { StateStore } from './stateStore.js';
 import { storageError } from '../errors/storageError.js';
 
@@ -44,6 +45,8 @@ export function fileStateStore(dir: string, options: FileStateStoreOptions = {})
   const report = options.report ?? ((message: string) => process.emitWarning(`workmem: ${message}`));
   const tmpDir = join(dir, TEMP_DIR);
   let swept = false;
+  /** How writes reach the disk, known once the folder exists (diskIO.ts). */
+  let io: DiskIO | null = null;
 
   /** The stored value, or undefined when missing; a damaged file is reported and treated as missing. */
   const read = (name: string, key?: string): { key: string; value: unknown } | undefined => {
@@ -86,7 +89,8 @@ export function fileStateStore(dir: string, options: FileStateStoreOptions = {})
         sweepStale(tmpDir);
       }
       const durable = !REBUILDABLE.some((p) => key.startsWith(p));
-      writeFileAtomic(join(dir, fileName(key)), JSON.stringify({ key, value }), { durable, tmpDir });
+      io ??= diskIOFor(dir);
+      await writeFileAtomic(join(dir, fileName(key)), JSON.stringify({ key, value }), { durable, tmpDir, io });
     },
     delete: async (key) => {
       try {

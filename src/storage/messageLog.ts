@@ -4,11 +4,11 @@
  * changes and memory updates. Lines are never rewritten. A damaged line (corrupt JSON,
  * a torn last line after a crash) is reported and skipped; the rest loads.
  */
-import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import type { CompactionReason } from '../events.js';
 import type { ChatMessage, ToolMessage } from '../history/messages.js';
-import { FILE_MODE } from './atomicWrite.js';
-import { storageError } from '../errors/storageError.js';
+import { yieldIfBusy } from '../runtime/fairYield.js';
 
 export interface MessageEntry {
   type: 'message';
@@ -21,6 +21,8 @@ export interface MessageEntry {
   stop?: 'aborted';
   /** A user message the host pinned (the task, rules): no compaction ever replaces it. */
   pinned?: true;
+  /** A host's tool result: the fingerprint of its text as the host sent it (the message keeps it capped), to know the host's copy by. */
+  print?: string;
 }
 
 export interface CompactionEntry {
@@ -113,26 +115,57 @@ export function readLog(path: string): LoadedLog {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], damage: [], tornTail: false };
     throw error;
   }
-  const entries: LogEntry[] = [];
-  const damage: Damage[] = [];
-  let offset = 0;
-  let line = 0;
-  const tornTail = text.length > 0 && !text.endsWith('\n');
-  while (offset < text.length) {
-    line++;
-    let end = text.indexOf('\n', offset);
-    if (end < 0) end = text.length;
-    const raw = text.slice(offset, end);
-    if (raw.trim().length > 0) {
-      const isLast = end === text.length;
-      const reason = parseLine(raw, entries);
-      if (reason) {
-        damage.push({ line, offset, reason: isLast && tornTail ? `truncated last line (${reason})` : reason, raw });
-      }
-    }
-    offset = end + 1;
+  const parser = new LogParser(text);
+  while (!parser.step(Infinity));
+  return parser.loaded;
+}
+
+/** readLog without holding the event loop: read off it, parsed a slice at a time (a long log is tens of ms of JSON.parse). */
+export async function readLogFile(path: string): Promise<LoadedLog> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], damage: [], tornTail: false };
+    throw error;
   }
-  return { entries, damage, tornTail };
+  const parser = new LogParser(text);
+  while (!parser.step(PARSED_PER_SLICE)) await yieldIfBusy();
+  return parser.loaded;
+}
+
+/** Lines parsed between two looks at the loop (a line is a few µs). */
+const PARSED_PER_SLICE = 200;
+
+class LogParser {
+  readonly loaded: LoadedLog;
+  private offset = 0;
+  private line = 0;
+
+  constructor(private readonly text: string) {
+    this.loaded = { entries: [], damage: [], tornTail: text.length > 0 && !text.endsWith('\n') };
+  }
+
+  /** Parse up to `lines` more lines; true when the text is done. */
+  step(lines: number): boolean {
+    const { text, loaded } = this;
+    for (let n = 0; n < lines && this.offset < text.length; n++) {
+      this.line++;
+      let end = text.indexOf('\n', this.offset);
+      if (end < 0) end = text.length;
+      const raw = text.slice(this.offset, end);
+      if (raw.trim().length > 0) {
+        const isLast = end === text.length;
+        const reason = parseLine(raw, loaded.entries);
+        if (reason) {
+          const torn = isLast && loaded.tornTail;
+          loaded.damage.push({ line: this.line, offset: this.offset, reason: torn ? `truncated last line (${reason})` : reason, raw });
+        }
+      }
+      this.offset = end + 1;
+    }
+    return this.offset >= text.length;
+  }
 }
 
 function parseLine(raw: string, into: LogEntry[]): string | null {
@@ -220,76 +253,5 @@ function checkMessage(value: unknown): string | null {
       return typeof m.content === 'string' && typeof m.tool_call_id === 'string' ? null : 'malformed tool result';
     default:
       return `unknown role ${JSON.stringify(m.role)}`;
-  }
-}
-
-/** An open log for appending, one line per entry, written with one write call. */
-export class MessageLog {
-  private fd: number;
-  private size: number;
-  private next: number;
-  private needsNewline: boolean;
-  /** Written since the last fdatasync: sync() has something to make durable. */
-  private unsynced = false;
-  /** fdatasync calls so far (the bench counts them per turn). */
-  syncs = 0;
-
-  constructor(
-    readonly path: string,
-    lastSeq: number,
-    tornTail: boolean,
-    private readonly now: () => number = Date.now,
-    private readonly redact: (line: string) => string = (line) => line,
-  ) {
-    this.fd = openSync(path, 'a', FILE_MODE);
-    this.size = fstatSync(this.fd).size;
-    this.next = lastSeq + 1;
-    // A torn last line stays where it is (we never rewrite); the next entry starts on a fresh line.
-    this.needsNewline = tornTail;
-  }
-
-  append<E extends NewEntry>(entry: E, options: { sync: boolean }): E & { seq: number; ts: number } {
-    const full = { seq: this.next, ts: this.now(), ...entry } as E & { seq: number; ts: number };
-    const line = this.redact(`${this.needsNewline ? '\n' : ''}${JSON.stringify(full)}\n`);
-    const bytes = Buffer.from(line);
-    try {
-      let written = 0;
-      while (written < bytes.length) written += writeSync(this.fd, bytes, written);
-      this.unsynced = true;
-      if (options.sync) this.sync();
-    } catch (error) {
-      this.undoPartialWrite();
-      throw storageError(error, 'messages.jsonl');
-    }
-    this.size += bytes.length;
-    this.needsNewline = false;
-    this.next++;
-    return full;
-  }
-
-  /** The seq the next append gets. */
-  get nextSeq(): number {
-    return this.next;
-  }
-
-  /** Make everything appended so far durable; nothing to do when the last append was synced already. */
-  sync(): void {
-    if (!this.unsynced) return;
-    fdatasyncSync(this.fd);
-    this.syncs++;
-    this.unsynced = false;
-  }
-
-  close(): void {
-    closeSync(this.fd);
-  }
-
-  /** A failed append (disk full) must not leave half a line that the next append would extend. */
-  private undoPartialWrite(): void {
-    try {
-      ftruncateSync(this.fd, this.size);
-    } catch {
-      this.needsNewline = true;
-    }
   }
 }

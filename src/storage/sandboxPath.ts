@@ -8,6 +8,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, rea
 import { basename, dirname, join, sep } from 'node:path';
 import { PathRefusedError } from '../errors/pathRefused.js';
 import { writeFileAtomic } from './atomicWrite.js';
+import type { DiskIO } from './diskIO.js';
 
 export { PathRefusedError };
 
@@ -132,7 +133,13 @@ export function openInside(root: string, resolved: ResolvedPath, input: string):
  * rename goes through /proc/self/fd/<fd>, which names that very folder whatever is swapped
  * into its path meanwhile. Without /proc (not Linux) the write takes the plain path.
  */
-export function writeInside(root: string, resolved: ResolvedPath, input: string, data: string, options: { tmpDir?: string }): void {
+export async function writeInside(
+  root: string,
+  resolved: ResolvedPath,
+  input: string,
+  data: string,
+  options: { io: DiskIO; tmpDir?: string },
+): Promise<void> {
   let fd: number;
   try {
     fd = openSync(dirname(resolved.abs), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
@@ -146,13 +153,13 @@ export function writeInside(root: string, resolved: ResolvedPath, input: string,
     try {
       real = readlinkSync(`/proc/self/fd/${fd}`);
     } catch {
-      return writeFileAtomic(resolved.abs, data, options);
+      return await writeFileAtomic(resolved.abs, data, options);
     }
     const realRoot = realpathSync(root);
     if (real !== realRoot && !real.startsWith(realRoot + sep)) {
       throw new PathRefusedError(`path ${show(input)} led outside working-memory/ while it was written; refused`);
     }
-    writeFileAtomic(join(`/proc/self/fd/${fd}`, basename(resolved.abs)), data, options);
+    await writeFileAtomic(join(`/proc/self/fd/${fd}`, basename(resolved.abs)), data, options);
   } finally {
     closeSync(fd);
   }

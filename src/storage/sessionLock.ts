@@ -16,18 +16,7 @@
  * only then removes it; the lock itself is then created with O_EXCL like any other, so
  * two processes never both hold it.
  */
-import {
-  closeSync,
-  fstatSync,
-  futimesSync,
-  openSync,
-  readFileSync,
-  readlinkSync,
-  readSync,
-  statSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, fstatSync, futimes, openSync, readFileSync, readlinkSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -91,7 +80,7 @@ export class SessionLock {
     readonly path: string,
     /** This holder's identity, written in the lock file. */
     readonly nonce: string,
-    private fd: number | null,
+    private heart: Heartbeat | null,
     private readonly heartbeat: NodeJS.Timeout,
   ) {}
 
@@ -112,9 +101,10 @@ export class SessionLock {
           process.once('exit', releaseAllHeld);
         }
         // The heartbeat touches the file we created, by descriptor: never a lock that replaced ours.
-        const timer = setInterval(() => renew(fd), heartbeatMs);
+        const heart = new Heartbeat(fd);
+        const timer = setInterval(() => heart.beat(), heartbeatMs);
         timer.unref();
-        return new SessionLock(path, record.nonce, fd, timer);
+        return new SessionLock(path, record.nonce, heart, timer);
       }
       const seen = inspect(path);
       if (!seen) continue; // released meanwhile
@@ -147,19 +137,17 @@ export class SessionLock {
 
   /** Renew the heartbeat now; false when the lock file is no longer ours (released, or taken over as stale). */
   renew(): boolean {
-    if (this.fd === null || held.get(this.path) !== this.nonce) return false;
+    if (this.heart === null || held.get(this.path) !== this.nonce) return false;
     if (inspect(this.path)?.record?.nonce !== this.nonce) return false;
-    renew(this.fd);
+    this.heart.beat();
     return true;
   }
 
   /** Remove the lock if it is still ours. */
   release(): void {
     clearInterval(this.heartbeat);
-    if (this.fd !== null) {
-      closeQuietly(this.fd);
-      this.fd = null;
-    }
+    this.heart?.stop();
+    this.heart = null;
     if (held.get(this.path) !== this.nonce) return;
     held.delete(this.path);
     if (inspect(this.path)?.record?.nonce === this.nonce) unlinkQuietly(this.path);
@@ -184,12 +172,31 @@ function tryCreate(path: string, record: LockRecord): number | null {
   return fd;
 }
 
-function renew(fd: number): void {
-  const now = new Date();
-  try {
-    futimesSync(fd, now, now);
-  } catch {
-    /* a full or read-only disk: the next beat tries again; meanwhile the lock ages */
+/**
+ * A held lock's heartbeat: its mtime touched by descriptor, off the event loop (a thousand
+ * open sessions beat 500 times a second). The descriptor is closed only once no touch is in
+ * flight: its number, reused meanwhile, would name another file.
+ */
+class Heartbeat {
+  private touching = false;
+  private stopped = false;
+
+  constructor(private readonly fd: number) {}
+
+  beat(): void {
+    if (this.touching || this.stopped) return;
+    this.touching = true;
+    const now = new Date();
+    futimes(this.fd, now, now, () => {
+      // A full or read-only disk: the next beat tries again; meanwhile the lock ages.
+      this.touching = false;
+      if (this.stopped) closeQuietly(this.fd);
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (!this.touching) closeQuietly(this.fd);
   }
 }
 

@@ -178,6 +178,15 @@ export interface SessionLog {
    * the promise resolves.
    */
   append<E extends NewEntry>(entry: E, options: { expectedSeq: number; sync: boolean }): Promise<E & { seq: number; ts: number }>;
+  /**
+   * Append `entries` in order, as append() would one after another from `expectedSeq` on,
+   * but together: the file store writes them in one write and syncs once. Optional: without
+   * it they are appended one at a time.
+   */
+  appendAll?<E extends NewEntry>(
+    entries: readonly E[],
+    options: { expectedSeq: number; sync: boolean },
+  ): Promise<(E & { seq: number; ts: number })[]>;
   /** Make every entry appended so far durable. */
   sync(): Promise<void>;
   /** Durable flushes made so far (fdatasync, for files), where the store counts them. */

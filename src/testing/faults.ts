@@ -28,8 +28,12 @@ export type Fault =
   | { type: 'corrupt'; seed: number }
   /** Text deltas (`text`, default "all work and no play ") forever, as fast as the client reads, until it hangs up. */
   | { type: 'endless'; text?: string }
-  /** After the role chunk, keep-alive chunks (`choices: []`) every `everyMs` and nothing else, until the client hangs up. */
-  | { type: 'keepalive'; everyMs: number }
+  /**
+   * After the role chunk, keep-alives every `everyMs` and nothing else, until the client hangs
+   * up: chunks with no choice (`choices: []`, the default), chunks whose delta is empty
+   * (`as: 'delta'`), or SSE comments (`as: 'comment'`, `: ping`).
+   */
+  | { type: 'keepalive'; everyMs: number; as?: 'empty' | 'delta' | 'comment' }
   /** The answer through its finish chunk, then that finish chunk alone (`delta: {}`) every `everyMs`, no usage, no [DONE], until the client hangs up. */
   | { type: 'finish_flood'; everyMs: number }
   /** After the role chunk, `chunks` reasoning deltas (`reasoning_content`) `everyMs` apart, then the answer. */

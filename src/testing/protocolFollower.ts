@@ -11,7 +11,12 @@
  * - It calls compact_history (when offered) at the compression guide's thresholds, and
  *   with `compactsEvery` every few turns besides.
  * - "Use the <name> tool with <input>." (or "请用 <name> 工具查看<input>。") calls that tool
- *   with { input }, when it is offered.
+ *   with { input } (with <input> itself when it is a JSON object), when it is offered;
+ *   several such sentences in one message are several calls in one answer (parallel calls).
+ * - Asked for structured output (`response_format`), it answers in it: a JSON object whose
+ *   first string property holds its answer.
+ * - workmem's tools are found as the prompt names them: under their own names, or prefixed
+ *   (`workmem_write`) when the client's tools have those names (docs/proxy.md, "Tools").
  * - Asked for a summary (by workmem's summarizer), it lists the facts it can see (with
  *   `summaries: 'no-facts'`, none of them).
  * - With `recall` it forgets as models do in long contexts: each fact it would use from
@@ -106,22 +111,25 @@ export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy 
     const writeMemory = () => {
       for (const fact of seen) known.set(fact.key, fact);
       return {
-        name: 'write',
+        name: view.write!,
         arguments: JSON.stringify({ path: 'working-memory/overview.md', content: renderMemory(view.userText, [...known.values()]) }),
       };
     };
     const calls: NonNullable<PolicyReply['toolCalls']> = [];
     // A write it means to make, unless this one is dropped (the same request, the same choice).
-    const writes = () => view.tools.has('write') && random(seed + 1, view.userText + request.messages.length) >= dropsWrites;
+    const writes = () => view.write !== null && random(seed + 1, view.userText + request.messages.length) >= dropsWrites;
     if (last.role === 'user') {
       const due = every !== undefined && random(seed + 2, view.userText) < 1 / every;
-      const compaction = view.tools.has('compact_history') ? ((compacts ? compactionFor(view) : null) ?? (due ? EAGER : null)) : null;
+      const compactTool = ownTool(view.tools, 'compact_history');
+      const compaction = compactTool ? ((compacts ? compactionFor(view) : null) ?? (due ? EAGER : null)) : null;
       const record = stated.length > 0 && random(seed, view.userText) >= forgetfulness;
       // Before compacting, it writes down what it still needs: the compacted part leaves its sight.
       if ((view.reminded || record || (compaction && missing)) && writes()) calls.push(writeMemory());
-      if (compaction) calls.push({ name: 'compact_history', arguments: JSON.stringify(compaction) });
-      const asked = TOOL_REQUEST.exec(view.userText) ?? ZH_TOOL_REQUEST.exec(view.userText);
-      if (asked && view.tools.has(asked[1]!)) calls.push({ name: asked[1]!, arguments: JSON.stringify({ input: asked[2] ?? '' }) });
+      if (compaction) calls.push({ name: compactTool!, arguments: JSON.stringify(compaction) });
+      for (const sentence of view.userText.split(/(?<=[.!。！])\s*(?=use the |请用)/i)) {
+        const asked = TOOL_REQUEST.exec(sentence.trim()) ?? ZH_TOOL_REQUEST.exec(sentence.trim());
+        if (asked && view.tools.has(asked[1]!)) calls.push({ name: asked[1]!, arguments: argumentsOf(asked[2] ?? '') });
+      }
     } else if (view.reminded && !view.wroteThisTurn && writes()) {
       // A reminder is heeded at once, also in the middle of a turn.
       calls.push(writeMemory());
@@ -131,17 +139,22 @@ export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy 
         toolCalls: calls.map((c, i) => ({ ...c, id: `call_${hash(view.userText + i + request.messages.length).toString(36)}_${i}` })),
       };
     return {
-      content: answer({
-        ...view,
-        visibleFacts: recalled(view.visibleFacts, `answer ${view.userText}`),
-        memoryFacts: recalled(view.memoryFacts, `memory ${view.userText}`),
-      }),
+      content: structured(
+        request,
+        answer({
+          ...view,
+          visibleFacts: recalled(view.visibleFacts, `answer ${view.userText}`),
+          memoryFacts: recalled(view.memoryFacts, `memory ${view.userText}`),
+        }),
+      ),
     };
   };
 }
 
 interface RequestView {
   userText: string;
+  /** workmem's write tool as sent, when offered. */
+  write: string | null;
   memoryFacts: Fact[];
   visibleFacts: Fact[];
   reminded: boolean;
@@ -171,6 +184,8 @@ function readRequest(request: ChatRequest, positions: Positions | null): Request
   } catch {
     percent = 0;
   }
+  const tools = new Set((request.tools ?? []).map((t) => t.function.name));
+  const write = ownTool(tools, 'write');
   const lastUser = users.at(-1);
   // Where a fact stands, for recall; the message being answered is always read.
   const placed = (facts: Fact[], index: number, content: string): Fact[] =>
@@ -178,6 +193,7 @@ function readRequest(request: ChatRequest, positions: Positions | null): Request
   const memoryText = messages[memoryAt]?.content ?? '';
   return {
     userText: strip(lastUser?.m.content ?? ''),
+    write,
     memoryFacts: placed(memoryFacts(memory), memoryAt, memoryText).map((f) =>
       // A fact only in the tail's update stands at the end.
       memoryText.includes(f.value) || !positions ? f : { ...f, after: 0 },
@@ -188,7 +204,7 @@ function readRequest(request: ChatRequest, positions: Positions | null): Request
     ],
     reminded: tail.includes('<memory_reminder'),
     percent,
-    tools: new Set((request.tools ?? []).map((t) => t.function.name)),
+    tools,
     largeToolOutputs: messages.filter(
       (m) => m.role === 'tool' && withoutHead(m.content).length > 2000 && !withoutHead(m.content).startsWith('[Tool output moved'),
     ).length,
@@ -197,15 +213,70 @@ function readRequest(request: ChatRequest, positions: Positions | null): Request
       .some(
         (m) =>
           m.role === 'assistant' &&
-          (m.tool_calls ?? []).some((c) => c.function.name === 'write' && c.function.arguments.includes('overview.md')),
+          (m.tool_calls ?? []).some((c) => c.function.name === write && c.function.arguments.includes('overview.md')),
       ),
   };
 }
 
+/** workmem's tool `name` as sent: under its own name, or as `workmem_<name>` (repeated) when a client's tool took that name. */
+function ownTool(tools: ReadonlySet<string>, name: string): string | null {
+  let found: string | null = null;
+  for (let sent = name, depth = 0; depth < 4; sent = `workmem_${sent}`, depth++) if (tools.has(sent)) found = sent;
+  return found;
+}
+
+/** A tool's arguments from what the user asked: a JSON object as it is, anything else as { input }. */
+function argumentsOf(input: string): string {
+  const text = input.trim();
+  if (text.startsWith('{')) {
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return JSON.stringify(parsed);
+    } catch {
+      // not JSON: the words themselves
+    }
+  }
+  return JSON.stringify({ input });
+}
+
 function strip(content: string): string {
   const at = content.lastIndexOf(TAIL);
-  return withoutHead(at >= 0 ? content.slice(0, at) : content).trim();
+  const text = withoutHead(at >= 0 ? content.slice(0, at) : content).trim();
+  // A message the client quoted whole ("…", as opencode's run sends one) is read without its quotes.
+  return text.length >= 2 && text.startsWith('"') && text.endsWith('"') ? text.slice(1, -1) : text;
 }
+
+/** An answer in the structured output asked for: its schema's first string property holds the text, the others empty. */
+function structured(request: ChatRequest, text: string): string {
+  const format = request.response_format as { type?: string; json_schema?: { schema?: Schema } } | undefined;
+  if (format?.type === 'json_object') return JSON.stringify({ answer: text });
+  if (format?.type !== 'json_schema') return text;
+  const schema = format.json_schema?.schema ?? {};
+  const out: Record<string, unknown> = {};
+  let placed = false;
+  for (const [key, property] of Object.entries(schema.properties ?? {})) {
+    const type = Array.isArray(property.type) ? property.type[0] : property.type;
+    if (type === 'string' && !placed) {
+      out[key] = text;
+      placed = true;
+    } else
+      out[key] =
+        type === 'string'
+          ? ''
+          : type === 'number' || type === 'integer'
+            ? 0
+            : type === 'boolean'
+              ? false
+              : type === 'array'
+                ? []
+                : type === 'null'
+                  ? null
+                  : {};
+  }
+  return JSON.stringify(out);
+}
+
+type Schema = { properties?: Record<string, { type?: string | string[] }> };
 
 /** The memory block that opens a message, when it does ('' otherwise). */
 function headOf(content: string): string {

@@ -47,16 +47,30 @@ export function wireToolCalls(calls: Completion['toolCalls']) {
   return calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
 }
 
-/** The `choices[0]` of each chunk, as OpenAI streams them. */
-export function streamChunks(completion: Completion, size: number): Record<string, unknown>[] {
-  const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({
+/** Logprobs of a text as OpenAI gives them when asked (`logprobs: true`): each piece a token, with its bytes. */
+export function logprobsOf(pieces: readonly string[]): { content: Record<string, unknown>[]; refusal: null } {
+  return {
+    content: pieces.map((token, i) => ({ token, logprob: -0.01 * (i + 1), bytes: [...Buffer.from(token)], top_logprobs: [] })),
+    refusal: null,
+  };
+}
+
+/** The pieces a text streams in (and its logprobs' tokens). */
+export function textPieces(text: string, size: number): string[] {
+  return pieces(text, size);
+}
+
+/** The `choices[0]` of each chunk, as OpenAI streams them (each text piece with its logprobs when asked for). */
+export function streamChunks(completion: Completion, size: number, withLogprobs = false): Record<string, unknown>[] {
+  const choice = (delta: Record<string, unknown>, finish: string | null = null, logprobs: unknown = null) => ({
     index: 0,
     delta,
-    logprobs: null,
+    logprobs,
     finish_reason: finish,
   });
   const out = [choice({ role: 'assistant', content: completion.toolCalls.length && !completion.content ? null : '', refusal: null })];
-  for (const piece of pieces(completion.content ?? '', size)) out.push(choice({ content: piece }));
+  for (const piece of pieces(completion.content ?? '', size))
+    out.push(choice({ content: piece }, null, withLogprobs ? logprobsOf([piece]) : null));
   completion.toolCalls.forEach((call, index) => {
     out.push(choice({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
     for (const piece of pieces(call.arguments, size)) out.push(choice({ tool_calls: [{ index, function: { arguments: piece } }] }));
@@ -129,7 +143,8 @@ async function writeForever(
   while (!closed() && !res.destroyed) {
     if (fault.type === 'endless') await send({ ...first, choices: [{ ...choice[0], delta: { content: text } }] });
     else {
-      await send({ ...first, choices: [] });
+      if (fault.as === 'comment') res.write(': ping\n\n');
+      else await send(fault.as === 'delta' ? { ...first, choices: [{ ...choice[0], delta: { content: '' } }] } : { ...first, choices: [] });
       await sleep(fault.everyMs);
     }
   }

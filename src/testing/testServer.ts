@@ -11,11 +11,21 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
-import type { ChatRequest, Policy, PolicyReply } from './wire.js';
+import { withTextContent, type ChatRequest, type Policy, type PolicyReply } from './wire.js';
 import type { Fault, FaultPlan } from './faults.js';
 import { checkRequest, unpairedTools } from './requestChecks.js';
 import { plain, PromptCache, type PromptCacheOptions, type PromptCaching } from './promptCache.js';
-import { applyReplyFaults, completionOf, sleep, streamChunks, writeStream, wireToolCalls, type Completion } from './sseStream.js';
+import {
+  applyReplyFaults,
+  completionOf,
+  logprobsOf,
+  sleep,
+  streamChunks,
+  textPieces,
+  writeStream,
+  wireToolCalls,
+  type Completion,
+} from './sseStream.js';
 import { readBody, sendError, sendJson } from '../http/jsonHttp.js';
 
 export type { Fault, FaultPlan, PromptCaching, PromptCacheOptions };
@@ -41,6 +51,11 @@ export interface TestServerOptions {
   strict?: boolean;
   /** Send usage when the client asks for it (default true). */
   reportUsage?: boolean;
+  /**
+   * Usage with its details, as OpenAI's newer models report it: `completion_tokens_details`
+   * (half the completion counted as reasoning) and `prompt_tokens_details.audio_tokens` (default false).
+   */
+  usageDetails?: boolean;
   /** Scale reported prompt tokens, like a server whose tokenizer differs from ours (default 1). */
   promptTokenScale?: number;
   /**
@@ -66,6 +81,8 @@ export interface RecordedRequest {
   cachedTokens: number;
   /** Of promptTokens, those written to the prompt cache (explicit caching only). */
   cacheWriteTokens: number;
+  /** The usage the server reported for it (null when it answered none). */
+  usage?: Record<string, unknown> | null;
 }
 
 export interface TestServer {
@@ -121,7 +138,9 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     if (raw === null) return sendError(res, 413, 'request body too large', 'invalid_request_error');
     let body: ChatRequest;
     try {
-      body = JSON.parse(raw) as ChatRequest;
+      // Content given as parts (text parts, as agents send them) is read as its text, as a model reads it; parts
+      // with cache_control marks stay as sent, for the prompt cache (the count and the stand-in models join them).
+      body = withTextContent(JSON.parse(raw) as ChatRequest, { keepMarked: true });
     } catch {
       return sendError(res, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
     }
@@ -204,8 +223,21 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
       prompt_tokens: Math.round(promptTokens * scale),
       completion_tokens: countCompletion(counter, completion),
       total_tokens: 0,
-      ...(cache.enabled ? { prompt_tokens_details: details } : {}),
+      ...(cache.enabled || options.usageDetails
+        ? { prompt_tokens_details: { ...details, ...(options.usageDetails ? { audio_tokens: 0 } : {}) } }
+        : {}),
     };
+    const completionTokens = usage.completion_tokens;
+    record.usage = options.reportUsage !== false ? usage : null;
+    if (options.usageDetails)
+      Object.assign(usage, {
+        completion_tokens_details: {
+          reasoning_tokens: Math.floor(completionTokens / 2),
+          audio_tokens: 0,
+          accepted_prediction_tokens: 0,
+          rejected_prediction_tokens: 0,
+        },
+      });
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
     const id = `chatcmpl-${randomBytes(12).toString('hex')}`;
     const created = Math.floor(Date.now() / 1000);
@@ -225,7 +257,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
               refusal: null,
               ...(completion.toolCalls.length ? { tool_calls: wireToolCalls(completion.toolCalls) } : {}),
             },
-            logprobs: null,
+            logprobs: body.logprobs === true ? logprobsOf(textPieces(completion.content ?? '', chunkChars)) : null,
             finish_reason: completion.finishReason,
           },
         ],
@@ -234,7 +266,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
       });
     }
     const includeUsage = body.stream_options?.include_usage === true && options.reportUsage !== false;
-    const chunks = streamChunks(completion, chunkChars).map((choice) => ({
+    const chunks = streamChunks(completion, chunkChars, body.logprobs === true).map((choice) => ({
       id,
       object: 'chat.completion.chunk',
       created,

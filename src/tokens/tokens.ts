@@ -69,6 +69,8 @@ function makeCounter(encoding: TokenCounter['encoding'], count: CountText, split
     text,
     message(message) {
       let n = role(message.role) + text(message.content ?? '') + MESSAGE_FRAMING;
+      // A participant's name costs its tokens and one more (OpenAI's framing of `name`).
+      if (message.role !== 'tool' && message.name) n += text(message.name) + 1;
       if (message.role === 'assistant' && message.tool_calls) {
         for (const call of message.tool_calls) {
           n += text(call.function.name) + text(call.function.arguments) + TOOL_CALL_FRAMING;

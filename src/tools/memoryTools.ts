@@ -32,12 +32,15 @@ export interface MemoryToolOptions {
   writeQuotaBytes?: number;
   /** What the model's writes hold over the session, against the session's quota (six turns once held 10.9 MB). */
   held?: HeldWrites;
+  /** The name a tool of these is sent under, for the texts that name one (default its own name). */
+  sentName?: (own: string) => string;
 }
 
 export const DEFAULT_WRITE_QUOTA_BYTES = 8 * 1024 * 1024;
 
 export function memoryTools(memory: WorkingMemory, options: MemoryToolOptions = {}): Tool[] {
   const quota = options.writeQuotaBytes ?? DEFAULT_WRITE_QUOTA_BYTES;
+  const sentName = options.sentName ?? ((own: string) => own);
   const used = { turn: -1, bytes: 0, writes: 0 };
   /** Throws before a write that would pass the session's or the turn's quota; counts it otherwise. */
   const charge =
@@ -82,7 +85,7 @@ export function memoryTools(memory: WorkingMemory, options: MemoryToolOptions = 
         guarded(async () => {
           const { text, totalLines, from, to } = await memory.read(path, { offset: (offset ?? 1) - 1, limit: limit ?? DEFAULT_READ_LINES });
           if (from === 0 && to === totalLines) return text;
-          const more = to < totalLines ? `; call read with offset=${to + 1} for more` : '';
+          const more = to < totalLines ? `; call ${sentName('read')} with offset=${to + 1} for more` : '';
           return `${text}\n\n[lines ${from + 1}-${to} of ${totalLines}${more}]`;
         }),
     }),

@@ -5,9 +5,9 @@
  * before the session sends anything (docs/design.md §11).
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, lstatSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DIR_MODE, writeFileAtomic } from '../storage/atomicWrite.js';
+import { DIR_MODE, FILE_MODE } from '../storage/atomicWrite.js';
 
 /** 256 random bits, base64url: header- and subprotocol-safe. */
 export function newToken(): string {
@@ -61,7 +61,10 @@ export function writeTokenFile(home: string, file: TokenFile): string {
   mkdirSync(dir, { recursive: true, mode: DIR_MODE });
   chmodSync(dir, DIR_MODE);
   const path = tokenFilePath(home, file.port);
-  writeFileAtomic(path, `${JSON.stringify(file)}\n`, { durable: false });
+  // Replaced whole (a reader never sees half of it); not synced: it names a running server only.
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(file)}\n`, { mode: FILE_MODE, flag: 'wx' });
+  renameSync(tmp, path);
   return path;
 }
 

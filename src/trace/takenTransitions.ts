@@ -6,6 +6,9 @@
  * enabled in the state before it, or, when there are none, those of a raised event.
  * Each actor's state before a microstep is the one it settled in (`@xstate.snapshot`) or
  * the previous microstep's. Guards are pure, so asking them again gives xstate's answer.
+ * Within a region, the order is xstate's; the regions of a parallel state (the session's
+ * turns and background) come in document order, where xstate takes them in the order it
+ * entered their states, which it keeps to itself.
  */
 import {
   getStateNodes,

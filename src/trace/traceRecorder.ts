@@ -5,11 +5,14 @@
  * buffered and handed to the store's TraceWriter (trace.jsonl beside the session, or the
  * database's trace table) within FLUSH_DELAY_MS of a turn's end, in one batch for however
  * many turns ended meanwhile (no fsync, nothing awaited: a trace is diagnostic; the log is the record).
- * Listeners (the live visualizer link) see every record at once.
+ * Listeners (the live visualizer link) see every record at once. A request that brings a
+ * long run of records (a first request's 20k messages) has them taken a slice at a time
+ * (the backlog), so that tracing it never holds the event loop long.
  */
 import type { InspectionEvent } from 'xstate';
 import type { TraceWriter } from '../storage/sessionStore.js';
 import type { WorkmemEvent } from '../events.js';
+import { yieldIfBusy } from '../runtime/fairYield.js';
 import { transitionId } from './transitionId.js';
 import { TakenTransitions } from './takenTransitions.js';
 import { SentMessages, type SentRecord } from './sentMessages.js';
@@ -43,6 +46,8 @@ const FLUSH_LINES = 512;
 /** Or this many characters: a system record carries the memory (tens of KB), and 512 of them held ~19 MB. */
 const FLUSH_CHARS = 256 * 1024;
 const FLUSH_DELAY_MS = 100;
+/** A request's records beyond this many go through the backlog. */
+const SLICE = 64;
 
 /** A transition's id, source and targets, as JSON fragments: computed once per transition. */
 interface TransitionJson {
@@ -94,6 +99,9 @@ export class TraceRecorder {
   private readonly hosted = new HostMessages();
   /** This run's header: a listener gets it first. */
   private header: TraceRecord | null = null;
+  /** Records and lines waiting behind a long run of records, taken a slice at a time. */
+  private backlog: (TraceRecord | string)[] = [];
+  private draining = false;
 
   constructor(
     writer: TraceWriter,
@@ -120,7 +128,7 @@ export class TraceRecorder {
     const turn = typeof context?.turn === 'number' ? context.turn : null;
     const request = typeof context?.request === 'number' ? context.request : null;
     // What a request carries, on entering buildPrompt: the prompt is final there (see sentMessages.ts).
-    if (machine === 'turn' && value === 'buildPrompt') for (const record of this.sent.records(context, this.now())) this.record(record);
+    if (machine === 'turn' && value === 'buildPrompt') this.recordAll(this.sent.records(context, this.now()));
     const ts = this.now();
     let ids = '';
     let from = '';
@@ -178,7 +186,7 @@ export class TraceRecorder {
   /** What a host's loop sent with a model call (hostMessages.ts). */
   host(call: HostCallSent): void {
     if (this.writer === null) return;
-    for (const record of this.hosted.records(call, this.now())) this.record(record);
+    this.recordAll(this.hosted.records(call, this.now()));
   }
 
   memory(version: number, content: string): void {
@@ -205,13 +213,56 @@ export class TraceRecorder {
     this.writer.write(lines);
   }
 
-  /** Hand over what is buffered; the store's close() stores it. */
+  /** Hand over what is buffered (the backlog first, at once); the store's close() stores it. */
   close(): void {
+    const backlog = this.backlog;
+    this.backlog = [];
+    for (const item of backlog) this.take(item);
     this.flush();
     this.writer = null;
   }
 
+  /**
+   * Records of one request: a long run of them (the 20k messages of a conversation a first
+   * request brings) goes into the backlog, and everything after it waits there in order.
+   */
+  private recordAll(records: readonly TraceRecord[]): void {
+    if (records.length <= SLICE && this.backlog.length === 0) {
+      for (const record of records) this.record(record);
+      return;
+    }
+    for (const record of records) this.backlog.push(record);
+    void this.drainBacklog();
+  }
+
+  /** The backlog, a record at a time, the loop let go round between slices (fairYield.ts). */
+  private async drainBacklog(): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    const backlog = this.backlog;
+    try {
+      // Records queued while it drains join the same array; close() takes it over.
+      for (let i = 0; i < backlog.length && this.backlog === backlog; i++) {
+        this.take(backlog[i]!);
+        await yieldIfBusy();
+      }
+      if (this.backlog === backlog) this.backlog = [];
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private take(item: TraceRecord | string): void {
+    if (typeof item === 'string') this.bufferLine(item);
+    else this.stored(item);
+  }
+
   private record(record: TraceRecord): void {
+    if (this.backlog.length) this.backlog.push(record);
+    else this.stored(record);
+  }
+
+  private stored(record: TraceRecord): void {
     if (this.writer === null) return;
     const json = `${JSON.stringify(record)}\n`;
     const line = this.redact(json);
@@ -224,6 +275,11 @@ export class TraceRecorder {
 
   /** `line` is redacted already (or, for microsteps, holds only state and event names). */
   private push(line: string): void {
+    if (this.backlog.length) this.backlog.push(line);
+    else this.bufferLine(line);
+  }
+
+  private bufferLine(line: string): void {
     this.buffer.push(line);
     this.buffered += line.length;
     if (this.buffer.length >= FLUSH_LINES || this.buffered >= FLUSH_CHARS) this.flush();

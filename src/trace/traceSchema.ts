@@ -11,7 +11,8 @@ const count = z.number().int().nonnegative();
 const turnNo = count;
 const text = z.string();
 const mode = z.enum(['phase1', 'phase2', 'hybrid']);
-const compactionReason = z.enum(['llm', 'fallback', 'overflow', 'auto', 'manual', 'horizon']);
+const compactionReason = z.enum(['llm', 'fallback', 'overflow', 'auto', 'manual', 'horizon', 'background']);
+const usage = z.object({ input: count, cached: count, output: count });
 const turnError = z.object({
   kind: z.enum([
     'overflow',
@@ -107,6 +108,17 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     replaced: count,
     files: z.array(text),
   }),
+  z.object({ type: z.literal('background_start'), ts: z.number(), turn: turnNo, turns: text, messages: count, tokens: count }),
+  z.object({
+    type: z.literal('background_end'),
+    ts: z.number(),
+    turn: turnNo,
+    status: z.enum(['ready', 'failed', 'superseded']),
+    ms: z.number().nonnegative().optional(),
+    usage: usage.optional(),
+    error: turnError.optional(),
+  }),
+  z.object({ type: z.literal('background_dropped'), ts: z.number(), turn: turnNo, turns: text }),
   z.object({ type: z.literal('retry'), ...at, attempt: count, delayMs: z.number().nonnegative(), error: turnError }),
   z.object({
     type: z.literal('turn_end'),
@@ -117,7 +129,7 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     text,
     requests: count,
     error: turnError.optional(),
-    usage: z.object({ input: count, cached: count, output: count }).optional(),
+    usage: usage.optional(),
   }),
   z.object({ type: z.literal('prompt_dropped'), ts: z.number(), promptId: text, text }),
   z.object({

@@ -94,16 +94,20 @@ export function toDot(model: ChartModel): string {
   const emit = (parent: ChartState, depth: number): void => {
     const pad = '  '.repeat(depth);
     const children = byParent.get(parent.id) ?? [];
-    lines.push(`${pad}${q(anchor(parent.id))} [shape=point, width=0.09, label="", id=${q(`initial:${parent.id}`)}];`);
+    // The regions of a parallel state all start: each has an initial mark of its own, none is the parallel state's.
+    if (parent.type !== 'parallel')
+      lines.push(`${pad}${q(anchor(parent.id))} [shape=point, width=0.09, label="", id=${q(`initial:${parent.id}`)}];`);
     if (sources.has(parent.id))
       lines.push(
         `${pad}${q(any(parent.id))} [shape=plaintext, style="", label="any state", fontsize=9, fontcolor="#6b7280", id=${q(`any:${parent.id}`)}];`,
       );
     for (const child of children) {
       if (compound.has(child.id)) {
+        // A region of a parallel state is drawn dashed: it runs beside its siblings.
+        const style = parent.type === 'parallel' ? 'rounded,dashed' : 'rounded';
         lines.push(
           `${pad}subgraph ${q(`cluster_${child.id}`)} {`,
-          `${pad}  label=${q(child.key)}; id=${q(`state:${child.id}`)}; style="rounded"; color="#9ca3af";`,
+          `${pad}  label=${q(child.key)}; id=${q(`state:${child.id}`)}; style="${style}"; color="#9ca3af";`,
         );
         emit(child, depth + 1);
         lines.push(`${pad}}`);
@@ -117,7 +121,7 @@ export function toDot(model: ChartModel): string {
   emit(root, 1);
   // The first child of a compound is its initial state unless the machine says otherwise.
   for (const s of model.states) {
-    if (!compound.has(s.id)) continue;
+    if (!compound.has(s.id) || s.type === 'parallel') continue;
     const first = (byParent.get(s.id) ?? [])[0];
     if (first)
       lines.push(`  ${q(anchor(s.id))} -> ${q(compound.has(first.id) ? anchor(first.id) : first.id)} [style=dotted, arrowsize=0.5];`);

@@ -56,5 +56,5 @@ describe('pinning through the AI SDK middleware', () => {
       items.filter((i) => i.pinned).map((i) => i.message.content),
       events,
     );
-  }, 60_000);
+  });
 });

@@ -18,7 +18,10 @@ import {
 } from './benchmarks.js';
 import { median, p99, quantile, table, type Row } from './harness.js';
 import { cacheEconomics } from './cacheEconomics.js';
+import { BACKGROUND_SMOKE, backgroundCompaction, backgroundThresholds } from './backgroundBench.js';
 import { hostLoopOverhead } from './hostLoopBench.js';
+import { CONCURRENT_SMOKE, concurrentBench, concurrentReport } from './concurrentBench.js';
+import { langchainAgentState } from './langchainState.js';
 import { PG_LOAD_SMOKE, postgresLoad } from './postgresLoad.js';
 import { allocation } from './allocation.js';
 import { peerRows } from './peerRows.js';
@@ -39,6 +42,26 @@ function wellFormed(rows: Row[]): void {
 }
 
 describe('benchmarks (smoke sizes)', () => {
+  it('background compaction: the three sessions and the thresholds run and report', async () => {
+    const rows = await backgroundCompaction(BACKGROUND_SMOKE);
+    wellFormed(rows);
+    expect(rows.map((r) => r.case)).toEqual([
+      '40 turns, never compacts',
+      '40 turns, before: the fallback summarises when it compacts',
+      '40 turns, after: summary prepared in the background (default)',
+      'before (the fallback waits for its summary)',
+      'after (prepared in the background)',
+      'answers and summaries',
+    ]);
+    // The session that compacts does so in both runs; the one that never does, never.
+    expect(rows[0]!.note).toMatch(/compactions: none/);
+    expect(rows[1]!.note).toMatch(/compactions: fallback \d/);
+    expect(rows[2]!.note).toMatch(/compactions: (background|fallback) \d/);
+    const thresholds = await backgroundThresholds({ ...BACKGROUND_SMOKE, turns: 15 }, [0.5, 0.7]);
+    wellFormed(thresholds);
+    expect(thresholds).toHaveLength(2);
+  }, 180_000);
+
   it('allocation per request and the LangGraph.js peer run and report', async () => {
     const allocated = allocation([100], 3, 10, { warmup: 3, samples: 10 });
     wellFormed(allocated);
@@ -58,7 +81,7 @@ describe('benchmarks (smoke sizes)', () => {
     const peer = await peerRows([100]);
     wellFormed(peer);
     expect(peer.map((r) => r.metric)).toEqual(['Peer: LangGraph.js 1.7.3, MemorySaver, per request', 'workmem vs the peer, per request']);
-  }, 180_000);
+  });
 
   it('a token count after major collections, workmem beside gpt-tokenizer, runs and reports', () => {
     const rows = tokenCountAfterCollections(2, 1);
@@ -110,7 +133,7 @@ describe('benchmarks (smoke sizes)', () => {
     const trace = await traceCost(SMOKE);
     wellFormed(trace);
     expect(trace.at(-1)!.median).toBeCloseTo((trace[0]!.median! / trace[1]!.median! - 1) * 100, 6);
-  }, 60_000);
+  });
 
   it("a host loop's cost per model call: the core, and the AI SDK and LangChain middleware beside a Session", async () => {
     const rows = await hostLoopOverhead(SMOKE);
@@ -128,7 +151,7 @@ describe('benchmarks (smoke sizes)', () => {
       /^\(-?\d+\.\d\d × Session's \d+\.\d\d ms in the same phase; its own work inside the call \d+\.\d\d ms, \d+\.\d\d ×; invoke alone \d+\.\d\d ms\)$/,
     );
     expect(rows.at(-2)!.note).toMatch(/its own work inside the call \d+\.\d\d ms, \d+\.\d\d ×; generateText alone/);
-  }, 120_000);
+  });
 
   it('throughput and heap per idle session', async () => {
     const rows = await throughput(SMOKE);
@@ -138,7 +161,7 @@ describe('benchmarks (smoke sizes)', () => {
     // row only has to be a number (npm run bench measures 200 sessions).
     const heap = rows.find((r) => r.metric === 'Heap per idle session');
     expect(Number.isFinite(heap?.median)).toBe(true);
-  }, 60_000);
+  });
 
   it('token efficiency: the full-history baseline answers every late question, and auto sends fewer tokens', async () => {
     const rows = await tokenEfficiency(SMOKE);
@@ -154,20 +177,47 @@ describe('benchmarks (smoke sizes)', () => {
       expect(row.median).toBeGreaterThan(0);
       expect(row.median).toBeLessThanOrEqual(100);
     }
-  }, 120_000);
+  });
 
   it('the proxy overhead: workmem serve beside a Session, first text and whole answer', async () => {
     const rows = await proxyOverhead(SMOKE);
     wellFormed(rows);
     expect(rows.filter((r) => r.target !== null).map((r) => r.case)).toEqual(['400 messages in the log, first streamed text']);
-  }, 120_000);
+  });
+
+  it('many sessions at once: embedded and through workmem serve, with a long first request beside another', async () => {
+    const result = await concurrentBench(CONCURRENT_SMOKE);
+    expect(result.cells.map((c) => `${c.door} ${c.where} ${c.sessions}`)).toEqual([
+      'embedded tmpfs 1',
+      'embedded tmpfs 3',
+      'serve tmpfs 1',
+      'serve tmpfs 3',
+    ]);
+    for (const cell of result.cells) {
+      expect(cell.turns).toBeGreaterThanOrEqual(cell.sessions * CONCURRENT_SMOKE.minTurns);
+      expect(cell.syncsPerTurn, 'the user message and the answer, each synced').toBeGreaterThanOrEqual(1);
+      expect(Number.isFinite(cell.delayP99) && Number.isFinite(cell.idleDelayP99)).toBe(true);
+    }
+    expect(result.long.map((l) => l.requests > 0 && l.longMs > 0)).toEqual([true]);
+    const { table, rows } = concurrentReport(result);
+    expect(table).toContain('| serve | tmpfs | 3 |');
+    wellFormed(rows);
+  }, 240_000);
+
+  it("a LangChain agent's state, with workmem's middleware and with summarizationMiddleware", async () => {
+    const rows = await langchainAgentState(400, 2, 4);
+    wellFormed(rows);
+    // What workmem archived left the agent: it holds the 200 kept and what came after them.
+    expect(rows[0]!.note).toMatch(/holds (\d+) messages/);
+    expect(Number(/holds (\d+) messages/.exec(rows[0]!.note!)![1])).toBeLessThan(400);
+  }, 240_000);
 
   it('CLI start and item memory', async () => {
     const cli = cliStart(SMOKE);
     wellFormed(cli);
     const items = await itemMemory(SMOKE);
     wellFormed(items);
-  }, 60_000);
+  });
 
   it('cache economics: workmem with each memoryPosition and the cache-aware settings, and both peers, for both kinds of caching and both prompts, with a verdict on ours only', async () => {
     const rows = await cacheEconomics(12);
@@ -200,7 +250,7 @@ describe('benchmarks (smoke sizes)', () => {
     const first = (prompt: string) =>
       Number(/first request ([\d,]+) tokens/.exec(shares.find((r) => r.metric.endsWith(prompt))!.note!)![1]!.replace(/,/g, ''));
     expect(first('in a host agent')).toBeGreaterThan(first("workmem's prompt alone") + 1000);
-  }, 240_000);
+  });
   it.skipIf(!postgresAvailable())(
     'the Postgres load bench: N instances × M sessions, round trips counted, 100 vs 400 messages',
     async () => {

@@ -57,7 +57,12 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
     const proxied = await longSession(home, size);
     const open = await openSession(kept.id, { llm: llm(), ...common });
     const proxy = await startServe(server.baseURL, home);
-    const client = new OpenAI({ baseURL: proxy.url, apiKey: 'bench', maxRetries: 0, defaultHeaders: { 'x-workmem-session': proxied.id } });
+    const client = new OpenAI({
+      baseURL: proxy.url,
+      apiKey: proxy.token,
+      maxRetries: 0,
+      defaultHeaders: { 'x-workmem-session': proxied.id },
+    });
     const held = proxied.conversation as ChatCompletionMessageParam[];
     const echo = await startEcho();
     const direct = new OpenAI({ baseURL: echo.url, apiKey: 'bench', maxRetries: 0 });
@@ -137,15 +142,35 @@ export async function proxyOverhead(scale: Scale): Promise<Row[]> {
   return rows;
 }
 
-/** `workmem serve` from the build, in a process of its own, on the home's sessions. */
-async function startServe(upstream: string, home: string): Promise<{ url: string; stop(): Promise<void> }> {
+/** The token the bench's `workmem serve` is started with. */
+const BENCH_TOKEN = 'the-bench-serve-token';
+
+/**
+ * `workmem serve` from the build, in a process of its own, on the home's sessions: `args`
+ * after serve's, `node` before the CLI (node's own flags), `env` added, an IPC channel when asked,
+ * `bin` another checkout's CLI.
+ */
+export async function startServe(
+  upstream: string,
+  home: string,
+  more: { args?: string[]; node?: string[]; env?: Record<string, string>; ipc?: boolean; bin?: string } = {},
+): Promise<{ url: string; token: string; child: ChildProcess; stop(): Promise<void> }> {
   const child: ChildProcess = spawn(
     process.execPath,
-    [builtFile('src/cli/bin.js'), 'serve', '--upstream', upstream, '--context-window', '128000'],
+    [
+      ...(more.node ?? []),
+      builtFile('src/cli/bin.js'),
+      'serve',
+      '--upstream',
+      upstream,
+      '--context-window',
+      '128000',
+      ...(more.args ?? []),
+    ],
     {
       cwd: '/',
-      env: { PATH: process.env.PATH, WORKMEM_HOME: home },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH, WORKMEM_HOME: home, WORKMEM_SERVE_TOKEN: BENCH_TOKEN, ...more.env },
+      stdio: ['ignore', 'pipe', 'pipe', ...(more.ipc ? ['ipc' as const] : [])],
     },
   );
   let out = '';
@@ -161,6 +186,8 @@ async function startServe(upstream: string, home: string): Promise<{ url: string
   });
   return {
     url,
+    token: BENCH_TOKEN,
+    child,
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());

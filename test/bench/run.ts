@@ -17,6 +17,7 @@ import {
 } from './benchmarks.js';
 import { runBench } from './harness.js';
 import { hostLoopOverhead } from './hostLoopBench.js';
+import { langchainAgentState } from './langchainState.js';
 import { peerRows } from './peerRows.js';
 import { proxyOverhead } from './proxyBench.js';
 import { tokenCountAfterCollections } from './tokenCount.js';
@@ -28,6 +29,7 @@ await runBench(
     ['orchestration overhead, as the CLI runs', () => orchestrationAsTheCliRuns(FULL)],
     ['allocation', () => allocation(FULL.sizes, 50, 300)],
     ['host loop and middleware', () => hostLoopOverhead({ ...FULL, warmup: 30, samples: 200 })],
+    ['LangChain agent state', () => langchainAgentState(10_000, 10, 100)],
     ['proxy overhead (workmem serve)', () => proxyOverhead(FULL)],
     ['LangGraph.js, the peer', () => peerRows(FULL.sizes)],
     ['resume', () => resume(FULL)],

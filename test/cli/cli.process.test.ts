@@ -177,7 +177,7 @@ describe('--inspect', () => {
 
 describe('workmem demo', () => {
   it('completes 30+ turns with a reminder, a memory write, the switch to phase 2 and a compaction, then prints its table', async () => {
-    const result = await cli(['demo', '--quiet', '--home', tempHome()], { cwd: tempHome(), timeoutMs: 60_000 });
+    const result = await cli(['demo', '--quiet', '--home', tempHome()], { cwd: tempHome() });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('protocolFollower, a deterministic scripted stand-in (not a language model)');
@@ -194,12 +194,12 @@ describe('workmem demo', () => {
   });
 
   it("--turns sets the conversation's length (the facts still asked last); a bad count is a usage error", async () => {
-    const long = await cli(['demo', '--quiet', '--turns', '45', '--home', tempHome()], { cwd: tempHome(), timeoutMs: 90_000 });
+    const long = await cli(['demo', '--quiet', '--turns', '45', '--home', tempHome()], { cwd: tempHome() });
     expect(long.code, long.stderr).toBe(0);
     const turns = (out: string) => Number(/\| turns\s+\| ([^|]+?)\s+\|/.exec(out)?.[1]);
     expect(turns(long.stdout)).toBe(45);
     expect(long.stdout).toMatch(/facts asked at the end\s*\|\s*5 \/ 5/);
-    const short = await cli(['demo', '--quiet', '--turns', '12', '--home', tempHome()], { cwd: tempHome(), timeoutMs: 60_000 });
+    const short = await cli(['demo', '--quiet', '--turns', '12', '--home', tempHome()], { cwd: tempHome() });
     expect(turns(short.stdout)).toBe(12);
     const bad = await cli(['demo', '--turns', 'many'], { cwd: tempHome() });
     expect(bad.code).toBe(2);
@@ -211,14 +211,15 @@ describe('workmem demo', () => {
     const tmp = tempHome();
     const env = { HOME: userHome, WORKMEM_HOME: join(userHome, 'sessions-home'), TMPDIR: tmp };
     // The shortest demo: where it keeps its session does not depend on its length.
-    const result = await cli(['demo', '--quiet', '--turns', '10'], { env, cwd: tempHome(), timeoutMs: 60_000 });
+    const result = await cli(['demo', '--quiet', '--turns', '10'], { env, cwd: tempHome() });
     expect(result.code, result.stderr).toBe(0);
     expect(readdirSync(userHome)).toEqual([]); // neither ~/.workmem nor WORKMEM_HOME
-    const [own] = readdirSync(tmp);
-    const home = join(tmp, own!);
-    expect(own).toMatch(/^workmem-demo-/);
-    expect(result.stdout).toContain(`Its session is kept in ${home} (--home <dir> to choose another), not in your sessions.`);
-    const id = /Replay:\s+node \S+ viz --session ([0-9a-f-]{36}) --home (\S+)/.exec(result.stdout);
+    expect(readdirSync(tmp)).toEqual([]); // its temporary home is gone (issue 36)
+    // --home keeps it, for the replay.
+    const home = join(tempHome(), 'demo home');
+    const kept = await cli(['demo', '--quiet', '--turns', '10', '--home', home], { env, cwd: tempHome() });
+    expect(kept.stdout).toContain(`Its session is kept in ${home} (--home <dir> to choose another), not in your sessions.`);
+    const id = /Replay:\s+node \S+ viz --session ([0-9a-f-]{36}) --home '([^']+)'/.exec(kept.stdout);
     expect(id?.[2]).toBe(home);
     const shown = await cli(['sessions', 'show', id![1]!, '--home', home], { env });
     expect(shown.stdout).toContain(`Session ${id![1]} (workmem demo)`);

@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { builtFile } from '../reliability/built.js';
+import { HANG_MS } from '../hangGuard.js';
 
 export interface CliResult {
   code: number | null;
@@ -31,7 +32,7 @@ export function runCli(
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`workmem ${args.join(' ')} timed out\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, options.timeoutMs ?? 30_000);
+    }, options.timeoutMs ?? HANG_MS);
     child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
@@ -52,7 +53,7 @@ export async function cmdlineWhileRunning(args: string[], ready: string): Promis
   child.stdout.on('data', (d) => (stdout += d));
   child.stderr.on('data', (d) => (stderr += d));
   try {
-    const end = Date.now() + 15_000;
+    const end = Date.now() + HANG_MS;
     while (!stdout.includes(ready)) {
       if (Date.now() > end || child.exitCode !== null) throw new Error(`workmem ${args.join(' ')} did not start: ${stderr}`);
       await new Promise((r) => setTimeout(r, 50));

@@ -11,6 +11,7 @@ import { protocolFollower, startTestServer, type TestServer } from '../../src/te
 import { DATABASE_URL_WARNING } from '../../src/cli/processTitle.js';
 import { cliPath, runCli as cli } from './cliProcess.js';
 import { tempHome } from '../helpers.js';
+import { HANG_MS } from '../hangGuard.js';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -69,7 +70,7 @@ describe('--no-session', () => {
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
     child.stderr!.resume();
-    const end = Date.now() + 15_000;
+    const end = Date.now() + HANG_MS;
     while (!out.includes('--no-session: nothing is kept')) {
       if (Date.now() > end) throw new Error(`the chat did not start: ${out}`);
       await new Promise((r) => setTimeout(r, 50));

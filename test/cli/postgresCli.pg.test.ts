@@ -19,6 +19,7 @@ import { cliPath, runCli } from './cliProcess.js';
 import { tempHome } from '../helpers.js';
 import { adminQuery, usePostgres } from '../storage/postgresServer.js';
 import { auth } from '../viz/vizProbes.js';
+import { HANG_MS } from '../hangGuard.js';
 
 const { available, server: serverOf } = usePostgres('CLI reader');
 
@@ -53,7 +54,7 @@ function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd: string) {
   child.stdout.on('data', (d) => (stdout += d));
   child.stderr.on('data', (d) => (stderr += d));
   const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
-  const until = async (test: (out: string) => boolean, timeoutMs = 20_000): Promise<void> => {
+  const until = async (test: (out: string) => boolean, timeoutMs = HANG_MS): Promise<void> => {
     const end = Date.now() + timeoutMs;
     while (!test(stdout)) {
       if (Date.now() > end) throw new Error(`timed out waiting on workmem ${args.join(' ')}\nstdout: ${stdout}\nstderr: ${stderr}`);
@@ -161,7 +162,7 @@ describe.skipIf(!available)('the CLI on sessions kept in Postgres', () => {
         outputs.push(holder.out(), holder.err());
       }
     });
-  }, 120_000);
+  });
 
   it('chat makes a session in Postgres, chat --continue resumes it, memory show shows what it wrote', async () => {
     await withDatabase(async (url) => {
@@ -184,7 +185,7 @@ describe.skipIf(!available)('the CLI on sessions kept in Postgres', () => {
       expect(memory.stdout).toContain('- dog: Rex');
       expect((await listSessions({ home })).map((s) => s.id)).not.toContain(id);
     });
-  }, 120_000);
+  });
 
   it('rpc makes a session in Postgres, rpc --session resumes it, get_memory and memory show agree', async () => {
     await withDatabase(async (url) => {
@@ -222,7 +223,7 @@ describe.skipIf(!available)('the CLI on sessions kept in Postgres', () => {
       const memory = await cli(['memory', 'show', id, '--database-url', url], { env, cwd });
       expect(memory.stdout).toBe(`${overview.trimEnd()}\n`);
     });
-  }, 120_000);
+  });
 
   it('viz --database-url lists the sessions in Postgres and serves a session’s trace from the database', async () => {
     await withDatabase(async (url) => {
@@ -280,7 +281,7 @@ describe.skipIf(!available)('the CLI on sessions kept in Postgres', () => {
         outputs.push(viz.out(), viz.err());
       }
     });
-  }, 120_000);
+  });
 
   it('rpc --inspect-port on Postgres streams live to a viz of the same database, which then replays it from the trace table', async () => {
     await withDatabase(async (url) => {
@@ -316,5 +317,5 @@ describe.skipIf(!available)('the CLI on sessions kept in Postgres', () => {
         await store.close();
       }
     });
-  }, 120_000);
+  });
 });

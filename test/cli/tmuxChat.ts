@@ -7,8 +7,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cliPath } from './cliProcess.js';
+import { TMUX } from '../project/preflight.js';
+import { HANG_MS } from '../hangGuard.js';
 
-const TMUX = '/usr/bin/tmux';
 export const hasTmux = existsSync(TMUX);
 
 export class Tmux {
@@ -68,7 +69,7 @@ export class Tmux {
     return status ? Number(status[1]) : null;
   }
 
-  async until<T>(what: string, check: () => T | null | undefined | false, timeoutMs = 15_000): Promise<T> {
+  async until<T>(what: string, check: () => T | null | undefined | false, timeoutMs = HANG_MS): Promise<T> {
     const end = Date.now() + timeoutMs;
     for (;;) {
       const value = check();

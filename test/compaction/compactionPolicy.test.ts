@@ -37,6 +37,7 @@ const BASE: PromptBase = {
 const SETTINGS: PolicySettings = {
   contextWindow: 10_000,
   fallbackThreshold: 0.75,
+  backgroundThreshold: null,
   hybridRecent: 10,
   // The formulas below are worked out on phase 2's strict view (the active turn only).
   recentTurns: 0,

@@ -152,5 +152,5 @@ describe.each(storesUnderTest('compaction property'))('compaction properties ($n
     const figures = `compaction properties: ${runs} random sessions, ${compactionsSeen} compactions (${fallbacksSeen} by the fallback)`;
     expect(compactionsSeen, figures).toBeGreaterThan(40);
     expect(fallbacksSeen, figures).toBeGreaterThan(5);
-  }, 120_000);
+  });
 });

@@ -60,7 +60,7 @@ describe.each(storesUnderTest('long session'))('300-turn sessions with large too
     expect(peak, figures).toBeLessThan(0.75 * WINDOW);
     expect(compactions.length, figures).toBeGreaterThan(10);
     expect(compactions.every((c) => c.reason === 'llm')).toBe(true);
-  }, 120_000);
+  });
 
   it('a model that never compacts is held inside the window by the fallback', async () => {
     const { built, compactions } = await runSession(store, false);
@@ -74,7 +74,7 @@ describe.each(storesUnderTest('long session'))('300-turn sessions with large too
       const next = built.find((b) => b.turn === c.turn && b.request === c.request)!;
       expect(next.tokens.total).toBeLessThan(0.75 * WINDOW);
     }
-  }, 120_000);
+  });
 
   it('in phase 2 the history kept for phase 1 is archived at the threshold (the horizon): bounded, verbatim, no reminder', async () => {
     const counter = await loadTokenCounter('gpt-4o');
@@ -96,5 +96,5 @@ describe.each(storesUnderTest('long session'))('300-turn sessions with large too
     expect(archive).toContain(prompt(1));
     // The model saw none of it, so it is not told to update its memory for it.
     for (const c of horizon) expect(reminders.some((r) => r.turn === c.turn && r.request === c.request + 1)).toBe(false);
-  }, 120_000);
+  });
 });

@@ -140,5 +140,5 @@ describe.each(storesUnderTest('pinned compaction property'))('pinned messages un
     expect(compactions, figures).toBeGreaterThan(40);
     expect(keptByArchives, figures).toBeGreaterThan(5);
     expect(sentFirst, figures).toBeGreaterThan(50);
-  }, 180_000);
+  });
 });

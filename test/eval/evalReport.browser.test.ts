@@ -26,7 +26,7 @@ beforeAll(async () => {
   const io = { stdin: process.stdin, stdout: sink, stderr: sink, env: { WORKMEM_HOME: home }, cwd: home } as unknown as CliIO;
   expect(await runCli(['eval', '--model', 'testing:forgetful', '--suite', 'small', '--html', page], io)).toBe(0);
   browser = await launchChromium();
-}, 120_000);
+});
 
 afterAll(async () => browser?.close());
 

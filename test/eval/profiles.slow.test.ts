@@ -50,7 +50,7 @@ describe('workmem eval with the behaviour profiles, on the small suite', () => {
       expect(run.code, `${profile}: ${run.stderr}`).toBe(0);
       results.set(profile, JSON.parse(run.stdout) as EvalResult);
     }
-  }, 420_000); // about 45 s on a quiet machine; minutes on a busy one
+  }); // about 45 s on a quiet machine; minutes on a busy one
 
   it('completes on every profile, every arm playing every conversation', () => {
     for (const [profile, result] of results) {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { HostSpans } from '../../src/history/hostLine.js';
+import { HostSpans, shapeOf } from '../../src/history/hostLine.js';
 import type { ChatMessage } from '../../src/history/messages.js';
 
 /** A turn: a question, answers that call workmem's tools or the host's (each call answered), then a text answer. */
@@ -72,19 +72,44 @@ describe("a host's conversation folded", () => {
     expect(elementsOf(shorter)).toEqual(elementsOf(HostSpans.of(view(edited, 3), mask, null)));
   });
 
-  it('of a long conversation compares the ends and a stride of the middle, and sees a message added or removed anywhere', () => {
+  it('of a long conversation compares every message, keeps the keys of those that did not change, and sees a change anywhere', () => {
     const turns = Array.from({ length: 400 }, (_, t) => ({ question: `q${t}`, rounds: t % 7 ? [] : [['lookup']], answer: `a${t}` }));
     const messages = conversationOf(turns);
     const read: number[] = [];
-    const counted = (list: ChatMessage[]) => ({ ...view(list, list.length), identity: (i: number) => (read.push(i), list[i]) });
+    const converted: number[] = [];
+    const counted = (list: ChatMessage[]) => ({
+      length: list.length,
+      at: (i: number) => (converted.push(i), list[i]!),
+      // Shapes are read without converting a message (hostPrompt.ts, chatWire.ts).
+      shape: (i: number) => shapeOf(list[i]!),
+      identity: (i: number) => (read.push(i), list[i]),
+    });
     const first = HostSpans.of(counted(messages), mask, null);
+    const keys = elementsOf(first);
     read.length = 0;
+    converted.length = 0;
     const grown = [...messages, { role: 'user', content: 'next' } as ChatMessage];
     const next = HostSpans.of(counted(grown), mask, first);
+    // Every message of the last call is compared (a pointer compare each), none converted again but the last element's and the new.
+    expect(new Set(read).size).toBe(grown.length);
+    expect(elementsOf(next).slice(0, -2)).toEqual(keys.slice(0, -1));
+    expect(Math.min(...converted)).toBeGreaterThanOrEqual(messages.length - 1);
     expect(elementsOf(next)).toEqual(elementsOf(HostSpans.of(view(grown, grown.length), mask, null)));
-    // Not every message of the last call is read again: the 64 at each end, every 37th between, and the new one.
-    expect(new Set(read).size).toBeLessThan(messages.length / 4);
-    expect(read).toEqual(expect.arrayContaining([0, 63, messages.length - 64, messages.length - 1, messages.length]));
+    // A question in the middle edited in place, the same length: another key there, the keys before it kept.
+    for (const at of [2, 500, grown.length - 2]) {
+      const index = grown.findIndex((m, i) => i >= at && m.role === 'user');
+      const edited = grown.map((m, i): ChatMessage =>
+        i === index ? { role: 'user', content: `${(m.content as string).slice(0, -1)}!` } : m,
+      );
+      const before = HostSpans.of(view(grown, grown.length), mask, null);
+      for (let i = 0; i < before.length; i++) before.key(i);
+      converted.length = 0;
+      const again = HostSpans.of(counted(edited), mask, before);
+      expect(elementsOf(again)).toEqual(elementsOf(HostSpans.of(view(edited, edited.length), mask, null)));
+      const e = elementsOf(again).findIndex(([start]) => start === index);
+      expect(again.key(e)).not.toBe(HostSpans.of(view(grown, grown.length), mask, null).key(e));
+      expect(converted.every((i) => i >= index)).toBe(true);
+    }
     // A turn taken out of the middle or put in moves every later message: folded again, as a new fold would.
     for (const at of [500, 501, 777]) {
       const removed = [

@@ -8,7 +8,8 @@
  */
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { ChatOpenAI } from '@langchain/openai';
-import { createAgent } from 'langchain';
+import { createAgent, tool } from 'langchain';
+import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { ContextWatch, renderContext } from '../../src/cli/contextView.js';
 import { createWorkmem } from '../../src/langchain/workmemMiddleware.js';
@@ -19,12 +20,13 @@ import { conversationOf, messageOf, requestMessagesOf, responseOf, type RequestM
 import { ConversionsByPlace } from '../../src/llm/conversionsByPlace.js';
 import { protocolFollower, scripted, type TestServer } from '../../src/testing/index.js';
 import { collect, ofType, tempHome, testServers } from '../helpers.js';
+import { SUMMARIZER_MARK } from '../../src/compaction/summarizer.js';
 
 const serve = testServers();
 
-async function agentOn(server: TestServer, window = 32_000, home = tempHome()) {
+async function agentOn(server: TestServer, window = 32_000, home = tempHome(), background = true) {
   const model = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'test', configuration: { baseURL: server.baseURL } });
-  const settings = { reserveOutputTokens: 500 };
+  const settings = { reserveOutputTokens: 500, ...(background ? {} : { backgroundThreshold: false as const }) };
   const workmem = await createWorkmem({ model, contextWindow: window, settings, home, cwd: '/work/project', env: {} });
   const agent = createAgent({ model, middleware: [workmem.middleware], systemPrompt: 'Be brief.' });
   return { workmem, agent, events: collect(workmem.session) };
@@ -62,6 +64,25 @@ describe('createAgent with the workmem middleware', () => {
     await workmem.close();
   });
 
+  it("tells the model of a tool of the agent's that throws, as without workmem: the run goes on", async () => {
+    const server = await serve(protocolFollower({ seed: 1 }));
+    const model = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'test', configuration: { baseURL: server.baseURL } });
+    const workmem = await createWorkmem({ model, home: tempHome(), cwd: '/work/project', env: {} });
+    const boom = tool(
+      async () => {
+        throw new Error('the disk is gone');
+      },
+      { name: 'boom', description: 'Fails', schema: z.object({ input: z.string() }) },
+    );
+    const agent = createAgent({ model, tools: [boom], middleware: [workmem.middleware] });
+    const { messages } = await agent.invoke({ messages: [new HumanMessage('Use the boom tool with now.')] });
+    const failed = messages.find((m) => ToolMessage.isInstance(m))!;
+    expect(failed.text).toContain('the disk is gone');
+    expect((failed as ToolMessage).status).toBe('error');
+    expect(messages.at(-1)!.type).toBe('ai');
+    await workmem.close();
+  });
+
   it('compacts an overflow once and makes the call again; any other failure reaches the agent', async () => {
     const server = await serve(protocolFollower({ seed: 1 }));
     const { workmem, agent, events } = await agentOn(server);
@@ -87,7 +108,8 @@ describe('createAgent with the workmem middleware', () => {
     // A small window: the second call passes 75 %, and the fallback summarises the first turn.
     const long = `${'Background material, line by line. '.repeat(150)}`;
     const server = await serve(scripted([{ content: 'Noted.' }, { content: 'Summary of the turn.' }, { content: 'Done.' }]));
-    const { workmem, agent } = await agentOn(server, 3000);
+    // The fallback's own summary, asked for during the call (the background's is the next test's).
+    const { workmem, agent } = await agentOn(server, 3000, tempHome(), false);
     const first = await agent.invoke({ messages: [new HumanMessage(long)] });
     const streamed: string[] = [];
     for await (const [chunk] of await agent.stream(
@@ -98,6 +120,73 @@ describe('createAgent with the workmem middleware', () => {
     expect(server.requests.length).toBe(3);
     expect(server.requests[1]!.body.stream, 'the summary, asked for whole').toBe(false);
     expect(streamed.join('')).toBe('Done.');
+    await workmem.close();
+  });
+
+  it("lets what workmem archived leave the agent's state, as LangChain's summarization does, and loses nothing", async () => {
+    const long = `${'Background material, line by line. '.repeat(150)}`;
+    const replies = [{ content: 'Noted.' }, { content: 'Summary of the turn.' }, { content: 'Done.' }, { content: 'Still here.' }];
+    const server = await serve(scripted(replies));
+    const { workmem, agent, events } = await agentOn(server, 3000);
+    const first = await agent.invoke({ messages: [new HumanMessage(long)] });
+    expect(first.messages.map((m) => m.text)).toEqual([long, 'Noted.']);
+    const second = await agent.invoke({ messages: [...first.messages, new HumanMessage('And now?')] });
+    expect(ofType(events, 'compaction_end').filter((e) => e.replaced > 0)).toHaveLength(1);
+    // The fallback archived the first turn: it left the agent's state.
+    expect(second.messages.map((m) => m.text)).toEqual(['And now?', 'Done.']);
+    // What the agent holds is the end of the session's conversation: matched as it is, no branch taken.
+    const third = await agent.invoke({ messages: [...second.messages, new HumanMessage('And then?')] });
+    expect(third.messages.map((m) => m.text)).toEqual(['And now?', 'Done.', 'And then?', 'Still here.']);
+    const log = (await workmem.session.record.storage.log.read()).entries;
+    expect(log.some((e) => e.type === 'branch')).toBe(false);
+    expect(log.flatMap((e) => (e.type === 'message' ? [e.message.content] : []))).toEqual([
+      long,
+      'Noted.',
+      'And now?',
+      'Done.',
+      'And then?',
+      'Still here.',
+    ]);
+    await workmem.close();
+  });
+});
+
+describe('background compaction through the middleware', () => {
+  it("the agent's calls never wait for a summary started earlier; the fallback swaps it in once it is ready", async () => {
+    // The summarizer answers only when the test lets it: until then every summary request hangs.
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let summaryRequests = 0;
+    const summary = '## Goal\n- talk\n\n## Decisions\n- none\n\n## Progress\n- done\n\n## Open items\n- none\n\n## Key facts\n- none';
+    const server = await serve(async (body) => {
+      if (!String(body.messages[0]?.content ?? '').includes(SUMMARIZER_MARK))
+        return { content: `Noted. ${'A reply of some length. '.repeat(20)}` };
+      summaryRequests++;
+      await released;
+      return { content: summary };
+    });
+    const { workmem, agent, events } = await agentOn(server, 6_000);
+    let messages: BaseMessage[] = [];
+    const call = async (t: number) => {
+      messages = (await agent.invoke({ messages: [...messages, new HumanMessage(`Question ${t}: ${'some context '.repeat(30)}`)] }))
+        .messages;
+    };
+    let t = 0;
+    while (ofType(events, 'background_start').length === 0) await call(++t);
+    // The summary hangs, and the agent's calls go on and are answered.
+    const answered = server.requests.filter((r) => r.status === 200).length;
+    for (let i = 0; i < 2; i++) await call(++t);
+    expect(summaryRequests).toBe(1);
+    expect(ofType(events, 'background_end')).toEqual([]);
+    expect(server.requests.length - answered).toBeGreaterThanOrEqual(2);
+    release();
+    while (ofType(events, 'background_end').length === 0) await new Promise((r) => setTimeout(r, 5));
+    expect(ofType(events, 'background_end')[0]).toMatchObject({ status: 'ready' });
+    while (ofType(events, 'compaction_end').length === 0) await call(++t);
+    expect(ofType(events, 'compaction_end')[0]).toMatchObject({ reason: 'background' });
+    expect(summaryRequests, 'the fallback asked for no summary of its own').toBe(1);
+    // The agent's own state is untouched: its messages, its answers.
+    expect(messages.filter((m) => m.type === 'human')).toHaveLength(t);
     await workmem.close();
   });
 });

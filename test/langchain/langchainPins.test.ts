@@ -66,7 +66,7 @@ describe('pinning through the LangChain middleware', () => {
       items.filter((i) => i.pinned).map((i) => i.message.content),
       events,
     );
-  }, 90_000);
+  });
 
   it('refuses a pin on an ai message, saying so, and the session goes on', async () => {
     const s = await server();
@@ -88,5 +88,5 @@ describe('pinning through the LangChain middleware', () => {
     expect(state.messages.at(-1)!.text.length).toBeGreaterThan(0);
     expect(workmem.session.history.items.slice(0, workmem.session.history.length).some((i) => i.pinned)).toBe(false);
     await workmem.close();
-  }, 60_000);
+  });
 });

@@ -10,6 +10,7 @@ import { PassThrough } from 'node:stream';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
+import { outputLimitChars } from '../../src/llm/outputLimit.js';
 import { aiSdkModel } from '../../src/aiSdk/index.js';
 import { openaiChat } from '../../src/llm/openaiChat.js';
 import type { LLM } from '../../src/llm/llm.js';
@@ -109,7 +110,7 @@ describe.each(CLIENTS)('through $name', ({ make }) => {
     expect(ofType(demo.events, 'mode_changed').map((e) => `${e.from} → ${e.to}`)).toEqual(['phase1 → phase2']);
     expect(ofType(demo.events, 'compaction_end').filter((e) => e.replaced > 0).length).toBeGreaterThan(0);
     expect(ofType(demo.events, 'turn_end').every((e) => e.status === 'done')).toBe(true);
-  }, 60_000);
+  });
 
   it('a context-overflow error compacts once and retries; a second one fails clearly', async () => {
     let overflows = 0;
@@ -137,14 +138,15 @@ describe.each(CLIENTS)('through $name', ({ make }) => {
     await session.close();
   });
 
-  it('the fallback at 75 % compacts to half, its summary made by the separate compaction model', async () => {
+  it('the fallback at 75 % compacts to half, its summary made by the separate compaction model (in the background, or when it compacts)', async () => {
     const policy: Policy = (body) => (isSummaryRequest(body) ? { content: SUMMARY } : { content: 'Noted.' });
     const server = await serve(policy);
     const llm = make(server.baseURL, { contextWindow: 6_000, maxOutputTokens: 500, compactionModel: 'workmem-summary' });
     const session = await newSession({ llm, settings: { injectHistory: true } });
     const events = collect(session);
     for (let i = 0; i < 12; i++) await session.prompt(`Turn ${i}: ${'detail '.repeat(300)}`);
-    const fallbacks = ofType(events, 'compaction_end').filter((e) => e.reason === 'fallback');
+    // Whether the summary prepared in the background was ready when the line was reached depends on the machine's load.
+    const fallbacks = ofType(events, 'compaction_end').filter((e) => e.reason === 'fallback' || e.reason === 'background');
     expect(fallbacks.length).toBeGreaterThan(0);
     expect(fallbacks[0]!.tokensAfter).toBeLessThan(fallbacks[0]!.tokensBefore);
     const summaries = server.requests.filter((r) => isSummaryRequest(r.body));
@@ -156,8 +158,12 @@ describe.each(CLIENTS)('through $name', ({ make }) => {
     await session.close();
   });
 
-  it('round 3 #3: a 10 MB tool-call id reaches neither messages.jsonl nor a later request; a long one gets a short stable id that pairs', async () => {
-    const ids: Record<string, string> = { huge: 'h'.repeat(10 * 1024 * 1024), long: `call_${'l'.repeat(300)}` };
+  it('round 3 #3: a tool-call id past the output limit reaches neither messages.jsonl nor a later request; a long one gets a short stable id that pairs', async () => {
+    // Its point is the output limit, not the size: 1 MB is 16 times either client's limit here (was 10 MB, whose
+    // cost under load was the test's whole time; the reliability matrix keeps a 10 MB one).
+    const huge = 1024 * 1024;
+    expect(huge).toBeGreaterThan(16 * outputLimitChars(make('http://127.0.0.1:9/v1').maxOutputTokens));
+    const ids: Record<string, string> = { huge: 'h'.repeat(huge), long: `call_${'l'.repeat(300)}` };
     const policy: Policy = (body) => {
       const last = body.messages.at(-1)!;
       const id = last.role === 'user' ? ids[String(last.content).split(' ')[0]!] : undefined;
@@ -209,15 +215,16 @@ describe.each(CLIENTS)('through $name', ({ make }) => {
     expect(messages[2]).toMatchObject({ role: 'tool', tool_call_id: sent });
   });
 
-  it('round 3 #12: a 10 MB error message from the server becomes a short error, in the result and in every event', async () => {
+  it('round 3 #12: a 1 MB error message from the server becomes a short error, in the result and in every event', async () => {
+    // 1 MB, 200 times the few KB an error may keep: the point is the cap (the reliability matrix keeps a 10 MB one).
     const server = await serve(() => ({ content: 'unreached' }), {
-      faults: [{ type: 'server_error', status: 500, message: `The server broke: ${'trace '.repeat(1_800_000)}` }],
+      faults: [{ type: 'server_error', status: 500, message: `The server broke: ${'trace '.repeat(180_000)}` }],
     });
     const session = await newSession({ llm: make(server.baseURL), settings: { retry: { maxRetries: 0 } } });
     const events = collect(session);
     const result = await session.prompt('hi');
     expect(result).toMatchObject({ status: 'failed', error: { kind: 'server', status: 500 } });
-    expect(result.error!.message).toMatch(/The server broke: trace trace.*… \[error text cut: 10\.3 MB in all\]$/);
+    expect(result.error!.message).toMatch(/The server broke: trace trace.*… \[error text cut: 1\.0 MB in all\]$/);
     expect(result.error!.message.length).toBeLessThan(5_000);
     for (const event of events) expect(JSON.stringify(event).length, event.type).toBeLessThan(10_000);
     await session.close();

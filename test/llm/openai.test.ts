@@ -282,7 +282,8 @@ describe('bad streams', () => {
   });
 
   it('abort mid-stream reaches the HTTP request and keeps what was streamed', async () => {
-    const server = await serve(() => ({ content: 'one two three four five six seven eight nine ten' }), {
+    // A stream that outlasts the test (30,000 chunks, 40 ms apart): only an abort that reaches the request ends the turn.
+    const server = await serve(() => ({ content: 'word '.repeat(24_000) }), {
       chunkChars: 4,
       chunkDelayMs: 40,
     });
@@ -292,10 +293,8 @@ describe('bad streams', () => {
       deltas.push(e.delta);
       if (deltas.length === 2) session.abort();
     });
-    const started = Date.now();
     const result = await session.prompt('Count.');
     expect(result.status).toBe('aborted');
-    expect(Date.now() - started).toBeLessThan(400); // the whole stream would take ~520 ms
     const kept = logEntries(session.dir).at(-1)!;
     expect(kept).toMatchObject({ type: 'message', stop: 'aborted', message: { role: 'assistant', content: deltas.join('') } });
     await session.close();

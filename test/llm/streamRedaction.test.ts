@@ -98,7 +98,7 @@ describe('streamed secrets through the real client', () => {
     await session.close();
   });
 
-  it('workmem run prints no key streamed in pieces', { timeout: 60_000 }, async () => {
+  it('workmem run prints no key streamed in pieces', async () => {
     const server = await serve(leaky(), { chunkChars: 3 });
     const home = tempHome();
     const result = await runCli(['run', 'tell me the key'], {

@@ -19,7 +19,11 @@ import {
 } from '../../machines/sessionMachine.js';
 import type { TurnOutput } from '../../machines/turnMachine.js';
 import type { SessionEvent } from '../../src/events.js';
-import { fromItems, type HistoryMode, type HistoryView } from '../../src/history/historyView.js';
+import { appendItem, fromItems, type HistoryItem, type HistoryMode, type HistoryView } from '../../src/history/historyView.js';
+import { backgroundOrder } from '../../src/compaction/background.js';
+import type { BackgroundOrder, PreparedSummary } from '../../src/compaction/prepared.js';
+import type { PromptBase } from '../../src/prompt/promptBuilder.js';
+import { defaultTurnSettings } from '../../src/settings/settings.js';
 import { memoryHealth } from '../../src/memory/memoryTemplate.js';
 import { INITIAL_TRACKER } from '../../src/memory/reminderTracker.js';
 import { allStateIds, allTransitions, runPaths, type PathRun } from './pathRunner.js';
@@ -47,6 +51,9 @@ const ACCEPT_ERROR = 'xstate.error.actor.accept';
 const TURN_DONE = 'xstate.done.actor.turn';
 const SAVE_DONE = 'xstate.done.actor.save';
 const SAVE_ERROR = 'xstate.error.actor.save';
+const BACKGROUND_DONE = 'xstate.done.actor.background';
+const BACKGROUND_ERROR = 'xstate.error.actor.background';
+const BACKGROUND_RETRY = 'xstate.after.backgroundRetry.session.background.resting';
 const COMPACTOR_DONE = 'xstate.done.actor.compactor';
 const COMPACTOR_ERROR = 'xstate.error.actor.compactor';
 /** The user's compaction, between turns. */
@@ -65,11 +72,15 @@ const TOOLS: Step = { type: 'tools', id: 'h2', calls: [{ id: 'c1', type: 'functi
 type Snap = SnapshotFrom<typeof sessionMachine>;
 type Step = { type: string; [key: string]: unknown };
 
-/** What the fake children were told, in order: `turn:ABORT`, `historyMode:PIN phase2`… */
+/** What the fake children were told, in order: `turn:ABORT`, `historyMode:PIN phase2`… (a turn started with a prepared summary: `turn:prepared 1-3`) */
 let told: string[] = [];
 const listener = (child: string) =>
   setup({}).createMachine({
     id: child,
+    entry: ({ event }) => {
+      const prepared = (event as { input?: { prepared?: PreparedSummary } }).input?.prepared;
+      if (prepared) told.push(`${child}:prepared ${prepared.turns}`);
+    },
     on: {
       '*': {
         actions: ({ event }) => {
@@ -97,6 +108,7 @@ const machine = sessionMachine.provide({
     accept,
     save: pending(),
     compactor: pending(),
+    backgroundSummary: pending(),
     turn: listener('turn'),
     historyMode: listener('historyMode'),
     persistMode,
@@ -112,8 +124,46 @@ const saved = (n: number): HistoryView =>
 const template = memoryHealth('# Working Memory\n\n## Current task\n<!-- what? -->\n');
 const real = { differsFromTemplate: true, contentChars: 120 };
 
+// ---------------------------------------------------------------------------------------
+// Background compaction: a window of 2,000 tokens, the background threshold at 60 % (1,200), a
+// prompt base of 200. A turn that ends with LONG (four turns of 200 tokens) passes it; the real
+// policy then plans the fallback's archive, its oldest three turns. COMPACTED is what the
+// model's own compaction leaves: those turns are gone.
+const SETTINGS = { ...defaultTurnSettings(2_000, 100), keepRecentTurns: 1 };
+const BASE = {
+  systemPrompt: 'test',
+  tools: [],
+  memoryVersion: 1,
+  relevant: '',
+  systemContent: 'test',
+  tokens: 200,
+} as unknown as PromptBase;
+const item = (seq: number, turn: number, role: 'user' | 'assistant', tokens = 100): HistoryItem => ({
+  seq,
+  turn,
+  message: { role, content: `${role} ${seq}` },
+  tokens,
+});
+const LONG = fromItems(Array.from({ length: 8 }, (_, i) => item(i + 1, Math.floor(i / 2) + 1, i % 2 ? 'assistant' : 'user')));
+/** LONG and the next turn's user message, as accept appends it. */
+const LONG_PLUS = appendItem(fromItems(LONG.items), item(9, 5, 'user'));
+const COMPACTED = fromItems([
+  { seq: 10, turn: 4, message: { role: 'user', content: '[Earlier conversation compacted: turns 1-3.]' }, tokens: 80 },
+  LONG.items[6]!,
+  LONG.items[7]!,
+]);
+/** The order the real policy makes of a history in a mode (checked below against the figures worked out here). */
+const orderOf = (history: HistoryView, mode: HistoryMode): BackgroundOrder =>
+  backgroundOrder({ history, mode, turn: 1, base: BASE, calibration: 0, statics: { settings: SETTINGS } })!;
+/** The oldest three turns; in phase 2, of LONG_PLUS, the three before the active one (phase 2 carries only those). */
+const ORDER = orderOf(LONG, 'phase1');
+const ORDER_PHASE2 = orderOf(LONG_PLUS, 'phase2');
+const PREPARED: PreparedSummary = { ...ORDER, summary: 'the gist', usage: { input: 900, cached: 0, output: 60 }, ms: 2_000 };
+/** A history still holding the order's turns, as they were. */
+const covers = (history: HistoryView) => history === LONG || history === LONG_PLUS;
+
 const input: SessionInput = {
-  statics: { sessionId: 's', systemPrompt: 'test', tools: [], counter: {} as never, settings: {} as never },
+  statics: { sessionId: 's', systemPrompt: 'test', tools: [], counter: {} as never, settings: SETTINGS },
   lastTurn: 0,
   history: saved(0),
   tracker: INITIAL_TRACKER,
@@ -148,6 +198,7 @@ function turnOutput(s: Snap, status: 'done' | 'aborted' | 'failed', toolCalls = 
 function eventsIn(s: Snap): Step[] {
   if (s.status !== 'active') return [];
   const c = s.context;
+  if (c.base !== null) return backgroundWorld(s);
   const events: Step[] = [
     { type: EV.abort },
     { type: EV.setMode, mode: 'phase2' },
@@ -196,6 +247,9 @@ function eventsIn(s: Snap): Step[] {
     for (const status of ['done', 'aborted', 'failed'] as const) events.push({ type: TURN_DONE, output: turnOutput(s, status) });
     // A host loop's call that ends with tool calls for the host to run: the turn goes on.
     if (c.pass?.kind === 'call') events.push({ type: TURN_DONE, output: turnOutput(s, 'done', 1) });
+    // The first turn of a plain path (no mode change, memory write, queue) ends with a long history: the background world.
+    const plain = c.mode === 'phase1' && c.pinned === null && c.modelWrites === 0 && c.queue.length === 0 && !c.abortRequested;
+    if (c.turn === 1 && !hosted && plain) events.push({ type: TURN_DONE, output: { ...turnOutput(s, 'done'), history: LONG, base: BASE } });
   }
   if (s.children.save) {
     events.push({ type: SAVE_DONE, output: { history: saved(c.turn * 2 + 1) } });
@@ -203,6 +257,43 @@ function eventsIn(s: Snap): Step[] {
     events.push({ type: SAVE_DONE, output: { history: c.history }, sameHistory: true });
     events.push({ type: SAVE_ERROR, error: new Error('EACCES: permission denied') });
   }
+  return events;
+}
+
+/**
+ * Once a turn has ended with LONG (and the prompt base is known), the background region runs
+ * beside the turns: a second prompt and its turn, which keeps the history growing, or
+ * compacts it itself (the model's compact_history), or swaps the prepared summary in; the
+ * summary finished, failed, and tried again. The other events are the other worlds' (mode
+ * changes and aborts do nothing here the plain world does not show).
+ */
+function backgroundWorld(s: Snap): Step[] {
+  const c = s.context;
+  const events: Step[] = [];
+  const from = (s.value as { background: string }).background;
+  if (c.turn + c.queue.length < 2) events.push({ type: EV.prompt, prompt: { id: 'p2', text: 'prompt 2', pinned: true } });
+  if (s.children.accept) events.push({ type: ACCEPT_DONE, output: { history: c.history === LONG ? LONG_PLUS : saved(c.turn * 2 - 1) } });
+  if (s.children.turn) {
+    // The history goes on growing; the model compacts its own history; the turn swaps the prepared summary in.
+    events.push({ type: TURN_DONE, output: { ...turnOutput(s, 'done'), history: c.history, base: BASE } });
+    events.push({ type: TURN_DONE, output: { ...turnOutput(s, 'done'), history: COMPACTED, base: BASE }, from });
+    if (c.background.ready)
+      events.push({
+        type: TURN_DONE,
+        output: { ...turnOutput(s, 'done'), history: COMPACTED, base: BASE, preparedUsed: true },
+        from: 'used',
+      });
+  }
+  if (s.children.save) events.push({ type: SAVE_DONE, output: { history: c.history }, sameHistory: true });
+  if (s.children.background) {
+    events.push({ type: BACKGROUND_DONE, output: { ...c.background.order!, summary: 'the gist', usage: PREPARED.usage, ms: 2_000 } });
+    if (c.background.failures < 1)
+      events.push({
+        type: BACKGROUND_ERROR,
+        error: Object.assign(new Error('the background summary failed: the summarizer is down'), { ms: 1_500 }),
+      });
+  }
+  if (s.matches({ background: 'resting' })) events.push({ type: BACKGROUND_RETRY });
   return events;
 }
 
@@ -221,6 +312,9 @@ const stateOf = (s: Snap) =>
     compacted: s.context.compacted ? ('error' in s.context.compacted ? 'error' : 'done') : null,
     pass: s.context.pass?.id ?? null,
     passed: s.context.passed ? `${s.context.passed.id}:${s.context.passed.error ?? s.context.passed.output?.status}` : null,
+    history:
+      s.context.history === LONG ? 'long' : s.context.history === LONG_PLUS ? 'long+' : s.context.history === COMPACTED ? 'compacted' : '',
+    background: [s.context.background.order?.turns ?? '', s.context.background.ready?.turns ?? '', s.context.background.failures],
   });
 
 // ---------------------------------------------------------------------------------------
@@ -244,6 +338,8 @@ interface Expected {
   /** A host loop's pass in progress, and how the last one ended. */
   pass: { id: string; kind: 'call' | 'tools' } | null;
   passed: string | null;
+  /** The background region: its state, the turns in progress and ready, the failures in a row. */
+  background: { status: 'waiting' | 'summarizing' | 'ready' | 'resting'; order: string | null; ready: string | null; failures: number };
   emitted: SessionEvent[];
   told: string[];
   persisted: string[];
@@ -266,10 +362,38 @@ function expectedAfter(steps: Step[]): Expected {
     compacted: null,
     pass: null,
     passed: null,
+    background: { status: 'waiting', order: null, ready: null, failures: 0 },
     emitted: [],
     told: [],
     persisted: [],
     accepted: [],
+  };
+  // The history as a view (the background's summary covers LONG and LONG_PLUS only) and whether the prompt base is known.
+  let view: HistoryView = input.history;
+  let base = false;
+  const bg = m.background;
+  const running = (): void => {
+    m.phase = 'running';
+    if (bg.ready) m.told.push(`turn:prepared ${bg.ready}`);
+  };
+  /** What the background region does once the step's history is known: drop what no longer covers it, start what is due. */
+  const backgroundCheck = (): void => {
+    if (bg.status === 'summarizing' && !covers(view)) {
+      m.emitted.push({ type: 'background_end', turn: m.turn, status: 'superseded' });
+      bg.status = 'waiting';
+      bg.order = null;
+    }
+    if (bg.status === 'ready' && bg.ready === null) bg.status = 'waiting';
+    if (bg.status === 'ready' && !covers(view)) {
+      m.emitted.push({ type: 'background_dropped', turn: m.turn, turns: bg.ready! });
+      bg.status = 'waiting';
+      bg.ready = null;
+    }
+    if (bg.status === 'waiting' && base && covers(view)) {
+      bg.status = 'summarizing';
+      bg.order = ORDER.turns;
+      m.emitted.push({ type: 'background_start', turn: m.turn, turns: ORDER.turns, messages: ORDER.items.length, tokens: ORDER.tokens });
+    }
   };
   const startNext = (): void => {
     if (m.phase !== 'idle' || m.queue.length === 0) return;
@@ -331,19 +455,21 @@ function expectedAfter(steps: Step[]): Expected {
         if (m.phase !== 'idle') m.passed = `${id}:${BUSY}`;
         else {
           m.pass = { id, kind: e.type };
-          m.phase = e.type === 'call' ? 'acceptingCall' : 'running';
+          if (e.type === 'call') m.phase = 'acceptingCall';
+          else running();
         }
         break;
       }
       case ACCEPT_CALL_DONE: {
         const output = e.output as { history: HistoryView; turn: number; opened: { text: string } | null };
         m.history = output.history.items.length;
+        view = output.history;
         m.turn = output.turn;
         if (output.opened) {
           m.current = { id: m.pass!.id, text: output.opened.text };
           m.emitted.push({ type: 'turn_start', turn: m.turn, promptId: m.pass!.id, text: output.opened.text });
         }
-        m.phase = 'running';
+        running();
         break;
       }
       case ACCEPT_CALL_ERROR: {
@@ -361,6 +487,7 @@ function expectedAfter(steps: Step[]): Expected {
       }
       case COMPACTOR_DONE:
         m.history = 1;
+        view = (e.output as { history: HistoryView }).history;
         m.forceNext = true; // something was compacted: the next request reminds
         m.compacted = { changed: 2 };
         m.phase = 'idle';
@@ -378,11 +505,12 @@ function expectedAfter(steps: Step[]): Expected {
         m.told.push(`historyMode:${EV.evaluate}`);
         break;
       case ACCEPT_DONE: {
-        m.history = (e.output as { history: HistoryView }).history.items.length;
+        view = (e.output as { history: HistoryView }).history;
+        m.history = view.items.length;
         if (m.abortRequested) {
           m.phase = 'saving';
           m.last = { status: 'aborted', text: '', error: null, requests: 0 } as TurnOutput;
-        } else m.phase = 'running';
+        } else running();
         break;
       }
       case ACCEPT_ERROR: {
@@ -415,12 +543,16 @@ function expectedAfter(steps: Step[]): Expected {
         const output = e.output as TurnOutput;
         m.last = output;
         m.history = output.history.items.length;
+        view = output.history;
+        base = output.base !== null;
+        if (output.preparedUsed) bg.ready = null;
         m.forceNext = output.tracker.forceNext;
         m.phase = 'saving';
         break;
       }
       case SAVE_DONE:
-        m.history = (e.output as { history: HistoryView }).history.items.length;
+        view = (e.output as { history: HistoryView }).history;
+        m.history = view.items.length;
         turnEnd();
         m.phase = 'idle';
         break;
@@ -438,7 +570,32 @@ function expectedAfter(steps: Step[]): Expected {
         turnEnd();
         m.phase = 'idle';
         break;
+      case BACKGROUND_DONE:
+        bg.status = 'ready';
+        bg.ready = bg.order;
+        bg.order = null;
+        bg.failures = 0;
+        m.emitted.push({ type: 'background_end', turn: m.turn, status: 'ready', ms: 2_000, usage: PREPARED.usage! });
+        // A turn running when it is ready is told; the next turn is given it.
+        if (m.phase === 'running') m.told.push('turn:summary.ready');
+        break;
+      case BACKGROUND_ERROR:
+        m.emitted.push({
+          type: 'background_end',
+          turn: m.turn,
+          status: 'failed',
+          ms: 1_500,
+          error: { kind: 'internal', message: 'the background summary failed: the summarizer is down', retryable: true },
+        });
+        bg.status = 'resting';
+        bg.order = null;
+        bg.failures += 1;
+        break;
+      case BACKGROUND_RETRY:
+        bg.status = 'waiting';
+        break;
     }
+    backgroundCheck();
     startNext();
   }
   return m;
@@ -469,7 +626,13 @@ function runChecked(paths: StatePath<Snap, Step>[], run?: PathRun): PathRun {
           expect(accepted, what).toEqual(want.accepted);
           expect(
             {
-              phase: s.value,
+              phase: (s.value as { turns: string }).turns,
+              background: {
+                status: (s.value as { background: string }).background,
+                order: s.context.background.order?.turns ?? null,
+                ready: s.context.background.ready?.turns ?? null,
+                failures: s.context.background.failures,
+              },
               turn: s.context.turn,
               queue: s.context.queue,
               current: s.context.current?.id ?? null,
@@ -491,6 +654,7 @@ function runChecked(paths: StatePath<Snap, Step>[], run?: PathRun): PathRun {
             what,
           ).toEqual({
             phase: want.phase,
+            background: want.background,
             turn: want.turn,
             queue: want.queue,
             current: want.current?.id ?? null,
@@ -534,7 +698,9 @@ describe('session machine, model-based', () => {
   const paths = getShortestPaths(machine, {
     input,
     events: eventsIn as never,
-    serializeState: ((s: Snap, e: Step | undefined) => `${stateOf(s)}|${e?.type ?? ''}${e && 'sameHistory' in e ? '=' : ''}`) as never,
+    // A TURN_DONE of the background world names the region's state it came from (a node of its own: dropped, superseded, used).
+    serializeState: ((s: Snap, e: Step | undefined) =>
+      `${stateOf(s)}|${e?.type ?? ''}${e && 'sameHistory' in e ? '=' : ''}${e && 'from' in e ? `<${String(e.from)}` : ''}`) as never,
   }) as unknown as StatePath<Snap, Step>[];
 
   it('every path behaves as the reference model says, and every state and transition is taken', () => {
@@ -547,23 +713,23 @@ describe('session machine, model-based', () => {
     // What was covered is the machine's own set, read from its definition, not a list kept here.
     expect([...run.visited].filter((id) => !states.includes(id))).toEqual([]);
     expect(run.fired.size).toBe(allTransitions(machine).size);
-  }, 180_000); // replaying every path is CPU-bound: seconds alone, much more on a loaded machine
+  }); // replaying every path is CPU-bound: seconds alone, much more on a loaded machine
 
   it('a prompt sent in each state waits its turn', () => {
     const inAccepting = paths.find((p) =>
-      p.steps.some((s, i) => i > 0 && s.event.type === EV.prompt && p.steps[i - 1]!.state.matches('accepting')),
+      p.steps.some((s, i) => i > 0 && s.event.type === EV.prompt && p.steps[i - 1]!.state.matches({ turns: 'accepting' })),
     );
     const inRunning = paths.find((p) =>
-      p.steps.some((s, i) => i > 0 && s.event.type === EV.prompt && p.steps[i - 1]!.state.matches('running')),
+      p.steps.some((s, i) => i > 0 && s.event.type === EV.prompt && p.steps[i - 1]!.state.matches({ turns: 'running' })),
     );
     const inSaving = paths.find((p) =>
-      p.steps.some((s, i) => i > 0 && s.event.type === EV.prompt && p.steps[i - 1]!.state.matches('saving')),
+      p.steps.some((s, i) => i > 0 && s.event.type === EV.prompt && p.steps[i - 1]!.state.matches({ turns: 'saving' })),
     );
     expect([inAccepting, inRunning, inSaving].every(Boolean)).toBe(true);
     // Queued behind a running turn, the next prompt starts as soon as the first is saved.
     const path = pathOf([prompt(1), acceptDone(1), prompt(2), { type: TURN_DONE, output: turnOutput(path0, 'done') }]);
     runChecked([path]);
-    expect(path.state.matches('saving')).toBe(true);
+    expect(path.state.matches({ turns: 'saving' })).toBe(true);
     expect(path.state.context.queue.map((p) => p.id)).toEqual(['p2']);
     const next = pathOf([
       prompt(1),
@@ -573,7 +739,7 @@ describe('session machine, model-based', () => {
       { type: SAVE_DONE, output: { history: saved(3) } },
     ]);
     runChecked([next]);
-    expect(next.state.matches('accepting')).toBe(true);
+    expect(next.state.matches({ turns: 'accepting' })).toBe(true);
     expect(next.state.context).toMatchObject({ turn: 2, current: { id: 'p2' }, queue: [] });
   });
 
@@ -584,7 +750,7 @@ describe('session machine, model-based', () => {
       expectedAfter(path.steps.slice(1).map((s) => s.event)).emitted.map((e) => (e.type === 'turn_end' ? `turn_end ${e.status}` : e.type)),
     ).toEqual(['turn_start', 'prompt_dropped', 'turn_end aborted']);
     expect(path.state.context).toMatchObject({ turn: 1, queue: [], abortRequested: true });
-    expect(path.steps.some((s) => s.state.matches('running'))).toBe(false);
+    expect(path.steps.some((s) => s.state.matches({ turns: 'running' }))).toBe(false);
   });
 
   it('a failed accept frees the turn number; a failed save still ends the turn', () => {
@@ -598,7 +764,7 @@ describe('session machine, model-based', () => {
       { type: SAVE_ERROR, error: new Error('EACCES') },
     ]);
     runChecked([failedSave]);
-    expect(failedSave.state.matches('idle')).toBe(true);
+    expect(failedSave.state.matches({ turns: 'idle' })).toBe(true);
     expect(failedSave.state.context.turn).toBe(1);
   });
 
@@ -627,7 +793,7 @@ describe('session machine, model-based', () => {
     runChecked([compacted]);
     expect(compacted.state.context.tracker).toEqual({ ...INITIAL_TRACKER, forceNext: true });
     // The prompt sent while it ran waited for it.
-    expect(compacted.state.matches('accepting')).toBe(true);
+    expect(compacted.state.matches({ turns: 'accepting' })).toBe(true);
     const refused = pathOf([prompt(1), COMPACT]);
     runChecked([refused]);
     expect(refused.state.context.compacted).toEqual({ id: 'k1', error: REFUSED });
@@ -639,5 +805,134 @@ describe('session machine, model-based', () => {
     ]);
     runChecked([wrote]); // the model says: historyMode:EVALUATE, then turn:MODE_CHANGED phase2 and mode_changed
     expect(wrote.state.context).toMatchObject({ modelWrites: 1, health: real, mode: 'phase2', pinned: null });
+  });
+
+  describe('background compaction (the background region)', () => {
+    const long = (): Step => ({ type: TURN_DONE, output: { ...turnOutput(path0, 'done'), history: LONG, base: BASE } });
+    const saveSame = (history: HistoryView): Step => ({ type: SAVE_DONE, output: { history }, sameHistory: true });
+    const ready: Step = { type: BACKGROUND_DONE, output: PREPARED };
+    const turnWith = (history: HistoryView, preparedUsed = false): Step => ({
+      type: TURN_DONE,
+      output: { ...turnOutput(path0, 'done'), history, base: BASE, ...(preparedUsed ? { preparedUsed: true } : {}) },
+    });
+    const startedThen = [prompt(1), acceptDone(1), long()];
+
+    it('plans what the fallback will archive: the oldest whole turns holding a third of the threshold', () => {
+      // 2,000 tokens, fallback at 1,500: it keeps 1,000, so it sheds 500; LONG's oldest three turns hold 600.
+      expect({ turns: ORDER.turns, messages: ORDER.items.length, tokens: ORDER.tokens }).toEqual({
+        turns: '1-3',
+        messages: 6,
+        tokens: 600,
+      });
+      expect(ORDER_PHASE2.turns).toBe('2-4');
+      // Below the background threshold (60 %: 200 + 2 turns of 200 + 400 for the tail < 1,200), nothing is due.
+      expect(
+        backgroundOrder({
+          history: fromItems(LONG.items.slice(0, 4)),
+          mode: 'phase1',
+          turn: 1,
+          base: BASE,
+          calibration: 0,
+          statics: { settings: SETTINGS },
+        }),
+      ).toBeNull();
+      expect(
+        backgroundOrder({
+          history: LONG,
+          mode: 'phase1',
+          turn: 1,
+          base: BASE,
+          calibration: 0,
+          statics: { settings: { ...SETTINGS, backgroundThreshold: null } },
+        }),
+      ).toBeNull();
+    });
+
+    it('finished before the boundary: the next turn is given the summary (and swaps it in)', () => {
+      const path = pathOf([...startedThen, ready, saveSame(LONG), prompt(2), { type: ACCEPT_DONE, output: { history: LONG_PLUS } }]);
+      runChecked([path]);
+      expect(path.state.value).toEqual({ turns: 'running', background: 'ready' });
+      const swapped = pathOf([...path.steps.slice(1).map((s) => s.event), turnWith(COMPACTED, true), saveSame(COMPACTED)]);
+      runChecked([swapped]);
+      expect(swapped.state.value).toEqual({ turns: 'idle', background: 'waiting' });
+      expect(swapped.state.context.background).toEqual({ order: null, ready: null, failures: 0 });
+      expect(expectedAfter(swapped.steps.slice(1).map((s) => s.event)).told).toEqual(['turn:prepared 1-3']);
+    });
+
+    it('finished after the boundary: the running turn is told at once', () => {
+      const path = pathOf([...startedThen, saveSame(LONG), prompt(2), { type: ACCEPT_DONE, output: { history: LONG_PLUS } }, ready]);
+      runChecked([path]);
+      expect(expectedAfter(path.steps.slice(1).map((s) => s.event)).told).toEqual(['turn:summary.ready']);
+      expect(path.state.context.background.ready?.turns).toBe('1-3');
+    });
+
+    it('failed: reported, no turn fails, and it is tried again after the retry delay', () => {
+      const failed = {
+        type: BACKGROUND_ERROR,
+        error: Object.assign(new Error('the background summary failed: the summarizer is down'), { ms: 1_500 }),
+      };
+      const path = pathOf([...startedThen, failed, saveSame(LONG), { type: BACKGROUND_RETRY }]);
+      runChecked([path]);
+      const emitted = expectedAfter(path.steps.slice(1).map((s) => s.event)).emitted.map((e) =>
+        e.type === 'background_end' ? `${e.type} ${e.status}` : e.type,
+      );
+      expect(emitted).toEqual(['turn_start', 'background_start', 'background_end failed', 'turn_end', 'background_start']);
+      expect(path.state.value).toEqual({ turns: 'idle', background: 'summarizing' });
+      expect(path.state.context.background.failures).toBe(1);
+    });
+
+    it("superseded by the model's own compaction: dropped when ready, stopped when still running", () => {
+      const whenReady = pathOf([
+        ...startedThen,
+        ready,
+        saveSame(LONG),
+        prompt(2),
+        { type: ACCEPT_DONE, output: { history: LONG_PLUS } },
+        turnWith(COMPACTED),
+      ]);
+      runChecked([whenReady]);
+      expect(expectedAfter(whenReady.steps.slice(1).map((s) => s.event)).emitted.at(-1)).toEqual({
+        type: 'background_dropped',
+        turn: 2,
+        turns: '1-3',
+      });
+      const inFlight = pathOf([
+        ...startedThen,
+        saveSame(LONG),
+        prompt(2),
+        { type: ACCEPT_DONE, output: { history: LONG_PLUS } },
+        turnWith(COMPACTED),
+      ]);
+      runChecked([inFlight]);
+      expect(expectedAfter(inFlight.steps.slice(1).map((s) => s.event)).emitted.at(-1)).toEqual({
+        type: 'background_end',
+        turn: 2,
+        status: 'superseded',
+      });
+      expect(inFlight.state.value).toEqual({ turns: 'saving', background: 'waiting' });
+    });
+
+    it('the session closed while it runs: the summary is stopped (its signal aborted), and nothing is reported after', async () => {
+      let signal: AbortSignal | null = null;
+      const summarizing = fromPromise(({ signal: s }) => {
+        signal = s;
+        return new Promise<never>(() => {});
+      });
+      const actor = createActor(
+        sessionMachine.provide({ actors: { ...machine.implementations.actors, backgroundSummary: summarizing } as never }),
+        {
+          input,
+        },
+      ).start();
+      const emitted: string[] = [];
+      actor.on('*', (e) => emitted.push(e.type));
+      for (const step of startedThen) actor.send(step as never);
+      expect(actor.getSnapshot().value).toEqual({ turns: 'saving', background: 'summarizing' });
+      expect(emitted).toEqual(['turn_start', 'background_start']);
+      actor.stop();
+      expect(signal!.aborted).toBe(true);
+      await new Promise((r) => setTimeout(r, 10));
+      expect(emitted).toEqual(['turn_start', 'background_start']);
+    });
   });
 });

@@ -35,6 +35,8 @@ function guardState(s: SnapshotFrom<typeof turnMachine>) {
     retries: s.context.attempt.retries,
     overflow: s.context.attempt.overflowRetried,
     compacted: s.context.compaction.ran,
+    reason: s.context.compaction.reason,
+    background: s.context.compaction.background.ready ? 'ready' : s.context.compaction.background.used ? 'used' : '',
   };
 }
 
@@ -44,7 +46,7 @@ describe('turn machine, model-based', () => {
     counter = await loadTokenCounter('gpt-4o');
   });
 
-  function setupTurn(compaction: 'llm' | 'auto' = 'llm', longPast = false, host: 'call' | 'tools' | null = null) {
+  function setupTurn(compaction: 'llm' | 'auto' = 'llm', longPast = false, host: 'call' | 'tools' | null = null, background = false) {
     // A 4000-token window: a small memory fits easily, a large one crosses the 75 % line
     // (compaction) but still fits, a huge one cannot fit at all. With the auto policy, a
     // medium memory (~45 %) reaches the compression guide's tiers, and an earlier turn is
@@ -82,6 +84,18 @@ describe('turn machine, model-based', () => {
       ...(host ? { hostLoop: true } : {}),
       ...(host === 'tools' ? { calls: [{ id: 'c9', type: 'function' as const, function: { name: 'write', arguments: '{}' } }] } : {}),
     };
+    // A summary the session prepared in the background: of the earlier turn, ready when the turn is told (summary.ready).
+    const earlierTurn = history.items.slice(1, 3);
+    const prepared = {
+      turn: 1,
+      items: earlierTurn,
+      kept: [],
+      tokens: earlierTurn.reduce((n, i) => n + i.tokens, 0),
+      turns: '1',
+      summary: 'the gist',
+      usage: null,
+      ms: 1,
+    };
     const answer: LlmOutput = { history, message: { role: 'assistant', content: 'Hi' }, usage: null, finishReason: 'stop' };
     const call: LlmOutput = {
       history,
@@ -118,6 +132,7 @@ describe('turn machine, model-based', () => {
       { type: 'xstate.error.actor.toolRunner', error: new Error('ENOSPC') },
       { type: 'mode.changed', mode: 'phase2' },
       { type: 'abort' },
+      ...(background ? [{ type: 'summary.ready', prepared }] : []),
     ] as const;
     const serialize = (s: SnapshotFrom<typeof turnMachine>) =>
       JSON.stringify({ ...guardState(s), mode: s.context.mode, rounds: s.context.tracker.rounds, force: s.context.tracker.forceNext });
@@ -151,6 +166,15 @@ describe('turn machine, model-based', () => {
       expect(prompt.pinned).toEqual([0]);
       expect(prompt.messages[1]).toEqual({ role: 'user', content: 'Rules: be brief.' });
     }
+    // And a summary prepared in the background, made ready while the turn runs: the fallback swaps it in.
+    const prepared = setupTurn('llm', false, null, true);
+    const preparedPaths = getShortestPaths(machine, { input: prepared.input, events: prepared.events, serializeState: serialize as never });
+    runPaths(machine, preparedPaths, { input: prepared.input, serialize: serialize as never }, run);
+    const swapped = preparedPaths.find((p) => p.state.context.compaction.background.used && p.state.value === 'done');
+    expect(swapped, 'a path where the prepared summary was swapped in and the turn answered').toBeDefined();
+    // The background compaction ran as the compactor's order: the prepared summary, nothing else.
+    const order = swapped!.steps.find((s) => s.state.matches('compacting') && s.state.context.compaction.reason === 'background')!.state;
+    expect(order.context.compaction.background.ready?.turns).toBe('1');
     // And a host's loop: its model calls' passes and its tools passes.
     for (const host of ['call', 'tools'] as const) {
       const hosted = setupTurn('llm', false, host);
@@ -200,6 +224,8 @@ describe('turn machine, model-based', () => {
     expect(missed).toEqual([]);
     expect([...transitions.values()]).toEqual(
       expect.arrayContaining([
+        'turn.maybeCompact --always[preparedDue]--> turn.compacting',
+        'turn.compacting --xstate.done.actor.compactor[swappingPrepared]--> turn.maybeCompact',
         'turn.maybeCompact --always[overThreshold]--> turn.compacting',
         'turn.maybeCompact --always[autoCompactionDue]--> turn.compacting',
         'turn.maybeCompact --always[beyondHorizon]--> turn.compacting',
@@ -212,7 +238,7 @@ describe('turn machine, model-based', () => {
         'turn --abort--> turn.aborted',
       ]),
     );
-  }, 180_000); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
+  }); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
 
   it("a host's loop: a call's pass ends at the answer, tool calls and all; a tools pass runs them and marks the memory", () => {
     const call = setupTurn('llm', false, 'call');
@@ -295,7 +321,7 @@ describe('historyMode machine, model-based', () => {
     expect(allStateIds(historyModeMachine).filter((id) => !run.visited.has(id))).toEqual([]);
     const missed = [...allTransitions(historyModeMachine)].filter(([t]) => !run.fired.has(t as never)).map(([, n]) => n);
     expect(missed).toEqual([]);
-  }, 180_000); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
+  }); // path enumeration is CPU-bound: ~7 s alone, several times that on a loaded machine
 
   it('switches exactly as docs/design.md §2.6 says', () => {
     const input = inputs[0]!;

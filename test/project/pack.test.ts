@@ -1,6 +1,6 @@
 /**
- * The package as a new user gets it: `npm pack`, install the tarball into an empty
- * project with install scripts off (as pnpm 10 and Bun do by default, and `--ignore-scripts`),
+ * The package as a new user gets it: the README's lines for a clone, as typed (`npm pack` in
+ * the clone, `npm install <the tarball>` in an empty project), the install with scripts off (as pnpm 10 and Bun do by default, and `--ignore-scripts`),
  * then use it from there — import `workmem` and `workmem/testing`, run a prompt against the
  * local test server, `workmem --help`, `rpc --help`'s documentation path, `workmem demo`,
  * and `workmem viz` with its page, script and stylesheet. Nothing native may be installed.
@@ -12,10 +12,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HANG_MS } from '../hangGuard.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-// Nothing is compiled: seconds (7 s measured); the margin is for a cold npm cache.
-const INSTALL_TIMEOUT = 5 * 60_000;
 
 let work = '';
 let project = '';
@@ -27,8 +26,8 @@ const env = (): NodeJS.ProcessEnv => {
   return clean;
 };
 
-function run(command: string, args: string[], cwd: string, timeout = 120_000): SpawnSyncReturns<string> {
-  const result = spawnSync(command, args, { cwd, env: env(), encoding: 'utf8', timeout });
+function run(command: string, args: string[], cwd: string, timeout = HANG_MS, extra: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
+  const result = spawnSync(command, args, { cwd, env: { ...env(), ...extra }, encoding: 'utf8', timeout });
   if (result.error) throw result.error;
   return result;
 }
@@ -39,7 +38,7 @@ function runAsync(
   args: string[],
   cwd: string,
   childEnv: NodeJS.ProcessEnv,
-  timeout = 60_000,
+  timeout = HANG_MS,
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(command, args, { cwd, env: childEnv });
@@ -60,25 +59,64 @@ function ok(result: SpawnSyncReturns<string>, what: string): string {
   return result.stdout;
 }
 
+/**
+ * The README's lines that install workmem into a project from a clone, as a user types them
+ * (`cd <dir> && <npm command>`), with its placeholder paths: each line's folder and command.
+ */
+function readmeInstallLines(): { dir: string; command: string[] }[] {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const block = /until\s+then, from your clone:\n\n```sh\n([\s\S]*?)```/i.exec(readme)?.[1];
+  if (!block) throw new Error("README.md has no install lines for a clone (a ```sh block after 'Until then, from your clone:')");
+  return block
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const parsed = /^cd (\S+) && (npm .*?)\s*(?:#.*)?$/.exec(line);
+      if (!parsed) throw new Error(`README.md install line not of the form cd <dir> && npm …: ${line}`);
+      return { dir: parsed[1]!, command: parsed[2]!.split(/\s+/) };
+    });
+}
+
 beforeAll(() => {
   if (!existsSync(join(ROOT, 'dist', 'src', 'cli', 'bin.js'))) throw new Error('dist/ is missing: npm test builds it (pretest)');
   work = mkdtempSync(join(tmpdir(), 'workmem-pack-'));
-  // The build is fresh (pretest): --ignore-scripts skips prepack's second build.
-  const packed = JSON.parse(ok(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], ROOT), 'npm pack')) as {
-    filename: string;
-    files: { path: string }[];
-  }[];
-  tarball = join(work, packed[0]!.filename);
-  files = packed[0]!.files.map((f) => f.path);
   project = join(work, 'project');
   mkdirSync(project);
   // What `npm init -y` and `npm pkg set type=module` write, without two more npm processes.
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'project', version: '1.0.0', private: true, type: 'module' }));
+  const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  tarball = join(work, `workmem-${version}.tgz`);
+  // The README's lines as typed, with its placeholders for this clone and this project. The tarball is made
+  // in the test's folder, not the clone's (npm's pack-destination); the install runs with install scripts off.
+  const place = (text: string): string =>
+    text
+      .replace(`/path/to/workmem/workmem-${version}.tgz`, tarball)
+      .replace('/path/to/workmem', ROOT)
+      .replace('/path/to/your-project', project);
+  const lines = readmeInstallLines();
+  expect(lines.map((l) => `${l.dir}: ${l.command.join(' ')}`)).toEqual([
+    '/path/to/workmem: npm pack',
+    `/path/to/your-project: npm install /path/to/workmem/workmem-${version}.tgz`,
+  ]);
+  const [pack, install] = lines.map((l) => ({ dir: place(l.dir), command: l.command.map(place) }));
+  const packed = ok(
+    run(pack!.command[0]!, [...pack!.command.slice(1), '--json'], pack!.dir, HANG_MS, { npm_config_pack_destination: work }),
+    'npm pack',
+  );
+  files = (JSON.parse(packed.slice(packed.indexOf('['))) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
   ok(
-    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', tarball], project, INSTALL_TIMEOUT),
+    run(install!.command[0]!, install!.command.slice(1), install!.dir, HANG_MS, {
+      npm_config_ignore_scripts: 'true',
+      npm_config_prefer_offline: 'true',
+      npm_config_audit: 'false',
+      npm_config_fund: 'false',
+    }),
     'npm install',
   );
-}, INSTALL_TIMEOUT + 60_000);
+  expect(JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')).dependencies).toEqual({
+    workmem: `file:../workmem-${version}.tgz`,
+  });
+});
 
 afterAll(() => {
   if (work) rmSync(work, { recursive: true, force: true });
@@ -199,7 +237,7 @@ describe('the packed package, installed in an empty project', () => {
     ).toEqual([]);
     const wanted = ['@types/node', 'typescript', ...extra].map((name) => `${name}@${ours.devDependencies[name]}`);
     ok(
-      run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', ...wanted], project, INSTALL_TIMEOUT),
+      run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', ...wanted], project, HANG_MS),
       'npm install',
     );
     // Type-checked as written.
@@ -229,7 +267,6 @@ describe('the packed package, installed in an empty project', () => {
       [join(project, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
       project,
       env(),
-      180_000,
     );
     const expectTypeChecked = async (): Promise<void> => {
       const tsc = await typeChecked;
@@ -269,7 +306,7 @@ describe('the packed package, installed in an empty project', () => {
     await expectTypeChecked();
     // Left out: docs/eval.md's (a hosted provider, a whole suite), docs/storage.md's @keyv/sqlite one, and without a database its PostgreSQL one.
     expect(ran, 'examples run').toBe(blocks.length - (database ? 2 : 3));
-  }, 600_000); // installs from the registry, then runs each example
+  }); // installs from the registry, then runs each example
 
   it('npx workmem --help, and rpc --help names a documentation file that exists', () => {
     expect(ok(run('npx', ['workmem', '--help'], project), 'workmem --help')).toMatch(/Commands:[\s\S]*\bdemo\b[\s\S]*\bviz\b/);
@@ -281,10 +318,10 @@ describe('the packed package, installed in an empty project', () => {
   });
 
   it('npx workmem demo completes and prints its table', () => {
-    const out = ok(run('npx', ['workmem', 'demo'], project, 180_000), 'workmem demo');
+    const out = ok(run('npx', ['workmem', 'demo'], project, HANG_MS), 'workmem demo');
     expect(out).toMatch(/prompt tokens sent/);
     expect(out).toMatch(/facts asked at the end\s*\|\s*\d+ \/ \d+/);
-  }, 200_000);
+  });
 
   it('npx workmem eval runs offline from the package, and workmem/eval imports', () => {
     const args = [
@@ -300,7 +337,7 @@ describe('the packed package, installed in an empty project', () => {
       'workmem-auto,full-history',
       '--json',
     ];
-    const result = JSON.parse(ok(run('npx', args, project, 120_000), 'workmem eval')) as { summary: { arm: string; findings: string[] }[] };
+    const result = JSON.parse(ok(run('npx', args, project, HANG_MS), 'workmem eval')) as { summary: { arm: string; findings: string[] }[] };
     expect(result.summary.map((a) => a.arm)).toEqual(['workmem-auto', 'full-history']);
     expect(result.summary[0]!.findings).toContain('memory never maintained — phase 2 never began; the fallback carried the session');
     writeFileSync(
@@ -308,7 +345,7 @@ describe('the packed package, installed in an empty project', () => {
       "import { runEval, builtInSuite } from 'workmem/eval';\nconsole.log(typeof runEval, builtInSuite('small').conversations.length);\n",
     );
     expect(ok(run(process.execPath, ['eval.mjs'], project), 'eval.mjs').trim()).toBe('function 3');
-  }, 140_000);
+  });
 
   it('npx workmem viz --port 0 serves its page, script and stylesheet at the URL it prints', async () => {
     const child = spawn('npx', ['workmem', 'viz', '--port', '0'], { cwd: project, env: env(), detached: true });
@@ -316,7 +353,7 @@ describe('the packed package, installed in an empty project', () => {
       const url = await new Promise<string>((resolve, reject) => {
         let out = '';
         let err = '';
-        const timer = setTimeout(() => reject(new Error(`no URL printed in 60 s:\n${out}\n${err}`)), 60_000);
+        const timer = setTimeout(() => reject(new Error(`no URL printed:\n${out}\n${err}`)), HANG_MS);
         child.stderr.on('data', (chunk: Buffer) => void (err += chunk));
         child.stdout.on('data', (chunk: Buffer) => {
           out += chunk;
@@ -348,5 +385,5 @@ describe('the packed package, installed in an empty project', () => {
     } finally {
       if (child.pid && child.exitCode === null) process.kill(-child.pid, 'SIGTERM'); // npx and the node it started
     }
-  }, 90_000);
+  });
 });

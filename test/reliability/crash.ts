@@ -2,8 +2,10 @@
  * Crash safety: a session is run in a child process (crashChild.ts) that is killed with
  * SIGKILL — by the parent at a random moment, or by itself at a chosen point: mid-stream,
  * mid-tool, half way through writing overview.md, a log line, an archive, a compaction
- * entry or meta.json, just before or after the rename of overview.md. Trials follow one
- * another on the same session, so each child also resumes what the last one left.
+ * entry or meta.json, just before or after the rename of overview.md, while a summary is
+ * prepared in the background (lost with the process; the next open prepares it again).
+ * Trials follow one another on the same session, so each child also resumes what the last
+ * one left.
  *
  * After each kill the parent opens the session and checks: it opens (the dead child's
  * lock is stale); every acknowledged message is in the log, unchanged; each memory file
@@ -34,6 +36,7 @@ const POINTS: [string, number][] = [
   ['archive-write', 2],
   ['compaction-entry', 2],
   ['meta-write', 2],
+  ['background', 16],
 ];
 
 const LABELS: Record<string, string> = {
@@ -47,7 +50,11 @@ const LABELS: Record<string, string> = {
   'archive-write': 'mid-compaction: half of the archive file written',
   'compaction-entry': 'mid-compaction: half of the compaction entry written',
   'meta-write': 'mid-write of meta.json',
+  background: 'while a summary is prepared in the background',
 };
+
+const SUMMARY =
+  '## Goal\n- Crash test.\n\n## Decisions\n- none\n\n## Progress\n- summarised\n\n## Open items\n- none\n\n## Key facts\n- none';
 
 interface ChildRun {
   killed: boolean;
@@ -59,7 +66,13 @@ interface ChildRun {
 export async function crashTrials(trials: number, seed = 1): Promise<FamilyResult> {
   const tally = new Tally('crash (SIGKILL)');
   const home = mkdtempSync(join(tmpdir(), 'workmem-crash-'));
-  const quiet = scriptedModel(() => ({ text: 'ok' }), { contextWindow: 6_000, maxOutputTokens: 800 });
+  // It summarises too, as the children's model does: the open after a kill prepares its background summary again.
+  const quiet = Object.assign(
+    scriptedModel(() => ({ text: 'ok' }), { contextWindow: 6_000, maxOutputTokens: 800 }),
+    {
+      summarize: async () => ({ message: { role: 'assistant' as const, content: SUMMARY }, usage: null, finishReason: 'stop' }),
+    },
+  );
   const first = await createSession({ llm: quiet, home, cwd: '/crash', env: {}, trace: true });
   const { id, dir } = first;
   await first.close();
@@ -71,6 +84,9 @@ export async function crashTrials(trials: number, seed = 1): Promise<FamilyResul
   allow('working-memory/overview.md', sha(readFileSync(join(dir, 'working-memory/overview.md'), 'utf8')));
 
   const kills = new Map<string, [number, number]>();
+  /** Kills with a background summary in flight, and the opens after them whose first turn prepared one again. */
+  let inFlight = 0;
+  let again = 0;
   let rand = seed;
   const next = (n: number): number => {
     rand = (rand * 1103515245 + 12345) % 2 ** 31;
@@ -80,13 +96,15 @@ export async function crashTrials(trials: number, seed = 1): Promise<FamilyResul
     const [point, range] = POINTS[t % POINTS.length]!;
     const spec = point === 'random' ? 'none' : `${point}:${1 + next(range)}`;
     const run = await runChild(home, id, seed * 1000 + t, spec, point === 'random' ? 80 + next(500) : null);
+    const killedInFlight = point === 'background' && run.killed;
+    if (killedInFlight) inFlight++;
     for (const [seq, hash] of run.acks) acked.set(seq, hash);
     for (const [path, hash] of run.wills) allow(path, hash);
     const problems: string[] = [];
     let lost = 0;
     if (run.output.includes('FAILED')) problems.push(`the child failed: ${run.output.split('FAILED')[1]!.slice(0, 400)}`);
     try {
-      const session = await openSession(id, { llm: quiet, home, env: {} });
+      const session = await openSession(id, { llm: quiet, home, env: {}, settings: { backgroundThreshold: 0.15 } });
       try {
         const entries = logEntriesOf(dir);
         const bySeq = new Map(entries.filter((e) => e.type === 'message').map((e) => [e.seq, e]));
@@ -123,8 +141,12 @@ export async function crashTrials(trials: number, seed = 1): Promise<FamilyResul
         }
         problems.push(...trackerProblems(session.state.tracker, entries), ...historyProblems(session.history));
         const off = session.on('message_end', (e) => acked.set(e.seq, sha(JSON.stringify(e.message))));
+        let started = false;
+        const offBackground = session.on('background_start', () => (started = true));
         const result = await session.prompt(`After crash ${t}: still there?`);
         off();
+        offBackground();
+        if (killedInFlight && started) again++;
         if (result.status !== 'done') problems.push(`a new turn after the crash ended ${result.status}: ${result.error?.message}`);
       } finally {
         await session.close();
@@ -146,7 +168,10 @@ export async function crashTrials(trials: number, seed = 1): Promise<FamilyResul
     const [k, n] = kills.get(point)!;
     row.note = `killed in ${k} of ${n}${k < n ? ' (the others ran to the end first)' : ''}`;
   }
-  const figures = [`${trials} trials on one session; ${acked.size} acknowledged messages checked after every trial`];
+  const figures = [
+    `${trials} trials on one session; ${acked.size} acknowledged messages checked after every trial`,
+    `${inFlight} kills with a background summary in flight; the open after ${again} of them prepared it again in its first turn`,
+  ];
   // Temporary files live in the session's .tmp/ (working-memory/ holds only the model's names).
   const leftovers = existsSync(join(dir, '.tmp')) ? readdirSync(join(dir, '.tmp')) : [];
   if (leftovers.length) figures.push(`temporary files left after the last open: ${leftovers.join(', ')}`);

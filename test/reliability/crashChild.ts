@@ -7,8 +7,10 @@
  *   READY <session-id>          the session is open
  *   ACK <seq> <sha256>          a message_end: the message is acknowledged
  *   WILL <path> <sha256>        a file is about to be written with this content
+ *   BACKGROUND                  a summary is being prepared in the background
  * and, given a kill point, kills itself there with SIGKILL: mid-stream, mid-tool, half
- * way through writing overview.md or a log line, just before a rename, in a compaction.
+ * way through writing overview.md or a log line, just before a rename, in a compaction,
+ * while a background summary is in flight. Its summaries take a while (as a model's do).
  *
  * Usage: node crashChild.js <home> <session-id | new> <seed> <kill-point | none>
  */
@@ -16,9 +18,10 @@ import fs from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { basename } from 'node:path';
 import { z } from 'zod';
-import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse } from '../../src/llm/llm.js';
+import { LLMError, type LLM, type LLMCallOptions, type LLMRequest, type LLMResponse, type SummarizeOptions } from '../../src/llm/llm.js';
 import type { AssistantMessage } from '../../src/history/messages.js';
 import { createSession, openSession, type Session } from '../../src/session/index.js';
+import { diskIOFor, useDiskIO } from '../../src/storage/diskIO.js';
 import { defineTool } from '../../src/tools/tool.js';
 import { sha } from './hash.js';
 
@@ -67,9 +70,9 @@ fs.openSync = ((path: fs.PathLike, ...rest: unknown[]) => {
   paths.set(fd, String(path));
   return fd;
 }) as typeof fs.openSync;
-fs.writeSync = ((fd: number, data: unknown, ...rest: unknown[]) => {
+/** Where a write of `text` to `fd` is a kill point: half of it reaches the file, then the process dies (a torn write). */
+function tornAt(fd: number, text: Uint8Array): void {
   const name = basename(paths.get(fd) ?? '');
-  const text = Buffer.isBuffer(data) ? data : Buffer.from(String(data));
   const point = name.startsWith('.overview.md.')
     ? 'overview-write'
     : name.startsWith('.compact-')
@@ -77,15 +80,17 @@ fs.writeSync = ((fd: number, data: unknown, ...rest: unknown[]) => {
       : name.startsWith('.meta.json.')
         ? 'meta-write'
         : name === 'messages.jsonl'
-          ? text.includes('"type":"compaction"')
+          ? Buffer.from(text).includes('"type":"compaction"')
             ? 'compaction-entry'
             : 'log-append'
           : null;
   if (point && due(point)) {
-    // Half the bytes reach the file, then the process dies: a torn write.
     originalWrite(fd, text, 0, Math.max(1, Math.floor(text.length / 2)));
     die();
   }
+}
+fs.writeSync = ((fd: number, data: unknown, ...rest: unknown[]) => {
+  tornAt(fd, Buffer.isBuffer(data) ? data : Buffer.from(String(data)));
   return (originalWrite as (...a: unknown[]) => number)(fd, data, ...rest);
 }) as typeof fs.writeSync;
 fs.renameSync = ((from: fs.PathLike, to: fs.PathLike) => {
@@ -94,6 +99,21 @@ fs.renameSync = ((from: fs.PathLike, to: fs.PathLike) => {
   if (basename(String(to)) === 'overview.md' && due('after-overview-rename')) die();
 }) as typeof fs.renameSync;
 syncBuiltinESMExports();
+// On a disk the writes go to DiskIO's threads (fs calls of their own): the same kill points, before each goes.
+const io = diskIOFor(home!);
+if (io.offLoop)
+  useDiskIO({
+    offLoop: true,
+    get syncs() {
+      return io.syncs;
+    },
+    write: (fd, data, options) => {
+      tornAt(fd, data);
+      return io.write(fd, data, options);
+    },
+    sync: (fd, kind) => io.sync(fd, kind),
+    truncate: (fd, size) => io.truncate(fd, size),
+  });
 
 /** The model: decides by the request, streams its text in pieces with a pause between. */
 function crashModel(): LLM {
@@ -112,6 +132,16 @@ function crashModel(): LLM {
         await new Promise((resolve) => setImmediate(resolve));
       }
       return { message, usage: null, finishReason: message.tool_calls ? 'tool_calls' : 'stop' };
+    },
+    async summarize(_req: LLMRequest, call: SummarizeOptions): Promise<LLMResponse> {
+      if (call.background) say('BACKGROUND');
+      for (let tick = 0; tick < 8; tick++) {
+        if (call.signal.aborted) throw new LLMError('aborted', 'the request was aborted');
+        if (call.background && due('background')) die();
+        await new Promise((resolve) => setTimeout(resolve, 15));
+      }
+      const content = `## Goal\n- Crash test, seed ${seed}.\n\n## Decisions\n- none\n\n## Progress\n- turns summarised\n\n## Open items\n- none\n\n## Key facts\n- none`;
+      return { message: { role: 'assistant', content }, usage: null, finishReason: 'stop' };
     },
   };
 }
@@ -156,7 +186,8 @@ const lookup = defineTool({
 });
 
 async function main(): Promise<void> {
-  const options = { llm: crashModel(), home: home!, env: {}, tools: [lookup] };
+  // Summaries prepared in the background from a low threshold: the session is in phase 2 most of the time, and one is often in flight.
+  const options = { llm: crashModel(), home: home!, env: {}, tools: [lookup], settings: { backgroundThreshold: 0.15 } };
   const session: Session = idArg === 'new' ? await createSession({ ...options, cwd: '/crash' }) : await openSession(idArg!, options);
   say(`READY ${session.id}`);
   session.on('message_end', (e) => say(`ACK ${e.seq} ${sha(JSON.stringify(e.message))}`));

@@ -1,13 +1,16 @@
 /**
  * Storage faults by injection: the synchronous fs calls workmem writes with are wrapped
  * so that, while a fault is armed, the matching call on a matching file fails with the
- * errno a full, read-only or failing disk gives. `syncBuiltinESMExports` makes the
+ * errno a full, read-only or failing disk gives; on a disk, where writes and syncs go to
+ * DiskIO's threads, the process's DiskIO is wrapped the same way. `syncBuiltinESMExports` makes the
  * wrappers reach modules that imported the functions by name. Files are matched by
  * path — for calls on a descriptor, the path /proc/self/fd says it has — so the test
  * runner's own files are never touched.
  */
 import fs from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
+import { tmpdir } from 'node:os';
+import { diskIOFor, useDiskIO, type DiskIO } from '../../src/storage/diskIO.js';
 
 export type FsOp = 'open' | 'write' | 'sync' | 'rename';
 
@@ -67,12 +70,48 @@ export class FsFaults {
     wrap('fdatasyncSync', 'sync', byFd);
     wrap('renameSync', 'rename', (args) => (typeof args[1] === 'string' ? args[1] : null));
     syncBuiltinESMExports();
+    // Writes and syncs made off the event loop (on a disk: DiskIO's threads, which have fs
+    // calls of their own) meet the same faults, checked before each one goes.
+    const io = diskIOFor(tmpdir());
+    if (io.offLoop) this.restoreIO = useDiskIO(this.faulty(io, byFd));
     return this;
   }
 
   uninstall(): void {
     for (const [name, original] of Object.entries(this.originals)) (fs as unknown as Record<string, unknown>)[name] = original;
     syncBuiltinESMExports();
+    this.restoreIO?.();
+    this.restoreIO = null;
+  }
+
+  private restoreIO: (() => void) | null = null;
+
+  /** `inner` with the armed fault: a failed write writes nothing; a failed sync comes after its write. */
+  private faulty(inner: DiskIO, byFd: (args: unknown[]) => string | null): DiskIO {
+    const path = (fd: number) => () => byFd([fd]);
+    return {
+      offLoop: inner.offLoop,
+      get syncs() {
+        return inner.syncs;
+      },
+      write: async (fd, data, options = {}) => {
+        this.check('write', path(fd));
+        if (options.sync) {
+          try {
+            this.check('sync', path(fd));
+          } catch (error) {
+            await inner.write(fd, data, { ...(options.position === undefined ? {} : { position: options.position }) });
+            throw Object.assign(error as Error, { written: data.length });
+          }
+        }
+        return inner.write(fd, data, options);
+      },
+      sync: async (fd, kind) => {
+        this.check('sync', path(fd));
+        return inner.sync(fd, kind);
+      },
+      truncate: (fd, size) => inner.truncate(fd, size),
+    };
   }
 
   arm(fault: FsFault): void {

@@ -23,9 +23,11 @@ import { defineTool } from '../../src/tools/tool.js';
 import { entriesUnder, historyProblems } from './checks.js';
 import { sha } from './hash.js';
 import type { FamilyResult, Failure, FaultRow } from './report.js';
+import { HANG_MS } from '../hangGuard.js';
 
 const SECRET = 'SECRET-OUTSIDE-7f3a';
-const CALL_TIMEOUT_MS = 10_000;
+// A hang guard, not a speed check: a loaded machine takes many times as long (test/hangGuard.ts).
+const CALL_TIMEOUT_MS = HANG_MS;
 
 /** Path cases by kind; `{home}` is replaced by the test's home directory. */
 const PATHS: Record<string, unknown[]> = {

@@ -20,6 +20,7 @@ import type { WorkmemEvent } from '../../src/events.js';
 import { historyProblems, logEntriesOf } from './checks.js';
 import { Tally, type FamilyResult } from './report.js';
 import { boundCases } from './llmBounds.js';
+import { HANG_MS } from '../hangGuard.js';
 
 const KEY = 'sk-proj-streamedKEY0123456789abcdef';
 
@@ -196,8 +197,11 @@ async function neverEndingCases(tally: Tally, home: string): Promise<void> {
           new Promise<TurnResult>((resolve) =>
             setTimeout(
               () =>
-                resolve({ status: 'failed', error: { kind: 'internal', message: 'did not end in 30 s', retryable: false } } as TurnResult),
-              30_000,
+                resolve({
+                  status: 'failed',
+                  error: { kind: 'internal', message: 'did not end (hang guard)', retryable: false },
+                } as TurnResult),
+              HANG_MS, // a hang guard, not a speed check (test/hangGuard.ts)
             ),
           ),
         ]);

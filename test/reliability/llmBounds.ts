@@ -17,6 +17,7 @@ import { startTestServer, type Fault, type Policy, type TestServer } from '../..
 import type { WorkmemEvent } from '../../src/events.js';
 import { historyProblems, logEntriesOf } from './checks.js';
 import type { Tally } from './report.js';
+import { HANG_MS } from '../hangGuard.js';
 
 const KB = 1024;
 const MB = 1024 * KB;
@@ -48,8 +49,13 @@ async function run(options: Omit<SessionOptions, 'home'>, home: string, prompt: 
   const started = performance.now();
   const result = await Promise.race([
     session.prompt(prompt),
-    sleep(30_000).then(
-      (): TurnResult => ({ status: 'failed', error: { kind: 'internal', message: 'did not end in 30 s', retryable: false } }) as TurnResult,
+    // A hang guard, not a speed check: a loaded machine takes many times as long (test/hangGuard.ts).
+    sleep(HANG_MS).then(
+      (): TurnResult =>
+        ({
+          status: 'failed',
+          error: { kind: 'internal', message: `did not end in ${HANG_MS / 60_000} min`, retryable: false },
+        }) as TurnResult,
     ),
   ]);
   const ms = performance.now() - started;

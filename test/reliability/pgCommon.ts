@@ -74,6 +74,25 @@ export interface LogCheck {
 }
 
 /** The session's log as the table holds it: every row a whole entry, seqs 1…n without a gap, turns never going back. */
+/**
+ * The server's own view of a session's lease: when it ends and what time it is now, both by
+ * the server's clock (the one the store's takeover compares), in epoch milliseconds.
+ */
+export async function leaseClock(url: string, schema: string, id: string): Promise<{ until: number; now: number }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ until: number | null; now: number }>(
+      `SELECT (SELECT (extract(epoch FROM expires_at) * 1000)::float8 FROM ${schema}.leases WHERE session_id = $1) AS until,
+              (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now`,
+      [id],
+    );
+    return { until: rows[0]?.until ?? -Infinity, now: rows[0]!.now };
+  } finally {
+    await client.end();
+  }
+}
+
 export async function checkLog(url: string, schema: string, id: string): Promise<LogCheck> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();

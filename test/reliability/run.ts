@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util';
 import { machine } from '../bench/harness.js';
 import { cliCases } from './cli.js';
 import { crashTrials } from './crash.js';
+import { crashManyTrials } from './crashMany.js';
 import { damageCases } from './damage.js';
 import { diskCases } from './disk.js';
 import { guardCases } from './guard.js';
@@ -32,6 +33,7 @@ import { vizCases } from './viz.js';
 
 const FAMILIES: Record<string, () => Promise<FamilyResult>> = {
   crash: () => crashTrials(200, 1),
+  'crash-many': () => crashManyTrials(12, 100, 1),
   lock: () => lockCases(500, 5),
   damage: () => damageCases(),
   disk: () => diskCases(),

@@ -19,6 +19,7 @@ describe('the AI SDK through workmem serve', () => {
     const provider = createOpenAICompatible({
       name: 'proxied',
       baseURL: proxy.url,
+      apiKey: proxy.token,
       includeUsage: true,
       headers: { 'x-workmem-session': 'ai-sdk' },
     });

@@ -35,8 +35,10 @@ describe("the proxy's reading of a client's request", () => {
         ],
       });
       expect(request.instructions).toBe(system.map((m) => m.content).join('\n\n'));
+      // Each with its role, to be sent as the client gave it.
+      expect(request.instructionParts).toEqual(system.map((m) => ({ role: m.role, content: m.content })));
       const expected: ChatMessage[] = [
-        { role: 'user', content: 'part one\npart two' },
+        { role: 'user', content: 'part one\npart two', name: 'ann' },
         {
           role: 'assistant',
           content: null,
@@ -53,8 +55,6 @@ describe("the proxy's reading of a client's request", () => {
       expect(all(request.conversation)).toEqual(expected);
       // Shapes read from the wire are the converted messages' shapes.
       expect(expected.map((_, i) => request.conversation.shape(i))).toEqual(expected.map(shapeOf));
-      // The opening: the system messages before the first user message, and that message.
-      expect(request.opening).toEqual([{ role: 'system', content: 'rule 0' }, expected[0]]);
       // What workmem's exchange adds follows the client's messages.
       const more: ChatMessage[] = [{ role: 'assistant', content: 'and more' }];
       const extended = request.conversation.with(more);

@@ -4,10 +4,10 @@
  * into a cache of its own (never a dependency of workmem: it brings 200 MB and install
  * scripts), configured as its docs say for an OpenAI-compatible server (models.json,
  * api "openai-completions"), run with `-p` (print mode) one turn per process, continuing its
- * own session (`-c`), offline. Its built-in tools read/write/edit have the names of
- * workmem's own, so it runs with `--tools bash` (the proxy refuses a clash, see
- * docs/proxy.md). Across its processes the proxy keeps one session: memory written through
- * the proxy, pi's own tool call round-tripping, and none of workmem's calls reaching pi.
+ * own session (`-c`), offline, with its default tools: its read/write/edit have the names of
+ * workmem's own, which the proxy then sends as workmem_read, workmem_write, … (docs/proxy.md,
+ * "Tools"). Across its processes the proxy keeps one session: memory written through the
+ * proxy, pi's own tool call round-tripping, and none of workmem's calls reaching pi.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { proxies, sessionState } from './proxyHarness.js';
 import { installedOnce } from '../installedOnce.js';
+import { HANG_MS } from '../hangGuard.js';
 
 const PI_VERSION = '0.73.1';
 const PI_CLI = join('node_modules', '@mariozechner', 'pi-coding-agent', 'dist', 'cli.js');
@@ -24,7 +25,7 @@ const proxied = proxies();
 
 beforeAll(() => {
   PI = join(installedOnce(`workmem-test-pi-${PI_VERSION}`, [`@mariozechner/pi-coding-agent@${PI_VERSION}`], PI_CLI), PI_CLI);
-}, 6 * 60_000);
+});
 
 function pi(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -34,7 +35,7 @@ function pi(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), HANG_MS);
     child.on('exit', (code) => (clearTimeout(timer), resolve({ code, stdout, stderr })));
   });
 }
@@ -52,7 +53,7 @@ describe('pi, an agent from npm, through workmem serve', () => {
           workmem: {
             baseUrl: proxy.url,
             api: 'openai-completions',
-            apiKey: 'unused-by-the-proxy',
+            apiKey: proxy.token,
             compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
             models: [{ id: 'workmem-test', contextWindow: 32_000, maxTokens: 2_000 }],
           },
@@ -65,8 +66,6 @@ describe('pi, an agent from npm, through workmem serve', () => {
       'workmem',
       '--model',
       'workmem-test',
-      '--tools',
-      'bash',
       '--offline',
       '--no-extensions',
       '--no-skills',
@@ -90,7 +89,7 @@ describe('pi, an agent from npm, through workmem serve', () => {
     expect(answers[3]).toContain('rose1');
     expect(answers[4]).toContain('rose2');
 
-    // One session for the conversation, named by its opening (pi's system prompt and first message).
+    // One session for the conversation, found by what it holds (its first request passed through, the second opened it).
     expect(server.requests.length).toBeGreaterThanOrEqual(turns.length);
     const sessionDir = join(home, 'sessions');
     const sessions = readdirSync(sessionDir).flatMap((cwd) => readdirSync(join(sessionDir, cwd)));
@@ -101,7 +100,7 @@ describe('pi, an agent from npm, through workmem serve', () => {
       e.type === 'message' && e.message.role === 'assistant' ? (e.message.tool_calls ?? []).map((c) => c.function.name) : [],
     );
     expect(calls).toContain('bash');
-    expect(calls).toContain('write');
+    expect(calls).toContain('workmem_write');
     expect(log.some((e) => e.type === 'message' && e.message.role === 'tool' && calls.includes('bash'))).toBe(true);
     expect(log.filter((e) => e.type === 'branch')).toEqual([]);
     // pi's own session holds its bash call and none of workmem's.
@@ -111,5 +110,5 @@ describe('pi, an agent from npm, through workmem serve', () => {
     const piLog = piSessions.map((f) => readFileSync(join(work, 'sessions', f), 'utf8')).join('\n');
     expect(piLog).toContain('bash');
     expect(piLog).not.toContain('working-memory/overview.md');
-  }, 120_000);
+  });
 });

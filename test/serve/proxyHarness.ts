@@ -40,8 +40,9 @@ export function proxies(): (options?: {
   };
 }
 
-export function client(proxy: ProxyServer, headers: Record<string, string> = {}): OpenAI {
-  return new OpenAI({ baseURL: proxy.url, apiKey: 'client-key-unused', maxRetries: 0, defaultHeaders: headers });
+/** A client of the proxy: its token as the API key, as an agent pointed at it is configured. */
+export function client(proxy: Pick<ProxyServer, 'url' | 'token'>, headers: Record<string, string> = {}): OpenAI {
+  return new OpenAI({ baseURL: proxy.url, apiKey: proxy.token, maxRetries: 0, defaultHeaders: headers });
 }
 
 export const clientTools: ChatCompletionTool[] = [

@@ -2,9 +2,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach } from 'vitest';
 import { cliPath } from '../cli/cliProcess.js';
+import { HANG_MS } from '../hangGuard.js';
 
 export interface ServeProcess {
   url: string;
+  /** The token it printed for its clients. */
+  token: string;
   child: ChildProcess;
   output(): string;
   /** SIGTERM, and its exit code. */
@@ -32,13 +35,14 @@ export function serveProcesses(): (args: string[], env: NodeJS.ProcessEnv) => Pr
         clearTimeout(kill);
         return code;
       };
-      const timer = setTimeout(() => reject(new Error(`workmem serve did not start: ${out}`)), 30_000);
+      const timer = setTimeout(() => reject(new Error(`workmem serve did not start: ${out}`)), HANG_MS);
       const read = (chunk: Buffer): void => {
         out += chunk;
         const url = /workmem serve on (http:\/\/\S+\/v1)/.exec(out)?.[1];
-        if (url) {
+        const token = /(?:OPENAI_API_KEY=|x-workmem-token: )(\S+?);/.exec(out)?.[1];
+        if (url && token) {
           clearTimeout(timer);
-          const proc = { url, child, output: () => out, stop };
+          const proc = { url, token, child, output: () => out, stop };
           started.push(proc);
           resolve(proc);
         }

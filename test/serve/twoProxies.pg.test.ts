@@ -35,23 +35,10 @@ describe.skipIf(!available)('two proxies on one PostgreSQL', () => {
           const out: string[] = [];
           for (let t = 1; t <= TURNS; t++) {
             const proxy = proxies[(c + t) % 2]!;
-            out.push(
-              await agentTurn(
-                client({ url: proxy.url, port: 0, close: async () => {} }, { 'x-workmem-session': `shared-${c}` }),
-                messages,
-                said(c, t),
-                { stream: t % 2 === 0 },
-              ),
-            );
+            out.push(await agentTurn(client(proxy, { 'x-workmem-session': `shared-${c}` }), messages, said(c, t), { stream: t % 2 === 0 }));
           }
           const last = proxies[c % 2]!;
-          out.push(
-            await agentTurn(
-              client({ url: last.url, port: 0, close: async () => {} }, { 'x-workmem-session': `shared-${c}` }),
-              messages,
-              'What is my thing1?',
-            ),
-          );
+          out.push(await agentTurn(client(last, { 'x-workmem-session': `shared-${c}` }), messages, 'What is my thing1?'));
           return out;
         }),
       );

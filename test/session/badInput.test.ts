@@ -207,8 +207,9 @@ describe('bad options', () => {
     );
     await expect(openSession('../../etc', { llm, home })).rejects.toThrow(/not a session id/);
     await expect(openSession('0000dead', { llm, home })).rejects.toThrow(/no session with id 0000dead/);
-    const dup = defineTool({ name: 'read', description: 'clash', parameters: z.object({}), execute: () => '' });
-    await expect(createSession({ llm, home, tools: [dup], env: {} })).rejects.toThrow(/two tools are named "read"/);
+    // A host tool may take the name of one of workmem's (workmem's are then prefixed); two of the host's may not share one.
+    const dup = defineTool({ name: 'lookup', description: 'twice', parameters: z.object({}), execute: () => '' });
+    await expect(createSession({ llm, home, tools: [dup, dup], env: {} })).rejects.toThrow(/two tools are named "lookup"/);
     expect(() => defineTool({ name: 'bad name!', description: '', parameters: z.object({}), execute: () => '' })).toThrow(/must match/);
     const session = await createSession({ llm, home, env: {} });
     await expect(session.prompt('   ')).rejects.toThrow(/non-empty/);

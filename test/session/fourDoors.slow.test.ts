@@ -125,7 +125,7 @@ function expectTraced(run: DoorRun, door: string, differences: string[]): void {
 let session: DoorRun;
 beforeAll(async () => {
   session = await runDoor('Session', tempHome());
-}, 120_000);
+});
 
 describe('the same conversation through every door', () => {
   it('a Session: memory written, compact_history called, a fallback at 75 %, phase 2, the late facts answered', () => {

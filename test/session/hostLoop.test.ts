@@ -74,8 +74,8 @@ describe('a host loop through HostLoop', () => {
       pinned: [RULES],
     });
     const hostEvents = collect(loop.session);
-    const ours = new Set(loop.tools.map((t) => t.name));
-    const tools = [...loop.tools.map((t) => t.spec), weather.spec];
+    // The host's own tools: workmem's are named beside them and sent first.
+    const tools = [weather.spec];
     const messages: HostMessage[] = [{ role: 'system', content: INSTRUCTIONS }];
     const hostAnswers: string[] = [];
     for (const text of prompts()) {
@@ -92,7 +92,7 @@ describe('a host loop through HostLoop', () => {
           break;
         }
         for (const c of calls) {
-          const content = ours.has(c.function.name)
+          const content = loop.isOwnTool(c.function.name)
             ? (await loop.runTools([c]))[0]!.content
             : String(await weather.execute(JSON.parse(c.function.arguments), {} as never));
           messages.push({ role: 'tool', tool_call_id: c.id, content });

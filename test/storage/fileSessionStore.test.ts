@@ -7,15 +7,34 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
+import { diskThreads } from '../../src/storage/diskIO.js';
 import { fileSessionStore } from '../../src/storage/fileSessionStore.js';
 import { sessionDir } from '../../src/storage/sessionPaths.js';
 import { metaFor, sessionStoreContract } from './contract.js';
+
+const threads = diskThreads({ threads: 2 });
 
 sessionStoreContract(
   'filesystem',
   async () => {
     const home = mkdtempSync(join(tmpdir(), 'workmem-store-'));
     return { connect: async () => fileSessionStore({ home }), destroy: async () => rmSync(home, { recursive: true, force: true }) };
+  },
+  {
+    noFencing:
+      "its lock file is advisory: writes do not check it, so a holder paused past the heartbeat staleness and taken over could still append; fencing is the Postgres store's",
+  },
+);
+
+// The same contract with every write and sync on the disk threads, as on a disk (the tests' temporary files are on a tmpfs).
+sessionStoreContract(
+  'filesystem, disk threads',
+  async () => {
+    const home = mkdtempSync(join(tmpdir(), 'workmem-store-'));
+    return {
+      connect: async () => fileSessionStore({ home, diskIO: threads }),
+      destroy: async () => rmSync(home, { recursive: true, force: true }),
+    };
   },
   {
     noFencing:

@@ -22,7 +22,7 @@ const available = postgresBin() !== null;
 let matrixServer: PostgresServer | null = null;
 beforeAll(async () => {
   if (available) matrixServer = await startPostgres(postgresBin()!);
-}, 120_000);
+});
 afterAll(async () => {
   await matrixServer?.stop();
 });
@@ -42,33 +42,25 @@ function expectAllSurvived(result: FamilyResult, atLeast: number): void {
 }
 
 describe.skipIf(!available)('the Postgres fault matrix (fast subset)', () => {
-  it(
-    'SIGKILL mid-turn: refused naming the dead holder until its lease ends, then taken over, nothing acknowledged lost',
-    { timeout: 120_000 },
-    async () => {
-      expectAllSurvived(await onMatrixServer({ ...NONE, kills: 3 }), 3);
-    },
-  );
+  it('SIGKILL mid-turn: refused naming the dead holder until its lease ends, then taken over, nothing acknowledged lost', async () => {
+    expectAllSurvived(await onMatrixServer({ ...NONE, kills: 3 }), 3);
+  });
 
-  it(
-    'SIGSTOP past the lease, also inside a memory-file write: another instance takes over, the late writes are refused, nothing interleaved',
-    { timeout: 180_000 },
-    async () => {
-      const result = await onMatrixServer({ ...NONE, stops: 2 });
-      expectAllSurvived(result, 2);
-      expect(result.figures?.join('\n')).toMatch(/late writes refused by the fence in 2; 0 interleaved entries/);
-    },
-  );
+  it('SIGSTOP past the lease, also inside a memory-file write: another instance takes over, the late writes are refused, nothing interleaved', async () => {
+    const result = await onMatrixServer({ ...NONE, stops: 2 });
+    expectAllSurvived(result, 2);
+    expect(result.figures?.join('\n')).toMatch(/late writes refused by the fence in 2; 0 interleaved entries/);
+  });
 
-  it('PostgreSQL restarted mid-turn: done or a clear error, nothing half-written, the next turn works', { timeout: 120_000 }, async () => {
+  it('PostgreSQL restarted mid-turn: done or a clear error, nothing half-written, the next turn works', async () => {
     expectAllSurvived(await postgresCases({ ...NONE, restarts: 2 }, 5), 2);
   });
 
-  it('the pool exhausted: many sessions on 3 connections finish; a held pool fails clearly, or waits', { timeout: 120_000 }, async () => {
+  it('the pool exhausted: many sessions on 3 connections finish; a held pool fails clearly, or waits', async () => {
     expectAllSurvived(await onMatrixServer({ ...NONE, poolSessions: 8 }), 3);
   });
 
-  it('4 instances race to create, open and take over one session: exactly one wins each time', { timeout: 120_000 }, async () => {
+  it('4 instances race to create, open and take over one session: exactly one wins each time', async () => {
     expectAllSurvived(await onMatrixServer({ ...NONE, races: 6 }), 6);
   });
 

@@ -107,7 +107,7 @@ describe.skipIf(!available)('sessions in Postgres, through the registry and the 
         await store.close();
       }
     });
-  }, 60_000);
+  });
 
   describe('the CLI with --database-url / WORKMEM_DATABASE_URL', () => {
     let model: TestServer;
@@ -179,6 +179,6 @@ describe.skipIf(!available)('sessions in Postgres, through the registry and the 
           expect(text).not.toContain('env-secret-7');
         }
       });
-    }, 120_000);
+    });
   });
 });

@@ -44,7 +44,8 @@ export async function testPostgres(): Promise<PostgresServer | null> {
   return bin ? startPostgres(bin) : null;
 }
 
-export async function startPostgres(bin: string): Promise<PostgresServer> {
+/** `fsync`: flush as a production server does (the concurrent bench); off by default, as tests run. */
+export async function startPostgres(bin: string, options: { fsync?: boolean } = {}): Promise<PostgresServer> {
   const root = mkdtempSync(join(tmpdir(), 'workmem-pg-'));
   const asRoot = process.getuid?.() === 0;
   // initdb refuses to run as root: the cluster belongs to the postgres user then.
@@ -68,7 +69,7 @@ export async function startPostgres(bin: string): Promise<PostgresServer> {
     run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
     const port = await freePort();
     // fsync off: a test cluster thrown away at the end need not survive a power cut.
-    const settings = `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories=${root} -c fsync=off -c max_connections=200`;
+    const settings = `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories=${root} -c fsync=${options.fsync ? 'on' : 'off'} -c max_connections=200`;
     run('pg_ctl', ['start', '-w', '-t', '60', '-D', data, '-l', join(root, 'server.log'), '-o', settings]);
     const database = `workmem_test_${randomBytes(4).toString('hex')}`;
     const admin = await import('pg');

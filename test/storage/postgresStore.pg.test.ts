@@ -207,5 +207,5 @@ describe.skipIf(!available)('the Postgres session store', () => {
       await store.close();
       await dropSchema(schema);
     }
-  }, 30_000);
+  });
 });

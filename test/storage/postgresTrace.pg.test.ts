@@ -61,7 +61,7 @@ describe.skipIf(!available)('the trace of a session kept in Postgres', () => {
       expect(turnEnds(trace)).toEqual(['answer 1', 'answer 2', 'answer 3', 'answer 4', 'answer 5']);
       expect(session.record.storage.trace.dropped).toBe(0);
     });
-  }, 60_000);
+  });
 
   it('a trace that cannot be stored is dropped and counted; the turns and the log are unharmed', async () => {
     await withSchema(async ({ store, admin, schema }) => {
@@ -78,7 +78,7 @@ describe.skipIf(!available)('the trace of a session kept in Postgres', () => {
       expect(await reader.readTrace()).toEqual([]);
       expect((await reader.readLog()).entries.filter((e) => e.type === 'message')).toHaveLength(4);
     });
-  }, 60_000);
+  });
 
   it('goes in batches: at most one statement per turn (and one at the start), however many records a turn makes', async () => {
     await withSchema(async ({ store, traceInserts }) => {
@@ -94,5 +94,5 @@ describe.skipIf(!available)('the trace of a session kept in Postgres', () => {
         `trace on Postgres: ${turns} turns, ${records.length} records, ${traceInserts()} INSERT statements`,
       ).toBeLessThanOrEqual(turns + 2);
     });
-  }, 60_000);
+  });
 });

@@ -15,6 +15,7 @@ import { protocolFollower, type ChatRequest, type Policy } from '../../src/testi
 import { tempHome, testServers } from '../helpers.js';
 import { builtFile } from '../reliability/built.js';
 import { usePostgres } from './postgresServer.js';
+import { HANG_MS } from '../hangGuard.js';
 
 const { available, server: postgres } = usePostgres('scale-out service');
 const serve = testServers();
@@ -56,7 +57,7 @@ function startInstance(env: NodeJS.ProcessEnv): Promise<Instance> {
   children.push(child);
   let out = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the instance did not start: ${out}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`the instance did not start: ${out}`)), HANG_MS);
     const read = (chunk: Buffer) => {
       out += chunk;
       const started = / on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
@@ -169,7 +170,7 @@ describe.skipIf(!available)('the scale-out example: two instances, one PostgreSQ
     } finally {
       await store.close();
     }
-  }, 90_000);
+  });
 
   it('a session busy in one instance is refused by the other with 409, holder and until, queued by the one that has it, and served anywhere after', async () => {
     const { a, b, hold } = await twoInstances();
@@ -191,5 +192,5 @@ describe.skipIf(!available)('the scale-out example: two instances, one PostgreSQ
     expect(await queued).toEqual({ status: 200, text: 'Your city is Lyon.' });
     // A gave the lease back when its last request ended: B serves the session now.
     expect(await ask(b, id, 'What is my city?')).toEqual({ status: 200, text: 'Your city is Lyon.' });
-  }, 90_000);
+  });
 });

@@ -23,6 +23,7 @@ import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import { OVERVIEW_MAX_BYTES } from '../../src/memory/workingMemory.js';
 import { memoryOnDisk } from '../storage/memoryOnDisk.js';
 import { writeFileAtomic } from '../../src/storage/atomicWrite.js';
+import { inlineDiskIO } from '../../src/storage/diskIO.js';
 import { unpairedTools } from '../../src/testing/testServer.js';
 import { capOutput } from '../../src/tools/toolOutputCap.js';
 import { SavedOutputNames } from '../../src/tools/savedOutputNames.js';
@@ -304,11 +305,11 @@ describe('saved outputs, reserved names and temp files', () => {
     await expect(memory.edit('detail/tool-outputs/1-turn1.txt', 'full', 'mine')).rejects.toThrow(/reserved/);
   });
 
-  it('puts the temp file of an atomic write in the given folder, never beside the file', () => {
+  it('puts the temp file of an atomic write in the given folder, never beside the file', async () => {
     const dir = temp('atomic');
     const tmpDir = join(dir, '.tmp');
     mkdirSync(join(dir, 'wm'));
-    writeFileAtomic(join(dir, 'wm', 'a.md'), 'a', { tmpDir });
+    await writeFileAtomic(join(dir, 'wm', 'a.md'), 'a', { tmpDir, io: inlineDiskIO() });
     expect(readdirSync(join(dir, 'wm'))).toEqual(['a.md']);
     expect(readdirSync(tmpDir)).toEqual([]);
     expect(statSync(tmpDir).mode & 0o777).toBe(0o700);

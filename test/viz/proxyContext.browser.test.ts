@@ -22,7 +22,7 @@ const vizServers: VizServer[] = [];
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   browser = await launchChromium();
-}, 60_000);
+});
 afterAll(async () => {
   await browser?.close();
   await Promise.all(vizServers.map((s) => s.close()));
@@ -83,5 +83,5 @@ describe('the context view of a proxied session', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'visualizer-proxy-context.png'), fullPage: true });
     expect(errors).toEqual([]);
     await page.close();
-  }, 60_000);
+  });
 });

@@ -5,7 +5,9 @@
  */
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { chromium, type Browser } from 'playwright-core';
+import { CHROMIUM } from '../project/preflight.js';
 import WebSocket from 'ws';
+import { HANG_MS } from '../hangGuard.js';
 
 export const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
@@ -56,7 +58,7 @@ export function wsAttempt(
   });
 }
 
-export const until = async (check: () => boolean, ms = 5_000): Promise<void> => {
+export const until = async (check: () => boolean, ms = HANG_MS): Promise<void> => {
   for (const end = Date.now() + ms; !check();) {
     if (Date.now() > end) throw new Error('timed out waiting');
     await new Promise((r) => setTimeout(r, 20));
@@ -72,10 +74,31 @@ export const upgradeHeaders = (token: string): Record<string, string> => ({
   'sec-websocket-protocol': `workmem, token.${token}`,
 });
 
-/** Headless Chromium as the browser tests run it: the system's build, offline, no sandbox. */
-export function launchChromium(): Promise<Browser> {
+/**
+ * Headless Chromium as the browser tests run it: the system's build, offline, no sandbox.
+ * Its pages wait as long as the run's hang guard, not playwright's 30 s: a loaded machine is slow, not broken.
+ */
+export async function launchChromium(): Promise<Browser> {
+  const browser = await launch();
+  const newContext = browser.newContext.bind(browser);
+  browser.newContext = async (options) => {
+    const context = await newContext(options);
+    context.setDefaultTimeout(HANG_MS);
+    return context;
+  };
+  const newPage = browser.newPage.bind(browser);
+  browser.newPage = async (options) => {
+    const page = await newPage(options);
+    page.setDefaultTimeout(HANG_MS);
+    return page;
+  };
+  return browser;
+}
+
+function launch(): Promise<Browser> {
   return chromium.launch({
-    executablePath: '/usr/bin/chromium',
+    timeout: HANG_MS,
+    executablePath: CHROMIUM,
     args: [
       '--headless',
       '--no-sandbox',

@@ -5,6 +5,7 @@
  * that never carries a password.
  */
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
+import { EntryInserts } from './entryInserts.js';
 import { migrate, quoteIdent } from './schema.js';
 
 export interface ConnectionOptions {
@@ -28,6 +29,8 @@ export class Database {
   private pool: Pool | null;
   private ready: Promise<Pool> | null = null;
   private readonly secret: string | null;
+  /** Appends of the store's sessions, shared over the pool's connections. */
+  readonly inserts: EntryInserts;
 
   /**
    * `idleInTransactionMs`: how long the server lets one of our transactions wait for its
@@ -48,6 +51,8 @@ export class Database {
     const where = describeServer(options);
     this.secret = where.password;
     this.location = schema === 'workmem' ? where.location : `${where.location}?schema=${schema}`;
+    const given = (options.pool as { options?: { max?: unknown } } | undefined)?.options?.max;
+    this.inserts = new EntryInserts(this, typeof given === 'number' ? given : (options.maxConnections ?? 10));
   }
 
   async query<R extends QueryResultRow>(sql: string, params: unknown[] = []): Promise<R[]> {

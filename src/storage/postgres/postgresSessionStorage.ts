@@ -1,7 +1,7 @@
 /**
- * One session open in Postgres under its lease: the log as rows of `entries` (one
- * statement per append: fenced by the lease's token, gap-free by the expected seq, the
- * primary key refusing a second row with the same seq), the meta and the damage report as
+ * One session open in Postgres under its lease: the log as rows of `entries` (appends of
+ * the store's sessions shared over its pool, entryInserts.ts: fenced by the lease's token,
+ * gap-free by the expected seq, the primary key refusing a second row with the same seq), the meta and the damage report as
  * columns of `sessions`, the memory files as rows of `memory_files`, the trace as rows of
  * `trace` (postgresTraceWriter.ts).
  */
@@ -71,7 +71,7 @@ export class PostgresSessionStorage implements SessionStorage {
     } catch (error) {
       // Refused inside the transaction: nothing was written. Cut off: it may have committed.
       if (!(error instanceof SequenceConflictError || error instanceof LeaseLostError || error instanceof PathRefusedError)) {
-        if (await log.answerLost(full)) return full;
+        if (await log.answerLost([full])) return full;
       }
       throw error;
     }
@@ -102,8 +102,8 @@ export class PostgresSessionStorage implements SessionStorage {
 }
 
 class PostgresSessionLog implements SessionLog {
-  /** An append that failed without an answer: it may be in the table (see settle). */
-  private unsure: { seq: number; body: string } | null = null;
+  /** An append (a run of entries) that failed without an answer: it may be in the table (see settle). */
+  private unsure: { seq: number; count: number; body: string } | null = null;
 
   constructor(
     private readonly db: Database,
@@ -122,26 +122,31 @@ class PostgresSessionLog implements SessionLog {
     return readEntries(this.db, this.id);
   }
 
-  /** One statement: written only while our token holds and `expectedSeq` is next; `sync` is moot (each commit is durable). */
-  async append<E extends NewEntry>(entry: E, options: { expectedSeq: number; sync: boolean }): Promise<E & { seq: number; ts: number }> {
+  append<E extends NewEntry>(entry: E, options: { expectedSeq: number; sync: boolean }): Promise<E & { seq: number; ts: number }> {
+    return this.appendAll([entry], options).then((written) => written[0]!);
+  }
+
+  /**
+   * One statement, shared with other sessions' appends of the moment (entryInserts.ts):
+   * written only while our token holds and `expectedSeq` is next; `sync` is moot (each
+   * commit is durable).
+   */
+  async appendAll<E extends NewEntry>(
+    entries: readonly E[],
+    options: { expectedSeq: number; sync: boolean },
+  ): Promise<(E & { seq: number; ts: number })[]> {
     const expected = await this.expecting(options.expectedSeq);
-    const full = this.stamp(entry);
-    const { s } = this.db;
-    const body = this.redact(JSON.stringify(full));
-    let rows: unknown[];
+    const full = entries.map((entry, i) => this.stamp(entry, i));
+    const bodies = full.map((e) => this.redact(JSON.stringify(e)));
+    let inserted: boolean;
     try {
-      rows = await this.db.query(
-        `WITH ${fence(s)}
-         INSERT INTO ${s}.entries (session_id, seq, body)
-         SELECT $1, $3, $4 FROM fence WHERE $3 = (SELECT coalesce(max(seq), 0) + 1 FROM ${s}.entries WHERE session_id = $1)
-         ON CONFLICT DO NOTHING RETURNING seq`,
-        [this.id, this.token, full.seq, body],
-      );
+      inserted = await this.db.inserts.insert({ sessionId: this.id, token: this.token, seqs: full.map((e) => e.seq), bodies });
     } catch (error) {
       if (await this.answerLost(full)) return full;
       throw error;
     }
-    if (!rows.length) {
+    if (!inserted) {
+      const { s } = this.db;
       const now = await this.db.query<{ token: string | null; next: string }>(
         `SELECT (SELECT token FROM ${s}.leases WHERE session_id = $1) AS token,
                 (SELECT coalesce(max(seq), 0) + 1 FROM ${s}.entries WHERE session_id = $1) AS next`,
@@ -150,7 +155,7 @@ class PostgresSessionLog implements SessionLog {
       if (now[0]?.token !== this.token) throw await leaseLost(this.db, s, this.id, this.token);
       throw new SequenceConflictError(this.id, expected, Number(now[0]!.next));
     }
-    this.next++;
+    this.next += full.length;
     return full;
   }
 
@@ -174,8 +179,8 @@ class PostgresSessionLog implements SessionLog {
    * answer been lost (the connection cut after it). True when it is in the table; otherwise it
    * is looked for again before the next append.
    */
-  async answerLost(full: NewEntry & { seq: number }): Promise<boolean> {
-    this.unsure = { seq: full.seq, body: this.redact(JSON.stringify(full)) };
+  async answerLost(full: readonly { seq: number }[]): Promise<boolean> {
+    this.unsure = { seq: full[0]!.seq, count: full.length, body: this.redact(JSON.stringify(full.at(-1))) };
     return this.settle(this.unsure).catch(() => false);
   }
 
@@ -184,14 +189,15 @@ class PostgresSessionLog implements SessionLog {
    * (the next seq moves past it), if not it never was; either way it is settled. Throws
    * while the server cannot be asked, and the append that called it fails.
    */
-  private async settle(unsure: { seq: number; body: string }): Promise<boolean> {
+  private async settle(unsure: { seq: number; count: number; body: string }): Promise<boolean> {
+    // A run goes in whole or not at all: its last entry says which.
     const rows = await this.db.query<{ body: string }>(`SELECT body FROM ${this.db.s}.entries WHERE session_id = $1 AND seq = $2`, [
       this.id,
-      unsure.seq,
+      unsure.seq + unsure.count - 1,
     ]);
     this.unsure = null;
     const landed = rows[0]?.body === unsure.body;
-    if (landed && this.next === unsure.seq) this.next++;
+    if (landed && this.next === unsure.seq) this.next += unsure.count;
     return landed;
   }
 
@@ -199,9 +205,9 @@ class PostgresSessionLog implements SessionLog {
     /* every append was committed before it resolved */
   }
 
-  /** The entry as the next append would write it. */
-  stamp<E extends NewEntry>(entry: E): E & { seq: number; ts: number } {
-    return { seq: this.next, ts: this.now(), ...entry } as E & { seq: number; ts: number };
+  /** The entry as the next append would write it (`ahead` places after it). */
+  stamp<E extends NewEntry>(entry: E, ahead = 0): E & { seq: number; ts: number } {
+    return { seq: this.next + ahead, ts: this.now(), ...entry } as E & { seq: number; ts: number };
   }
 
   /** Insert a stamped entry inside a transaction that holds the lease's row: refused (SequenceConflictError) unless it is next. */
