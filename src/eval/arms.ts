@@ -139,7 +139,13 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
               turn: i,
               status: result.status,
               ...(result.error
-                ? { error: { kind: result.error.kind, message: result.error.message, ...(result.error.status ? { status: result.error.status } : {}) } }
+                ? {
+                    error: {
+                      kind: result.error.kind,
+                      message: result.error.message,
+                      ...(result.error.status ? { status: result.error.status } : {}),
+                    },
+                  }
                 : {}),
             });
           }

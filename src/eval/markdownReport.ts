@@ -130,7 +130,8 @@ export function failedTurnLines(a: ArmSummary): string[] {
     const error = f.error ? `: ${f.error.kind}${f.error.status ? ` ${f.error.status}` : ''}: ${f.error.message}` : '';
     return `- ${a.label}, ${f.conversation} turn ${f.turn + 1}: ${f.status}${error}`;
   });
-  if (a.failedTurns.length > FAILED_SHOWN) lines.push(`- ${a.label}: and ${a.failedTurns.length - FAILED_SHOWN} more failed turns (--json has them all)`);
+  if (a.failedTurns.length > FAILED_SHOWN)
+    lines.push(`- ${a.label}: and ${a.failedTurns.length - FAILED_SHOWN} more failed turns (--json has them all)`);
   for (const dir of a.keptSessions) lines.push(`- ${a.label}: its session is kept in ${dir}`);
   return lines;
 }

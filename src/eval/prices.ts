@@ -102,7 +102,10 @@ export function priceOf(table: PriceTable, model: string): Price | undefined {
 export function costOf(price: Price, input: number, cached: number, output: number, cacheWrite = 0): number {
   const plain = Math.max(0, input - cached - cacheWrite);
   return (
-    (plain * price.input + cached * (price.cached ?? price.input) + cacheWrite * (price.cacheWrite ?? price.input) + output * price.output) /
+    (plain * price.input +
+      cached * (price.cached ?? price.input) +
+      cacheWrite * (price.cacheWrite ?? price.input) +
+      output * price.output) /
     1_000_000
   );
 }

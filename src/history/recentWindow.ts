@@ -94,7 +94,8 @@ function stay(window: RecentWindow): RecentWindow {
 /** The tokens of the largest whole turn in [from, turn). */
 function largestTurn(history: HistoryView, from: number, turn: number): number {
   let largest = 0;
-  for (let t = from; t < turn; t++) largest = Math.max(largest, history.cum[turnStartIndex(history, t + 1)]! - history.cum[turnStartIndex(history, t)]!);
+  for (let t = from; t < turn; t++)
+    largest = Math.max(largest, history.cum[turnStartIndex(history, t + 1)]! - history.cum[turnStartIndex(history, t)]!);
   return largest;
 }
 

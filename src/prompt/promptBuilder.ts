@@ -72,9 +72,15 @@ export function anchorOf(base: PromptBase): PromptBase {
  * A base that keeps `anchor`'s memory block in its place and carries the changes to `memory`
  * in the tail (memoryRefresh 'when-cheap').
  */
-export function heldBase(anchor: PromptBase & { block: string }, memory: MemorySnapshot, counter: TokenCounter, language: MemoryLanguage): PromptBase {
+export function heldBase(
+  anchor: PromptBase & { block: string },
+  memory: MemorySnapshot,
+  counter: TokenCounter,
+  language: MemoryLanguage,
+): PromptBase {
   const update = renderMemoryUpdate(anchor.block, memoryBlock(memory), language, OVERVIEW_PATH);
-  if (update === null) return { ...anchor, memoryVersion: memory.version, memoryBytes: memory.bytes, relevant: memory.relevant ?? '', anchor };
+  if (update === null)
+    return { ...anchor, memoryVersion: memory.version, memoryBytes: memory.bytes, relevant: memory.relevant ?? '', anchor };
   return {
     ...anchor,
     memoryVersion: memory.version,

@@ -49,7 +49,10 @@ export function removeTemporaryHome(home: string): void {
  */
 export function keepTemporaryHome(home: string): string {
   const owned = OWNED.exec(basename(home));
-  const kept = join(dirname(home), basename(home).replace(OWNED, (_, pid: string) => `${owned![0].slice(0, -pid.length - 1)}kept-${pid}-`));
+  const kept = join(
+    dirname(home),
+    basename(home).replace(OWNED, (_, pid: string) => `${owned![0].slice(0, -pid.length - 1)}kept-${pid}-`),
+  );
   renameSync(home, kept);
   const hook = exitHooks.get(home);
   if (hook) process.off('exit', hook);

@@ -113,7 +113,8 @@ export class PromptCache {
     const m = message as ChatMessage & { cache_control?: unknown; content: unknown };
     const whole = plain(message);
     const { content, ...rest } = whole as ChatMessage & { content: unknown };
-    if (!Array.isArray(m.content)) return [{ key: JSON.stringify({ ...rest, content }), tokens: this.tokensOf(whole), marked: marks(message) > 0 }];
+    if (!Array.isArray(m.content))
+      return [{ key: JSON.stringify({ ...rest, content }), tokens: this.tokensOf(whole), marked: marks(message) > 0 }];
     const framing = this.tokensOf({ ...rest, content: '' } as ChatMessage);
     const parts = m.content as { text?: unknown; cache_control?: unknown }[];
     return parts.map((p, i) => {

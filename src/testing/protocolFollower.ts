@@ -54,7 +54,6 @@ export interface ProtocolFollowerOptions {
   recall?: Recall;
 }
 
-
 const TAIL = '\n\n<context_meta>';
 const TOOL_REQUEST = /\buse the ([a-z_][a-z0-9_]*) tool(?: with (.+?))?[.!]?$/i;
 const ZH_TOOL_REQUEST = /请用\s*([a-z_][a-z0-9_]*)\s*工具(?:查看)?(.*?)[。！]?$/i;
@@ -189,7 +188,9 @@ function readRequest(request: ChatRequest, positions: Positions | null): Request
   const lastUser = users.at(-1);
   // Where a fact stands, for recall; the message being answered is always read.
   const placed = (facts: Fact[], index: number, content: string): Fact[] =>
-    !positions || index === lastUser?.i ? facts : facts.map((f) => ({ ...f, after: positions.after(index, Math.max(0, content.indexOf(f.value))) }));
+    !positions || index === lastUser?.i
+      ? facts
+      : facts.map((f) => ({ ...f, after: positions.after(index, Math.max(0, content.indexOf(f.value))) }));
   const memoryText = messages[memoryAt]?.content ?? '';
   return {
     userText: strip(lastUser?.m.content ?? ''),

@@ -21,7 +21,10 @@ export function asText(request: ChatRequest): ChatRequest {
     ...request,
     messages: request.messages.map((m) =>
       Array.isArray(m.content)
-        ? ({ ...m, content: (m.content as { text?: unknown }[]).map((p) => (typeof p?.text === 'string' ? p.text : '')).join('') } as ChatMessage)
+        ? ({
+            ...m,
+            content: (m.content as { text?: unknown }[]).map((p) => (typeof p?.text === 'string' ? p.text : '')).join(''),
+          } as ChatMessage)
         : m,
     ),
   };

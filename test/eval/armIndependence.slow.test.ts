@@ -18,7 +18,14 @@ const prices = { 'testing:diligent': { input: 0.25, cached: 0.025, output: 2 } }
 async function run(arms: readonly ArmName[], contextWindow?: number) {
   const models = testingModels('diligent', 'testing:diligent', 'automatic');
   try {
-    return await runEval({ llm: () => models.next(), model: 'testing:diligent', suite, arms, prices, ...(contextWindow ? { contextWindow } : {}) });
+    return await runEval({
+      llm: () => models.next(),
+      model: 'testing:diligent',
+      suite,
+      arms,
+      prices,
+      ...(contextWindow ? { contextWindow } : {}),
+    });
   } finally {
     await models.close();
   }

@@ -22,7 +22,13 @@ const textOf = (content: unknown): string =>
 /** The last message sent in two parts, its own text marked and the request's tail not. */
 const ownTextMarked = (m: Record<string, unknown>): boolean => {
   const parts = m.content as { text: string; cache_control?: unknown }[];
-  return Array.isArray(parts) && parts.length === 2 && !!parts[0]!.cache_control && !parts[1]!.cache_control && parts[1]!.text.startsWith('\n\n<context_meta>');
+  return (
+    Array.isArray(parts) &&
+    parts.length === 2 &&
+    !!parts[0]!.cache_control &&
+    !parts[1]!.cache_control &&
+    parts[1]!.text.startsWith('\n\n<context_meta>')
+  );
 };
 
 describe('explicit caching through aiSdkModel', () => {

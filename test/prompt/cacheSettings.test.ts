@@ -23,7 +23,9 @@ describe('recentTurnsStep and fallbackTarget as settings', () => {
     const turn = (o: object, env: NodeJS.ProcessEnv = {}) => resolveSettings(model, o, env).turn;
     expect(turn({})).toMatchObject({ recentTurnsStep: 24, fallbackTarget: 'budget', memoryRefresh: 'when-cheap' });
     expect(turn({}, { WM_MEMORY_REFRESH: 'every-write' })).toMatchObject({ memoryRefresh: 'every-write' });
-    expect(() => turn({}, { WM_MEMORY_REFRESH: 'never' })).toThrow(/WM_MEMORY_REFRESH="never" is invalid: expected one of every-write, when-cheap/);
+    expect(() => turn({}, { WM_MEMORY_REFRESH: 'never' })).toThrow(
+      /WM_MEMORY_REFRESH="never" is invalid: expected one of every-write, when-cheap/,
+    );
     expect(turn({ recentTurnsStep: 4, fallbackTarget: 'recent-turns' })).toMatchObject({
       recentTurnsStep: 4,
       fallbackTarget: 'recent-turns',
