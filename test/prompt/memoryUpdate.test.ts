@@ -42,15 +42,20 @@ describe('renderMemoryUpdate', () => {
   });
 
   it('follows a change of the detail index too', () => {
-    const update = renderMemoryUpdate(
-      snapshot(before),
-      snapshot(before, [{ path: 'detail/trip.md', bytes: 2048, heading: 'Trip' }]),
-      'en',
-      'working-memory/overview.md',
-    )!;
+    const update = withIndexEntry();
     expect(update).toContain('@@ <detail_index>\n-(no files yet)\n+- working-memory/detail/trip.md (2.0 KB): Trip');
   });
 });
+
+/** The update that adds one file to the detail index. */
+function withIndexEntry(): string {
+  return renderMemoryUpdate(
+    snapshot(before),
+    snapshot(before, [{ path: 'detail/trip.md', bytes: 2048, heading: 'Trip' }]),
+    'en',
+    'working-memory/overview.md',
+  )!;
+}
 
 describe('applyMemoryUpdate', () => {
   it('gives the memory as it stands from the copy and the update, diff or whole', () => {
@@ -67,12 +72,7 @@ describe('applyMemoryUpdate', () => {
 
   it('leaves the memory as it is when the tail carries no update, and skips the index', () => {
     expect(applyMemoryUpdate(before, '\n\n<context_meta>\n{}\n</context_meta>')).toBe(before);
-    const update = renderMemoryUpdate(
-      snapshot(before),
-      snapshot(before, [{ path: 'detail/trip.md', bytes: 2048, heading: 'Trip' }]),
-      'en',
-      'working-memory/overview.md',
-    )!;
+    const update = withIndexEntry();
     expect(applyMemoryUpdate(before, update)).toBe(before);
   });
 });
