@@ -8,7 +8,6 @@
 import { randomUUID } from 'node:crypto';
 import { heldFilesOf } from '../memory/heldWrites.js';
 import type { TrackerFacts } from '../memory/reminderTracker.js';
-import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import { WorkingMemory } from '../memory/workingMemory.js';
 import type { BranchEntry, CompactionEntry, Damage, MessageEntry, NewEntry, RepairEntry } from '../storage/messageLog.js';
 import { describeRepair, newSessionMeta, type Repair, type SessionMeta } from '../storage/sessionMeta.js';
@@ -19,26 +18,11 @@ import { TOOL_NAMES_EVENT, type HostLine, type OwnToolNaming } from './hostLine.
 import type { ChatMessage } from './messages.js';
 import { rebuildMeta, titleFrom, trackerFactsOf } from './sessionFacts.js';
 import { MetaCache } from './metaCache.js';
+import type { RecordCreateOptions, RecordOpenOptions } from './recordOptions.js';
 
 const noRedaction: Redact = (text) => text;
 
-export interface RecordCreateOptions {
-  cwd: string;
-  id?: string;
-  name?: string | null;
-  language?: MemoryLanguage;
-  model?: string | null;
-  now?: () => number;
-  /** Applied to every line and file written (API keys out; see redact.ts). */
-  redact?: Redact;
-}
-
-export interface RecordOpenOptions {
-  now?: () => number;
-  redact?: Redact;
-  /** A calibration beyond the window cannot be real: it is rebuilt as 0. */
-  contextWindow?: number;
-}
+export type { RecordCreateOptions, RecordOpenOptions } from './recordOptions.js';
 
 export class SessionRecord {
   private view: HistoryView;

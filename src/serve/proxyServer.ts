@@ -28,6 +28,7 @@ import { ClientStream, completionOf } from './clientAnswer.js';
 import { ConversationIndex, type Placement } from './conversationIndex.js';
 import { heldAnswer, runExchange, type ExchangeSink } from './exchange.js';
 import { isLoopback, proxyRefusal, type Doors } from './proxyDoors.js';
+import { advertiseKeepAlive, keepAliveAhead } from '../http/keepAlive.js';
 import { RequestLogEntry } from './requestLog.js';
 import { SessionGate } from './sessionGate.js';
 import { SESSION_HEADER, sessionNameOf } from './sessionNaming.js';
@@ -229,6 +230,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   }
 
   const server: Server = createServer((req, res) => {
+    advertiseKeepAlive(req, res);
     const path = (req.url ?? '/').split('?')[0]!;
     const entry = new RequestLogEntry(req.method ?? '?', path.length > 64 ? `${path.slice(0, 63)}…` : path);
     res.on('close', () => log(entry.line(res.statusCode)));
@@ -264,6 +266,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     });
   });
   server.headersTimeout = 60_000;
+  keepAliveAhead(server);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

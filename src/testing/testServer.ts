@@ -27,6 +27,7 @@ import {
   type Completion,
 } from './sseStream.js';
 import { readBody, sendError, sendJson } from '../http/jsonHttp.js';
+import { advertiseKeepAlive, keepAliveAhead } from '../http/keepAlive.js';
 
 export type { Fault, FaultPlan, PromptCaching, PromptCacheOptions };
 export { unpairedTools };
@@ -117,6 +118,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
   };
 
   const server = createServer((req, res) => {
+    advertiseKeepAlive(req, res);
     handle(req, res).catch((error) => {
       if (!res.headersSent) sendError(res, 500, `test server: ${(error as Error).message}`, 'server_error');
       else res.destroy();
@@ -321,6 +323,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
+    keepAliveAhead(server);
     server.listen(0, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;

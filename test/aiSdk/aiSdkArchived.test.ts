@@ -15,12 +15,13 @@ const serve = testServers();
 describe('workmem.archived', () => {
   it('names the messages a compaction archived; the loop drops them and goes on, nothing lost', async () => {
     // Past 75 % of the window from the first call: the second archives the first turn.
-    const long = `${'Background material, line by line. '.repeat(250)}`;
+    const long = `${'Background material, line by line. '.repeat(215)}`;
     const server = await serve(
       scripted([{ content: 'Noted.' }, { content: 'Summary of the turn.' }, { content: 'Done.' }, { content: 'Still here.' }]),
     );
     const model = createOpenAICompatible({ name: 'test', baseURL: server.baseURL, includeUsage: true }).chatModel('gpt-4o');
-    const settings = { reserveOutputTokens: 500 };
+    // The fallback's own summary, in the script's order (no summary prepared in the background).
+    const settings = { reserveOutputTokens: 200, backgroundThreshold: false as const };
     const workmem = await createWorkmem({ model, contextWindow: 3000, settings, home: tempHome(), cwd: '/work/project', env: {} });
     const events = collect(workmem.session);
     const wrapped = wrapLanguageModel({ model, middleware: workmem.middleware });

@@ -60,7 +60,7 @@ describe('benchmarks (smoke sizes)', () => {
     const thresholds = await backgroundThresholds({ ...BACKGROUND_SMOKE, turns: 15 }, [0.5, 0.7]);
     wellFormed(thresholds);
     expect(thresholds).toHaveLength(2);
-  }, 180_000);
+  });
 
   it('allocation per request and the LangGraph.js peer run and report', async () => {
     const allocated = allocation([100], 3, 10, { warmup: 3, samples: 10 });
@@ -202,7 +202,7 @@ describe('benchmarks (smoke sizes)', () => {
     const { table, rows } = concurrentReport(result);
     expect(table).toContain('| serve | tmpfs | 3 |');
     wellFormed(rows);
-  }, 240_000);
+  });
 
   it("a LangChain agent's state, with workmem's middleware and with summarizationMiddleware", async () => {
     const rows = await langchainAgentState(400, 2, 4);
@@ -210,7 +210,7 @@ describe('benchmarks (smoke sizes)', () => {
     // What workmem archived left the agent: it holds the 200 kept and what came after them.
     expect(rows[0]!.note).toMatch(/holds (\d+) messages/);
     expect(Number(/holds (\d+) messages/.exec(rows[0]!.note!)![1])).toBeLessThan(400);
-  }, 240_000);
+  });
 
   it('CLI start and item memory', async () => {
     const cli = cliStart(SMOKE);

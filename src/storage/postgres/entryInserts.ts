@@ -7,7 +7,13 @@
  * where its run starts at the session's next seq, as a single append is (postgresSessionStorage.ts);
  * the caller learns which went in and finds out itself why one did not.
  */
-import type { Database } from './database.js';
+import type { QueryResultRow } from 'pg';
+
+/** What the inserts need of the database (database.ts, which owns them): its schema's name, its queries. */
+interface Queries {
+  readonly s: string;
+  query<R extends QueryResultRow>(sql: string, params?: unknown[]): Promise<R[]>;
+}
 
 /** One session's entries, consecutive from `seqs[0]`. */
 export interface EntryRun {
@@ -31,7 +37,7 @@ export class EntryInserts {
   private inFlight = 0;
 
   constructor(
-    private readonly db: Database,
+    private readonly db: Queries,
     /** Statements in flight at most: the pool's connections. */
     private readonly connections: number,
   ) {}
