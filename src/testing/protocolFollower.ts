@@ -34,6 +34,7 @@
 import { SUMMARIZER_MARK } from '../compaction/summarizer.js';
 import { applyMemoryUpdate } from '../prompt/memoryUpdate.js';
 import { asText, Positions, type Recall } from './requestPositions.js';
+import { argumentsOf, ownTool, structured } from './requestShapes.js';
 import type { ChatRequest, Policy, PolicyReply } from './wire.js';
 
 export type { Recall };
@@ -219,65 +220,12 @@ function readRequest(request: ChatRequest, positions: Positions | null): Request
   };
 }
 
-/** workmem's tool `name` as sent: under its own name, or as `workmem_<name>` (repeated) when a client's tool took that name. */
-function ownTool(tools: ReadonlySet<string>, name: string): string | null {
-  let found: string | null = null;
-  for (let sent = name, depth = 0; depth < 4; sent = `workmem_${sent}`, depth++) if (tools.has(sent)) found = sent;
-  return found;
-}
-
-/** A tool's arguments from what the user asked: a JSON object as it is, anything else as { input }. */
-function argumentsOf(input: string): string {
-  const text = input.trim();
-  if (text.startsWith('{')) {
-    try {
-      const parsed: unknown = JSON.parse(text);
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return JSON.stringify(parsed);
-    } catch {
-      // not JSON: the words themselves
-    }
-  }
-  return JSON.stringify({ input });
-}
-
 function strip(content: string): string {
   const at = content.lastIndexOf(TAIL);
   const text = withoutHead(at >= 0 ? content.slice(0, at) : content).trim();
   // A message the client quoted whole ("…", as opencode's run sends one) is read without its quotes.
   return text.length >= 2 && text.startsWith('"') && text.endsWith('"') ? text.slice(1, -1) : text;
 }
-
-/** An answer in the structured output asked for: its schema's first string property holds the text, the others empty. */
-function structured(request: ChatRequest, text: string): string {
-  const format = request.response_format as { type?: string; json_schema?: { schema?: Schema } } | undefined;
-  if (format?.type === 'json_object') return JSON.stringify({ answer: text });
-  if (format?.type !== 'json_schema') return text;
-  const schema = format.json_schema?.schema ?? {};
-  const out: Record<string, unknown> = {};
-  let placed = false;
-  for (const [key, property] of Object.entries(schema.properties ?? {})) {
-    const type = Array.isArray(property.type) ? property.type[0] : property.type;
-    if (type === 'string' && !placed) {
-      out[key] = text;
-      placed = true;
-    } else
-      out[key] =
-        type === 'string'
-          ? ''
-          : type === 'number' || type === 'integer'
-            ? 0
-            : type === 'boolean'
-              ? false
-              : type === 'array'
-                ? []
-                : type === 'null'
-                  ? null
-                  : {};
-  }
-  return JSON.stringify(out);
-}
-
-type Schema = { properties?: Record<string, { type?: string | string[] }> };
 
 /** The memory block that opens a message, when it does ('' otherwise). */
 function headOf(content: string): string {

@@ -10,22 +10,13 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
+import { loadTokenCounter } from '../tokens/tokens.js';
 import { withTextContent, type ChatRequest, type Policy, type PolicyReply } from './wire.js';
 import type { Fault, FaultPlan } from './faults.js';
 import { checkRequest, unpairedTools } from './requestChecks.js';
-import { plain, PromptCache, type PromptCacheOptions, type PromptCaching } from './promptCache.js';
-import {
-  applyReplyFaults,
-  completionOf,
-  logprobsOf,
-  sleep,
-  streamChunks,
-  textPieces,
-  writeStream,
-  wireToolCalls,
-  type Completion,
-} from './sseStream.js';
+import { PromptCache, type PromptCacheOptions, type PromptCaching } from './promptCache.js';
+import { countCompletion, promptTokensOf } from './usageCounts.js';
+import { applyReplyFaults, completionOf, logprobsOf, sleep, streamChunks, textPieces, writeStream, wireToolCalls } from './sseStream.js';
 import { readBody, sendError, sendJson } from '../http/jsonHttp.js';
 import { advertiseKeepAlive, keepAliveAhead } from '../http/keepAlive.js';
 
@@ -338,22 +329,6 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
         server.close(() => resolve());
       }),
   };
-}
-
-function promptTokensOf(counter: TokenCounter, body: ChatRequest): number {
-  const tools = (body.tools ?? []).map((t) => ({
-    name: t.function.name,
-    description: t.function.description ?? '',
-    parameters: t.function.parameters ?? {},
-  }));
-  // Content sent in parts (with cache_control marks) counts as its text.
-  return counter.request(body.messages.map(plain), tools);
-}
-
-function countCompletion(counter: TokenCounter, completion: Completion): number {
-  return (
-    counter.text(completion.content ?? '') + completion.toolCalls.reduce((n, c) => n + counter.text(c.name) + counter.text(c.arguments), 0)
-  );
 }
 
 function redactHeaders(headers: IncomingMessage['headers']): Record<string, string> {
