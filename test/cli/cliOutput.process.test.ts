@@ -130,7 +130,8 @@ describe('chat', () => {
       tokensAfter: Number(m[4]),
     }));
     expect(markers.length).toBeGreaterThan(0);
-    expect(markers.every((m) => m.reason === 'fallback')).toBe(true);
+    // The fallback's line, with its own summary or one prepared in the background.
+    expect(markers.every((m) => m.reason === 'fallback' || m.reason === 'background')).toBe(true);
     expect(markers).toEqual(
       compactionRecords(home).map(({ reason, tokensBefore, tokensAfter }) => ({ reason, tokensBefore, tokensAfter })),
     );

@@ -11,7 +11,12 @@ import { defineTool } from '../../src/tools/tool.js';
 export const INSTRUCTIONS = 'You help with a garden.';
 export const WINDOW = 6000;
 export const RESERVE = 500;
-export const settings = { contextWindow: WINDOW, reserveOutputTokens: RESERVE };
+/**
+ * Every door must send the same bytes, so the fallback summarises when it compacts: a summary
+ * prepared in the background lands when its request returns, which no two runs share
+ * (background compaction in each door has tests of its own).
+ */
+export const settings = { contextWindow: WINDOW, reserveOutputTokens: RESERVE, backgroundThreshold: false as const };
 /** One clock for every door: archive names carry the time. */
 export const now = (): number => Date.UTC(2026, 10, 25, 12);
 
