@@ -34,6 +34,13 @@ export const ARM_LABELS: Record<ArmName, string> = {
 export const CACHE_AWARE: SettingsOverrides = { memoryPosition: 'by-phase', recentTurnsStep: 6, fallbackTarget: 'recent-turns' };
 
 /**
+ * The cheap layout (docs/eval.md, docs/design.md §4.1): the memory held in its place with the
+ * changes in the tail, and phase 2's window held. At most the summarising peer's bill on the
+ * full suite, but fewer right answers on a model that forgets in long contexts: not the default.
+ */
+export const CHEAP_LAYOUT: SettingsOverrides = { memoryRefresh: 'when-cheap', recentTurnsStep: 24 };
+
+/**
  * The clock of every workmem arm's session: it starts at the same instant for each
  * conversation and arm and moves a millisecond a reading, so what a session writes (an
  * archive's name, the day a reminder names) is the same whatever ran before it and whenever
@@ -88,6 +95,8 @@ export interface ArmContext {
   counter: TokenCounter;
   contextWindow: number;
   signal: AbortSignal;
+  /** Settings of the workmem arms over the defaults (the cache-aware arm's own go over them). */
+  settings?: SettingsOverrides;
   /** Called before each turn is played (0-based); may throw to stop the run. */
   beforeTurn?: (turn: number, calls: readonly CallRecord[]) => void;
 }
@@ -120,6 +129,7 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
         settings: {
           contextWindow: context.contextWindow,
           ...(conversation.language === 'zh' ? { language: 'zh' } : {}),
+          ...context.settings,
           ...(arm === 'workmem-cache-aware' ? CACHE_AWARE : {}),
         },
       });

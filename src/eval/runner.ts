@@ -4,7 +4,7 @@
  * keeps each finished conversation in the results file, and sums up. It stops cleanly when
  * its signal aborts or its budget would be passed, with what was finished kept.
  */
-import { ConfigError } from '../settings/config.js';
+import { ConfigError, type SettingsOverrides } from '../settings/config.js';
 import type { LLM } from '../llm/llm.js';
 import { loadTokenCounter } from '../tokens/tokens.js';
 import { ARM_NAMES, runArm, type ArmName, type ArmRun } from './arms.js';
@@ -51,6 +51,8 @@ export interface EvalOptions {
   suite?: Suite | SuiteName;
   /** Default: all four. */
   arms?: readonly ArmName[];
+  /** Settings of the workmem arms over the defaults, e.g. CHEAP_LAYOUT (the cache-aware arm's own go over them). */
+  settings?: SettingsOverrides;
   /** The window every arm is held to (default 16,384 tokens); the full-history peer sends whatever it has. */
   contextWindow?: number;
   /** Only the first n conversations. */
@@ -102,7 +104,14 @@ export async function runEval(options: EvalOptions): Promise<EvalResult> {
   if (!arms.length) throw new ConfigError('no arm to run');
 
   const counter = await loadTokenCounter(model);
-  const identity = { model, suite: suite.name, contextWindow: window, arms, judge: options.judge?.model ?? null };
+  const identity = {
+    model,
+    suite: suite.name,
+    contextWindow: window,
+    arms,
+    judge: options.judge?.model ?? null,
+    ...(options.settings ? { settings: { ...options.settings } } : {}),
+  };
   const file: ResultsFile | null = options.resultsFile
     ? openResultsFile(options.resultsFile, identity, fingerprintOf(identity, conversations), {
         resume: options.resume === true,
@@ -129,6 +138,7 @@ export async function runEval(options: EvalOptions): Promise<EvalResult> {
           counter,
           contextWindow: window,
           signal,
+          ...(options.settings ? { settings: options.settings } : {}),
           beforeTurn: (turn, calls) => {
             if (price && budget.max !== null) {
               const spentNow = budget.spent + billOf(price, tokensOf(calls));

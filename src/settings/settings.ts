@@ -25,11 +25,13 @@ export const MEMORY_POSITIONS = ['before-history', 'after-history', 'by-phase'] 
 
 /**
  * When the memory block in its place before the history follows a write (docs/design.md §4.1):
- * 'every-write' at once, so a write re-sends what follows it uncached (the seed's layout as it
- * was); 'when-cheap' (default) it stays as it was at the last cache boundary, the tail carrying
+ * 'every-write' (default) at once, so a write re-sends what follows it uncached (the seed's
+ * layout); 'when-cheap' it stays as it was at the last cache boundary, the tail carrying
  * what changed since, and is brought up to date when what follows it is sent again anyway
  * (phase 2's window starts again, hybrid's moves) or when carrying the changes would cost more
- * than sending the history again.
+ * than sending the history again. 'when-cheap' with recentTurnsStep 24 is the cheap layout: at
+ * most the summarising peer's bill, but fewer right answers on a model that forgets in long
+ * contexts (docs/eval.md), so it is not the default.
  */
 export type MemoryRefresh = 'every-write' | 'when-cheap';
 export const MEMORY_REFRESHES = ['every-write', 'when-cheap'] as const satisfies readonly MemoryRefresh[];
@@ -63,11 +65,11 @@ export interface TurnSettings {
   /** Complete turns carried before the active one in phase 2; 0 carries the active turn only. */
   recentTurns: number;
   /**
-   * Default 24: phase 2's window of recent turns holds its first turn, carrying recentTurns
-   * to recentTurns + k - 1 earlier turns, so that requests in between send the same messages
-   * after the memory, which a provider's cache then serves; it starts again when holding on
-   * stops paying, when it would carry more, or when the memory in its place is brought up to
-   * date (recentWindow.ts). 1: it moves every turn, as it did before.
+   * Default 1: phase 2's window of recent turns moves every turn. With k over 1 it holds its
+   * first turn, carrying recentTurns to recentTurns + k - 1 earlier turns, so that requests in
+   * between send the same messages after the memory, which a provider's cache then serves; it
+   * starts again when holding on stops paying, when it would carry more, or when the memory
+   * in its place is brought up to date (recentWindow.ts).
    */
   recentTurnsStep: number;
   /** Whole turns the fallback compaction always keeps. */
@@ -81,7 +83,7 @@ export interface TurnSettings {
   fallbackTarget: FallbackTarget;
   /** Where the working memory goes in a request (default 'before-history'). */
   memoryPosition: MemoryPosition;
-  /** When the memory in its place follows a write (default 'when-cheap'; MemoryRefresh). */
+  /** When the memory in its place follows a write (default 'every-write'; MemoryRefresh). */
   memoryRefresh: MemoryRefresh;
   language: MemoryLanguage;
   retry: RetryPolicy;
@@ -131,11 +133,11 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
     reminder: DEFAULT_REMINDER_CONFIG,
     hybridRecent: 10,
     recentTurns: 3,
-    recentTurnsStep: 24,
+    recentTurnsStep: 1,
     keepRecentTurns: 3,
     fallbackTarget: 'budget',
     memoryPosition: 'before-history',
-    memoryRefresh: 'when-cheap',
+    memoryRefresh: 'every-write',
     language: 'en',
     retry: DEFAULT_RETRY,
     maxRequestsPerTurn: 50,

@@ -19,10 +19,10 @@ const serve = testServers();
 const model = { contextWindow: 8000, maxOutputTokens: 1000 };
 
 describe('recentTurnsStep and fallbackTarget as settings', () => {
-  it('default to 24 and budget; an embedder or WM_* set them, the embedder first; anything else is refused with the name and value', () => {
+  it('default to 1 and budget; an embedder or WM_* set them, the embedder first; anything else is refused with the name and value', () => {
     const turn = (o: object, env: NodeJS.ProcessEnv = {}) => resolveSettings(model, o, env).turn;
-    expect(turn({})).toMatchObject({ recentTurnsStep: 24, fallbackTarget: 'budget', memoryRefresh: 'when-cheap' });
-    expect(turn({}, { WM_MEMORY_REFRESH: 'every-write' })).toMatchObject({ memoryRefresh: 'every-write' });
+    expect(turn({})).toMatchObject({ recentTurnsStep: 1, fallbackTarget: 'budget', memoryRefresh: 'every-write' });
+    expect(turn({}, { WM_MEMORY_REFRESH: 'when-cheap' })).toMatchObject({ memoryRefresh: 'when-cheap' });
     expect(() => turn({}, { WM_MEMORY_REFRESH: 'never' })).toThrow(
       /WM_MEMORY_REFRESH="never" is invalid: expected one of every-write, when-cheap/,
     );
@@ -152,9 +152,12 @@ describe('recentTurnsStep in a phase 2 session', () => {
     expect(carried).toEqual([[1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [2, 3, 4], [2, 3, 4, 5], [2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 7]]);
   });
 
-  it('by default a memory write keeps the memory block and the window as they were, and the tail carries the change', async () => {
+  it("with memoryRefresh 'when-cheap' a memory write keeps the memory block and the window as they were, and the tail carries the change", async () => {
     const llm = writesAtTurn4();
-    const session = await newSession({ llm, settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4 } });
+    const session = await newSession({
+      llm,
+      settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4, memoryRefresh: 'when-cheap' },
+    });
     for (let t = 1; t <= 7; t++) await session.prompt(`question ${t}`);
     await session.close();
     // Turn 4's answer keeps the window it had (from turn 1) and the system message as it was, up to its limit (5 earlier turns).

@@ -111,7 +111,7 @@ describe('request layout (docs/design.md §4)', () => {
  * keeps the system message to the stable prompt and puts the memory block before the last
  * message's text, so a memory write leaves the cached history prefix as it was.
  */
-// The memory in its place follows every write here (memoryRefresh 'every-write', the seed's layout as it was); the default
+// The memory in its place follows every write here (memoryRefresh 'every-write', the default: the seed's layout); 'when-cheap'
 // holds it and carries the changes in the tail (its own test below).
 describe.each(['before-history', 'after-history'] as const)('request layout with memoryPosition %s', (position) => {
   const OPEN = '<working_memory file="working-memory/overview.md">';
@@ -213,12 +213,12 @@ describe.each(['before-history', 'after-history'] as const)('request layout with
   });
 });
 
-describe("request layout with memoryRefresh 'when-cheap' (the default)", () => {
+describe("request layout with memoryRefresh 'when-cheap'", () => {
   const write = (content: string) => ({ toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content } }] });
 
   it('phase 1: a memory write leaves the memory in its place and every message but the last as they were; the tail carries the change', async () => {
     const llm = scriptedModel([{ text: 'First answer.' }, write(MEMORY), { text: 'Noted.' }, { text: 'Third answer.' }]);
-    const session = await newSession({ llm, settings: { injectHistory: true } });
+    const session = await newSession({ llm, settings: { injectHistory: true, memoryRefresh: 'when-cheap' } });
     const events = collect(session);
     for (const q of ['Hello.', 'Remember this.', 'Next?']) await session.prompt(q);
     const [r1, r2, r3, r4] = llm.requests;
