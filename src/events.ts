@@ -81,7 +81,8 @@ export interface TokenUsage {
 }
 
 export type ReminderLevel = 'gentle' | 'firm' | 'urgent';
-export type ReminderReason = 'rounds' | 'tokens' | 'compaction';
+/** Why a reminder came: requests without a write, a full window, a compaction, or unrecorded turns about to leave phase 2's window. */
+export type ReminderReason = 'rounds' | 'tokens' | 'compaction' | 'leaving';
 
 export type TurnStatus = 'done' | 'failed' | 'aborted';
 /** Who compacted: the model, the system at the threshold, a server's overflow, the auto policy, the user, the horizon, or a summary prepared in the background. */
@@ -93,7 +94,17 @@ export type BackgroundStatus = 'ready' | 'failed' | 'superseded';
 export type SessionEvent =
   | { type: 'turn_start'; turn: number; promptId: string; text: string }
   | { type: 'memory_loaded'; turn: number; request: number; version: number; bytes: number; detailFiles: number }
-  | { type: 'reminder'; turn: number; request: number; level: ReminderLevel; reason: ReminderReason; rounds: number; tokensPercent: number }
+  | {
+      type: 'reminder';
+      turn: number;
+      request: number;
+      level: ReminderLevel;
+      reason: ReminderReason;
+      rounds: number;
+      tokensPercent: number;
+      /** reason 'leaving': the turns about to leave phase 2's window. */
+      leaving?: { from: number; to: number };
+    }
   | {
       type: 'prompt_built';
       turn: number;

@@ -15,7 +15,9 @@ import type { SessionEvent } from '../events.js';
 import { answerInterruptedCalls } from '../history/crashRecovery.js';
 import type { HistoryView } from '../history/historyView.js';
 import type { ToolCall } from '../history/messages.js';
-import { baseKey } from '../history/recentWindow.js';
+import { baseKey, type RecentWindow } from '../history/recentWindow.js';
+import type { PromptBase } from '../prompt/promptBuilder.js';
+import type { SessionMeta } from '../storage/sessionMeta.js';
 import type { LLM } from '../llm/llm.js';
 import { TOOL_OUTPUTS_DIR, type MemorySnapshot } from '../memory/memoryRules.js';
 import type { Redact } from '../secrets/redact.js';
@@ -135,8 +137,7 @@ export function sessionHost(deps: SessionHostDeps): SessionHost {
         pinnedMode: input.pinned,
         memoryWrites: input.modelWrites,
         calibration: input.output.calibration,
-        recentWindow:
-          input.output.window && input.output.base ? { from: input.output.window.from, base: baseKey(input.output.base) } : null,
+        recentWindow: savedWindow(input.output.window, input.output.base),
       });
       // Written behind (the end of a turn does not wait for the state store); a failed earlier write is reported here.
       deps.tracker.persist(input.output.tracker);
@@ -168,4 +169,15 @@ function localDay(ms: number): string {
   const d = new Date(ms);
   const two = (n: number) => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`;
+}
+
+/**
+ * What a resumed session needs to send what an uninterrupted one would: phase 2's window
+ * (`from` 0: none), and the memory block the last request carried in its place, which the
+ * next may hold on to (memoryRefresh 'when-cheap').
+ */
+function savedWindow(window: RecentWindow | null, base: PromptBase | null): SessionMeta['recentWindow'] {
+  const anchor = base && !base.memoryHead ? (base.anchor ?? base).block : undefined;
+  if (!base || (!window && anchor === undefined)) return null;
+  return { from: window?.from ?? 0, base: baseKey(base), ...(anchor !== undefined ? { anchor } : {}) };
 }

@@ -33,7 +33,7 @@ export function toolsOf(tools: readonly ToolSpec[]): LanguageModelV3FunctionTool
  * the last prompt held at the same place is not converted again.
  */
 export function promptOf(request: LLMRequest, explicit: boolean, made?: MadePrompt): LanguageModelV3Message[] {
-  const marks = explicit ? breakpointsOf(request.cacheBreakpoints ?? [], request.messages.length) : null;
+  const marks = explicit ? breakpointsOf(request.cacheBreakpoints ?? [], request.messages) : null;
   const { messages } = request;
   const nameOf = callNames(messages);
   const convert = (message: ChatMessage, index: number) => messageOf(boundIdsOf(message), nameOf(index), false);
@@ -45,7 +45,19 @@ export function promptOf(request: LLMRequest, explicit: boolean, made?: MadeProm
       continue;
     }
     const message = boundIdsOf(messages[index]!);
-    // Only a system message is split; elsewhere a breakpoint marks the whole message.
+    // A user message is split at its first cut (its own text before the request's tail), the first part marked.
+    if (message.role === 'user' && cuts[0]! > 0 && cuts[0]! < message.content.length) {
+      const cut = cuts[0]!;
+      out.push({
+        role: 'user',
+        content: [
+          { type: 'text', text: message.content.slice(0, cut), providerOptions: CACHE_MARK },
+          { type: 'text', text: message.content.slice(cut) },
+        ],
+      });
+      continue;
+    }
+    // Elsewhere a breakpoint marks the whole message; only a system message is split.
     if (message.role !== 'system') {
       out.push(messageOf(message, nameOf(index), true));
       continue;

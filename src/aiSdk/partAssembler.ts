@@ -118,5 +118,12 @@ function usageOf(usage: LanguageModelV3Usage): LLMUsage | null {
   const output = usage.outputTokens.total;
   if (!count(input) || !count(output)) return null;
   const cached = usage.inputTokens.cacheRead;
-  return { promptTokens: input, completionTokens: output, ...(count(cached) && cached <= input ? { cachedPromptTokens: cached } : {}) };
+  const written = usage.inputTokens.cacheWrite;
+  const read = count(cached) && cached <= input ? cached : null;
+  return {
+    promptTokens: input,
+    completionTokens: output,
+    ...(read !== null ? { cachedPromptTokens: read } : {}),
+    ...(count(written) && written > 0 && written + (read ?? 0) <= input ? { cacheWriteTokens: written } : {}),
+  };
 }

@@ -4,7 +4,7 @@
  * with the compaction line and the output reserve, and what compactions archived where.
  * ContextWatch keeps, from the session's events, what the breakdown is built from.
  */
-import type { WorkmemEvent } from '../events.js';
+import type { ReminderReason, WorkmemEvent } from '../events.js';
 import type { HistoryView } from '../history/historyView.js';
 import type { MemorySnapshot } from '../memory/memoryRules.js';
 import {
@@ -22,7 +22,7 @@ interface Seen {
   request: BuiltRequest;
   history: HistoryView;
   memory: MemorySnapshot | null;
-  reminder: { level: 'gentle' | 'firm' | 'urgent'; reason: 'rounds' | 'tokens' | 'compaction' } | null;
+  reminder: { level: 'gentle' | 'firm' | 'urgent'; reason: ReminderReason } | null;
 }
 
 /** A breakdown as /context shows it: with the session's background compaction (what it prepares, what it has cost). */

@@ -21,15 +21,15 @@ import {
   loadLongMemEval,
   loadPrices,
   markdownReport,
+  priceOf,
   runEval,
   type ArmName,
   type EvalResult,
   type Suite,
 } from '../eval/index.js';
+import { cachingFor, testingModels } from '../eval/testingModel.js';
 import type { LLM } from '../llm/llm.js';
-import { openaiChat } from '../llm/openaiChat.js';
-import type { TestServer } from '../testing/index.js';
-import { TESTING_KEY, startTestingServer, testingProfile } from './testingModel.js';
+import { testingProfile } from './testingModel.js';
 import { sweepTemporaryHomes } from '../storage/temporaryHome.js';
 
 /** The exit code of an interrupted run (128 + SIGINT). */
@@ -47,16 +47,10 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   const suite: Suite | 'full' | 'small' =
     typeof flags.longmemeval === 'string' ? loadLongMemEval(flags.longmemeval) : suiteName(flags.suite);
   const profile = testingProfile(config.model);
-  const servers: TestServer[] = [];
-  const llm = profile
-    ? async (): Promise<LLM> => {
-        // One server per conversation and arm: its prompt cache is theirs alone, as a provider's would be.
-        await Promise.all(servers.splice(0).map((s) => s.close()));
-        const server = await startTestingServer(profile);
-        servers.push(server);
-        return openaiChat({ baseURL: server.baseURL, apiKey: TESTING_KEY, model: config.model, contextWindow: 1_000_000, env: {} });
-      }
-    : makeLLM(config);
+  const prices = loadPrices(typeof flags.prices === 'string' ? flags.prices : undefined);
+  // One server per conversation and arm, caching as the provider the prices stand for.
+  const testing = profile ? testingModels(profile, config.model, cachingFor(priceOf(prices, config.model))) : null;
+  const llm = testing ? (): Promise<LLM> => testing.next() : makeLLM(config);
   const judge = typeof flags['judge-model'] === 'string' ? judgeModel(flags['judge-model'], config) : undefined;
   const resultsFile = resolve(
     io.cwd,
@@ -80,7 +74,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       ...number(flags, 'context-window', (v) => ({ contextWindow: v }), { integer: true, min: 1024 }),
       ...number(flags, 'limit', (v) => ({ limit: v }), { integer: true, min: 1 }),
       ...(judge ? { judge } : {}),
-      prices: loadPrices(typeof flags.prices === 'string' ? flags.prices : undefined),
+      prices,
       ...number(flags, 'max-cost', (v) => ({ maxCost: v }), { min: 0 }),
       ...(flags['min-accuracy'] !== undefined ? { minAccuracy: share(flags['min-accuracy']) } : {}),
       ...number(flags, 'max-tokens-ratio', (v) => ({ maxTokensRatio: v }), { min: 0 }),
@@ -93,7 +87,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
   } finally {
     bar.clear();
     for (const signal of STOPPING) process.off(signal, interrupt);
-    await Promise.all(servers.splice(0).map((s) => s.close()));
+    await testing?.close();
   }
   io.stdout.write(flags.json ? `${JSON.stringify(result, null, 2)}\n` : markdownReport(result));
   if (typeof flags.html === 'string') {

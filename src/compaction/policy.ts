@@ -112,7 +112,8 @@ export function thresholdPercent(settings: Pick<TurnSettings, 'fallbackThreshold
 /** The history range the next request carries in the current mode. */
 export function carriedRange(input: Pick<PolicyInput, 'history' | 'mode' | 'turn' | 'window' | 'statics'>): [number, number] {
   const settings = input.statics.settings;
-  return injectedRange(input.history, input.mode, input.turn, input.window ? { ...settings, windowFrom: input.window.from } : settings);
+  const held = input.window && input.window.from >= 1 ? input.window : null;
+  return injectedRange(input.history, input.mode, input.turn, held ? { ...settings, windowFrom: held.from } : settings);
 }
 
 /** The range phase 1 would carry: the whole history. */
@@ -169,11 +170,17 @@ export function autoCompactionTier(input: PolicyInput): CompactionTarget | null 
 /** The range to compact for a reason and the tokens it may keep (see the shares above). */
 export function compactionBudget(input: PolicyInput, reason: CompactionReason): CompactionBudget {
   const overflow = reason === 'overflow';
-  const range = reason === 'horizon' ? phase1Range(input) : carriedRange(input);
+  let range = reason === 'horizon' ? phase1Range(input) : carriedRange(input);
   // The pinned messages sent before the range cost what they cost: no compaction makes them smaller.
   const fixedTokens = baseOf(input).tokens + pinnedBeforeTokens(input.history, range[0]) + input.calibration + TAIL_ALLOWANCE;
   const share = overflow ? OVERFLOW_TARGET_SHARE : FALLBACK_TARGET_SHARE;
   let budget = Math.max(0, Math.floor(thresholdTokens(input.statics.settings) * share) - fixedTokens - 1);
+  if (reason === 'horizon') {
+    // What no request carries any more, never what this one does (phase 2's window may hold many turns).
+    const carried = carriedRange(input)[0];
+    budget = Math.max(0, budget - tokensBetween(input.history, carried, range[1]));
+    range = [range[0], Math.max(range[0], carried)];
+  }
   // The server refused what we counted as fitting: our count is off, so at least halve the history.
   if (overflow) budget = Math.min(budget, Math.floor(tokensBetween(input.history, range[0], range[1]) / 2));
   // 'recent-turns': no more than the last keepRecentTurns turns, the pinned messages and the note that replaces the rest.

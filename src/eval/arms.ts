@@ -5,8 +5,9 @@
  * all but the last 3 turns at 75 %). An arm's run plays the turns in order and returns the
  * answers, the calls the metered model recorded, and (workmem) the upkeep of its memory.
  */
+import { join, relative } from 'node:path';
 import { createSession } from '../session/index.js';
-import { removeTemporaryHome, temporaryHome } from '../storage/temporaryHome.js';
+import { keepTemporaryHome, removeTemporaryHome, temporaryHome } from '../storage/temporaryHome.js';
 import type { SettingsOverrides } from '../settings/config.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { LLM } from '../llm/llm.js';
@@ -32,6 +33,26 @@ export const ARM_LABELS: Record<ArmName, string> = {
 /** The cache-aware settings (docs/ai-sdk.md): memory by phase, phase 2's window held for 6 turns, the fallback to recent turns. */
 export const CACHE_AWARE: SettingsOverrides = { memoryPosition: 'by-phase', recentTurnsStep: 6, fallbackTarget: 'recent-turns' };
 
+/**
+ * The cheap layout (docs/eval.md, docs/design.md §4.1): the memory held in its place with the
+ * changes in the tail, and phase 2's window held. At most the summarising peer's bill on the
+ * full suite, but fewer right answers on a model that forgets in long contexts: not the default.
+ */
+export const CHEAP_LAYOUT: SettingsOverrides = { memoryRefresh: 'when-cheap', recentTurnsStep: 24 };
+
+/**
+ * The clock of every workmem arm's session: it starts at the same instant for each
+ * conversation and arm and moves a millisecond a reading, so what a session writes (an
+ * archive's name, the day a reminder names) is the same whatever ran before it and whenever
+ * the eval runs.
+ */
+export const EVAL_EPOCH = Date.UTC(2026, 0, 5, 9, 0, 0);
+
+function evalClock(): () => number {
+  let now = EVAL_EPOCH;
+  return () => ++now;
+}
+
 /** The share of the window at which the summarising peer summarises. */
 export const SUMMARISE_AT = 0.75;
 
@@ -52,7 +73,20 @@ export interface ArmRun {
   summaries: number;
   /** Turns that ended without an answer. */
   failedTurns: number;
+  /** Each turn that ended without an answer: its status and error. */
+  failures: TurnFailure[];
+  /** A workmem arm whose turns failed: its session's folder, kept for the user to open. */
+  keptSession?: string;
   wallMs: number;
+}
+
+/** A turn that ended without an answer, and why. */
+export interface TurnFailure {
+  /** The conversation's turn (0-based). */
+  turn: number;
+  status: string;
+  /** The error's kind and text; absent when the turn ended without one. */
+  error?: { kind: string; message: string; status?: number };
 }
 
 /** What an arm's run needs besides the conversation. */
@@ -61,6 +95,8 @@ export interface ArmContext {
   counter: TokenCounter;
   contextWindow: number;
   signal: AbortSignal;
+  /** Settings of the workmem arms over the defaults (the cache-aware arm's own go over them). */
+  settings?: SettingsOverrides;
   /** Called before each turn is played (0-based); may throw to stop the run. */
   beforeTurn?: (turn: number, calls: readonly CallRecord[]) => void;
 }
@@ -71,17 +107,21 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
   const meter = meteredModel(context.llm, context.counter);
   const tools = [fetchDocumentTool(conversation.language)];
   const answers: string[] = [];
+  const failures: TurnFailure[] = [];
   let failedTurns = 0;
   if (arm === 'workmem-auto' || arm === 'workmem-cache-aware') {
     // Named by this process, so that a killed eval's homes (its conversations' text) go at the next start.
     const home = temporaryHome('eval');
     const tracker = new UpkeepTracker();
+    let sessionDir: string | undefined;
+    let keptSession: string | undefined;
     try {
       const session = await createSession({
         llm: meter.llm,
         home,
         cwd: '/eval',
         env: {},
+        now: evalClock(),
         trace: false,
         name: `eval ${conversation.id} ${arm}`,
         instructions: EVAL_INSTRUCTIONS,
@@ -89,9 +129,11 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
         settings: {
           contextWindow: context.contextWindow,
           ...(conversation.language === 'zh' ? { language: 'zh' } : {}),
+          ...context.settings,
           ...(arm === 'workmem-cache-aware' ? CACHE_AWARE : {}),
         },
       });
+      sessionDir = session.dir;
       session.on('*', tracker.onEvent);
       const stop = (): void => session.abort();
       context.signal.addEventListener('abort', stop);
@@ -101,7 +143,22 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
           meter.turn = tracker.turn = i;
           const result = await session.prompt(turn.text);
           if (context.signal.aborted) throw context.signal.reason;
-          if (result.status !== 'done') failedTurns++;
+          if (result.status !== 'done') {
+            failedTurns++;
+            failures.push({
+              turn: i,
+              status: result.status,
+              ...(result.error
+                ? {
+                    error: {
+                      kind: result.error.kind,
+                      message: result.error.message,
+                      ...(result.error.status ? { status: result.error.status } : {}),
+                    },
+                  }
+                : {}),
+            });
+          }
           answers.push(result.status === 'done' ? result.text : '');
         }
       } finally {
@@ -109,9 +166,20 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
         await session.close();
       }
     } finally {
-      removeTemporaryHome(home);
+      // A session whose turns failed is kept for the user to open (`workmem sessions show`, `viz`).
+      if (failures.length && sessionDir) keptSession = join(keepTemporaryHome(home), relative(home, sessionDir));
+      else removeTemporaryHome(home);
     }
-    return { answers, calls: meter.calls, upkeep: tracker.upkeep, summaries: 0, failedTurns, wallMs: performance.now() - started };
+    return {
+      answers,
+      calls: meter.calls,
+      upkeep: tracker.upkeep,
+      summaries: 0,
+      failedTurns,
+      failures,
+      ...(keptSession ? { keptSession } : {}),
+      wallMs: performance.now() - started,
+    };
   }
   const peer = peerAgent({
     llm: meter.llm,
@@ -128,8 +196,11 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
     const result = await peer.prompt(turn.text, context.signal);
     if (context.signal.aborted) throw context.signal.reason;
     summaries += result.summarised;
-    if (result.failed) failedTurns++;
+    if (result.failed) {
+      failedTurns++;
+      failures.push({ turn: i, status: 'failed', ...(result.error ? { error: result.error } : {}) });
+    }
     answers.push(result.text);
   }
-  return { answers, calls: meter.calls, upkeep: null, summaries, failedTurns, wallMs: performance.now() - started };
+  return { answers, calls: meter.calls, upkeep: null, summaries, failedTurns, failures, wallMs: performance.now() - started };
 }

@@ -5,7 +5,17 @@
  * turn and the share of input served from the cache so far, a line per arm.
  */
 import type { ArmName } from './arms.js';
-import { accuracyCells, accuracyHead, categoriesOf, COST_HEAD, costCells, gateLine } from './markdownReport.js';
+import {
+  accuracyCells,
+  accuracyHead,
+  BILL_HEAD,
+  billCells,
+  categoriesOf,
+  COST_HEAD,
+  costCells,
+  failedTurnLines,
+  gateLine,
+} from './markdownReport.js';
 import type { EvalResult } from './results.js';
 import { percent } from './summary.js';
 import { barChart, escapeXml, lineChart } from './svgCharts.js';
@@ -37,7 +47,9 @@ export function htmlReport(result: EvalResult): string {
   const row = (cells: string[]): string => `<tr>${cells.map((c) => `<td>${escapeXml(c)}</td>`).join('')}</tr>`;
   const head = (cells: string[]): string => `<tr>${cells.map((c) => `<th>${escapeXml(c)}</th>`).join('')}</tr>`;
   const accuracy = `<table>${head(accuracyHead(s))}${s.map((a) => row(accuracyCells(a, s))).join('')}</table>`;
+  const bill = `<table>${head(BILL_HEAD)}${s.map((a) => row(billCells(a))).join('')}</table>`;
   const cost = `<table>${head(COST_HEAD)}${s.map((a) => row(costCells(a))).join('')}</table>`;
+  const failed = s.flatMap((a) => failedTurnLines(a).map((l) => `<li>${escapeXml(l.replace(/^- /, ''))}</li>`));
   const findings = s.flatMap((a) => a.findings.map((f) => `<li>${escapeXml(`${a.label}: ${f}`)}</li>`));
   const gates = result.gates.map((g) => `<li class="${g.passed ? 'passed' : 'missed'}">${escapeXml(gateLine(g))}</li>`);
   const byCategory = barChart({
@@ -85,7 +97,9 @@ export function htmlReport(result: EvalResult): string {
 <h1>${escapeXml(title)}</h1>
 <p>${escapeXml(`Suite ${result.suite}: ${result.conversations.length} conversations, ${result.conversations.reduce((n, c) => n + c.turns, 0)} turns, a ${result.contextWindow.toLocaleString('en-US')}-token window${result.judge ? `; judge ${result.judge}` : ''}.`)}${result.stopped ? ` <strong>Stopped early: ${escapeXml(result.stopped.message)}.</strong>` : ''}</p>
 <h2>Accuracy</h2>${accuracy}
-<h2>Cost and upkeep</h2>${cost}
+<h2>Bill</h2>${bill}
+<h2>Upkeep</h2>${cost}
+${failed.length ? `<h2>Failed turns</h2><ul>${failed.join('')}</ul>` : ''}
 ${findings.length ? `<h2>Findings</h2><ul>${findings.join('')}</ul>` : ''}
 ${gates.length ? `<h2>Gates</h2><ul>${gates.join('')}</ul>` : ''}
 <h2>Plots</h2>${byCategory}

@@ -1,6 +1,8 @@
 /**
  * The eval's summary as markdown, for a terminal or a CI log: the run, the accuracy of each
- * arm by category, what each arm cost and how it kept its memory, the findings, and the gates.
+ * arm by category, each arm's bill broken down (against the cheapest peer, per right answer,
+ * input by how the cache served it, output by what it went to, requests per turn), how it
+ * kept its memory, every failed turn with its error, the findings, and the gates.
  */
 import { CATEGORIES } from './suite.js';
 import type { ArmSummary, EvalResult, GateResult } from './results.js';
@@ -22,10 +24,16 @@ export function markdownReport(result: EvalResult): string {
       s.map((a) => accuracyCells(a, s)),
     ),
     '',
-    '## Cost and upkeep',
+    '## Bill',
+    '',
+    table(BILL_HEAD, s.map(billCells)),
+    '',
+    '## Upkeep',
     '',
     table(COST_HEAD, s.map(costCells)),
   ];
+  const failed = s.filter((a) => a.failedTurns.length);
+  if (failed.length) lines.push('', '## Failed turns', '', ...failed.flatMap(failedTurnLines));
   const found = s.filter((a) => a.findings.length);
   if (found.length) lines.push('', '## Findings', '', ...found.flatMap((a) => a.findings.map((f) => `- ${a.label}: ${f}`)));
   if (result.gates.length) lines.push('', '## Gates', '', ...result.gates.map((g) => `- ${gateLine(g)}`));
@@ -48,34 +56,96 @@ export function accuracyCells(a: ArmSummary, summary: readonly ArmSummary[]): st
   ];
 }
 
-/** The cost and upkeep table's head. */
+/** The bill table's head: what the arm paid, and what for. */
+export const BILL_HEAD = [
+  'arm',
+  'bill',
+  '× cheapest peer',
+  'per right answer',
+  'input',
+  'uncached',
+  'cached',
+  'cache-written',
+  'output: answers',
+  'memory writes',
+  'other tools',
+  'summaries',
+  'requests / turn',
+];
+
+/** An arm's row of the bill table. */
+export function billCells(a: ArmSummary): string[] {
+  const written = a.cacheWrite ?? 0;
+  const share = (n: number): string => (a.input ? `${Math.round((100 * n) / a.input)} %` : '0 %');
+  const out = (kind: string): string => tokens(a.outputBy?.[kind] ?? 0);
+  return [
+    a.label,
+    a.cost === null ? 'no price' : dollars(a.cost),
+    a.costRatio === null ? '–' : `${a.costRatio.toFixed(2)} ×`,
+    a.costPerRight === null ? '–' : dollars(a.costPerRight),
+    tokens(a.input),
+    share(a.input - a.cached - written),
+    share(a.cached),
+    share(written),
+    out('answer'),
+    out('memory'),
+    out('tool'),
+    out('summary'),
+    a.requestsPerTurn.toFixed(2),
+  ];
+}
+
+/** The upkeep table's head. */
 export const COST_HEAD = [
   'arm',
-  'input tokens',
-  'cached',
-  'bill',
   'writes / 10 turns',
   'reminders heeded',
   'compactions',
   'phase 2 began',
+  'failed turns',
   'failed requests',
   'wall time',
 ];
 
-/** An arm's row of the cost and upkeep table. */
+/** An arm's row of the upkeep table. */
 export function costCells(a: ArmSummary): string[] {
   return [
     a.label,
-    a.input.toLocaleString('en-US'),
-    `${a.input ? Math.round((100 * a.cached) / a.input) : 0} %`,
-    a.cost === null ? 'no price' : `$${a.cost.toFixed(a.cost < 1 ? 4 : 2)}`,
     a.writesPer10Turns === null ? '–' : a.writesPer10Turns.toFixed(1),
     a.reminders === null ? '–' : `${a.heeded} of ${a.reminders}`,
     compactions(a),
     phase2(a),
+    `${a.failedTurns?.length ?? 0} of ${a.turns}`,
     `${a.failedRequests} of ${a.requests}`,
     `${(a.wallMs / 1000).toFixed(1)} s`,
   ];
+}
+
+/** Failed turns listed one a line (at most this many an arm; the JSON has them all). */
+const FAILED_SHOWN = 10;
+
+/** An arm's failed turns: each with its status and error, and where a failed session was kept. */
+export function failedTurnLines(a: ArmSummary): string[] {
+  const lines = a.failedTurns.slice(0, FAILED_SHOWN).map((f) => {
+    const error = f.error ? `: ${f.error.kind}${f.error.status ? ` ${f.error.status}` : ''}: ${f.error.message}` : '';
+    return `- ${a.label}, ${f.conversation} turn ${f.turn + 1}: ${f.status}${error}`;
+  });
+  if (a.failedTurns.length > FAILED_SHOWN)
+    lines.push(`- ${a.label}: and ${a.failedTurns.length - FAILED_SHOWN} more failed turns (--json has them all)`);
+  for (const dir of a.keptSessions) lines.push(`- ${a.label}: its session is kept in ${dir}`);
+  return lines;
+}
+
+/** "$0.4038", or "$12.34" from a dollar up. */
+export function dollars(n: number): string {
+  return `$${n.toFixed(n < 1 ? 4 : 2)}`;
+}
+
+/** "3.53 M", "74.0 k", "950". */
+export function tokens(n: number): string {
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)} M`;
+  if (n >= 1e4) return `${(n / 1e3).toFixed(1)} k`;
+  return n.toLocaleString('en-US');
 }
 
 /** A gate's outcome in one line. */

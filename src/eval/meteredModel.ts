@@ -1,11 +1,22 @@
 /**
  * The model as every arm calls it, with each call recorded: the turn it served, whether it
- * answered or summarised (and whether in the background), the server's usage (input, cached, output; counted by us, and
- * marked so, only when the server reported none), whether it failed, and how long it took.
- * What the report says about tokens, cache, bills and failed requests comes from here.
+ * answered or summarised (and whether in the background), the server's usage (input, cached and cache-written input, output;
+ * counted by us, and marked so, only when the server reported none), what the output went
+ * to, whether it failed, and how long it took. What the report says about tokens, cache,
+ * bills and failed requests comes from here.
  */
 import type { LLM, LLMRequest, LLMResponse, SummarizeOptions } from '../llm/llm.js';
 import type { TokenCounter } from '../tokens/tokens.js';
+
+/**
+ * What output tokens went to: `answer` (text), `memory` (write and edit calls of working
+ * memory), `tool` (other tool calls), `summary` (a summarising request). An extensible
+ * tally: another reason (a background summary) is one more key.
+ */
+export type OutputKind = 'answer' | 'memory' | 'tool' | 'summary' | (string & {});
+
+/** Output tokens by what they went to. */
+export type OutputByKind = Partial<Record<OutputKind, number>>;
 
 /** One request to the model, as it went. */
 export interface CallRecord {
@@ -15,7 +26,11 @@ export interface CallRecord {
   kind: 'answer' | 'summary' | 'background';
   input: number;
   cached: number;
+  /** Of input, written to the provider's cache (0 where it reports none). */
+  cacheWrite: number;
   output: number;
+  /** The output by what it went to (the server's count shared out by ours of each part). */
+  outputBy: OutputByKind;
   /** The server reported no usage: input and output are our count. */
   counted: boolean;
   /** The request failed (its error kind); a retry is a request of its own. */
@@ -29,6 +44,9 @@ export interface MeteredModel {
   readonly calls: CallRecord[];
   turn: number;
 }
+
+/** A tool call that writes working memory: workmem's write and edit, on a path under working-memory/. */
+const MEMORY_TOOLS = new Set(['write', 'edit']);
 
 /** Wraps `llm` so that every request is recorded. */
 export function meteredModel(llm: LLM, counter: TokenCounter): MeteredModel {
@@ -56,25 +74,74 @@ export function meteredModel(llm: LLM, counter: TokenCounter): MeteredModel {
     try {
       const response = await call();
       const usage = response.usage;
-      const output = response.message.content ?? '';
-      const args = (response.message.tool_calls ?? []).map((c) => c.function.name + c.function.arguments).join('');
+      const parts = outputParts(kind, response, counter);
+      const ours = Object.values(parts).reduce<number>((n, v) => n + (v ?? 0), 0);
+      const output = usage?.completionTokens ?? ours;
       push({
         turn,
         kind,
         input: usage?.promptTokens ?? counter.request(request.messages, request.tools),
         cached: usage?.cachedPromptTokens ?? 0,
-        output: usage?.completionTokens ?? counter.text(output + args),
+        cacheWrite: usage?.cacheWriteTokens ?? 0,
+        output,
+        outputBy: shareOut(output, parts, kind),
         counted: !usage,
         ms: performance.now() - started,
       });
       return response;
     } catch (error) {
-      push({ turn, kind, input: 0, cached: 0, output: 0, counted: false, failed: kindOf(error), ms: performance.now() - started });
+      push({
+        turn,
+        kind,
+        input: 0,
+        cached: 0,
+        cacheWrite: 0,
+        output: 0,
+        outputBy: {},
+        counted: false,
+        failed: kindOf(error),
+        ms: performance.now() - started,
+      });
       throw error;
     }
   };
   const push = (call: CallRecord): void => void meter.calls.push(call);
   return meter;
+}
+
+/** Our count of each part of a response's output. */
+function outputParts(kind: CallRecord['kind'], response: LLMResponse, counter: TokenCounter): Record<string, number> {
+  const text = counter.text(response.message.content ?? '');
+  if (kind !== 'answer') return { [kind]: text };
+  const parts: Record<string, number> = { answer: text };
+  for (const call of response.message.tool_calls ?? []) {
+    const tokens = counter.text(call.function.name) + counter.text(call.function.arguments);
+    const key = MEMORY_TOOLS.has(call.function.name) && /working-memory\//.test(call.function.arguments) ? 'memory' : 'tool';
+    parts[key] = (parts[key] ?? 0) + tokens;
+  }
+  return parts;
+}
+
+/** `total` shared out in proportion to `parts`, whole tokens, adding up; all to `fallback` when the parts are empty. */
+function shareOut(total: number, parts: Record<string, number>, fallback: OutputKind): OutputByKind {
+  const entries = Object.entries(parts).filter(([, n]) => n > 0);
+  const sum = entries.reduce((n, [, v]) => n + v, 0);
+  if (!sum) return total ? { [fallback]: total } : {};
+  const out: OutputByKind = {};
+  let given = 0;
+  entries.forEach(([key, n], i) => {
+    const share = i === entries.length - 1 ? total - given : Math.round((total * n) / sum);
+    out[key] = share;
+    given += share;
+  });
+  return out;
+}
+
+/** Two tallies added, key by key. */
+export function addOutput(a: OutputByKind, b: OutputByKind): OutputByKind {
+  const out: OutputByKind = { ...a };
+  for (const [key, n] of Object.entries(b)) out[key] = (out[key] ?? 0) + (n ?? 0);
+  return out;
 }
 
 function kindOf(error: unknown): string {

@@ -38,8 +38,10 @@ export interface PeerOptions {
 /** How one of the peer's turns ended. */
 export interface PeerTurn {
   text: string;
-  /** The turn's last request failed (after retries): there is no answer. */
+  /** The turn's last request failed (after retries), or it made too many: there is no answer. */
   failed: boolean;
+  /** Why it failed. */
+  error?: { kind: string; message: string; status?: number };
   /** The history was summarised before one of this turn's requests. */
   summarised: number;
 }
@@ -115,7 +117,17 @@ export function peerAgent(options: PeerOptions): PeerAgent {
           response = await request(signal);
         } catch (error) {
           if (signal.aborted) throw error;
-          return { text: '', failed: true, summarised };
+          const e = error as { kind?: unknown; message?: unknown; status?: unknown };
+          return {
+            text: '',
+            failed: true,
+            summarised,
+            error: {
+              kind: typeof e.kind === 'string' ? e.kind : 'error',
+              message: String(e.message ?? error),
+              ...(typeof e.status === 'number' ? { status: e.status } : {}),
+            },
+          };
         }
         const message = response.message;
         turn.push(message);
@@ -123,7 +135,12 @@ export function peerAgent(options: PeerOptions): PeerAgent {
         for (const call of message.tool_calls)
           turn.push({ role: 'tool', tool_call_id: call.id, content: await runTool(tools, call.function, signal, turns.length) });
       }
-      return { text: '', failed: true, summarised };
+      return {
+        text: '',
+        failed: true,
+        summarised,
+        error: { kind: 'requests', message: `the turn made ${options.maxRequestsPerTurn ?? 20} requests without an answer` },
+      };
     },
   };
 }
@@ -172,7 +189,9 @@ async function oneShotSummary(llm: LLM, items: HistoryItem[], maxOutputTokens: n
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+    const stop = (): void => (clearTimeout(timer), resolve());
+    // The run's signal outlives many waits: each takes its listener away when it ends.
+    const timer = setTimeout(() => (signal.removeEventListener('abort', stop), resolve()), ms);
+    signal.addEventListener('abort', stop, { once: true });
   });
 }

@@ -4,7 +4,8 @@
  * summary over all conversations; and the run's own facts. These are the shapes of
  * `--json`, of the results file `--resume` reads, and of `runEval()`'s result.
  */
-import type { ArmName } from './arms.js';
+import type { ArmName, TurnFailure } from './arms.js';
+import type { OutputByKind } from './meteredModel.js';
 import type { Upkeep } from './upkeep.js';
 
 /** One question's outcome under one arm. */
@@ -33,8 +34,12 @@ export interface ArmResult {
   input: number;
   /** Of those, read from the provider's prompt cache. */
   cached: number;
+  /** Of those, written to the provider's prompt cache (explicit caching; absent in results from before it was counted). */
+  cacheWrite?: number;
   /** Output tokens of all its requests. */
   output: number;
+  /** Of those, by what they went to: answers, memory writes, other tool calls, summaries. */
+  outputBy?: OutputByKind;
   /** Requests made to the model, each retry one of them. */
   requests: number;
   /** Requests that ended in an error. */
@@ -49,6 +54,10 @@ export interface ArmResult {
   summaries: number;
   /** Turns that ended without an answer. */
   failedTurns: number;
+  /** Each of them: its status and error. */
+  failures?: TurnFailure[];
+  /** Where the session of a workmem arm whose turns failed was kept. */
+  keptSession?: string;
   /** The time the arm took, model included. */
   wallMs: number;
 }
@@ -85,18 +94,32 @@ export interface ArmSummary {
   input: number;
   /** Of those, read from the provider's prompt cache. */
   cached: number;
+  /** Of those, written to the provider's prompt cache (explicit caching). */
+  cacheWrite: number;
   /** Output tokens over the run. */
   output: number;
+  /** Of those, by what they went to: `answer`, `memory` (writes and edits of working memory), `tool`, `summary`. */
+  outputBy: OutputByKind;
   /** Dollars at the price table's prices; null when the model has none. */
   cost: number | null;
+  /** The bill as a share of the cheapest peer's that ran (null: no peer ran, or no price). */
+  costRatio: number | null;
+  /** Dollars per question answered right (null: no price, or none right). */
+  costPerRight: number | null;
   /** Requests made to the model, each retry one of them. */
   requests: number;
+  /** Requests per turn played. */
+  requestsPerTurn: number;
   /** Requests that ended in an error. */
   failedRequests: number;
   /** Some requests had no usage from the server: their tokens are our count. */
   counted: boolean;
   /** Turns played. */
   turns: number;
+  /** Turns that ended without an answer, each with its conversation, status and error. */
+  failedTurns: (TurnFailure & { conversation: string })[];
+  /** Sessions of workmem arms whose turns failed, kept for the user to open. */
+  keptSessions: string[];
   /** workmem's arms: memory writes per 10 turns. */
   writesPer10Turns: number | null;
   /** workmem's arms: reminders fired. */

@@ -21,6 +21,8 @@ export interface RunIdentity {
   contextWindow: number;
   arms: string[];
   judge: string | null;
+  /** The workmem arms' settings over the defaults, when given. */
+  settings?: Record<string, unknown>;
 }
 
 interface Header extends RunIdentity {

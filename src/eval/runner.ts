@@ -4,13 +4,14 @@
  * keeps each finished conversation in the results file, and sums up. It stops cleanly when
  * its signal aborts or its budget would be passed, with what was finished kept.
  */
-import { ConfigError } from '../settings/config.js';
+import { ConfigError, type SettingsOverrides } from '../settings/config.js';
 import type { LLM } from '../llm/llm.js';
 import { loadTokenCounter } from '../tokens/tokens.js';
 import { ARM_NAMES, runArm, type ArmName, type ArmRun } from './arms.js';
 import { Budget, BudgetStop, projectedCost } from './budget.js';
 import { judgeAnswer } from './judge.js';
-import { costOf, DEFAULT_PRICES, priceOf, type Price, type PriceTable } from './prices.js';
+import { addOutput, type OutputByKind } from './meteredModel.js';
+import { billOf, costOf, DEFAULT_PRICES, priceOf, type BilledTokens, type Price, type PriceTable } from './prices.js';
 import type { ArmResult, ConversationResult, EvalResult, GateResult, QuestionResult } from './results.js';
 import { fingerprintOf, openResultsFile, type ResultsFile } from './resultsFile.js';
 import { matches } from './scoring.js';
@@ -50,6 +51,8 @@ export interface EvalOptions {
   suite?: Suite | SuiteName;
   /** Default: all four. */
   arms?: readonly ArmName[];
+  /** Settings of the workmem arms over the defaults, e.g. CHEAP_LAYOUT (the cache-aware arm's own go over them). */
+  settings?: SettingsOverrides;
   /** The window every arm is held to (default 16,384 tokens); the full-history peer sends whatever it has. */
   contextWindow?: number;
   /** Only the first n conversations. */
@@ -101,7 +104,14 @@ export async function runEval(options: EvalOptions): Promise<EvalResult> {
   if (!arms.length) throw new ConfigError('no arm to run');
 
   const counter = await loadTokenCounter(model);
-  const identity = { model, suite: suite.name, contextWindow: window, arms, judge: options.judge?.model ?? null };
+  const identity = {
+    model,
+    suite: suite.name,
+    contextWindow: window,
+    arms,
+    judge: options.judge?.model ?? null,
+    ...(options.settings ? { settings: { ...options.settings } } : {}),
+  };
   const file: ResultsFile | null = options.resultsFile
     ? openResultsFile(options.resultsFile, identity, fingerprintOf(identity, conversations), {
         resume: options.resume === true,
@@ -128,9 +138,10 @@ export async function runEval(options: EvalOptions): Promise<EvalResult> {
           counter,
           contextWindow: window,
           signal,
+          ...(options.settings ? { settings: options.settings } : {}),
           beforeTurn: (turn, calls) => {
             if (price && budget.max !== null) {
-              const spentNow = budget.spent + costOf(price, ...tokensOf(calls));
+              const spentNow = budget.spent + billOf(price, tokensOf(calls));
               const last = calls.at(-1)?.input ?? 0;
               budget.check(
                 budget.turnCost(last, conversation.turns[turn]!.text, counter),
@@ -179,8 +190,15 @@ export async function runEval(options: EvalOptions): Promise<EvalResult> {
   };
 }
 
-function tokensOf(calls: readonly { input: number; cached: number; output: number }[]): [number, number, number] {
-  return calls.reduce<[number, number, number]>((t, c) => [t[0] + c.input, t[1] + c.cached, t[2] + c.output], [0, 0, 0]);
+function tokensOf(calls: readonly BilledTokens[]): Required<BilledTokens> {
+  const sum: Required<BilledTokens> = { input: 0, cached: 0, cacheWrite: 0, output: 0 };
+  for (const c of calls) {
+    sum.input += c.input;
+    sum.cached += c.cached;
+    sum.cacheWrite += c.cacheWrite ?? 0;
+    sum.output += c.output;
+  }
+  return sum;
 }
 
 /** One arm's run scored and measured. */
@@ -211,8 +229,10 @@ async function measure(
     for (const c of run.calls) out[c.turn] = (out[c.turn] ?? 0) + f(c);
     return out;
   };
-  const [input, cached, output] = tokensOf(run.calls);
-  const cost = price ? costOf(price, input, cached, output) : null;
+  const tokens = tokensOf(run.calls);
+  const { input, cached, cacheWrite, output } = tokens;
+  const cost = price ? billOf(price, tokens) : null;
+  const outputBy = run.calls.reduce<OutputByKind>((sum, c) => addOutput(sum, c.outputBy), {});
   return {
     arm: {
       arm,
@@ -221,7 +241,9 @@ async function measure(
       cachedPerTurn: perTurn((c) => c.cached),
       input,
       cached,
+      cacheWrite,
       output,
+      outputBy,
       requests: run.calls.length,
       failedRequests: run.calls.filter((c) => c.failed).length,
       counted: run.calls.some((c) => c.counted),
@@ -229,6 +251,8 @@ async function measure(
       upkeep: run.upkeep,
       summaries: run.summaries,
       failedTurns: run.failedTurns,
+      ...(run.failures.length ? { failures: run.failures } : {}),
+      ...(run.keptSession ? { keptSession: run.keptSession } : {}),
       wallMs: Math.round(run.wallMs),
     },
     cost,

@@ -4,11 +4,12 @@
  * the fallback carried the session". Pure functions of the results.
  */
 import { ARM_LABELS, type ArmName } from './arms.js';
+import { addOutput, type OutputByKind } from './meteredModel.js';
 import type { ArmResult, ArmSummary, ConversationResult, Score } from './results.js';
 
 /** Each arm's summary over the conversations, in the order of `arms`. */
 export function summarise(conversations: readonly ConversationResult[], arms: readonly ArmName[]): ArmSummary[] {
-  return arms.map((arm) => {
+  const summaries = arms.map((arm) => {
     const runs = conversations.flatMap((c) => c.arms.filter((a) => a.arm === arm).map((a) => ({ conversation: c, run: a })));
     return armSummary(
       arm,
@@ -16,6 +17,10 @@ export function summarise(conversations: readonly ConversationResult[], arms: re
       runs.map((r) => r.conversation),
     );
   });
+  const peers = summaries.filter((s) => !s.arm.startsWith('workmem') && s.cost !== null).map((s) => s.cost!);
+  const cheapest = peers.length ? Math.min(...peers) : null;
+  for (const s of summaries) s.costRatio = s.cost !== null && cheapest ? s.cost / cheapest : null;
+  return summaries;
 }
 
 function armSummary(arm: ArmName, runs: ArmResult[], conversations: ConversationResult[]): ArmSummary {
@@ -36,22 +41,31 @@ function armSummary(arm: ArmName, runs: ArmResult[], conversations: Conversation
     if (r.summaries) compactions.summary = (compactions.summary ?? 0) + r.summaries;
   }
   const costs = runs.map((r) => r.cost);
+  const cost = costs.some((c) => c === null) ? null : costs.reduce<number>((n, c) => n + c!, 0);
+  const right = questions.filter((q) => q.correct).length;
   const summary: ArmSummary = {
     arm,
     label: ARM_LABELS[arm],
-    accuracy: { right: questions.filter((q) => q.correct).length, asked: questions.length },
+    accuracy: { right, asked: questions.length },
     byCategory,
     ...(questions.some((q) => q.judged !== undefined)
       ? { judged: { right: verdicts.filter((q) => q.judged).length, asked: verdicts.length } }
       : {}),
     input: sum((r) => r.input),
     cached: sum((r) => r.cached),
+    cacheWrite: sum((r) => r.cacheWrite ?? 0),
     output: sum((r) => r.output),
-    cost: costs.some((c) => c === null) ? null : costs.reduce<number>((n, c) => n + c!, 0),
+    outputBy: runs.reduce<OutputByKind>((n, r) => addOutput(n, r.outputBy ?? { answer: r.output }), {}),
+    cost,
+    costRatio: null,
+    costPerRight: cost !== null && right ? cost / right : null,
     requests: sum((r) => r.requests),
+    requestsPerTurn: turns ? sum((r) => r.requests) / turns : 0,
     failedRequests: sum((r) => r.failedRequests),
     counted: runs.some((r) => r.counted),
     turns,
+    failedTurns: runs.flatMap((r, i) => (r.failures ?? []).map((f) => ({ conversation: conversations[i]!.id, ...f }))),
+    keptSessions: runs.flatMap((r) => (r.keptSession ? [r.keptSession] : [])),
     writesPer10Turns: workmem && turns ? (sum((r) => r.upkeep?.memoryWrites ?? 0) * 10) / turns : null,
     reminders: workmem ? sum((r) => r.upkeep?.reminders ?? 0) : null,
     heeded: workmem ? sum((r) => r.upkeep?.heeded ?? 0) : null,

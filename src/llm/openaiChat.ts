@@ -19,6 +19,7 @@ import { Assembler, usageOf } from './streamAssembler.js';
 import { Watchdog } from './streamWatchdog.js';
 import { firstByteAllowance, msPerPromptTokenFor, type FirstByteOptions } from './firstByteAllowance.js';
 import { withBoundCallIds } from './toolCallIds.js';
+import { withCacheControl } from './cacheControl.js';
 import type { RetryPolicy } from '../settings/settings.js';
 
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -59,6 +60,13 @@ export interface OpenAIChatOptions {
   temperature?: number;
   headers?: Record<string, string>;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Send the request's cache breakpoints as `cache_control` marks (cacheControl.ts), for an
+   * endpoint in front of a provider with explicit prompt caching (OpenRouter or LiteLLM to
+   * Anthropic; the test server's `promptCaching: 'explicit'`). Default false: OpenAI and most
+   * servers cache by prefix on their own.
+   */
+  cacheControl?: boolean;
 }
 
 export interface OpenAIChat extends LLM {
@@ -117,7 +125,9 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
 
   const body = (request: LLMRequest, useModel: string) => ({
     model: useModel,
-    messages: withBoundCallIds(request.messages) as ChatCompletionMessageParam[],
+    messages: (options.cacheControl && request.cacheBreakpoints?.length
+      ? withCacheControl(withBoundCallIds(request.messages), request.cacheBreakpoints)
+      : withBoundCallIds(request.messages)) as ChatCompletionMessageParam[],
     ...(request.tools.length
       ? {
           tools: request.tools.map((t) => ({

@@ -5,19 +5,25 @@ import { LLMError, type LLMResponse, type LLMUsage } from './llm.js';
 
 /** The server's token counts, when they are counts: a broken server's are ignored (we count ourselves). */
 export function usageOf(
-  usage: { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: unknown } | null | undefined,
+  usage:
+    | { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: unknown; cache_creation_input_tokens?: unknown }
+    | null
+    | undefined,
 ): LLMUsage | null {
   const count = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
   if (!usage || !count(usage.prompt_tokens) || !count(usage.completion_tokens)) return null;
-  // OpenAI's automatic prefix caching reports its hits here; a gateway that prices cache writes, its writes.
+  // OpenAI's automatic prefix caching reports its hits here; gateways over explicit caching
+  // their writes beside them (OpenRouter) or in Anthropic's own field (LiteLLM).
   const details = usage.prompt_tokens_details as { cached_tokens?: unknown; cache_write_tokens?: unknown } | null | undefined;
   const cached = details?.cached_tokens;
-  const written = details?.cache_write_tokens;
+  const written = details?.cache_write_tokens ?? usage.cache_creation_input_tokens;
+  const fits = (n: unknown, other = 0): n is number => count(n) && n + other <= (usage.prompt_tokens as number);
+  const read = fits(cached) ? cached : 0;
   return {
     promptTokens: usage.prompt_tokens,
     completionTokens: usage.completion_tokens,
-    ...(count(cached) && cached <= usage.prompt_tokens ? { cachedPromptTokens: cached } : {}),
-    ...(count(written) && written <= usage.prompt_tokens ? { cacheWriteTokens: written } : {}),
+    ...(fits(cached) ? { cachedPromptTokens: cached } : {}),
+    ...(fits(written, read) && written > 0 ? { cacheWriteTokens: written } : {}),
   };
 }
 

@@ -46,6 +46,16 @@ export interface ReminderDue {
   reason: ReminderReason;
   rounds: number;
   tokensPercent: number;
+  /** reason 'leaving': the turns about to leave what requests carry (first and last). */
+  leaving?: { from: number; to: number };
+}
+
+/** What the request knows beyond the tracker: turns about to leave phase 2's window, and whether the rounds rule applies. */
+export interface RoundContext {
+  /** Turns the next window would drop that came after the model's last memory write. */
+  leaving?: { from: number; to: number };
+  /** false: no reminder for rounds alone (phase 2's held window reminds when turns leave instead). */
+  byRounds?: boolean;
 }
 
 const LEVELS: readonly ReminderLevel[] = ['gentle', 'firm', 'urgent'];
@@ -57,6 +67,7 @@ export function checkRound(
   state: TrackerState,
   tokensPercent: number,
   config: ReminderConfig,
+  context: RoundContext = {},
 ): { state: TrackerState; due: ReminderDue | null } {
   const rounds = state.rounds + 1;
   const counted = { ...state, rounds };
@@ -64,8 +75,9 @@ export function checkRound(
 
   let reason: ReminderReason | null = null;
   if (state.forceNext) reason = 'compaction';
+  else if (context.leaving) reason = 'leaving';
   else if (rounds < config.minRounds) reason = null;
-  else if (rounds > config.maxRounds) reason = 'rounds';
+  else if (rounds > config.maxRounds && context.byRounds !== false) reason = 'rounds';
   else if (tokensPercent > config.tokenThreshold && rounds > config.minRounds) reason = 'tokens';
   if (reason === null) return { state: counted, due: null };
 
@@ -73,7 +85,7 @@ export function checkRound(
   const step = Math.min(LEVELS.length - 1, ignored + (tokensPercent > ESCALATE_ABOVE_PERCENT ? 1 : 0));
   return {
     state: { ...counted, ignored, remindedSinceUpdate: true, forceNext: false, reminders: state.reminders + 1 },
-    due: { level: LEVELS[step]!, reason, rounds, tokensPercent },
+    due: { level: LEVELS[step]!, reason, rounds, tokensPercent, ...(reason === 'leaving' ? { leaving: context.leaving! } : {}) },
   };
 }
 

@@ -23,6 +23,7 @@ import type { CacheBreakpoint } from '../llm/llm.js';
 import type { ToolSpec } from '../tools/tool.js';
 import { OVERVIEW_PATH, type MemorySnapshot } from '../memory/memoryRules.js';
 import { byteSize as formatBytes } from '../format/byteSize.js';
+import { renderMemoryUpdate } from './memoryUpdate.js';
 
 /** Everything in a request besides the history; recomputed only when the memory changes. */
 export interface PromptBase {
@@ -50,6 +51,45 @@ export interface PromptBase {
   today?: string;
   /** The prefix workmem's tools are sent with, for the reminder that names them (absent: none). */
   toolPrefix?: string;
+  /** The memory block as this base carries it in its place (its text; with memoryHead, that without its separator). */
+  block?: string;
+  /**
+   * memoryRefresh 'when-cheap': the base whose memory block this one still carries, while the
+   * memory has changed since; the changes go in the tail (`memoryUpdate`). Absent: the block is current.
+   */
+  anchor?: PromptBase;
+  /** The changes since the anchor's block, as the tail carries them (memoryUpdate.ts). */
+  memoryUpdate?: string;
+  memoryUpdateTokens?: number;
+}
+
+/** The base whose memory block a request carries in its place: itself, or the one it holds on to. */
+export function anchorOf(base: PromptBase): PromptBase {
+  return base.anchor ?? base;
+}
+
+/**
+ * A base that keeps `anchor`'s memory block in its place and carries the changes to `memory`
+ * in the tail (memoryRefresh 'when-cheap').
+ */
+export function heldBase(
+  anchor: PromptBase & { block: string },
+  memory: MemorySnapshot,
+  counter: TokenCounter,
+  language: MemoryLanguage,
+): PromptBase {
+  const update = renderMemoryUpdate(anchor.block, memoryBlock(memory), language, OVERVIEW_PATH);
+  if (update === null)
+    return { ...anchor, memoryVersion: memory.version, memoryBytes: memory.bytes, relevant: memory.relevant ?? '', anchor };
+  return {
+    ...anchor,
+    memoryVersion: memory.version,
+    memoryBytes: memory.bytes,
+    relevant: memory.relevant ?? '',
+    anchor,
+    memoryUpdate: update,
+    memoryUpdateTokens: counter.text(update),
+  };
 }
 
 /** More detail files than this are summarised in one line, so the index stays small. */
@@ -76,9 +116,11 @@ export function promptBase(
   counter: TokenCounter,
   position: MemoryPlacement = 'before-history',
   toolPrefix = '',
+  /** The memory block to carry in its place, when it is not the memory's own (a held one, restored). */
+  block = memoryBlock(memory),
 ): PromptBase {
-  const block = memoryBlock(memory);
   const common = {
+    block,
     systemPrompt: systemPromptText,
     tools,
     memoryVersion: memory.version,
@@ -184,7 +226,8 @@ export function fitTail(plan: PromptPlan): FittedTail {
   // Everything before the last message; after the history the memory is in the last message.
   const head = base.memoryHead ? base.memoryTokens : 0;
   const beforeLast = base.tokens - head + historyTokens - last.tokens + plan.calibration;
-  const tailOf = (meta: ContextMeta): string => renderTail(meta, plan.reminder, plan.language, base.today ?? null, base.toolPrefix);
+  const tailOf = (meta: ContextMeta): string =>
+    renderTail(meta, plan.reminder, plan.language, base.today ?? null, base.toolPrefix, base.memoryUpdate ?? null);
   const ownTokens = lastOwnTokens(base, last.message, counter);
   const tokensWith = (tail: string): number => ownTokens + countByLines(counter, tail.slice(TAIL_SEPARATOR.length));
 
@@ -225,11 +268,22 @@ export function buildPrompt(plan: PromptPlan, fitted: FittedTail = fitTail(plan)
   for (let i = from; i < to - 1; i++) messages[at++] = history.items[i]!.message;
   messages[at] = lastMessage;
   const tail = lastTokens - itemAt(history, to - 1).tokens - head;
-  // The history before the last message is the same in the next request in phase 1 (and within a tool loop in any mode).
-  // The pinned messages sent first stay while phase 2's window moves on: their end is a stable prefix too.
+  // The history up to the last message's own text (its tail aside) is the same in the next request in phase 1 and
+  // within a tool loop in any mode, and in phase 2 while its window holds. The pinned messages sent first stay while
+  // phase 2's window moves on: their end is a stable prefix too.
+  // The last message's own text, before its tail; with the memory after the history (memoryHead) the next request
+  // sends that message without it, so there the history before the last message is the prefix.
+  const own = (itemAt(history, to - 1).message.content ?? '').length;
+  const last = base.memoryHead
+    ? messages.length > 2
+      ? [{ message: messages.length - 2 }]
+      : []
+    : messages.length > 1 && own > 0
+      ? [{ message: messages.length - 1, chars: own }]
+      : [];
   const inHistory: CacheBreakpoint[] = [
     ...(pinnedBefore.length && pinnedBefore.length < messages.length - 2 ? [{ message: pinnedBefore.length }] : []),
-    ...(messages.length > 2 ? [{ message: messages.length - 2 }] : []),
+    ...last,
   ];
   const cacheBreakpoints: CacheBreakpoint[] = base.memoryHead
     ? [{ message: 0 }, ...inHistory]

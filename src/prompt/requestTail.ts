@@ -1,6 +1,8 @@
 /**
- * The ephemeral end of a request: <context_meta> and, when due, the reminder. It is
- * appended to the last message of the request only and never stored in the history.
+ * The ephemeral end of a request: <context_meta>, the working memory's changes since the
+ * copy the request carries in its place (memoryRefresh 'when-cheap', memoryUpdate.ts) and,
+ * when due, the reminder. It is appended to the last message of the request only and never
+ * stored in the history.
  */
 import type { MemoryLanguage } from '../memory/memoryTemplate.js';
 import type { ReminderDue } from '../memory/reminderTracker.js';
@@ -26,11 +28,13 @@ export function renderTail(
   language: MemoryLanguage,
   today: string | null = null,
   toolPrefix = '',
+  memoryUpdate: string | null = null,
 ): string {
   const block = `<context_meta>\n${JSON.stringify(meta)}\n</context_meta>`;
+  const update = memoryUpdate ? `\n\n${memoryUpdate}` : '';
   return reminder
-    ? `${TAIL_SEPARATOR}${block}\n\n${reminderText(reminder, meta, language, today, toolPrefix)}`
-    : `${TAIL_SEPARATOR}${block}`;
+    ? `${TAIL_SEPARATOR}${block}${update}\n\n${reminderText(reminder, meta, language, today, toolPrefix)}`
+    : `${TAIL_SEPARATOR}${block}${update}`;
 }
 
 const HEADINGS: Record<MemoryLanguage, Record<ReminderDue['level'], string>> = {
@@ -63,7 +67,9 @@ export function reminderText(
     const why =
       due.reason === 'compaction'
         ? '历史刚被压缩：请把仍然需要的信息记录到 working memory。'
-        : `你已经连续 ${due.rounds} 轮没有更新 working memory 了。`;
+        : due.reason === 'leaving' && due.leaving
+          ? `第 ${turns(due.leaving)} 轮对话即将移出请求，而你在它们之后还没有更新 working memory：请记下其中仍然需要的信息。`
+          : `你已经连续 ${due.rounds} 轮没有更新 working memory 了。`;
     return `<memory_reminder level="${due.level}">
 ${heading}
 
@@ -85,7 +91,9 @@ ${why}
   const why =
     due.reason === 'compaction'
       ? 'The history was just compacted: record anything you still need in your working memory.'
-      : `You have not updated your working memory for ${due.rounds} requests.`;
+      : due.reason === 'leaving' && due.leaving
+        ? `Turn${due.leaving.from === due.leaving.to ? '' : 's'} ${turns(due.leaving)} of this conversation ${due.leaving.from === due.leaving.to ? 'is' : 'are'} about to leave what requests carry, and you have not updated your working memory since: record anything you still need from ${due.leaving.from === due.leaving.to ? 'it' : 'them'}.`
+        : `You have not updated your working memory for ${due.rounds} requests.`;
   return `<memory_reminder level="${due.level}">
 ${heading}
 
@@ -103,4 +111,9 @@ Suggested actions:
 
 Update it with the ${p}write or ${p}edit tool: ${OVERVIEW_PATH}
 </memory_reminder>`;
+}
+
+/** "12" or "12–15". */
+function turns(range: { from: number; to: number }): string {
+  return range.from === range.to ? String(range.from) : `${range.from}–${range.to}`;
 }

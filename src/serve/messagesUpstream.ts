@@ -85,7 +85,7 @@ type WireMessage = { role: 'user' | 'assistant'; content: Block[] };
 /** The upstream request: the client's parameters, workmem's system, messages and tools, the output limit the session keeps to. */
 export function bodyOf(request: MessagesRequest, call: LLMRequest): Record<string, unknown> {
   const messages = withBoundCallIds(call.messages);
-  const marks = breakpointsOf(call.cacheBreakpoints ?? [], messages.length);
+  const marks = breakpointsOf(call.cacheBreakpoints ?? [], messages);
   const mark = { cache_control: { type: 'ephemeral', ...(request.cacheTtl ? { ttl: request.cacheTtl } : {}) } };
   const system: Block[] = [];
   const out: WireMessage[] = [];

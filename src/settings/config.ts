@@ -11,8 +11,10 @@ import {
   defaultTurnSettings,
   FALLBACK_TARGETS,
   MEMORY_POSITIONS,
+  MEMORY_REFRESHES,
   type FallbackTarget,
   type MemoryPosition,
+  type MemoryRefresh,
   type RetryPolicy,
   type TurnSettings,
 } from './settings.js';
@@ -36,13 +38,15 @@ export interface SettingsOverrides {
   hybridRecent?: number;
   /** Complete turns phase 2 carries before the active one (default 3; 0: the active turn only). */
   recentTurns?: number;
-  /** Up to how many turns phase 2's window holds its first turn (default 1: it moves every turn). */
+  /** Up to how many turns phase 2's window holds its first turn (default 24; 1: it moves every turn). */
   recentTurnsStep?: number;
   keepRecentTurns?: number;
   /** How far the fallback compacts (default 'budget'; 'recent-turns': all but keepRecentTurns). */
   fallbackTarget?: FallbackTarget;
   /** Where a request carries the working memory (default 'before-history', the spec's order). */
   memoryPosition?: MemoryPosition;
+  /** When the memory in its place follows a write (default 'every-write': at once; 'when-cheap': held, the changes in the tail). */
+  memoryRefresh?: MemoryRefresh;
   language?: MemoryLanguage;
   retry?: Partial<RetryPolicy>;
   maxRequestsPerTurn?: number;
@@ -82,6 +86,7 @@ const OverridesSchema = z
     keepRecentTurns: int(0).optional(),
     fallbackTarget: z.enum(FALLBACK_TARGETS).optional(),
     memoryPosition: z.enum(MEMORY_POSITIONS).optional(),
+    memoryRefresh: z.enum(MEMORY_REFRESHES).optional(),
     language: z.enum(['en', 'zh']).optional(),
     retry: z
       .object({ maxRetries: int(0, 20).optional(), baseDelayMs: int(0).optional(), maxDelayMs: int(0).optional() })
@@ -196,6 +201,11 @@ export function memoryPositionFromEnv(env: NodeJS.ProcessEnv): MemoryPosition | 
   return choiceFromEnv(env, 'WM_MEMORY_POSITION', MEMORY_POSITIONS);
 }
 
+/** WM_MEMORY_REFRESH → when the memory in its place follows a write (docs/design.md §4.1). */
+export function memoryRefreshFromEnv(env: NodeJS.ProcessEnv): MemoryRefresh | undefined {
+  return choiceFromEnv(env, 'WM_MEMORY_REFRESH', MEMORY_REFRESHES);
+}
+
 export interface ResolvedSettings {
   turn: TurnSettings;
   /** The mode the session is pinned to, or null for automatic switching. */
@@ -232,6 +242,7 @@ export function resolveSettings(
       keepRecentTurns: o.keepRecentTurns,
       fallbackTarget: o.fallbackTarget ?? fallbackTargetFromEnv(env),
       memoryPosition: o.memoryPosition ?? memoryPositionFromEnv(env),
+      memoryRefresh: o.memoryRefresh ?? memoryRefreshFromEnv(env),
       language: o.language,
       maxRequestsPerTurn: o.maxRequestsPerTurn,
       compaction: o.compaction,

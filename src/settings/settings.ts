@@ -23,6 +23,19 @@ export interface RetryPolicy {
 export type MemoryPosition = 'before-history' | 'after-history' | 'by-phase';
 export const MEMORY_POSITIONS = ['before-history', 'after-history', 'by-phase'] as const satisfies readonly MemoryPosition[];
 
+/**
+ * When the memory block in its place before the history follows a write (docs/design.md §4.1):
+ * 'every-write' (default) at once, so a write re-sends what follows it uncached (the seed's
+ * layout); 'when-cheap' it stays as it was at the last cache boundary, the tail carrying
+ * what changed since, and is brought up to date when what follows it is sent again anyway
+ * (phase 2's window starts again, hybrid's moves) or when carrying the changes would cost more
+ * than sending the history again. 'when-cheap' with recentTurnsStep 24 is the cheap layout: at
+ * most the summarising peer's bill, but fewer right answers on a model that forgets in long
+ * contexts (docs/eval.md), so it is not the default.
+ */
+export type MemoryRefresh = 'every-write' | 'when-cheap';
+export const MEMORY_REFRESHES = ['every-write', 'when-cheap'] as const satisfies readonly MemoryRefresh[];
+
 export type FallbackTarget = 'budget' | 'recent-turns';
 export const FALLBACK_TARGETS = ['budget', 'recent-turns'] as const satisfies readonly FallbackTarget[];
 
@@ -53,9 +66,10 @@ export interface TurnSettings {
   recentTurns: number;
   /**
    * Default 1: phase 2's window of recent turns moves every turn. With k over 1 it holds its
-   * first turn, carrying recentTurns to recentTurns + k - 1 earlier turns, and starts again
-   * when the memory changes or it would carry more: requests in between send the same
-   * messages after the memory, which a provider's cache then serves (recentWindow.ts).
+   * first turn, carrying recentTurns to recentTurns + k - 1 earlier turns, so that requests in
+   * between send the same messages after the memory, which a provider's cache then serves; it
+   * starts again when holding on stops paying, when it would carry more, or when the memory
+   * in its place is brought up to date (recentWindow.ts).
    */
   recentTurnsStep: number;
   /** Whole turns the fallback compaction always keeps. */
@@ -69,6 +83,8 @@ export interface TurnSettings {
   fallbackTarget: FallbackTarget;
   /** Where the working memory goes in a request (default 'before-history'). */
   memoryPosition: MemoryPosition;
+  /** When the memory in its place follows a write (default 'every-write'; MemoryRefresh). */
+  memoryRefresh: MemoryRefresh;
   language: MemoryLanguage;
   retry: RetryPolicy;
   /** Tool calls per turn before the turn stops (a runaway loop guard). */
@@ -121,6 +137,7 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
     keepRecentTurns: 3,
     fallbackTarget: 'budget',
     memoryPosition: 'before-history',
+    memoryRefresh: 'every-write',
     language: 'en',
     retry: DEFAULT_RETRY,
     maxRequestsPerTurn: 50,

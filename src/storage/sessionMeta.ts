@@ -22,8 +22,12 @@ export const SessionMetaSchema = z.object({
   calibration: z.number().int(),
   model: z.string().nullable(),
   language: z.enum(['en', 'zh']),
-  /** Phase 2's held window (recentWindow.ts), so a resumed session carries on with it; absent: none. */
-  recentWindow: z.object({ from: z.number().int().positive(), base: z.string() }).nullable().optional(),
+  /**
+   * Phase 2's held window (recentWindow.ts; `from` 0: none), and the memory block the last
+   * request carried in its place (`anchor`, memoryRefresh 'when-cheap': the next one may hold
+   * on to it, the changes since going in the tail), so a resumed session carries on with them.
+   */
+  recentWindow: z.object({ from: z.number().int().nonnegative(), base: z.string(), anchor: z.string().optional() }).nullable().optional(),
 });
 export type SessionMeta = z.infer<typeof SessionMetaSchema>;
 

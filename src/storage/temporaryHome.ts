@@ -6,9 +6,9 @@
  * its owner's pid, and the next command that makes one of that kind removes the homes of
  * owners no longer alive. They can hold a conversation's text: none is left behind for good.
  */
-import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 /** The kinds of temporary home, each a name prefix of its own in the temporary directory. */
 const KINDS = ['throwaway', 'demo', 'eval'] as const;
@@ -40,6 +40,24 @@ export function removeTemporaryHome(home: string): void {
   const hook = exitHooks.get(home);
   if (hook) process.off('exit', hook);
   exitHooks.delete(home);
+}
+
+/**
+ * Keep a home `temporaryHome` made, for the user to open (an eval conversation whose turns
+ * failed): renamed out of the kind's swept names (`workmem-<kind>-kept-…`) and no longer
+ * removed at exit. Returns its new path.
+ */
+export function keepTemporaryHome(home: string): string {
+  const owned = OWNED.exec(basename(home));
+  const kept = join(
+    dirname(home),
+    basename(home).replace(OWNED, (_, pid: string) => `${owned![0].slice(0, -pid.length - 1)}kept-${pid}-`),
+  );
+  renameSync(home, kept);
+  const hook = exitHooks.get(home);
+  if (hook) process.off('exit', hook);
+  exitHooks.delete(home);
+  return kept;
 }
 
 /**

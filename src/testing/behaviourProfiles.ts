@@ -8,13 +8,19 @@
  * - forgetful: drops half the memory writes it means to make, reminded or not;
  * - eager: calls compact_history every few turns, whatever the window;
  * - sloppy: diligent, but one reply with tool calls in three is broken: malformed
- *   arguments, a tool name that does not exist, or the calls written as text.
+ *   arguments, a tool name that does not exist, or the calls written as text;
+ * - realistic: diligent's habits, but it forgets as models do in long contexts: a fact it
+ *   would use from the request is recalled with a probability that falls with the tokens
+ *   between the fact and the question and with the request's length, on a model's NoLiMa
+ *   curve (recallCurves.ts; Llama 3.3 70B by default), each draw seeded.
  */
-import { protocolFollower } from './protocolFollower.js';
+import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
+import { protocolFollower, type Recall } from './protocolFollower.js';
+import { DEFAULT_RECALL_CURVE, NOLIMA_CURVES, recallProbability, type RecallCurveName } from './recallCurves.js';
 import type { Policy, PolicyReply } from './wire.js';
 
 /** The names of the behaviour profiles, as `workmem eval --model testing:<profile>` takes them. */
-export const BEHAVIOUR_PROFILES = ['diligent', 'lazy', 'forgetful', 'eager', 'sloppy'] as const;
+export const BEHAVIOUR_PROFILES = ['diligent', 'lazy', 'forgetful', 'eager', 'sloppy', 'realistic'] as const;
 /** One of the behaviour profiles' names. */
 export type BehaviourProfile = (typeof BEHAVIOUR_PROFILES)[number];
 
@@ -65,9 +71,34 @@ function broken(reply: PolicyReply, how: number): PolicyReply {
   return { content: text.join('\n') };
 }
 
+/** A model that follows the protocol as diligent does, and forgets in long contexts on a NoLiMa curve. */
+export function realistic(seed = 1, curve: RecallCurveName = DEFAULT_RECALL_CURVE): Policy {
+  const points = NOLIMA_CURVES[curve];
+  let follower: Promise<Policy> | null = null;
+  const make = async (): Promise<Policy> => {
+    const counter = await loadTokenCounter('gpt-4o');
+    const recall: Recall = { probability: (after, total) => recallProbability(points, after, total), tokens: countsOnce(counter) };
+    return protocolFollower({ seed, recall });
+  };
+  return async (request, context) => (await (follower ??= make()))(request, context);
+}
+
+/** A text's tokens, each text counted once (a request carries the same messages call after call). */
+function countsOnce(counter: TokenCounter): (text: string) => number {
+  const counted = new Map<string, number>();
+  return (text) => {
+    let n = counted.get(text);
+    if (n === undefined) {
+      if (counted.size >= 50_000) counted.clear();
+      counted.set(text, (n = counter.text(text)));
+    }
+    return n;
+  };
+}
+
 /** The policy of a profile by its name. */
 export function behaviourProfile(name: BehaviourProfile, seed = 1): Policy {
-  return { diligent, lazy, forgetful, eager, sloppy }[name](seed);
+  return { diligent, lazy, forgetful, eager, sloppy, realistic }[name](seed);
 }
 
 function fnv(text: string): number {

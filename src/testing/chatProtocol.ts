@@ -38,8 +38,9 @@ export const chatProtocol: TestProtocol = {
   path: '/v1/chat/completions',
   authorized: (headers, apiKey) => headers.authorization === `Bearer ${apiKey}`,
   read(given, strict) {
-    // Content given as parts (text parts, as agents send them) is read as its text, as a model reads it.
-    const body = withTextContent(given as ChatRequest);
+    // Content given as parts (text parts, as agents send them) is read as its text, as a model reads it; parts
+    // with cache_control marks stay as sent, for the prompt cache (the count and the stand-in models join them).
+    const body = withTextContent(given as ChatRequest, { keepMarked: true });
     const problem = checkRequest(body) ?? (strict ? unpairedTools((body as ChatRequest).messages) : null);
     if (problem) return { problem };
     const b = body as ChatRequest;
@@ -102,7 +103,14 @@ function chatUsage(usage: TestUsage): Record<string, unknown> {
     completion_tokens: usage.completionTokens,
     total_tokens: usage.promptTokens + usage.completionTokens,
     ...(usage.cachedTokens !== null || usage.details
-      ? { prompt_tokens_details: { cached_tokens: usage.cachedTokens ?? 0, ...(usage.details ? { audio_tokens: 0 } : {}) } }
+      ? {
+          prompt_tokens_details: {
+            cached_tokens: usage.cachedTokens ?? 0,
+            // Writes as OpenRouter reports them beside the reads; a provider that charges nothing for them reports none.
+            ...(usage.writtenTokens ? { cache_write_tokens: usage.writtenTokens } : {}),
+            ...(usage.details ? { audio_tokens: 0 } : {}),
+          },
+        }
       : {}),
     ...(usage.details
       ? {

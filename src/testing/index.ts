@@ -16,10 +16,12 @@ export type {
 export { scripted } from './scripted.js';
 export type { ScriptedResponse } from './scripted.js';
 export { protocolFollower, statedFacts } from './protocolFollower.js';
-export type { ProtocolFollowerOptions } from './protocolFollower.js';
+export type { ProtocolFollowerOptions, Recall } from './protocolFollower.js';
 export { policyModel } from './policyModel.js';
 export type { PolicyModelOptions } from './policyModel.js';
 export type { ChatRequest, Policy, PolicyReply, PolicyContext, WireTool } from './wire.js';
 export { scriptedModel } from '../llm/scriptedModel.js';
-export { BEHAVIOUR_PROFILES, behaviourProfile, diligent, lazy, forgetful, eager, sloppy } from './behaviourProfiles.js';
+export { BEHAVIOUR_PROFILES, behaviourProfile, diligent, lazy, forgetful, eager, sloppy, realistic } from './behaviourProfiles.js';
+export { NOLIMA_CURVES, NOLIMA_LENGTHS, DEFAULT_RECALL_CURVE, recallProbability, retention } from './recallCurves.js';
+export type { RecallCurve, RecallCurveName } from './recallCurves.js';
 export type { BehaviourProfile } from './behaviourProfiles.js';

@@ -19,13 +19,25 @@
  *   (`workmem_write`) when the client's tools have those names (docs/proxy.md, "Tools").
  * - Asked for a summary (by workmem's summarizer), it lists the facts it can see (with
  *   `summaries: 'no-facts'`, none of them).
+ * - With `recall` it forgets as models do in long contexts: each fact it would use from
+ *   the request (to answer, or to record from the history) is recalled with the probability
+ *   `recall` gives for the tokens between it and the end of the request and the request's
+ *   length (recallCurves.ts); copying its own memory into a rewrite is not recall, and the
+ *   message it is answering is always read.
+ * It reads its memory wherever workmem puts it: in the system message, at the start of the
+ * last message (memoryPosition 'after-history'), and with the changes since in the tail
+ * (`<working_memory_update>`, memoryRefresh 'when-cheap').
  * The behaviour profiles (behaviourProfiles.ts) are these options, named.
  * Its randomness is seeded by `seed` and the user's message, so a request always gets
  * the same reply.
  */
-import type { ChatMessage } from '../history/messages.js';
 import { SUMMARIZER_MARK } from '../compaction/summarizer.js';
+import { applyMemoryUpdate } from '../prompt/memoryUpdate.js';
+import { asText, Positions, type Recall } from './requestPositions.js';
+import { argumentsOf, ownTool, structured } from './requestShapes.js';
 import type { ChatRequest, Policy, PolicyReply } from './wire.js';
+
+export type { Recall };
 
 export interface ProtocolFollowerOptions {
   seed?: number;
@@ -39,6 +51,8 @@ export interface ProtocolFollowerOptions {
   compactsEvery?: number;
   /** What its summaries keep: every fact it sees (default), or only the goal and the progress. */
   summaries?: 'facts' | 'no-facts';
+  /** Forgetting in long contexts: without it, every fact in the request is seen. */
+  recall?: Recall;
 }
 
 const TAIL = '\n\n<context_meta>';
@@ -56,6 +70,8 @@ interface Fact {
   key: string;
   value: string;
   zh: boolean;
+  /** Tokens between the fact and the end of the request (set when recall is modelled). */
+  after?: number;
 }
 
 export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy {
@@ -67,16 +83,30 @@ export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy 
   const dropsWrites = options.dropsWrites ?? 0;
   if (!(dropsWrites >= 0 && dropsWrites <= 1)) throw new RangeError(`dropsWrites must be between 0 and 1, got ${dropsWrites}`);
   const every = options.compactsEvery;
-  return (request) => {
+  const recall = options.recall;
+  return (sent) => {
+    const request = asText(sent);
+    const positions = recall ? new Positions(request.messages, recall) : null;
+    // What it brings back from the request: every fact, or (with recall) those it recalls, each draw its own.
+    const recalled = (facts: Fact[], salt: string): Fact[] =>
+      !recall || !positions
+        ? facts
+        : facts.filter(
+            (f, i) =>
+              f.after === undefined ||
+              random(seed + 3, `${salt}\u0000${i}\u0000${f.key}\u0000${f.value}\u0000${request.messages.length}`) <
+                recall.probability(f.after, positions.total),
+          );
     if (request.messages[0]?.role === 'system' && request.messages[0].content.startsWith(SUMMARIZER_MARK))
-      return { content: summarise(request, options.summaries !== 'no-facts') };
-    const view = readRequest(request);
+      return { content: summarise(request, options.summaries !== 'no-facts', positions, recalled) };
+    const view = readRequest(request, positions);
     if (!view.userText) return { content: 'OK.' };
     const last = request.messages.at(-1)!;
+    // Its memory is copied into a rewrite as it stands: that is not recall.
     const known = new Map(view.memoryFacts.map((f) => [f.key, f]));
     const stated = statedFacts(view.userText);
-    // Like a careful model, a write records everything still visible, not just this turn.
-    const seen = [...view.visibleFacts, ...stated];
+    // Like a careful model, a write records everything still visible (and recalled), not just this turn.
+    const seen = [...recalled(view.visibleFacts, `write ${view.userText}`), ...stated];
     const missing = seen.some((f) => known.get(f.key)?.value !== f.value);
     const writeMemory = () => {
       for (const fact of seen) known.set(fact.key, fact);
@@ -108,7 +138,16 @@ export function protocolFollower(options: ProtocolFollowerOptions = {}): Policy 
       return {
         toolCalls: calls.map((c, i) => ({ ...c, id: `call_${hash(view.userText + i + request.messages.length).toString(36)}_${i}` })),
       };
-    return { content: structured(request, answer(view)) };
+    return {
+      content: structured(
+        request,
+        answer({
+          ...view,
+          visibleFacts: recalled(view.visibleFacts, `answer ${view.userText}`),
+          memoryFacts: recalled(view.memoryFacts, `memory ${view.userText}`),
+        }),
+      ),
+    };
   };
 }
 
@@ -126,15 +165,19 @@ interface RequestView {
   wroteThisTurn: boolean;
 }
 
-function readRequest(request: ChatRequest): RequestView {
+function readRequest(request: ChatRequest, positions: Positions | null): RequestView {
   const messages = request.messages;
-  const system = messages.find((m) => m.role === 'system')?.content ?? '';
-  // In the system message, or at the start of the last message (memoryPosition 'after-history').
-  const memory = MEMORY_BLOCK.exec(system)?.[1] ?? MEMORY_BLOCK.exec(headOf(messages.at(-1)?.content ?? ''))?.[1] ?? '';
-  const users = messages.filter((m): m is Extract<ChatMessage, { role: 'user' }> => m.role === 'user' && !isNote(m.content));
   const lastContent = messages.at(-1)?.content ?? '';
   const tailAt = lastContent.lastIndexOf(TAIL);
   const tail = tailAt >= 0 ? lastContent.slice(tailAt) : '';
+  // In a system message (the memory may have one of its own), or at the start of the last message
+  // (memoryPosition 'after-history'); and the changes since that copy in the tail, where there are.
+  const systems = messages.flatMap((m, i) => (m.role === 'system' ? [i] : []));
+  const inSystem = systems.find((i) => MEMORY_BLOCK.test(messages[i]!.content ?? ''));
+  const block = inSystem !== undefined ? (messages[inSystem]!.content ?? '') : headOf(lastContent);
+  const memory = applyMemoryUpdate(MEMORY_BLOCK.exec(block)?.[1] ?? '', tail);
+  const memoryAt = inSystem ?? messages.length - 1;
+  const users = messages.flatMap((m, i) => (m.role === 'user' && !isNote(m.content) ? [{ m, i }] : []));
   let percent = 0;
   try {
     percent = Number(JSON.parse(/<context_meta>\n(.*)\n<\/context_meta>/.exec(tail)?.[1] ?? '{}').tokens_percent) || 0;
@@ -143,13 +186,23 @@ function readRequest(request: ChatRequest): RequestView {
   }
   const tools = new Set((request.tools ?? []).map((t) => t.function.name));
   const write = ownTool(tools, 'write');
+  const lastUser = users.at(-1);
+  // Where a fact stands, for recall; the message being answered is always read.
+  const placed = (facts: Fact[], index: number, content: string): Fact[] =>
+    !positions || index === lastUser?.i
+      ? facts
+      : facts.map((f) => ({ ...f, after: positions.after(index, Math.max(0, content.indexOf(f.value))) }));
+  const memoryText = messages[memoryAt]?.content ?? '';
   return {
-    userText: strip(users.at(-1)?.content ?? ''),
+    userText: strip(lastUser?.m.content ?? ''),
     write,
-    memoryFacts: memoryFacts(memory),
+    memoryFacts: placed(memoryFacts(memory), memoryAt, memoryText).map((f) =>
+      // A fact only in the tail's update stands at the end.
+      memoryText.includes(f.value) || !positions ? f : { ...f, after: 0 },
+    ),
     visibleFacts: [
-      ...messages.filter((m) => m.role === 'user' && isNote(m.content)).flatMap((m) => memoryFacts(m.content ?? '')),
-      ...users.flatMap((m) => statedFacts(strip(m.content))),
+      ...messages.flatMap((m, i) => (m.role === 'user' && isNote(m.content) ? placed(memoryFacts(m.content ?? ''), i, m.content) : [])),
+      ...users.flatMap(({ m, i }) => placed(statedFacts(strip(m.content)), i, m.content)),
     ],
     reminded: tail.includes('<memory_reminder'),
     percent,
@@ -158,7 +211,7 @@ function readRequest(request: ChatRequest): RequestView {
       (m) => m.role === 'tool' && withoutHead(m.content).length > 2000 && !withoutHead(m.content).startsWith('[Tool output moved'),
     ).length,
     wroteThisTurn: messages
-      .slice(messages.lastIndexOf(users.at(-1)!))
+      .slice(lastUser ? lastUser.i : messages.length)
       .some(
         (m) =>
           m.role === 'assistant' &&
@@ -167,65 +220,12 @@ function readRequest(request: ChatRequest): RequestView {
   };
 }
 
-/** workmem's tool `name` as sent: under its own name, or as `workmem_<name>` (repeated) when a client's tool took that name. */
-function ownTool(tools: ReadonlySet<string>, name: string): string | null {
-  let found: string | null = null;
-  for (let sent = name, depth = 0; depth < 4; sent = `workmem_${sent}`, depth++) if (tools.has(sent)) found = sent;
-  return found;
-}
-
-/** A tool's arguments from what the user asked: a JSON object as it is, anything else as { input }. */
-function argumentsOf(input: string): string {
-  const text = input.trim();
-  if (text.startsWith('{')) {
-    try {
-      const parsed: unknown = JSON.parse(text);
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return JSON.stringify(parsed);
-    } catch {
-      // not JSON: the words themselves
-    }
-  }
-  return JSON.stringify({ input });
-}
-
 function strip(content: string): string {
   const at = content.lastIndexOf(TAIL);
   const text = withoutHead(at >= 0 ? content.slice(0, at) : content).trim();
   // A message the client quoted whole ("…", as opencode's run sends one) is read without its quotes.
   return text.length >= 2 && text.startsWith('"') && text.endsWith('"') ? text.slice(1, -1) : text;
 }
-
-/** An answer in the structured output asked for: its schema's first string property holds the text, the others empty. */
-function structured(request: ChatRequest, text: string): string {
-  const format = request.response_format as { type?: string; json_schema?: { schema?: Schema } } | undefined;
-  if (format?.type === 'json_object') return JSON.stringify({ answer: text });
-  if (format?.type !== 'json_schema') return text;
-  const schema = format.json_schema?.schema ?? {};
-  const out: Record<string, unknown> = {};
-  let placed = false;
-  for (const [key, property] of Object.entries(schema.properties ?? {})) {
-    const type = Array.isArray(property.type) ? property.type[0] : property.type;
-    if (type === 'string' && !placed) {
-      out[key] = text;
-      placed = true;
-    } else
-      out[key] =
-        type === 'string'
-          ? ''
-          : type === 'number' || type === 'integer'
-            ? 0
-            : type === 'boolean'
-              ? false
-              : type === 'array'
-                ? []
-                : type === 'null'
-                  ? null
-                  : {};
-  }
-  return JSON.stringify(out);
-}
-
-type Schema = { properties?: Record<string, { type?: string | string[] }> };
 
 /** The memory block that opens a message, when it does ('' otherwise). */
 function headOf(content: string): string {
@@ -295,10 +295,21 @@ function answer(view: RequestView): string {
 }
 
 /** A summary in the five sections workmem's summarizer asks for, with the facts it sees (or none). */
-function summarise(request: ChatRequest, keepsFacts: boolean): string {
+function summarise(
+  request: ChatRequest,
+  keepsFacts: boolean,
+  positions: Positions | null,
+  recalled: (facts: Fact[], salt: string) => Fact[],
+): string {
   const text = request.messages.map((m) => m.content ?? '').join('\n');
+  // Placed message by message for recall, in the same order: memory lines first, then stated facts.
+  const placed = (parse: (t: string) => Fact[]): Fact[] =>
+    request.messages.flatMap((m, i) =>
+      parse(m.content ?? '').map((f) => ({ ...f, after: positions!.after(i, Math.max(0, (m.content ?? '').indexOf(f.value))) })),
+    );
+  const found = positions ? [...placed(memoryFacts), ...placed(statedFacts)] : [...memoryFacts(text), ...statedFacts(text)];
   const facts = new Map<string, string>();
-  if (keepsFacts) for (const f of [...memoryFacts(text), ...statedFacts(text)]) facts.set(f.key, f.value);
+  if (keepsFacts) for (const f of recalled(found, 'summary')) facts.set(f.key, f.value);
   const lines = [...facts].map(([k, v]) => `- ${k}: ${v}`);
   return `## Goal\n- Help the user.\n\n## Decisions\n- none recorded\n\n## Progress\n- ${request.messages.length} messages summarised\n\n## Open items\n- none\n\n## Key facts\n${lines.join('\n') || '- none'}`;
 }

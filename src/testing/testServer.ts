@@ -10,12 +10,13 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { loadTokenCounter, type TokenCounter } from '../tokens/tokens.js';
+import { loadTokenCounter } from '../tokens/tokens.js';
 import type { ChatRequest, Policy, PolicyReply } from './wire.js';
 import type { Fault, FaultPlan } from './faults.js';
 import { unpairedTools } from './requestChecks.js';
 import { PromptCache, type PromptCacheOptions, type PromptCaching } from './promptCache.js';
-import { applyReplyFaults, completionOf, sleep, type Completion } from './sseStream.js';
+import { applyReplyFaults, completionOf, sleep } from './sseStream.js';
+import { countCompletion, promptTokensOf } from './usageCounts.js';
 import { chatProtocol } from './chatProtocol.js';
 import { responsesProtocol } from './responsesProtocol.js';
 import { messagesProtocol } from './messagesProtocol.js';
@@ -187,6 +188,12 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
       return protocol.error(res, 400, 'overflow', protocol.overflow(promptTokens, options.contextWindow ?? 8192));
     }
 
+    // More than 4 cache_control marks are refused, as Anthropic refuses them (on the chat wire, where gateways pass them on).
+    const refused = protocol.name === 'chat' ? cache.refusal(read.request) : null;
+    if (refused) {
+      record.status = 400;
+      return protocol.error(res, 400, 'server', refused);
+    }
     let reply: PolicyReply;
     try {
       reply = await options.policy(read.request, { index });
@@ -197,7 +204,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     reply = applyReplyFaults(reply, faults);
     const completion = completionOf(reply);
     // Only a request that is answered reads or writes the cache.
-    const { cached, written } = cache.read(read.cacheView ?? read.request, session, promptTokens);
+    const { read: cached, written } = cache.use(read.cacheView ?? read.request, session, promptTokens);
     record.cachedTokens = cached;
     record.cacheWriteTokens = written;
     const scale = options.promptTokenScale ?? 1;
@@ -232,21 +239,6 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
         server.close(() => resolve());
       }),
   };
-}
-
-function promptTokensOf(counter: TokenCounter, body: ChatRequest): number {
-  const tools = (body.tools ?? []).map((t) => ({
-    name: t.function.name,
-    description: t.function.description ?? '',
-    parameters: t.function.parameters ?? {},
-  }));
-  return counter.request(body.messages, tools);
-}
-
-function countCompletion(counter: TokenCounter, completion: Completion): number {
-  return (
-    counter.text(completion.content ?? '') + completion.toolCalls.reduce((n, c) => n + counter.text(c.name) + counter.text(c.arguments), 0)
-  );
 }
 
 function redactHeaders(headers: IncomingMessage['headers']): Record<string, string> {

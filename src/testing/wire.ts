@@ -34,9 +34,10 @@ export interface PolicyContext {
 
 export type Policy = (request: ChatRequest, context: PolicyContext) => PolicyReply | Promise<PolicyReply>;
 
-/** A body whose messages' content parts are joined into their text (a part that is not text is named). */
-export function withTextContent(body: ChatRequest): ChatRequest {
+/** A body whose messages' content parts are joined into their text (a part that is not text is named); with `keepMarked`, parts carrying cache_control marks stay as sent. */
+export function withTextContent(body: ChatRequest, options: { keepMarked?: boolean } = {}): ChatRequest {
   if (!Array.isArray(body?.messages) || !body.messages.some((m) => Array.isArray((m as { content?: unknown }).content))) return body;
+  const marked = (parts: unknown[]): boolean => parts.some((p) => !!(p as { cache_control?: unknown } | null)?.cache_control);
   const text = (parts: unknown[]): string =>
     parts
       .map((p) => {
@@ -46,7 +47,7 @@ export function withTextContent(body: ChatRequest): ChatRequest {
       .join('\n');
   const messages = body.messages.map((m) => {
     const content = (m as { content?: unknown }).content;
-    return Array.isArray(content) ? ({ ...m, content: text(content) } as typeof m) : m;
+    return Array.isArray(content) && !(options.keepMarked && marked(content)) ? ({ ...m, content: text(content) } as typeof m) : m;
   });
   return { ...body, messages };
 }

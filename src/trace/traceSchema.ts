@@ -64,9 +64,10 @@ export const tracedEventSchema = z.discriminatedUnion('type', [
     type: z.literal('reminder'),
     ...at,
     level: z.enum(['gentle', 'firm', 'urgent']),
-    reason: z.enum(['rounds', 'tokens', 'compaction']),
+    reason: z.enum(['rounds', 'tokens', 'compaction', 'leaving']),
     rounds: count,
     tokensPercent: z.number(),
+    leaving: z.object({ from: count, to: count }).optional(),
   }),
   z.object({
     type: z.literal('prompt_built'),

@@ -18,7 +18,7 @@ describe('/context with pinned messages', () => {
     const session = await newSession({
       llm,
       pinned: [RULES],
-      settings: { historyMode: 'phase2', recentTurns: 1, reserveOutputTokens: 300 },
+      settings: { historyMode: 'phase2', recentTurns: 1, recentTurnsStep: 1, reserveOutputTokens: 300 },
     });
     const events = collect(session);
     const watch = new ContextWatch(session);

@@ -222,9 +222,15 @@ describe('compaction policy', () => {
     expect(compactionBudget(input(small), 'fallback').budget).toBe(Math.floor(7500 * (2 / 3)) - 1400 - 1);
   });
 
-  it('gives the horizon the whole history even when the mode carries less, and never a negative budget', () => {
+  it('gives the horizon what no request carries any more (the window it carries stays), and never a negative budget', () => {
     const view = history(10, 100);
-    expect(compactionBudget(input(view, { mode: 'phase2' }), 'horizon').range).toEqual([0, 40]);
+    // Phase 2 here carries the active turn only: items 36 to 40 (4 items a turn).
+    const horizon = compactionBudget(input(view, { mode: 'phase2' }), 'horizon');
+    expect(horizon.range).toEqual([0, 36]);
+    // Its budget is what the whole history may keep less what the carried turn holds.
+    const fallback = compactionBudget(input(view, { mode: 'phase1' }), 'fallback');
+    expect(horizon.budget).toBe(fallback.budget - 4 * 100);
+    expect(horizon.budget).toBeGreaterThan(0);
     const heavy = { ...BASE, tokens: 9000 };
     expect(compactionBudget(input(view, { base: heavy }), 'fallback').budget).toBe(0);
   });

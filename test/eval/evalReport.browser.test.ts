@@ -50,10 +50,12 @@ describe('the HTML report', () => {
     expect(errors).toEqual([]);
 
     const tables = tab.locator('table');
-    await expect.poll(() => tables.count()).toBe(2);
-    for (const i of [0, 1]) expect(await tables.nth(i).locator('tr').count(), `table ${i + 1}: a head and 4 arms`).toBe(5);
+    // Accuracy, the bill, the upkeep.
+    await expect.poll(() => tables.count()).toBe(3);
+    for (const i of [0, 1, 2]) expect(await tables.nth(i).locator('tr').count(), `table ${i + 1}: a head and 4 arms`).toBe(5);
     expect(await tables.nth(0).innerText()).toContain('early-fact');
-    expect(await tables.nth(1).innerText()).toMatch(/peer: summarise at 75 %[\s\S]*summary/);
+    expect(await tables.nth(1).innerText()).toMatch(/per right answer[\s\S]*requests \/ turn/);
+    expect(await tables.nth(2).innerText()).toMatch(/peer: summarise at 75 %[\s\S]*summary/);
 
     const accuracy = tab.locator('figure', { hasText: 'Accuracy by category' });
     expect(await accuracy.isVisible()).toBe(true);

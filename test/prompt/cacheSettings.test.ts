@@ -21,7 +21,11 @@ const model = { contextWindow: 8000, maxOutputTokens: 1000 };
 describe('recentTurnsStep and fallbackTarget as settings', () => {
   it('default to 1 and budget; an embedder or WM_* set them, the embedder first; anything else is refused with the name and value', () => {
     const turn = (o: object, env: NodeJS.ProcessEnv = {}) => resolveSettings(model, o, env).turn;
-    expect(turn({})).toMatchObject({ recentTurnsStep: 1, fallbackTarget: 'budget' });
+    expect(turn({})).toMatchObject({ recentTurnsStep: 1, fallbackTarget: 'budget', memoryRefresh: 'every-write' });
+    expect(turn({}, { WM_MEMORY_REFRESH: 'when-cheap' })).toMatchObject({ memoryRefresh: 'when-cheap' });
+    expect(() => turn({}, { WM_MEMORY_REFRESH: 'never' })).toThrow(
+      /WM_MEMORY_REFRESH="never" is invalid: expected one of every-write, when-cheap/,
+    );
     expect(turn({ recentTurnsStep: 4, fallbackTarget: 'recent-turns' })).toMatchObject({
       recentTurnsStep: 4,
       fallbackTarget: 'recent-turns',
@@ -119,9 +123,8 @@ describe('recentTurnsStep in a phase 2 session', () => {
     expect(held.cached / held.input).toBeGreaterThan(sliding.cached / sliding.input + 0.05);
   });
 
-  it('starts the window again at the request after a memory write, whose prefix after the memory is new anyway', async () => {
-    // Turn 4 writes overview.md, then answers: its second request carries the new memory.
-    const llm = scriptedModel((request) => {
+  const writesAtTurn4 = () =>
+    scriptedModel((request) => {
       const last = request.messages.at(-1)!;
       if (last.role === 'user' && String(last.content).startsWith('question 4'))
         return {
@@ -134,12 +137,49 @@ describe('recentTurnsStep in a phase 2 session', () => {
         };
       return { text: `An answer. ${'With some detail. '.repeat(10)}` };
     });
-    const session = await newSession({ llm, settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4 } });
+
+  it("with memoryRefresh 'every-write', starts the window again at the request after a memory write, whose prefix after the memory is new anyway", async () => {
+    // Turn 4 writes overview.md, then answers: its second request carries the new memory.
+    const llm = writesAtTurn4();
+    const session = await newSession({
+      llm,
+      settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4, memoryRefresh: 'every-write' },
+    });
     for (let t = 1; t <= 7; t++) await session.prompt(`question ${t}`);
     await session.close();
     const carried = llm.requests.map((r) => asked(r.messages));
     // Requests: turns 1–3 one each, turn 4 two (the write, then the answer), turns 5–7 one each.
     expect(carried).toEqual([[1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [2, 3, 4], [2, 3, 4, 5], [2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 7]]);
+  });
+
+  it("with memoryRefresh 'when-cheap' a memory write keeps the memory block and the window as they were, and the tail carries the change", async () => {
+    const llm = writesAtTurn4();
+    const session = await newSession({
+      llm,
+      settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4, memoryRefresh: 'when-cheap' },
+    });
+    for (let t = 1; t <= 7; t++) await session.prompt(`question ${t}`);
+    await session.close();
+    // Turn 4's answer keeps the window it had (from turn 1) and the system message as it was, up to its limit (5 earlier turns).
+    expect(llm.requests.map((r) => asked(r.messages))).toEqual([
+      [1],
+      [1, 2],
+      [1, 2, 3],
+      [1, 2, 3, 4],
+      [1, 2, 3, 4],
+      [1, 2, 3, 4, 5],
+      [1, 2, 3, 4, 5, 6],
+      [5, 6, 7],
+    ]);
+    const system = (r: number) => llm.requests[r]!.messages[0]!.content;
+    expect(system(4)).toBe(system(3));
+    const tail = String(llm.requests[4]!.messages.at(-1)!.content);
+    expect(tail).toContain('<working_memory_update file="working-memory/overview.md">');
+    expect(tail).toContain('Parser questions; 4 asked.');
+    // Brought up to date when the window starts again, which sends what follows it anew anyway.
+    expect(system(6)).toBe(system(3));
+    expect(system(7)).toContain('Parser questions; 4 asked.');
+    expect(String(llm.requests[7]!.messages.at(-1)!.content)).not.toContain('<working_memory_update');
   });
 });
 

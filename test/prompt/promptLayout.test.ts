@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
+import { applyMemoryUpdate } from '../../src/prompt/memoryUpdate.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import { defineTool } from '../../src/tools/tool.js';
 import { collect, independentCount, logEntries, newSession, ofType, splitTail } from '../helpers.js';
@@ -110,14 +111,17 @@ describe('request layout (docs/design.md §4)', () => {
  * keeps the system message to the stable prompt and puts the memory block before the last
  * message's text, so a memory write leaves the cached history prefix as it was.
  */
+// The memory in its place follows every write here (memoryRefresh 'every-write', the default: the seed's layout); 'when-cheap'
+// holds it and carries the changes in the tail (its own test below).
 describe.each(['before-history', 'after-history'] as const)('request layout with memoryPosition %s', (position) => {
   const OPEN = '<working_memory file="working-memory/overview.md">';
+  const memoryRefresh = 'every-write' as const;
   const write = (content: string) => ({ toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content } }] });
 
   it('a request carrying a reminder counts as an independent count of the whole request', async () => {
     // The tail is counted apart from the last message's own text (lineCounts.ts): the sum must stay the whole's count.
     const llm = scriptedModel((_, i) => ({ text: `Answer ${i}: 12 roses, 3 tulips.\n` }));
-    const session = await newSession({ llm, settings: { memoryPosition: position } });
+    const session = await newSession({ llm, settings: { memoryPosition: position, memoryRefresh } });
     for (let i = 0; i < 9; i++) await session.prompt(i % 2 ? `Question ${i}?` : `Question ${i}:\n  see 1234567 / 89.`);
     const reminded = llm.requests.filter((r) => splitTail(r.messages.at(-1)!.content!).reminder !== null);
     expect(reminded.length).toBeGreaterThan(1);
@@ -139,7 +143,7 @@ describe.each(['before-history', 'after-history'] as const)('request layout with
       const session = await newSession({
         llm,
         instructions: 'You are a gardening assistant.',
-        settings: { historyMode: mode, hybridRecent: 3, recentTurns: 1, memoryPosition: position },
+        settings: { historyMode: mode, hybridRecent: 3, recentTurns: 1, memoryPosition: position, memoryRefresh },
       });
       const events = collect(session);
       for (const q of ['Hello, garden.', 'Remember: clay soil, roses.', 'What next?', 'And then?']) await session.prompt(q);
@@ -178,13 +182,15 @@ describe.each(['before-history', 'after-history'] as const)('request layout with
         // The groups add up to the count; the cacheable prefix is everything before the last message.
         expect(b.tokens.system + b.tokens.memory + b.tokens.history + b.tokens.tail).toBe(b.tokens.counted);
         expect(b.tokens.counted - b.tokens.cacheable).toBe(session.counter.message(last));
-        // Breakpoints: after the stable prompt (and the memory, when it is in the system message), on the history before the last message.
-        const before =
-          position === 'before-history' ? [{ message: 0, chars: system!.content!.indexOf(OPEN) - 2 }, { message: 0 }] : [{ message: 0 }];
-        expect(request.cacheBreakpoints).toEqual([
-          ...before,
-          ...(request.messages.length > 2 ? [{ message: request.messages.length - 2 }] : []),
-        ]);
+        // Breakpoints: after the stable prompt (and the memory, when it is in the system message); before the history, in
+        // the last message at the end of its own text (before the tail); after it, on the message before the last (the next
+        // request sends the last one without the memory).
+        const n = request.messages.length;
+        expect(request.cacheBreakpoints).toEqual(
+          position === 'before-history'
+            ? [{ message: 0, chars: system!.content!.indexOf(OPEN) - 2 }, { message: 0 }, { message: n - 1, chars: body.length }]
+            : [{ message: 0 }, ...(n > 2 ? [{ message: n - 2 }] : [])],
+        );
       }
       // The system message never changes after the history; before it, the memory write changed it.
       const systems = new Set(llm.requests.map((r) => r.messages[0]!.content));
@@ -195,7 +201,7 @@ describe.each(['before-history', 'after-history'] as const)('request layout with
 
   it('phase 1: the request after a memory write shares every message but the last with the one before only after the history', async () => {
     const llm = scriptedModel([{ text: 'First answer.' }, write(MEMORY), { text: 'Noted.' }, { text: 'Third answer.' }]);
-    const session = await newSession({ llm, settings: { injectHistory: true, memoryPosition: position } });
+    const session = await newSession({ llm, settings: { injectHistory: true, memoryPosition: position, memoryRefresh } });
     for (const q of ['Hello.', 'Remember this.', 'Next?']) await session.prompt(q);
     // Request 3 follows the write (request 2); request 4 is the next turn.
     const [, r2, r3, r4] = llm.requests;
@@ -203,6 +209,34 @@ describe.each(['before-history', 'after-history'] as const)('request layout with
       JSON.stringify(b!.messages.slice(0, a!.messages.length - 1)) === JSON.stringify(a!.messages.slice(0, -1));
     expect(sharedPrefix(r2, r3)).toBe(position === 'after-history');
     expect(sharedPrefix(r3, r4)).toBe(true);
+    await session.close();
+  });
+});
+
+describe("request layout with memoryRefresh 'when-cheap'", () => {
+  const write = (content: string) => ({ toolCalls: [{ name: 'write', arguments: { path: 'working-memory/overview.md', content } }] });
+
+  it('phase 1: a memory write leaves the memory in its place and every message but the last as they were; the tail carries the change', async () => {
+    const llm = scriptedModel([{ text: 'First answer.' }, write(MEMORY), { text: 'Noted.' }, { text: 'Third answer.' }]);
+    const session = await newSession({ llm, settings: { injectHistory: true, memoryRefresh: 'when-cheap' } });
+    const events = collect(session);
+    for (const q of ['Hello.', 'Remember this.', 'Next?']) await session.prompt(q);
+    const [r1, r2, r3, r4] = llm.requests;
+    const sharedPrefix = (a: typeof r2, b: typeof r2) =>
+      JSON.stringify(b!.messages.slice(0, a!.messages.length - 1)) === JSON.stringify(a!.messages.slice(0, -1));
+    expect(sharedPrefix(r2, r3)).toBe(true);
+    expect(sharedPrefix(r3, r4)).toBe(true);
+    expect(new Set([r1, r2, r3, r4].map((r) => r!.messages[0]!.content)).size).toBe(1);
+    // The memory as it stands: the copy in the system message and the tail's update, as the model reads them.
+    for (const r of [r3, r4]) {
+      const content = String(r!.messages.at(-1)!.content);
+      expect(content).toContain('<working_memory_update file="working-memory/overview.md">');
+      const copy = /<working_memory[^>]*>\n([\s\S]*?)\n<\/working_memory>/.exec(String(r!.messages[0]!.content))![1]!;
+      expect(applyMemoryUpdate(copy, content.slice(content.indexOf('\n\n<context_meta>')))).toBe(MEMORY.trimEnd());
+    }
+    // Every request's figures still equal an independent count of what was sent.
+    for (const [i, request] of llm.requests.entries())
+      expect(ofType(events, 'prompt_built')[i]!.tokens.total).toBe(independentCount(request));
     await session.close();
   });
 });
