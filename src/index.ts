@@ -6,14 +6,7 @@
  */
 export { createSession, openSession, listSessions, findSession, readSession, removeSession } from './session/registry.js';
 export { Session } from './session/session.js';
-export type {
-  SessionOptions,
-  OpenOptions,
-  TurnResult,
-  SessionState,
-  SessionIndexEntry,
-  ItemMemoryConfig,
-} from './session/options.js';
+export type { SessionOptions, OpenOptions, TurnResult, SessionState, SessionIndexEntry, ItemMemoryConfig } from './session/options.js';
 export type { SettingsOverrides } from './settings/config.js';
 export type { HistoryMode } from './history/historyView.js';
 export type { CompactionResult } from './compaction/apply.js';

@@ -74,8 +74,7 @@ export function apiReport(entry: string, update: boolean): ReportOutcome {
     });
     // The order tsc prints an inferred union in (the machines' types) varies from build to build: not a change.
     const changed =
-      result.apiReportChanged &&
-      (update || canonical(join(temp, `${entry}.api.md`)) !== canonical(join(ROOT, 'api', `${entry}.api.md`)));
+      result.apiReportChanged && (update || canonical(join(temp, `${entry}.api.md`)) !== canonical(join(ROOT, 'api', `${entry}.api.md`)));
     return { entry, changed, errors };
   } finally {
     rmSync(temp, { recursive: true, force: true });
