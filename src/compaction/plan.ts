@@ -173,9 +173,16 @@ export function planForTier(
   return { archive, kept: planned?.kept ?? [], stubs };
 }
 
-/** What compact_history (or a manual compaction) would compact for a target. */
+/**
+ * What compact_history (or a manual compaction) would compact for a target. Results after the
+ * last answer (those of the answer that called compact_history, which the model has not seen
+ * yet) are neither moved nor counted among the outputs kept: the plan is the same whether they
+ * are logged already (a Session runs the calls in order) or not (a host's loop runs them).
+ */
 export function planForTarget(view: HistoryView, turn: number, target: CompactionTarget, keepRecent: number): CompactionPlan {
-  return planForTier(view, [0, view.length], turn, target, keepRecent, keepRecent);
+  let end = view.length;
+  while (end > 0 && view.items[end - 1]!.message.role === 'tool') end--;
+  return planForTier(view, [0, end], turn, target, keepRecent, keepRecent);
 }
 
 /** The compression guide's tier for a fill level (20, 40, 60 % of the window), as the "auto" policy applies it. */
