@@ -146,7 +146,8 @@ export function diskThreads(options: DiskThreadsOptions = {}): DiskIO {
   let syncs = 0;
 
   const start = (): Worker => {
-    const worker = new Worker(THREAD, { eval: true, workerData: { syncGate: options.syncGate ?? null } });
+    // No flags of the process's own: under --input-type=module the eval would be ESM, and `require` undefined.
+    const worker = new Worker(THREAD, { eval: true, execArgv: [], workerData: { syncGate: options.syncGate ?? null } });
     worker.on(
       'message',
       (done: { id: number; written?: number; error?: { message: string; code?: string; errno?: number; syscall?: string } }) => {
