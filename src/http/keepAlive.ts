@@ -19,7 +19,7 @@ export function keepAliveAhead(server: Server): void {
 }
 
 /** Set before the response's head is written: Node then writes no Keep-Alive line of its own. */
-export function advertiseKeepAlive(req: IncomingMessage, res: ServerResponse): void {
+function advertiseKeepAlive(req: IncomingMessage, res: ServerResponse): void {
   const asked = req.headers.connection?.toLowerCase() ?? '';
   if (req.httpVersionMajor !== 1 || req.httpVersionMinor < 1 || asked.includes('close')) return;
   res.setHeader('Connection', 'keep-alive');
