@@ -34,11 +34,16 @@ export const ARM_LABELS: Record<ArmName, string> = {
 export const CACHE_AWARE: SettingsOverrides = { memoryPosition: 'by-phase', recentTurnsStep: 6, fallbackTarget: 'recent-turns' };
 
 /**
- * The cheap layout (docs/eval.md, docs/design.md §4.1): the memory held in its place with the
- * changes in the tail, and phase 2's window held. At most the summarising peer's bill on the
- * full suite, but fewer right answers on a model that forgets in long contexts: not the default.
+ * The seed's layout (docs/design.md §4.1), the default before 2026-12-07: the memory in its
+ * place follows every write, and phase 2 carries the last 3 turns, moving every turn.
  */
-export const CHEAP_LAYOUT: SettingsOverrides = { memoryRefresh: 'when-cheap', recentTurnsStep: 24 };
+export const SEED_LAYOUT: SettingsOverrides = { memoryRefresh: 'every-write', recentTurns: 3, recentTurnsStep: 1 };
+
+/**
+ * The cheap layout (docs/eval.md): the default's, with phase 2's window held for up to 24
+ * turns over 3. Cheaper still, but fewer right answers on a model that forgets in long contexts.
+ */
+export const CHEAP_LAYOUT: SettingsOverrides = { memoryRefresh: 'when-cheap', recentTurns: 3, recentTurnsStep: 24 };
 
 /**
  * The clock of every workmem arm's session: it starts at the same instant for each

@@ -7,7 +7,7 @@
  */
 export { runEval, EVAL_CONTEXT_WINDOW } from './runner.js';
 export type { EvalOptions, EvalProgress, EvalRunId } from './runner.js';
-export { ARM_NAMES, ARM_LABELS, CACHE_AWARE, CHEAP_LAYOUT, EVAL_INSTRUCTIONS } from './arms.js';
+export { ARM_NAMES, ARM_LABELS, CACHE_AWARE, CHEAP_LAYOUT, EVAL_INSTRUCTIONS, SEED_LAYOUT } from './arms.js';
 export type { ArmName } from './arms.js';
 export { builtInSuite, CATEGORIES } from './suite.js';
 export type { Suite, SuiteName, Conversation, EvalTurn, Question } from './suite.js';

@@ -144,11 +144,14 @@ export function baseKey(base: PromptBase): string {
 }
 
 /**
- * Whether the next request's memory block in its place differs from the last one's: by
- * identity in one process (a base that holds on to an earlier block is that block's), by key
- * after a resume.
+ * Whether the next request's memory block in its place differs from the last one's: by what
+ * it sends (a base that holds on to an earlier block is that block's), in one process as after
+ * a resume, so that a memory written again with the same text holds the window in both.
  */
 export function baseChanged(base: PromptBase, previous: PromptBase | null, window: RecentWindow | null | undefined): boolean {
-  if (previous) return (base.anchor ?? base) !== (previous.anchor ?? previous);
+  if (previous) {
+    const [now, before] = [base.anchor ?? base, previous.anchor ?? previous];
+    return now !== before && baseKey(now) !== baseKey(before);
+  }
   return window?.base === undefined || window.base !== baseKey(base);
 }

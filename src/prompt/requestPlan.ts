@@ -96,7 +96,7 @@ function refreshDue(state: RequestState, held: PromptBase): boolean {
   if (state.mode === 'hybrid') return true;
   if (state.mode === 'phase2') {
     if (settings.recentTurnsStep <= 1) return state.prompt === null;
-    if (nextWindow(state.window, state.turn, false, settings, sightOf(state))?.from !== state.window?.from) return true;
+    if (nextWindow(state.window, state.turn, false, settings, sightOf(state, held))?.from !== state.window?.from) return true;
   }
   const [from, to] = carriedRange({ ...state, window: state.mode === 'phase2' ? (state.window ?? null) : null });
   // What a refresh sends again: the history after the memory, and the memory itself; and the
@@ -113,7 +113,7 @@ const MIN_CACHED_PREFIX = 1024;
 /** Phase 2's window for the next request: held while the memory block in its place stays (recentWindow.ts). */
 export function windowFor(state: RequestState, base: PromptBase): RecentWindow | null {
   if (state.mode !== 'phase2') return null;
-  return nextWindow(state.window, state.turn, baseChanged(base, state.base, state.window), state.statics.settings, sightOf(state));
+  return nextWindow(state.window, state.turn, baseChanged(base, state.base, state.window), state.statics.settings, sightOf(state, base));
 }
 
 /**
@@ -122,10 +122,10 @@ export function windowFor(state: RequestState, base: PromptBase): RecentWindow |
  * compression guide asks for no compaction below 20 %, only light work up to 40 %), the
  * prompt base aside.
  */
-function sightOf(state: RequestState): WindowSight {
+function sightOf(state: RequestState, base: PromptBase): WindowSight {
   const settings = state.statics.settings;
-  const base = state.base;
-  const room = Math.floor(settings.contextWindow * WINDOW_SHARE) - (base?.tokens ?? 0);
+  // The base this request sends (a resumed session has no earlier one to go by).
+  const room = Math.floor(settings.contextWindow * WINDOW_SHARE) - base.tokens;
   return {
     history: state.history,
     lastWrite: lastWriteTurn(state.history, state.tracker),

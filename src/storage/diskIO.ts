@@ -120,8 +120,11 @@ parentPort.on('message', (job) => {
 });
 `;
 
+/** The disk threads a process starts at most, unless told otherwise. */
+export const DEFAULT_DISK_THREADS = 8;
+
 export interface DiskThreadsOptions {
-  /** Threads at most, started as concurrent work needs them (default 8). */
+  /** Threads at most, started as concurrent work needs them (default DEFAULT_DISK_THREADS). */
   threads?: number;
   /**
    * Tests: a disk as slow as a test says. Every sync waits, on its thread, while the first
@@ -137,7 +140,7 @@ export interface DiskThreadsOptions {
  * Threads idle between jobs keep no process alive.
  */
 export function diskThreads(options: DiskThreadsOptions = {}): DiskIO {
-  const max = Math.max(1, options.threads ?? 8);
+  const max = Math.max(1, options.threads ?? DEFAULT_DISK_THREADS);
   const idle: Worker[] = [];
   const all: Worker[] = [];
   const queue: Job[] = [];

@@ -95,11 +95,11 @@ describe('phase 2 range: the last N complete exchanges + the active turn', () =>
 describe('the recentTurns setting', () => {
   const model = { contextWindow: 8000, maxOutputTokens: 1000 };
 
-  it('defaults to 3; an embedder, WM_RECENT_TURNS or 0 set it', () => {
-    expect(resolveSettings(model, {}, {}).turn.recentTurns).toBe(3);
+  it('defaults to 1; an embedder, WM_RECENT_TURNS or 0 set it', () => {
+    expect(resolveSettings(model, {}, {}).turn.recentTurns).toBe(1);
     expect(resolveSettings(model, { recentTurns: 0 }, {}).turn.recentTurns).toBe(0);
     expect(resolveSettings(model, {}, { WM_RECENT_TURNS: '5' }).turn.recentTurns).toBe(5);
-    expect(resolveSettings(model, { recentTurns: 1 }, { WM_RECENT_TURNS: '5' }).turn.recentTurns).toBe(1);
+    expect(resolveSettings(model, { recentTurns: 3 }, { WM_RECENT_TURNS: '5' }).turn.recentTurns).toBe(3);
   });
 
   it('refuses what is not a whole number from 0, naming the setting and the value', () => {

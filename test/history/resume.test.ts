@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { SEED_LAYOUT } from '../../src/eval/arms.js';
 import type { SettingsOverrides } from '../../src/settings/config.js';
 import type { LLMRequest } from '../../src/llm/llm.js';
 import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
@@ -134,8 +135,14 @@ describe.each(storesUnderTest('resume'))('resume ($name store)', (store) => {
 
   // On Postgres the reminder tracker is in the database (its state table), so the instance
   // that resumes finds the reminder due after a compaction (request 4) as the first left it.
-  it('resumed by another instance (the same store, a home of its own), it builds byte-identical prompts too', async () => {
-    const { replies, prompts, settings } = scenario();
+  // The seed's layout, and the default's held window: a resumed session weighs the window by
+  // the base it is about to send, as an uninterrupted one does (it has no earlier base).
+  it.each([
+    ['the default layout', {}],
+    ["the seed's layout", SEED_LAYOUT],
+  ])('resumed by another instance (the same store, a home of its own), it builds byte-identical prompts too: %s', async (_, layout) => {
+    const { replies, prompts, settings: scenarioSettings } = scenario();
+    const settings = { ...scenarioSettings, ...layout };
     const where = store.fresh();
     const other = store.elsewhere(where);
     const straight = await run(replies, prompts, settings, [], store.fresh());

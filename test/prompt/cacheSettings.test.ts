@@ -19,10 +19,10 @@ const serve = testServers();
 const model = { contextWindow: 8000, maxOutputTokens: 1000 };
 
 describe('recentTurnsStep and fallbackTarget as settings', () => {
-  it('default to 1 and budget; an embedder or WM_* set them, the embedder first; anything else is refused with the name and value', () => {
+  it('default to 10, budget and when-cheap; an embedder or WM_* set them, the embedder first; anything else is refused with the name and value', () => {
     const turn = (o: object, env: NodeJS.ProcessEnv = {}) => resolveSettings(model, o, env).turn;
-    expect(turn({})).toMatchObject({ recentTurnsStep: 1, fallbackTarget: 'budget', memoryRefresh: 'every-write' });
-    expect(turn({}, { WM_MEMORY_REFRESH: 'when-cheap' })).toMatchObject({ memoryRefresh: 'when-cheap' });
+    expect(turn({})).toMatchObject({ recentTurnsStep: 10, fallbackTarget: 'budget', memoryRefresh: 'when-cheap' });
+    expect(turn({}, { WM_MEMORY_REFRESH: 'every-write' })).toMatchObject({ memoryRefresh: 'every-write' });
     expect(() => turn({}, { WM_MEMORY_REFRESH: 'never' })).toThrow(
       /WM_MEMORY_REFRESH="never" is invalid: expected one of every-write, when-cheap/,
     );

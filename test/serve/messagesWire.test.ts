@@ -159,6 +159,8 @@ describe("Anthropic's Messages API through workmem serve", () => {
       expect(server.requests.slice(1).some((r) => r.cachedTokens > 0)).toBe(true);
       expect(server.requests.every((r) => r.protocol === 'messages' && r.status === 200)).toBe(true);
 
+      // The trace is written behind the answers: read it once the proxy has closed its sessions.
+      await proxy.close();
       const state = await sessionState(sessionIdFor(`messages-${stream}`), { home });
       expect(state.overview).toContain('rose2');
       expect(state.log.filter((e) => e.type === 'branch')).toEqual([]);

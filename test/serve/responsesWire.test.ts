@@ -177,6 +177,8 @@ describe('the Responses API through workmem serve', () => {
       expect(sent.slice(weather - 2, weather).map((i) => i.type)).toContain('reasoning');
       expect(server.requests.every((r) => r.protocol === 'responses' && r.status === 200)).toBe(true);
 
+      // The trace is written behind the answers: read it once the proxy has closed its sessions.
+      await proxy.close();
       const state = await sessionState(sessionIdFor(`responses-${stream}`), { home });
       expect(state.overview).toContain('rose2');
       expect(state.log.filter((e) => e.type === 'branch')).toEqual([]);
