@@ -17,7 +17,8 @@ progress bar on a terminal. See docs/eval.md.
 
   --model <name>              the model (env WORKMEM_MODEL); testing:<profile> plays it
                               offline with a behaviour profile: diligent, lazy,
-                              forgetful, eager or sloppy
+                              forgetful, eager, sloppy or realistic (forgets in long
+                              contexts, on a published benchmark's curve)
   --base-url <url>            any OpenAI-compatible endpoint (env OPENAI_BASE_URL; the
                               API key comes from OPENAI_API_KEY)
   --suite <full|small>        workmem's suite: 8 conversations of 60–400 turns in English

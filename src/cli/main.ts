@@ -48,7 +48,7 @@ const ALWAYS: Options = { help: { type: 'boolean', short: 'h' }, debug: { type: 
 const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
   --model <name>              model name (env WORKMEM_MODEL; default gpt-4o-mini);
                               testing:<profile> (diligent, lazy, forgetful, eager,
-                              sloppy) plays one offline, with no key
+                              sloppy, realistic) plays one offline, with no key
   --base-url <url>            any OpenAI-compatible endpoint (env OPENAI_BASE_URL)
                               the API key comes from OPENAI_API_KEY
   --context-window <tokens>   override the model's window
@@ -58,7 +58,7 @@ const MODEL_HELP = `Model and configuration (flags > env > <home>/config.json):
   --language <en|zh>          language of the memory template and reminders
   --compaction <llm|auto>     who compacts: the model (default) or the system
   --recent-turns <n>          whole turns phase 2 keeps before the active one
-                              (env WM_RECENT_TURNS; default 3; 0: the active turn only)
+                              (env WM_RECENT_TURNS; default 1; 0: the active turn only)
   --recent-turns-step <k>     phase 2's window holds its first turn until the
                               memory changes, up to recent-turns + k - 1 earlier
                               turns, so requests share a cached prefix (env

@@ -23,7 +23,7 @@ it. One line per request goes to stderr (--quiet: none). See docs/proxy.md.
   --upstream <base-url>       the model server for every protocol, e.g.
                               https://api.openai.com/v1; its key comes from OPENAI_API_KEY;
                               testing:<profile> (diligent, lazy, forgetful, eager,
-                              sloppy) plays one offline, no key
+                              sloppy, realistic) plays one offline, no key
   --upstream-chat <base-url>, --upstream-responses <base-url>, --upstream-messages <base-url>
                               a protocol's own model server (e.g. --upstream-messages
                               https://api.anthropic.com/v1, its key from ANTHROPIC_API_KEY)

@@ -45,7 +45,7 @@ export interface SettingsOverrides {
   fallbackTarget?: FallbackTarget;
   /** Where a request carries the working memory (default 'before-history', the spec's order). */
   memoryPosition?: MemoryPosition;
-  /** When the memory in its place follows a write (default 'every-write': at once; 'when-cheap': held, the changes in the tail). */
+  /** When the memory in its place follows a write (default 'when-cheap': held, the changes in the tail; 'every-write': at once). */
   memoryRefresh?: MemoryRefresh;
   language?: MemoryLanguage;
   retry?: Partial<RetryPolicy>;

@@ -25,13 +25,12 @@ export const MEMORY_POSITIONS = ['before-history', 'after-history', 'by-phase'] 
 
 /**
  * When the memory block in its place before the history follows a write (docs/design.md §4.1):
- * 'every-write' (default) at once, so a write re-sends what follows it uncached (the seed's
- * layout); 'when-cheap' it stays as it was at the last cache boundary, the tail carrying
+ * 'every-write' at once, so a write re-sends what follows it uncached (the seed's layout);
+ * 'when-cheap' (default) it stays as it was at the last cache boundary, the tail carrying
  * what changed since, and is brought up to date when what follows it is sent again anyway
  * (phase 2's window starts again, hybrid's moves) or when carrying the changes would cost more
- * than sending the history again. 'when-cheap' with recentTurnsStep 24 is the cheap layout: at
- * most the summarising peer's bill, but fewer right answers on a model that forgets in long
- * contexts (docs/eval.md), so it is not the default.
+ * than sending the history again. With phase 2's window held (recentTurnsStep 10) it halves
+ * the seed layout's bill at equal or better answers on every eval profile (docs/eval.md).
  */
 export type MemoryRefresh = 'every-write' | 'when-cheap';
 export const MEMORY_REFRESHES = ['every-write', 'when-cheap'] as const satisfies readonly MemoryRefresh[];
@@ -62,10 +61,10 @@ export interface TurnSettings {
   reminder: ReminderConfig;
   /** Messages carried in hybrid mode. */
   hybridRecent: number;
-  /** Complete turns carried before the active one in phase 2; 0 carries the active turn only. */
+  /** Complete turns carried before the active one in phase 2 (default 1; the seed's layout 3); 0 carries the active turn only. */
   recentTurns: number;
   /**
-   * Default 1: phase 2's window of recent turns moves every turn. With k over 1 it holds its
+   * Default 10 (the seed's layout: 1, the window moves every turn). With k over 1 it holds its
    * first turn, carrying recentTurns to recentTurns + k - 1 earlier turns, so that requests in
    * between send the same messages after the memory, which a provider's cache then serves; it
    * starts again when holding on stops paying, when it would carry more, or when the memory
@@ -83,7 +82,7 @@ export interface TurnSettings {
   fallbackTarget: FallbackTarget;
   /** Where the working memory goes in a request (default 'before-history'). */
   memoryPosition: MemoryPosition;
-  /** When the memory in its place follows a write (default 'every-write'; MemoryRefresh). */
+  /** When the memory in its place follows a write (default 'when-cheap'; MemoryRefresh). */
   memoryRefresh: MemoryRefresh;
   language: MemoryLanguage;
   retry: RetryPolicy;

@@ -151,7 +151,7 @@ describe('pinned prompts', () => {
     const home = tempHome();
     const cwd = tempHome();
     const task = 'Task: keep a list of the birds I see.';
-    const first = new RpcChild({ ...env, WORKMEM_HOME: home, WM_RECENT_TURNS: '1' }, cwd);
+    const first = new RpcChild({ ...env, WORKMEM_HOME: home, WM_RECENT_TURNS: '1', WM_RECENT_TURNS_STEP: '1' }, cwd);
     const { id } = (await first.send({ type: 'get_state', id: 's' })).data as { id: string };
     await first.send({ type: 'set_mode', id: 'm', mode: 'phase2' });
     expect(await first.send({ type: 'prompt', id: 'p', text: task, pin: true })).toMatchObject({ success: true });
@@ -161,7 +161,7 @@ describe('pinned prompts', () => {
     });
     await first.end();
 
-    const second = new RpcChild({ ...env, WORKMEM_HOME: home, WM_RECENT_TURNS: '1' }, cwd);
+    const second = new RpcChild({ ...env, WORKMEM_HOME: home, WM_RECENT_TURNS: '1', WM_RECENT_TURNS_STEP: '1' }, cwd);
     expect(await second.send({ type: 'switch_session', id: 'w', sessionId: id })).toMatchObject({ success: true });
     for (const [n, bird] of ['a robin', 'a wren', 'a jay'].entries()) {
       await second.send({ type: 'prompt', id: bird, text: `Today I saw ${bird}.` });

@@ -129,7 +129,8 @@ const real = { differsFromTemplate: true, contentChars: 120 };
 // prompt base of 200. A turn that ends with LONG (four turns of 200 tokens) passes it; the real
 // policy then plans the fallback's archive, its oldest three turns. COMPACTED is what the
 // model's own compaction leaves: those turns are gone.
-const SETTINGS = { ...defaultTurnSettings(2_000, 100), keepRecentTurns: 1 };
+// Phase 2 carries the last 3 turns, as in the seed's layout, so that it has something to compact.
+const SETTINGS = { ...defaultTurnSettings(2_000, 100), keepRecentTurns: 1, recentTurns: 3, recentTurnsStep: 1 };
 const BASE = {
   systemPrompt: 'test',
   tools: [],

@@ -18,6 +18,7 @@ import type { WorkmemEvent } from '../../src/events.js';
 import { createWorkmem as langchainWorkmem } from '../../src/langchain/workmemMiddleware.js';
 import { openaiChat } from '../../src/llm/openaiChat.js';
 import { createSession, openSession, type Session } from '../../src/session/index.js';
+import type { SettingsOverrides } from '../../src/settings/config.js';
 import type { SessionStore } from '../../src/storage/sessionStore.js';
 import { protocolFollower, startTestServer } from '../../src/testing/index.js';
 import { followerModel } from './followerModel.js';
@@ -37,6 +38,8 @@ export interface Drive {
   prompts: readonly string[];
   /** The host's messages so far, as `held` left them. */
   held?: unknown[];
+  /** Settings over the conversation's (gardenConversation.ts), e.g. SEED_LAYOUT. */
+  layout?: SettingsOverrides;
 }
 
 export interface Driven {
@@ -61,14 +64,15 @@ export const MODEL = 'gpt-4o';
 export const policy = () => protocolFollower({ seed: 2 });
 
 /** The whole conversation through a door, against a server of its own. */
-export async function runDoor(door: DoorName, home: string): Promise<DoorRun> {
+export async function runDoor(door: DoorName, home: string, layout?: SettingsOverrides): Promise<DoorRun> {
+  const more = layout ? { layout } : {};
   if (door === 'MockLanguageModelV3') {
-    const driven = await driveDoor({ door, home, prompts: prompts() });
+    const driven = await driveDoor({ door, home, prompts: prompts(), ...more });
     return { ...driven, requests: driven.requests! };
   }
   const server = await startTestServer({ policy: policy(), promptCaching: 'off' });
   try {
-    const driven = await driveDoor({ door, baseURL: server.baseURL, home, prompts: prompts() });
+    const driven = await driveDoor({ door, baseURL: server.baseURL, home, prompts: prompts(), ...more });
     return { ...driven, requests: server.requests.map((r) => JSON.stringify(r.body)) };
   } finally {
     await server.close();
@@ -92,7 +96,7 @@ export async function driveDoor(drive: Drive): Promise<Driven> {
 }
 
 const common = (drive: Drive) => ({
-  settings,
+  settings: { ...settings, ...drive.layout },
   home: drive.home,
   cwd: '/work/project',
   env: {},

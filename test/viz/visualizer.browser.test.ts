@@ -138,7 +138,12 @@ describe('traces', () => {
   it('pinned messages are traced as sent, those before the window too, each body once and marked pinned', async () => {
     const home = tempHome();
     const llm = scriptedModel(() => ({ text: `Noted. ${'Roses want sun. '.repeat(12)}` }));
-    const session = await newSession({ llm, home, pinned: ['Rules: be brief.'], settings: { historyMode: 'phase2', recentTurns: 1 } });
+    const session = await newSession({
+      llm,
+      home,
+      pinned: ['Rules: be brief.'],
+      settings: { historyMode: 'phase2', recentTurns: 1, recentTurnsStep: 1 },
+    });
     await session.prompt('Task: plan a rose bed.', { pin: true });
     for (const q of ['Where?', 'When?', 'How deep?', 'How far apart?']) await session.prompt(q);
     await session.close();
@@ -836,7 +841,12 @@ describe('the page, in headless Chromium', () => {
     const llm = scriptedModel(() => ({ text: `Noted. ${'Roses want sun. '.repeat(12)}` }));
     const rules = 'Rules: metric units; no pesticides.';
     const task = 'Task: plan a rose bed by the south wall.';
-    const session = await newSession({ llm, home, pinned: [rules], settings: { historyMode: 'phase2', recentTurns: 1 } });
+    const session = await newSession({
+      llm,
+      home,
+      pinned: [rules],
+      settings: { historyMode: 'phase2', recentTurns: 1, recentTurnsStep: 1 },
+    });
     await session.prompt(task, { pin: true });
     for (const q of ['Where?', 'When?', 'How deep?']) await session.prompt(q);
     await session.close();
