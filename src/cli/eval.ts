@@ -23,12 +23,15 @@ import {
   markdownReport,
   priceOf,
   runEval,
+  SEED_LAYOUT,
+  CHEAP_LAYOUT,
   type ArmName,
   type EvalResult,
   type Suite,
 } from '../eval/index.js';
 import { cachingFor, testingModels } from '../eval/testingModel.js';
 import type { LLM } from '../llm/llm.js';
+import type { SettingsOverrides } from '../settings/config.js';
 import { testingProfile } from './testingModel.js';
 import { sweepTemporaryHomes } from '../storage/temporaryHome.js';
 
@@ -72,6 +75,7 @@ export async function main({ flags, positionals }: { flags: Flags; positionals: 
       suite,
       ...(flags.arms !== undefined ? { arms: arms(flags.arms) } : {}),
       ...number(flags, 'context-window', (v) => ({ contextWindow: v }), { integer: true, min: 1024 }),
+      ...(flags.layout !== undefined ? { settings: layout(flags.layout) } : {}),
       ...number(flags, 'limit', (v) => ({ limit: v }), { integer: true, min: 1 }),
       ...(judge ? { judge } : {}),
       prices,
@@ -116,6 +120,14 @@ function judgeModel(name: string, config: ReturnType<typeof loadConfig>): LLM {
 function suiteName(value: Flags[string]): 'full' | 'small' {
   if (value === undefined || value === 'full' || value === 'small') return value ?? 'full';
   throw new UsageError(`--suite ${JSON.stringify(value)}: the suites are full and small (or give --longmemeval FILE)`);
+}
+
+/** --layout: the workmem arms' settings over the defaults. */
+function layout(value: Flags[string]): SettingsOverrides {
+  const layouts: Record<string, SettingsOverrides> = { default: {}, seed: SEED_LAYOUT, cheap: CHEAP_LAYOUT };
+  const chosen = layouts[String(value)];
+  if (!chosen) throw new UsageError(`--layout ${JSON.stringify(value)}: the layouts are ${Object.keys(layouts).join(', ')}`);
+  return chosen;
 }
 
 function arms(value: Flags[string]): ArmName[] {

@@ -28,6 +28,9 @@ progress bar on a terminal. See docs/eval.md.
   --arms <a,b,…>              of workmem-auto, workmem-cache-aware, full-history,
                               summarise-75 (default all)
   --context-window <tokens>   the window every arm is held to (default 16384)
+  --layout <default|seed|cheap>
+                              workmem's arms under today's default layout, the seed's
+                              (the default before 2026-12-07) or the cheap one
   --judge-model <name>        also grade each answer with this model (same endpoint)
   --json                      print the result as JSON instead of markdown
   --html <file>               write a self-contained page with the tables and plots
@@ -52,6 +55,7 @@ export const EVAL_OPTIONS: NonNullable<ParseArgsConfig['options']> = {
   model: { type: 'string' },
   'base-url': { type: 'string' },
   'context-window': { type: 'string' },
+  layout: { type: 'string' },
   home: { type: 'string' },
   suite: { type: 'string' },
   longmemeval: { type: 'string' },

@@ -113,4 +113,31 @@ describe('workmem eval with the behaviour profiles, on the small suite', () => {
     const tight = await again('diligent', '--max-tokens-ratio', '0.1');
     expect(tight.code).toBe(1);
   });
+
+  it("--layout plays workmem's arms under the seed's layout: what the default halves, at the same answers", async () => {
+    const play = async (layout: string) => {
+      const run = await workmemEval([
+        '--model',
+        'testing:forgetful',
+        '--suite',
+        'small',
+        '--arms',
+        'workmem-auto',
+        '--json',
+        '--overwrite',
+        '--layout',
+        layout,
+      ]);
+      expect(run.code, run.stderr).toBe(0);
+      return (JSON.parse(run.stdout) as EvalResult).summary[0]!;
+    };
+    const seed = await play('seed');
+    expect(seed.input, 'the default layout, run in beforeAll').not.toBe(arm('forgetful', 'workmem-auto').input);
+    expect(seed.cached / seed.input).toBeLessThan(arm('forgetful', 'workmem-auto').cached / arm('forgetful', 'workmem-auto').input);
+    expect(seed.accuracy.right).toBeLessThanOrEqual(arm('forgetful', 'workmem-auto').accuracy.right);
+    expect((await play('default')).input).toBe(arm('forgetful', 'workmem-auto').input);
+    const wrong = await workmemEval(['--model', 'testing:forgetful', '--suite', 'small', '--layout', 'roomy']);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain('--layout "roomy": the layouts are default, seed, cheap');
+  });
 });
