@@ -152,6 +152,24 @@ describe('recentTurnsStep in a phase 2 session', () => {
     expect(carried).toEqual([[1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [2, 3, 4], [2, 3, 4, 5], [2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 7]]);
   });
 
+  it("with memoryRefresh 'every-write', a write that leaves overview.md's text as it was keeps the window (what is sent is the same)", async () => {
+    const note = '# Working Memory\n\n## Current task\nParser questions.\n';
+    const write = { toolCalls: [{ name: 'write', arguments: { path: 'overview.md', content: note } }] };
+    // Turns 1 and 4 write the same text: only the first changes what the memory block sends.
+    const llm = scriptedModel((request) => {
+      const last = request.messages.at(-1)!;
+      return last.role === 'user' && /^question [14]\b/.test(String(last.content)) ? write : { text: 'An answer.' };
+    });
+    const session = await newSession({
+      llm,
+      settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4, memoryRefresh: 'every-write' },
+    });
+    for (let t = 1; t <= 6; t++) await session.prompt(`question ${t}`);
+    await session.close();
+    const carried = llm.requests.map((r) => asked(r.messages));
+    expect(carried).toEqual([[1], [1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 6]]);
+  });
+
   it("with memoryRefresh 'when-cheap' a memory write keeps the memory block and the window as they were, and the tail carries the change", async () => {
     const llm = writesAtTurn4();
     const session = await newSession({
