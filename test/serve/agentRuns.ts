@@ -2,13 +2,14 @@
  * What the tests of agents from npm share (opencode, Qwen Code, the OpenAI Agents SDK): the
  * test server with a protocol follower (the scripted model that drives their tool calls),
  * `workmem serve` on it as users run it (the built CLI), an agent's run as a child process
- * with a time limit, and the sessions the proxy's home holds afterwards.
+ * (killed only if it hangs), and the sessions the proxy's home holds afterwards.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { protocolFollower, startTestServer, type TestServer } from '../../src/testing/index.js';
+import { HANG_MS } from '../hangGuard.js';
 import { tempHome } from '../helpers.js';
 import { sessionState } from './proxyHarness.js';
 import { serveProcesses, type ServeProcess } from './serveProcess.js';
@@ -43,12 +44,8 @@ export interface AgentRun {
   ms: number;
 }
 
-/** One run of an agent's CLI, stdin closed, killed past `limitMs`. */
-export function runAgent(
-  command: string,
-  args: string[],
-  options: { env: NodeJS.ProcessEnv; cwd: string; limitMs: number },
-): Promise<AgentRun> {
+/** One run of an agent's CLI, stdin closed (in print mode some read a piped stdin to its end), killed only if it hangs. */
+export function runAgent(command: string, args: string[], options: { env: NodeJS.ProcessEnv; cwd: string }): Promise<AgentRun> {
   const started = Date.now();
   return new Promise((resolve) => {
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -56,7 +53,7 @@ export function runAgent(
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.limitMs);
+    const timer = setTimeout(() => child.kill('SIGKILL'), HANG_MS);
     child.on('exit', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr, ms: Date.now() - started });

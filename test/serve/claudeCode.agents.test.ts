@@ -11,16 +11,15 @@
  * processes: the memory written through the proxy, its own Bash call round-tripping, none of
  * workmem's calls reaching it.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { WORKMEM_TOOL_NAMES } from '../../src/history/hostLine.js';
-import { HANG_MS } from '../hangGuard.js';
 import { installedOnce } from '../installedOnce.js';
 import { agentPolicy, COMMAND_OUTPUT } from './agentPolicy.js';
 import { proxies, sessionState } from './proxyHarness.js';
+import { runAgent, type AgentRun } from './agentRuns.js';
 
 const CLAUDE_VERSION = '2.1.332';
 const CLAUDE_CLI = join('node_modules', '@anthropic-ai', 'claude-code', 'cli-wrapper.cjs');
@@ -34,17 +33,8 @@ beforeAll(() => {
   );
 });
 
-function claude(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLAUDE, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), HANG_MS);
-    child.on('exit', (code) => (clearTimeout(timer), resolve({ code, stdout, stderr })));
-  });
-}
+const claude = (args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<AgentRun> =>
+  runAgent(process.execPath, [CLAUDE, ...args], { env, cwd });
 
 describe('Claude Code, an agent from npm, through workmem serve', () => {
   it('runs turn after turn with its own tools, continued in one session; the proxy keeps its memory', async () => {

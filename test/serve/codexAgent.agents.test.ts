@@ -8,16 +8,15 @@
  * written through the proxy, Codex's own exec_command call round-tripping (its output
  * quoted back), none of workmem's calls reaching Codex.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { WORKMEM_TOOL_NAMES } from '../../src/history/hostLine.js';
-import { HANG_MS } from '../hangGuard.js';
 import { installedOnce } from '../installedOnce.js';
 import { agentPolicy, COMMAND_OUTPUT } from './agentPolicy.js';
 import { proxies, sessionState } from './proxyHarness.js';
+import { runAgent, type AgentRun } from './agentRuns.js';
 
 const CODEX_VERSION = '0.171.0';
 const CODEX_CLI = join('node_modules', '@openai', 'codex', 'bin', 'codex.js');
@@ -28,17 +27,8 @@ beforeAll(() => {
   CODEX = join(installedOnce(`workmem-test-codex-${CODEX_VERSION}`, [`@openai/codex@${CODEX_VERSION}`], CODEX_CLI), CODEX_CLI);
 });
 
-function codex(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CODEX, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), HANG_MS);
-    child.on('exit', (code) => (clearTimeout(timer), resolve({ code, stdout, stderr })));
-  });
-}
+const codex = (args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<AgentRun> =>
+  runAgent(process.execPath, [CODEX, ...args], { env, cwd });
 
 describe('Codex, an agent from npm, through workmem serve', () => {
   it('runs turn after turn with its own tools, resumed in one session; the proxy keeps its memory', async () => {

@@ -72,7 +72,7 @@ describe('opencode through workmem serve, its defaults', () => {
         OPENCODE_DISABLE_AUTOUPDATE: '1',
       };
       const opencode = (text: string, resume: boolean): Promise<AgentRun> =>
-        runAgent(OPENCODE, ['run', ...(resume ? ['-c'] : []), text], { env, cwd: project, limitMs: 180_000 });
+        runAgent(OPENCODE, ['run', ...(resume ? ['-c'] : []), text], { env, cwd: project });
       const turns = conversationTurns([
         'Use the bash tool with {"command":"echo hi","description":"Say hi"}.',
         `Use the read tool with {"filePath":"${join(project, 'notes.txt')}"}.`,

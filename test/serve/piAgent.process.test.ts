@@ -9,14 +9,13 @@
  * "Tools"). Across its processes the proxy keeps one session: memory written through the
  * proxy, pi's own tool call round-tripping, and none of workmem's calls reaching pi.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { proxies, sessionState } from './proxyHarness.js';
+import { runAgent, type AgentRun } from './agentRuns.js';
 import { installedOnce } from '../installedOnce.js';
-import { HANG_MS } from '../hangGuard.js';
 
 const PI_VERSION = '0.73.1';
 const PI_CLI = join('node_modules', '@mariozechner', 'pi-coding-agent', 'dist', 'cli.js');
@@ -27,18 +26,8 @@ beforeAll(() => {
   PI = join(installedOnce(`workmem-test-pi-${PI_VERSION}`, [`@mariozechner/pi-coding-agent@${PI_VERSION}`], PI_CLI), PI_CLI);
 });
 
-function pi(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    // stdin closed: in print mode pi reads a piped stdin to its end.
-    const child = spawn(process.execPath, [PI, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), HANG_MS);
-    child.on('exit', (code) => (clearTimeout(timer), resolve({ code, stdout, stderr })));
-  });
-}
+const pi = (args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<AgentRun> =>
+  runAgent(process.execPath, [PI, ...args], { env, cwd });
 
 describe('pi, an agent from npm, through workmem serve', () => {
   it('runs headless turn after turn against the base URL; the proxy keeps its session', async () => {

@@ -52,11 +52,7 @@ describe('Qwen Code through workmem serve, its defaults', () => {
         OPENAI_MODEL: 'workmem-test',
       };
       const qwen = (text: string, resume: boolean): Promise<AgentRun> =>
-        runAgent(process.execPath, [QWEN, '--auth-type', 'openai', ...(resume ? ['-c'] : []), '-p', text], {
-          env,
-          cwd: project,
-          limitMs: 180_000,
-        });
+        runAgent(process.execPath, [QWEN, '--auth-type', 'openai', ...(resume ? ['-c'] : []), '-p', text], { env, cwd: project });
       const turns = conversationTurns([
         'Use the glob tool with {"pattern":"*.txt"}.',
         `Use the read_file tool with {"file_path":"${join(project, 'notes.txt')}"}.`,
