@@ -37,9 +37,10 @@ describe("the suite's outcome does not depend on the machine's load", () => {
       const text = readFileSync(file, 'utf8');
       return [
         ...places(file, text, /\{\s*timeout:\s*([\d_]+(?:\s*\*\s*[\d_]+)?)\s*\}/g),
-        // it(name, fn, 30_000) and beforeAll(fn, 120_000): a number closing the call
-        ...places(file, text, /\n\s*\},\s*([\d_]+(?:\s*\*\s*[\d_]+)?)\s*\);/g),
-      ].filter((place) => ms(/([\d_]+(?:\s*\*\s*[\d_]+)?)\s*\}?\s*\)?;?$/.exec(place)![1]!) < HANG_MS);
+        // it(name, fn, 30_000) and beforeAll(fn, 120_000): a number closing the call, on the
+        // line of the brace or on its own (prettier's form, with a trailing comma)
+        ...places(file, text, /\n\s*\},\s*([\d_]+(?:\s*\*\s*[\d_]+)?)\s*,?\s*\);/g),
+      ].filter((place) => ms(/([\d_]+(?:\s*\*\s*[\d_]+)?)\s*\}?\s*,?\s*\)?;?$/.exec(place)![1]!) < HANG_MS);
     });
     expect(shorter).toEqual([]);
   });

@@ -64,6 +64,5 @@ describe.skipIf(!available)('a middleware-driven session resumed by another inst
       expect([...first.answers, ...second.answers]).toEqual(unbroken.answers);
       expect(second.memory).toBe(unbroken.memory);
     },
-    180_000,
   );
 });

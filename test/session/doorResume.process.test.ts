@@ -56,6 +56,5 @@ describe('a middleware-driven session resumed by another process', () => {
       expect([...first.answers, ...second.answers]).toEqual(unbroken.answers);
       expect(second.memory).toBe(unbroken.memory);
     },
-    180_000,
   );
 });

@@ -187,6 +187,5 @@ describe.each(LAYOUTS)('the same conversation through every door, $layout', ({ s
         ofType(r.events, 'compaction_end').map(({ reason, turn, replaced }) => ({ reason, turn, replaced }));
       expect(compactions(run), door).toEqual(compactions(session));
     },
-    120_000,
   );
 });

@@ -123,7 +123,6 @@ describe.skipIf(!available)('the Postgres fault matrix (fast subset)', () => {
         await dropSchema(url, schema);
       }
     },
-    60_000,
   );
 
   it.skipIf(!shared.available)(
@@ -155,6 +154,5 @@ describe.skipIf(!available)('the Postgres fault matrix (fast subset)', () => {
         await dropSchema(url, schema);
       }
     },
-    60_000,
   );
 });
