@@ -12,7 +12,7 @@ import type { SettingsOverrides } from '../settings/config.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import type { LLM } from '../llm/llm.js';
 import { fetchDocumentTool } from './evalTools.js';
-import { meteredModel, type CallRecord } from './meteredModel.js';
+import { meteredModel, type CallRecord, type MeteredModel } from './meteredModel.js';
 import { peerAgent } from './peerAgent.js';
 import type { Conversation } from './suite.js';
 import { UpkeepTracker, type Upkeep } from './upkeep.js';
@@ -47,15 +47,17 @@ export const CHEAP_LAYOUT: SettingsOverrides = { memoryRefresh: 'when-cheap', re
 
 /**
  * The clock of every workmem arm's session: it starts at the same instant for each
- * conversation and arm and moves a millisecond a reading, so what a session writes (an
- * archive's name, the day a reminder names) is the same whatever ran before it and whenever
- * the eval runs.
+ * conversation and arm and moves ten seconds a user turn, so what a session writes (an
+ * archive's name, the day a reminder names) is the same whatever ran before it, whenever the
+ * eval runs and however loaded the machine is. (A clock moved by its readings was not: how
+ * many events a streamed answer raises depends on how its chunks arrive.)
  */
 export const EVAL_EPOCH = Date.UTC(2026, 0, 5, 9, 0, 0);
+/** How far the eval's clock moves a user turn. */
+export const EVAL_TURN_MS = 10_000;
 
-function evalClock(): () => number {
-  let now = EVAL_EPOCH;
-  return () => ++now;
+function evalClock(meter: MeteredModel): () => number {
+  return () => EVAL_EPOCH + meter.turn * EVAL_TURN_MS;
 }
 
 /** The share of the window at which the summarising peer summarises. */
@@ -126,7 +128,7 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
         home,
         cwd: '/eval',
         env: {},
-        now: evalClock(),
+        now: evalClock(meter),
         trace: false,
         name: `eval ${conversation.id} ${arm}`,
         instructions: EVAL_INSTRUCTIONS,
