@@ -15,7 +15,7 @@ import type { CompactionStore } from './store.js';
 import type { Summarizer } from './summarizer.js';
 import { neutraliseTags } from '../prompt/structuralTags.js';
 import type { TokenCounter } from '../tokens/tokens.js';
-import { renderTranscript } from '../history/transcript.js';
+import { renderTranscriptInSlices } from '../history/transcript.js';
 
 export interface CompactionDeps {
   store: CompactionStore;
@@ -87,7 +87,7 @@ export async function applyCompaction(
   const sections: string[] = [];
   if (archived.length) {
     sections.push(
-      renderTranscript(
+      await renderTranscriptInSlices(
         `Archived conversation, turns ${turns}`,
         `Archived verbatim on ${stamp} (${reasonText(options.reason)}): ${archived.length} messages, ${sum(archived)} tokens. Nothing was changed or left out.`,
         archived,
@@ -96,7 +96,7 @@ export async function applyCompaction(
   }
   if (stubbed.length) {
     sections.push(
-      renderTranscript(
+      await renderTranscriptInSlices(
         `Tool outputs moved out of the history`,
         `Moved on ${stamp} (${reasonText(options.reason)}): ${stubbed.length} tool outputs, verbatim.`,
         stubbed,
