@@ -59,6 +59,7 @@ export function meteredModel(llm: LLM, counter: TokenCounter): MeteredModel {
       maxOutputTokens: llm.maxOutputTokens,
       ...(llm.retry ? { retry: llm.retry } : {}),
       ...(llm.secrets ? { secrets: llm.secrets } : {}),
+      ...(llm.caching ? { caching: llm.caching } : {}),
       complete: (request, options) => record('answer', request, () => llm.complete(request, options)),
       ...(llm.summarize
         ? {

@@ -5,7 +5,7 @@
  */
 import type { LLMErrorKind, TurnError } from '../events.js';
 import type { AssistantMessage, ChatMessage } from '../history/messages.js';
-import type { RetryPolicy } from '../settings/settings.js';
+import type { ProviderCaching, RetryPolicy } from '../settings/settings.js';
 import type { ToolSpec } from '../tools/tool.js';
 
 /** One request to the model: the messages, the tools and the output limit (and where its stable parts end). */
@@ -79,6 +79,8 @@ export interface LLM {
   readonly retry?: Partial<RetryPolicy>;
   /** Values never to be written or reported (its API key): the session redacts them. */
   readonly secrets?: readonly string[];
+  /** How the provider behind it caches prompts (default 'automatic'): 'explicit' where it honours the request's cacheBreakpoints. */
+  readonly caching?: ProviderCaching;
 }
 
 export type { LLMErrorKind, TurnError };

@@ -143,6 +143,7 @@ export function openaiChat(options: OpenAIChatOptions = {}): OpenAIChat {
   return {
     model,
     provider: 'openai',
+    caching: options.cacheControl ? 'explicit' : 'automatic',
     contextWindow,
     maxOutputTokens,
     baseURL: withoutUserinfo(baseURL),

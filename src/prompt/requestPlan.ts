@@ -96,13 +96,27 @@ function refreshDue(state: RequestState, held: PromptBase): boolean {
   if (state.mode === 'hybrid') return true;
   if (state.mode === 'phase2') {
     if (settings.recentTurnsStep <= 1) return state.prompt === null;
-    if (nextWindow(state.window, state.turn, false, settings, sightOf(state, held))?.from !== state.window?.from) return true;
+    // The window starts again: what follows the memory is sent again anyway. With explicit
+    // caching a refresh also writes again (at 1.25 ×) the cached prefix it gives up
+    // (lostPrefix), which the changes must have grown to a tenth of first.
+    if (nextWindow(state.window, state.turn, false, settings, sightOf(state, held))?.from !== state.window?.from)
+      return settings.caching !== 'explicit' || (held.memoryUpdateTokens ?? 0) * UPDATE_SHARE >= lostPrefix(held);
   }
   const [from, to] = carriedRange({ ...state, window: state.mode === 'phase2' ? (state.window ?? null) : null });
   // What a refresh sends again: the history after the memory, and the memory itself; and the
   // system prompt and tools too when they alone are under the providers' smallest cached prefix.
   const resent = tokensBetween(state.history, from, to) + refreshedPrefix(held);
   return (held.memoryUpdateTokens ?? 0) * UPDATE_SHARE >= resent;
+}
+
+/**
+ * What a refresh stops the cache from serving when the history after the memory is sent
+ * again anyway: the system prompt, tools and held memory, when together they reach the
+ * smallest cached prefix, less the system prompt and tools, when they alone do.
+ */
+function lostPrefix(held: PromptBase): number {
+  const stable = held.tokens - held.memoryTokens;
+  return (held.tokens >= MIN_CACHED_PREFIX ? held.tokens : 0) - (stable >= MIN_CACHED_PREFIX ? stable : 0);
 }
 
 /** The changes are carried while they are under this share of what a refresh sends again (1/10). */

@@ -15,6 +15,7 @@ import {
   type FallbackTarget,
   type MemoryPosition,
   type MemoryRefresh,
+  type ProviderCaching,
   type RetryPolicy,
   type TurnSettings,
 } from './settings.js';
@@ -219,7 +220,7 @@ export interface ResolvedSettings {
  * unless overridden.
  */
 export function resolveSettings(
-  model: { contextWindow: number; maxOutputTokens: number; retry?: Partial<RetryPolicy> },
+  model: { contextWindow: number; maxOutputTokens: number; retry?: Partial<RetryPolicy>; caching?: ProviderCaching },
   overrides: SettingsOverrides = {},
   env: NodeJS.ProcessEnv = process.env,
 ): ResolvedSettings {
@@ -243,6 +244,7 @@ export function resolveSettings(
       fallbackTarget: o.fallbackTarget ?? fallbackTargetFromEnv(env),
       memoryPosition: o.memoryPosition ?? memoryPositionFromEnv(env),
       memoryRefresh: o.memoryRefresh ?? memoryRefreshFromEnv(env),
+      caching: model.caching,
       language: o.language,
       maxRequestsPerTurn: o.maxRequestsPerTurn,
       compaction: o.compaction,

@@ -33,6 +33,15 @@ export const MEMORY_POSITIONS = ['before-history', 'after-history', 'by-phase'] 
  * the seed layout's bill at equal or better answers on every eval profile (docs/eval.md).
  */
 export type MemoryRefresh = 'every-write' | 'when-cheap';
+
+/**
+ * How a provider caches prompts: 'automatic' (OpenAI's: any prefix it has seen, from 1,024
+ * tokens; writing costs nothing more) or 'explicit' (Anthropic's, Bedrock's: only at the
+ * request's cache breakpoints, and what it writes is billed at 1.25 × input). With 'explicit'
+ * the memory in its place is brought up to date less eagerly when phase 2's window starts
+ * again (docs/design.md §4.1): a refresh writes the prefix again.
+ */
+export type ProviderCaching = 'automatic' | 'explicit';
 export const MEMORY_REFRESHES = ['every-write', 'when-cheap'] as const satisfies readonly MemoryRefresh[];
 
 export type FallbackTarget = 'budget' | 'recent-turns';
@@ -84,6 +93,8 @@ export interface TurnSettings {
   memoryPosition: MemoryPosition;
   /** When the memory in its place follows a write (default 'when-cheap'; MemoryRefresh). */
   memoryRefresh: MemoryRefresh;
+  /** How the model's provider caches prompts: its LLM's `caching` (default 'automatic'; ProviderCaching). */
+  caching: ProviderCaching;
   language: MemoryLanguage;
   retry: RetryPolicy;
   /** Tool calls per turn before the turn stops (a runaway loop guard). */
@@ -137,6 +148,7 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
     fallbackTarget: 'budget',
     memoryPosition: 'before-history',
     memoryRefresh: 'when-cheap',
+    caching: 'automatic',
     language: 'en',
     retry: DEFAULT_RETRY,
     maxRequestsPerTurn: 50,

@@ -52,6 +52,15 @@ describe('recentTurnsStep and fallbackTarget as settings', () => {
     );
   });
 
+  it("caching is the model's: openaiChat says 'explicit' with cacheControl, else 'automatic', and a session's settings follow its model", () => {
+    const chat = (cacheControl: boolean) =>
+      openaiChat({ baseURL: 'http://127.0.0.1:9/v1', apiKey: 'k', model: 'gpt-4o', env: {}, ...(cacheControl ? { cacheControl } : {}) });
+    expect(chat(true).caching).toBe('explicit');
+    expect(chat(false).caching).toBe('automatic');
+    expect(resolveSettings(model, {}, {}).turn.caching).toBe('automatic');
+    expect(resolveSettings({ ...model, caching: 'explicit' }, {}, {}).turn.caching).toBe('explicit');
+  });
+
   it('the CLI reads them from flags > WM_* > config.json', () => {
     const home = mkdtempSync(join(tmpdir(), 'workmem-cache-settings-'));
     try {
