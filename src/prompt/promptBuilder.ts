@@ -92,17 +92,28 @@ export function heldBase(
   };
 }
 
-/** More detail files than this are summarised in one line, so the index stays small. */
-const INDEX_ENTRIES = 40;
+/**
+ * Detail files named one by one in the index. Past this, the earliest are summed up in one
+ * line: an agent that compacts often gathers an archive every few turns, and the index is
+ * sent with every request (and again with every refresh of the memory in its place). The
+ * newest archives and the files after them in name order (the model's own notes) stay named.
+ */
+const INDEX_ENTRIES = 12;
 
 export function memoryBlock(memory: MemorySnapshot): string {
   const line = (d: MemorySnapshot['detail'][number]): string =>
     d.path.endsWith('/')
       ? `- working-memory/${d.path}: full outputs of large tool results, each named where it was cut`
       : `- working-memory/${d.path} (${formatBytes(d.bytes)})${d.heading ? `: ${d.heading}` : ''}`;
-  const shown = memory.detail.slice(0, INDEX_ENTRIES).map(line);
-  const rest = memory.detail.slice(INDEX_ENTRIES);
-  if (rest.length) shown.push(`- … and ${rest.length} more files (${formatBytes(rest.reduce((n, d) => n + d.bytes, 0))})`);
+  // Folders (the tool outputs') are always named: they say what they hold.
+  const folders = memory.detail.filter((d) => d.path.endsWith('/'));
+  const files = memory.detail.filter((d) => !d.path.endsWith('/'));
+  const earlier = files.slice(0, Math.max(0, files.length - INDEX_ENTRIES));
+  const shown = [...folders, ...files.slice(earlier.length)].map(line);
+  if (earlier.length)
+    shown.unshift(
+      `- … ${earlier.length} earlier files (${formatBytes(earlier.reduce((n, d) => n + d.bytes, 0))}), from working-memory/${earlier[0]!.path} to working-memory/${earlier.at(-1)!.path}`,
+    );
   // The memory may quote tool output: it cannot close or forge the tags around it.
   const index = shown.length ? neutraliseTags(shown.join('\n')) : '(no files yet)';
   const relevant = memory.relevant ? `\n\n<relevant_memories>\n${neutraliseTags(memory.relevant)}\n</relevant_memories>` : '';
