@@ -13,7 +13,7 @@ import { redactor } from '../secrets/redact.js';
 import { Watchdog } from '../llm/streamWatchdog.js';
 import { firstByteAllowance, msPerPromptTokenForProvider, type FirstByteOptions } from '../llm/firstByteAllowance.js';
 import { outputLimitChars, outputOverrun } from '../llm/outputLimit.js';
-import type { RetryPolicy } from '../settings/settings.js';
+import type { ProviderCaching, RetryPolicy } from '../settings/settings.js';
 import { ConfigError } from '../settings/config.js';
 import { promptOf, toolsOf, type MadePrompt } from './aiSdkPrompt.js';
 import { ConversionsByPlace } from '../llm/conversionsByPlace.js';
@@ -48,7 +48,7 @@ export interface AiSdkModelOptions {
    * memory and the history prefix; 'automatic' sends none (OpenAI-style prefix caching).
    * Default: explicit for Anthropic and Bedrock models, else automatic.
    */
-  caching?: 'explicit' | 'automatic';
+  caching?: ProviderCaching;
   temperature?: number;
   headers?: Record<string, string>;
   /** Passed to every call (e.g. `{ anthropic: { thinking: … } }`). */
@@ -60,7 +60,7 @@ export interface AiSdkModelOptions {
 export interface AiSdkModel extends LLM {
   readonly provider: string;
   readonly compactionModel: string;
-  readonly caching: 'explicit' | 'automatic';
+  readonly caching: ProviderCaching;
 }
 
 const DEFAULT_TIMEOUT_MS = 120_000;

@@ -23,6 +23,7 @@ import type { LLMResponse } from '../llm/llm.js';
 import { AnswerToolCalls } from '../session/answerToolCalls.js';
 import { HostLoop, type HostLoopOptions, type PreparedCall } from '../session/hostLoop.js';
 import type { Session } from '../session/session.js';
+import type { ProviderCaching } from '../settings/settings.js';
 import { aiSdkModel } from './aiSdkModel.js';
 import { classifyAiSdk } from './aiSdkErrors.js';
 import { promptOf, type MadePrompt } from './aiSdkPrompt.js';
@@ -42,7 +43,7 @@ export interface WorkmemOptions extends Omit<HostLoopOptions, 'model' | 'context
   /** A model for compaction summaries (often a cheaper one); default the wrapped model. */
   compactionModel?: LanguageModelV3;
   /** As aiSdkModel's: explicit cache breakpoints for Anthropic and Bedrock, none otherwise. */
-  caching?: 'explicit' | 'automatic';
+  caching?: ProviderCaching;
 }
 
 export interface Workmem {

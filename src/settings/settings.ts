@@ -34,6 +34,8 @@ export const MEMORY_POSITIONS = ['before-history', 'after-history', 'by-phase'] 
  */
 export type MemoryRefresh = 'every-write' | 'when-cheap';
 
+export const MEMORY_REFRESHES = ['every-write', 'when-cheap'] as const satisfies readonly MemoryRefresh[];
+
 /**
  * How a provider caches prompts: 'automatic' (OpenAI's: any prefix it has seen, from 1,024
  * tokens; writing costs nothing more) or 'explicit' (Anthropic's, Bedrock's: only at the
@@ -42,7 +44,6 @@ export type MemoryRefresh = 'every-write' | 'when-cheap';
  * again (docs/design.md §4.1): a refresh writes the prefix again.
  */
 export type ProviderCaching = 'automatic' | 'explicit';
-export const MEMORY_REFRESHES = ['every-write', 'when-cheap'] as const satisfies readonly MemoryRefresh[];
 
 export type FallbackTarget = 'budget' | 'recent-turns';
 export const FALLBACK_TARGETS = ['budget', 'recent-turns'] as const satisfies readonly FallbackTarget[];

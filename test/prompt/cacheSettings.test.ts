@@ -147,18 +147,27 @@ describe('recentTurnsStep in a phase 2 session', () => {
       return { text: `An answer. ${'With some detail. '.repeat(10)}` };
     });
 
+  /** The questions each request carried, over `turns` turns of a phase 2 session (window of 2 turns held up to 4) with `llm`. */
+  async function carried(llm: ReturnType<typeof scriptedModel>, turns: number, memoryRefresh: 'every-write' | 'when-cheap') {
+    const session = await newSession({ llm, settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4, memoryRefresh } });
+    for (let t = 1; t <= turns; t++) await session.prompt(`question ${t}`);
+    await session.close();
+    return llm.requests.map((r) => asked(r.messages));
+  }
+
   it("with memoryRefresh 'every-write', starts the window again at the request after a memory write, whose prefix after the memory is new anyway", async () => {
     // Turn 4 writes overview.md, then answers: its second request carries the new memory.
-    const llm = writesAtTurn4();
-    const session = await newSession({
-      llm,
-      settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4, memoryRefresh: 'every-write' },
-    });
-    for (let t = 1; t <= 7; t++) await session.prompt(`question ${t}`);
-    await session.close();
-    const carried = llm.requests.map((r) => asked(r.messages));
     // Requests: turns 1–3 one each, turn 4 two (the write, then the answer), turns 5–7 one each.
-    expect(carried).toEqual([[1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [2, 3, 4], [2, 3, 4, 5], [2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 7]]);
+    expect(await carried(writesAtTurn4(), 7, 'every-write')).toEqual([
+      [1],
+      [1, 2],
+      [1, 2, 3],
+      [1, 2, 3, 4],
+      [2, 3, 4],
+      [2, 3, 4, 5],
+      [2, 3, 4, 5, 6],
+      [2, 3, 4, 5, 6, 7],
+    ]);
   });
 
   it("with memoryRefresh 'every-write', a write that leaves overview.md's text as it was keeps the window (what is sent is the same)", async () => {
@@ -169,26 +178,22 @@ describe('recentTurnsStep in a phase 2 session', () => {
       const last = request.messages.at(-1)!;
       return last.role === 'user' && /^question [14]\b/.test(String(last.content)) ? write : { text: 'An answer.' };
     });
-    const session = await newSession({
-      llm,
-      settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4, memoryRefresh: 'every-write' },
-    });
-    for (let t = 1; t <= 6; t++) await session.prompt(`question ${t}`);
-    await session.close();
-    const carried = llm.requests.map((r) => asked(r.messages));
-    expect(carried).toEqual([[1], [1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 6]]);
+    expect(await carried(llm, 6, 'every-write')).toEqual([
+      [1],
+      [1],
+      [1, 2],
+      [1, 2, 3],
+      [1, 2, 3, 4],
+      [1, 2, 3, 4],
+      [1, 2, 3, 4, 5],
+      [1, 2, 3, 4, 5, 6],
+    ]);
   });
 
   it("with memoryRefresh 'when-cheap' a memory write keeps the memory block and the window as they were, and the tail carries the change", async () => {
     const llm = writesAtTurn4();
-    const session = await newSession({
-      llm,
-      settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4, memoryRefresh: 'when-cheap' },
-    });
-    for (let t = 1; t <= 7; t++) await session.prompt(`question ${t}`);
-    await session.close();
     // Turn 4's answer keeps the window it had (from turn 1) and the system message as it was, up to its limit (5 earlier turns).
-    expect(llm.requests.map((r) => asked(r.messages))).toEqual([
+    expect(await carried(llm, 7, 'when-cheap')).toEqual([
       [1],
       [1, 2],
       [1, 2, 3],
