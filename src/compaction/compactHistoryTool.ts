@@ -15,6 +15,8 @@ import { percentOf } from '../prompt/promptBuilder.js';
 
 export interface CompactHistoryHooks {
   emit(event: SessionEvent): void;
+  /** Share of the window under which it compacts nothing (TurnSettings.compactHistoryFloor; 0: never refuses). */
+  floor?: number;
 }
 
 const Parameters = z.object({
@@ -68,6 +70,9 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
           throw error;
         }
       }
+      // After the arguments' checks: a bad archive_to is an error whatever the share.
+      const unneeded = belowFloor(deps, hooks.floor ?? 0);
+      if (unneeded) return unneeded;
       const turn = context.turn;
       const compacted = await compact(
         {
@@ -122,6 +127,19 @@ export function compactHistoryTool(deps: CompactionDeps, hooks: CompactHistoryHo
 }
 
 const count = (n: number): string => n.toLocaleString('en-US');
+
+/**
+ * Under the floor a compaction frees room no request needs, and the next request is sent,
+ * and cached, again from where the history was cut (docs/design.md §2.4): the tool says so
+ * instead, with the share that decided it. Not an error: nothing was asked that failed.
+ */
+function belowFloor(deps: CompactionDeps, floor: number): string | null {
+  const last = deps.lastRequest?.();
+  const window = deps.contextWindow;
+  if (!(floor > 0) || !last || !window || last.total >= window * floor) return null;
+  // Short: it stays in the history that every later request carries.
+  return `Not compacted: the request uses ${percentOf(last.total, window)} % of the window; below ${Math.round(floor * 100)} % no compaction is needed.`;
+}
 
 /**
  * "History: before → after tokens", and the next request's share of the window, as

@@ -35,9 +35,10 @@ export const CACHE_AWARE: SettingsOverrides = { memoryPosition: 'by-phase', rece
 
 /**
  * The seed's layout (docs/design.md §4.1), the default before 2026-12-07: the memory in its
- * place follows every write, and phase 2 carries the last 3 turns, moving every turn.
+ * place follows every write, phase 2 carries the last 3 turns, moving every turn, and
+ * compact_history compacts whatever share of the window the request uses.
  */
-export const SEED_LAYOUT: SettingsOverrides = { memoryRefresh: 'every-write', recentTurns: 3, recentTurnsStep: 1 };
+export const SEED_LAYOUT: SettingsOverrides = { memoryRefresh: 'every-write', recentTurns: 3, recentTurnsStep: 1, compactHistoryFloor: 0 };
 
 /**
  * The cheap layout (docs/eval.md): the default's, with phase 2's window held for up to 24

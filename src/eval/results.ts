@@ -128,6 +128,8 @@ export interface ArmSummary {
   heeded: number | null;
   /** Compactions by who made them: llm (the model's compact_history), fallback, horizon, overflow, auto; summary for a peer. */
   compactions: Record<string, number>;
+  /** workmem's arms: the model's compact_history calls carried out, compacting or not (under compactHistoryFloor). */
+  compactCalls: number | null;
   /** Per conversation, the turn phase 2 began (1-based), or null if it never did; empty for a peer. */
   phase2: { conversation: string; turn: number | null }[];
   /** Tool calls whose result was an error. */

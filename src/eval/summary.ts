@@ -70,6 +70,7 @@ function armSummary(arm: ArmName, runs: ArmResult[], conversations: Conversation
     reminders: workmem ? sum((r) => r.upkeep?.reminders ?? 0) : null,
     heeded: workmem ? sum((r) => r.upkeep?.heeded ?? 0) : null,
     compactions,
+    compactCalls: workmem ? sum((r) => r.upkeep?.compactCalls ?? 0) : null,
     phase2: workmem
       ? runs.map((r, i) => ({ conversation: conversations[i]!.id, turn: r.upkeep!.phase2At === null ? null : r.upkeep!.phase2At + 1 }))
       : [],
@@ -101,7 +102,13 @@ export function findings(s: ArmSummary, runs: readonly ArmResult[]): string[] {
     const llm = s.compactions.llm ?? 0;
     const system = (s.compactions.fallback ?? 0) + (s.compactions.overflow ?? 0);
     if (writes > 0 && system > llm) out.push(`the fallback compacted more than the model did (${system} against ${llm})`);
-    if (s.turns && (llm * 10) / s.turns > 1) out.push(`the model compacted often: ${llm} times in ${s.turns} turns`);
+    const calls = Math.max(s.compactCalls ?? 0, llm);
+    if (s.turns && (calls * 10) / s.turns > 1)
+      out.push(
+        calls > llm
+          ? `the model asked to compact often: ${calls} times in ${s.turns} turns, ${llm} of them compacted (the others under compactHistoryFloor)`
+          : `the model compacted often: ${llm} times in ${s.turns} turns`,
+      );
   }
   if (s.toolErrors) out.push(`${s.toolErrors} tool calls failed (malformed arguments, unknown tools or refused writes)`);
   if (s.textToolCalls) out.push(`${s.textToolCalls} answers held tool calls written as text instead of made`);

@@ -14,6 +14,8 @@ export interface Upkeep {
   /** Reminders followed by a memory write within 2 requests (the reminded one and the next). */
   heeded: number;
   compactions: Partial<Record<CompactionReason, number>>;
+  /** The model's compact_history calls that were carried out, whether they compacted or not (under compactHistoryFloor). */
+  compactCalls: number;
   /** The conversation's turn (0-based) at which phase 2 began; null: it never did. */
   phase2At: number | null;
   /** Tool calls whose result was an error (malformed arguments, unknown tools, refused writes). */
@@ -31,7 +33,16 @@ export class UpkeepTracker {
   turn = 0;
   private requests = 0;
   private readonly pending: number[] = [];
-  readonly upkeep: Upkeep = { memoryWrites: 0, reminders: 0, heeded: 0, compactions: {}, phase2At: null, toolErrors: 0, textToolCalls: 0 };
+  readonly upkeep: Upkeep = {
+    memoryWrites: 0,
+    reminders: 0,
+    heeded: 0,
+    compactions: {},
+    compactCalls: 0,
+    phase2At: null,
+    toolErrors: 0,
+    textToolCalls: 0,
+  };
 
   readonly onEvent = (event: WorkmemEvent): void => {
     const u = this.upkeep;
@@ -58,6 +69,7 @@ export class UpkeepTracker {
         break;
       case 'tool_end':
         if (event.isError) u.toolErrors++;
+        else if (event.name === 'compact_history') u.compactCalls++;
         break;
       case 'turn_end':
         if (TOOL_CALL_AS_TEXT.test(event.text)) u.textToolCalls++;

@@ -103,6 +103,8 @@ export function sessionTools(parts: {
   held: HeldWrites;
   redact: Redact;
   emit(event: SessionEvent): void;
+  /** Share of the window under which compact_history compacts nothing (TurnSettings). */
+  compactHistoryFloor: number;
 }): SessionTools {
   const { compaction, items, options } = parts;
   // Their texts name the tools as sent (a result that says "call read with offset=…").
@@ -110,7 +112,7 @@ export function sessionTools(parts: {
   const sentName = (own: string): string => tools?.sentName(own) ?? own;
   const own = [
     ...memoryTools(parts.memory, { writeQuotaBytes: parts.writeQuotaBytes, held: parts.held, sentName }),
-    compactHistoryTool(compaction, { emit: parts.emit }),
+    compactHistoryTool(compaction, { emit: parts.emit, floor: parts.compactHistoryFloor }),
   ];
   if (items)
     own.push(

@@ -106,6 +106,7 @@ export function wireSession(
     held: new HeldWrites(record.heldFiles, resolved.turn.sessionWriteQuotaBytes),
     redact: record.redact,
     emit: dispatch,
+    compactHistoryFloor: resolved.turn.compactHistoryFloor,
   });
   const systemPromptFor = (instructions: string | undefined, toolNames: string[], toolPrefix: string): string =>
     systemPrompt({

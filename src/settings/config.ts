@@ -42,6 +42,8 @@ export interface SettingsOverrides {
   /** Up to how many turns phase 2's window holds its first turn (default 24; 1: it moves every turn). */
   recentTurnsStep?: number;
   keepRecentTurns?: number;
+  /** Share of the window under which compact_history compacts nothing (default 0.2; 0: always compacts). */
+  compactHistoryFloor?: number;
   /** How far the fallback compacts (default 'budget'; 'recent-turns': all but keepRecentTurns). */
   fallbackTarget?: FallbackTarget;
   /** Where a request carries the working memory (default 'before-history', the spec's order). */
@@ -85,6 +87,7 @@ const OverridesSchema = z
     recentTurns: int(0, MAX_RECENT_TURNS).optional(),
     recentTurnsStep: int(1, MAX_RECENT_TURNS).optional(),
     keepRecentTurns: int(0).optional(),
+    compactHistoryFloor: z.number().min(0).lt(1).optional(),
     fallbackTarget: z.enum(FALLBACK_TARGETS).optional(),
     memoryPosition: z.enum(MEMORY_POSITIONS).optional(),
     memoryRefresh: z.enum(MEMORY_REFRESHES).optional(),
@@ -241,6 +244,7 @@ export function resolveSettings(
       recentTurns: o.recentTurns ?? recentTurnsFromEnv(env),
       recentTurnsStep: o.recentTurnsStep ?? recentTurnsStepFromEnv(env),
       keepRecentTurns: o.keepRecentTurns,
+      compactHistoryFloor: o.compactHistoryFloor,
       fallbackTarget: o.fallbackTarget ?? fallbackTargetFromEnv(env),
       memoryPosition: o.memoryPosition ?? memoryPositionFromEnv(env),
       memoryRefresh: o.memoryRefresh ?? memoryRefreshFromEnv(env),

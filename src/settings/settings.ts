@@ -84,6 +84,13 @@ export interface TurnSettings {
   /** Whole turns the fallback compaction always keeps. */
   keepRecentTurns: number;
   /**
+   * Share of the window under which compact_history compacts nothing and says why (default
+   * 0.2, the compression guide's "below 20 %: no compaction needed"; 0: it always compacts, as
+   * the seed's did). Under it a compaction frees room no request needs, and the request after
+   * it is sent, and cached, again from where the history was cut.
+   */
+  compactHistoryFloor: number;
+  /**
    * How far the fallback compacts: 'budget' (default) archives the fewest oldest turns that
    * bring the request to 2/3 of the threshold; 'recent-turns' archives all but the last
    * keepRecentTurns (fewer kept if those alone are over that budget), so less is re-sent
@@ -146,6 +153,7 @@ export function defaultTurnSettings(contextWindow: number, reserveOutputTokens: 
     recentTurns: 1,
     recentTurnsStep: 10,
     keepRecentTurns: 3,
+    compactHistoryFloor: 0.2,
     fallbackTarget: 'budget',
     memoryPosition: 'before-history',
     memoryRefresh: 'when-cheap',

@@ -11,6 +11,9 @@ import { logOf, memoryFileOf, storesUnderTest } from '../storage/stores.js';
 
 const stores = storesUnderTest('compact_history');
 
+/** These conversations use a few % of the window: the floor off, so that compact_history compacts them. */
+const PHASE1 = { injectHistory: true, compactHistoryFloor: 0 };
+
 const compact = (args: Record<string, unknown>): ScriptedReply => ({ toolCalls: [{ name: 'compact_history', arguments: args }] });
 const SUMMARY =
   '## Goal\n- Plan a trip.\n\n## Decisions\n- Train, not plane.\n\n## Progress\n- Dates chosen.\n\n## Open items\n- Hotel.\n\n## Key facts\n- city: Lyon';
@@ -45,7 +48,7 @@ describe.each(stores)('compact_history ($name store)', (store) => {
       { text: 'Next.' },
     ];
     const llm = scriptedModel(replies);
-    const session = await newSession({ ...store.fresh(), llm, settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm, settings: PHASE1 });
     const events = collect(session);
     await chatTurns(session, 6);
     await session.prompt('Please compact.');
@@ -100,7 +103,7 @@ describe.each(stores)('compact_history ($name store)', (store) => {
       ]),
       SUMMARY,
     );
-    const session = await newSession({ ...store.fresh(), llm, settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm, settings: PHASE1 });
     const events = collect(session);
     await chatTurns(session, 5);
     await session.prompt('Summarise the old part.');
@@ -129,7 +132,7 @@ describe.each(stores)('compact_history ($name store)', (store) => {
         ]),
         summary,
       );
-      const session = await newSession({ ...store.fresh(), llm, settings: { injectHistory: true } });
+      const session = await newSession({ ...store.fresh(), llm, settings: PHASE1 });
       const events = collect(session);
       await chatTurns(session, 4);
       await session.prompt('Compact.');
@@ -142,7 +145,7 @@ describe.each(stores)('compact_history ($name store)', (store) => {
       compact({ target: 'all', strategy: 'summarize', keep_recent: 1 }),
       { text: 'done' },
     ]);
-    const session = await newSession({ ...store.fresh(), llm: plain, settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm: plain, settings: PHASE1 });
     const events = collect(session);
     await chatTurns(session, 3);
     await session.prompt('Compact.');
@@ -154,7 +157,7 @@ describe.each(stores)('compact_history ($name store)', (store) => {
     const replies = fetching(4);
     replies.push(compact({ target: 'tools', keep_recent: 1 }), { text: 'Compacted tools.' });
     const llm = scriptedModel(replies);
-    const session = await newSession({ ...store.fresh(), llm, tools: [fetch], settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm, tools: [fetch], settings: PHASE1 });
     const events = collect(session);
     for (let n = 1; n <= 4; n++) await session.prompt(`Fetch ${n}.`);
     await session.prompt('Compact the tool outputs.');
@@ -186,7 +189,7 @@ describe.each(stores)('compact_history ($name store)', (store) => {
     const replies = fetching(3);
     replies.push(compact({ target: 'tools', strategy: 'summarize', keep_recent: 1 }), { text: 'Compacted tools.' });
     const llm = withSummaries(scriptedModel(replies), SUMMARY);
-    const session = await newSession({ ...store.fresh(), llm, tools: [fetch], settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm, tools: [fetch], settings: PHASE1 });
     const events = collect(session);
     for (let n = 1; n <= 3; n++) await session.prompt(`Fetch ${n}.`);
     await session.prompt('Compact the tool outputs.');
@@ -212,7 +215,7 @@ describe.each(stores)('compact_history ($name store)', (store) => {
       compact({ target: 'conversation', archive_to: 'detail' }),
       { text: 'two' },
     ]);
-    const session = await newSession({ ...store.fresh(), llm, settings: { injectHistory: true } });
+    const session = await newSession({ ...store.fresh(), llm, settings: PHASE1 });
     const events = collect(session);
     await chatTurns(session, 4);
     await session.prompt('Archive to the summary file.');
@@ -243,7 +246,7 @@ describe.each(stores)('compact_history ($name store)', (store) => {
       compact({ target: 'tools' }),
       { text: 'fine' },
     ]);
-    const session = await newSession({ ...store.fresh(), llm });
+    const session = await newSession({ ...store.fresh(), llm, settings: { compactHistoryFloor: 0 } });
     const events = collect(session);
     await session.prompt('one');
     await session.prompt('try bad compactions');
@@ -347,7 +350,7 @@ describe.each(stores)('compaction policy ($name store)', (store) => {
     await session.close();
 
     const llmMode = script();
-    const other = await newSession({ ...store.fresh(), llm: llmMode, tools: [fetch], settings: { injectHistory: true } });
+    const other = await newSession({ ...store.fresh(), llm: llmMode, tools: [fetch], settings: PHASE1 });
     const otherEvents = collect(other);
     for (let t = 0; t < 14; t++) await other.prompt(`Fetch page ${t}.`);
     expect(ofType(otherEvents, 'compaction_end').every((e) => e.reason === 'fallback')).toBe(true);

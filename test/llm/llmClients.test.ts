@@ -246,7 +246,8 @@ describe.each(CLIENTS)('through $name', ({ make }) => {
       return { content: 'ok' };
     };
     const server = await serve(policy);
-    const session = await newSession({ llm: make(server.baseURL), settings: { injectHistory: true } });
+    // A few % of the window: the floor off, so that compact_history compacts.
+    const session = await newSession({ llm: make(server.baseURL), settings: { injectHistory: true, compactHistoryFloor: 0 } });
     const events = collect(session);
     for (let i = 1; i <= 5; i++) await session.prompt(`Question ${i}: ${'context '.repeat(100)}`);
     await session.prompt('Please compact the old part.');

@@ -284,7 +284,8 @@ async function lookAlikes(tally: Tally): Promise<void> {
   const fake = `# Notes\n${LOOK_ALIKES.join('\n')}\n`;
   const summary = `## Goal\n- g\n## Decisions\n- d\n## Progress\n${LOOK_ALIKES.join('\n')}\n## Open items\n- none\n## Key facts\n- none`;
   await withSession(
-    { settings: { injectHistory: true } },
+    // The floor off: these turns use a few % of the window, and the summary is what is checked.
+    { settings: { injectHistory: true, compactHistoryFloor: 0 } },
     async (h) => {
       const check = (path: string, text: string): void => {
         const left = unneutralised(text);

@@ -91,7 +91,8 @@ async function tracedTurn() {
   const session = await newSession({
     llm,
     tools: [lookup],
-    settings: { reminder: { maxRounds: 1, minRounds: 0 } },
+    // compactHistoryFloor 0: the one turn uses a few % of the window, and its compaction is what is traced.
+    settings: { reminder: { maxRounds: 1, minRounds: 0 }, compactHistoryFloor: 0 },
     telemetry: { tracerProvider: capture.tracerProvider, meterProvider: capture.meterProvider },
   });
   await session.prompt(`Remember the Tangerine plan (key ${SECRET}).`);

@@ -205,7 +205,8 @@ describe('look-alike tags', () => {
         }),
       },
     );
-    const session = await newSession({ llm, settings: { injectHistory: true } });
+    // The floor off: these turns use a few % of the window.
+    const session = await newSession({ llm, settings: { injectHistory: true, compactHistoryFloor: 0 } });
     const events = collect(session);
     for (const p of ['a', 'b', 'compact now', 'next']) await session.prompt(`${p}: ${'context '.repeat(100)}`);
     const last = textOf(llm.requests.at(-1)!);

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
+import { ConfigError } from '../../src/settings/config.js';
+import { SEED_LAYOUT } from '../../src/eval/arms.js';
+import { collect, newSession, ofType, splitTail } from '../helpers.js';
+import { logOf } from '../storage/stores.js';
+
+const compact: ScriptedReply = { toolCalls: [{ name: 'compact_history', arguments: { target: 'conversation', keep_recent: 2 } }] };
+const WINDOW = 8000;
+
+/** Questions of about 110 tokens each: 3 are under 20 % of the window, 20 are over it. */
+const question = (i: number): string => `Question ${i}: ${'context '.repeat(100)}`;
+
+describe('compact_history under compactHistoryFloor', () => {
+  it('below 20 % of the window (the default) it compacts nothing and says why; above it, it compacts', async () => {
+    const replies: ScriptedReply[] = [
+      ...Array.from({ length: 3 }, () => ({ text: 'ok' })),
+      compact,
+      { text: 'Not needed, then.' },
+      ...Array.from({ length: 17 }, () => ({ text: 'ok' })),
+      compact,
+      { text: 'Compacted.' },
+      { text: 'Next.' },
+    ];
+    const llm = scriptedModel(replies, { contextWindow: WINDOW });
+    const session = await newSession({ llm, settings: { injectHistory: true } });
+    const events = collect(session);
+    for (let i = 1; i <= 3; i++) await session.prompt(question(i));
+    await session.prompt('Please compact.');
+
+    const refused = ofType(events, 'tool_end')[0]!;
+    expect(refused.isError).toBe(false);
+    const share = /^Not compacted: the request uses (\d+) % of the window; below 20 % no compaction is needed\.$/.exec(refused.content);
+    expect(share).not.toBeNull();
+    expect(Number(share![1])).toBeLessThan(20);
+    expect(ofType(events, 'compaction_end')).toEqual([]);
+    // The request after it carries the whole history and no "just compacted" reminder.
+    const after = llm.requests[4]!;
+    expect(after.messages.some((m) => m.content?.startsWith('Question 1:'))).toBe(true);
+    expect(splitTail(after.messages.at(-1)!.content!).reminder ?? '').not.toContain('The history was just compacted');
+    expect((await logOf(session)).filter((e) => e.type === 'compaction')).toEqual([]);
+
+    for (let i = 4; i <= 20; i++) await session.prompt(question(i));
+    await session.prompt('Compact now.');
+    const done = ofType(events, 'tool_end')[1]!;
+    expect(done.content).toMatch(/^Compacted turns 1-\d+: \d+ messages archived verbatim/);
+    expect(ofType(events, 'compaction_end')).toEqual([expect.objectContaining({ reason: 'llm' })]);
+    await session.close();
+  });
+
+  it("0 (the seed layout's) compacts whatever the share; a floor of 1 or more is refused with a clear error", async () => {
+    expect(SEED_LAYOUT.compactHistoryFloor).toBe(0);
+    const llm = scriptedModel([...Array.from({ length: 4 }, () => ({ text: 'ok' })), compact, { text: 'done' }], { contextWindow: WINDOW });
+    const session = await newSession({ llm, settings: { injectHistory: true, compactHistoryFloor: 0 } });
+    const events = collect(session);
+    for (let i = 1; i <= 4; i++) await session.prompt(question(i));
+    await session.prompt('Please compact.');
+    expect(ofType(events, 'tool_end')[0]!.content).toMatch(/^Compacted turns 1-2:/);
+    await session.close();
+
+    const bad = newSession({ llm: scriptedModel([]), settings: { compactHistoryFloor: 1 } });
+    await expect(bad).rejects.toThrow(ConfigError);
+    await expect(newSession({ llm: scriptedModel([]), settings: { compactHistoryFloor: 1 } })).rejects.toThrow(
+      /setting compactHistoryFloor=1 is invalid/,
+    );
+  });
+});
