@@ -13,6 +13,7 @@ import { redactor } from '../secrets/redact.js';
 import { Watchdog } from '../llm/streamWatchdog.js';
 import { firstByteAllowance, msPerPromptTokenForProvider, type FirstByteOptions } from '../llm/firstByteAllowance.js';
 import { outputLimitChars, outputOverrun } from '../llm/outputLimit.js';
+import { cachingOf } from '../llm/providerCaching.js';
 import type { ProviderCaching, RetryPolicy } from '../settings/settings.js';
 import { ConfigError } from '../settings/config.js';
 import { promptOf, toolsOf, type MadePrompt } from './aiSdkPrompt.js';
@@ -78,7 +79,7 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
   };
   const secrets = [...(options.secrets ?? [])];
   const hide = redactor(secrets);
-  const caching = options.caching ?? (/anthropic|bedrock/i.test(model.provider) ? 'explicit' : 'automatic');
+  const caching = options.caching ?? cachingOf(model.provider);
   const retry: Partial<RetryPolicy> = options.maxRetries === undefined ? {} : { maxRetries: options.maxRetries };
 
   const made: MadePrompt = new ConversionsByPlace();

@@ -17,6 +17,7 @@ import type {
 import type { ModelMessage, ToolSet } from 'ai';
 import { LLMError } from '../llm/llm.js';
 import { modelLimits } from '../llm/models.js';
+import { cachingOf } from '../llm/providerCaching.js';
 import type { WatchdogState } from '../llm/streamWatchdog.js';
 import { redactor } from '../secrets/redact.js';
 import type { LLMResponse } from '../llm/llm.js';
@@ -42,7 +43,7 @@ export interface WorkmemOptions extends Omit<HostLoopOptions, 'model' | 'context
   contextWindow?: number;
   /** A model for compaction summaries (often a cheaper one); default the wrapped model. */
   compactionModel?: LanguageModelV3;
-  /** As aiSdkModel's: explicit cache breakpoints for Anthropic and Bedrock, none otherwise. */
+  /** As aiSdkModel's, for `model`: explicit cache breakpoints for Anthropic and Bedrock, none otherwise; the session's refreshes weigh by it. */
   caching?: ProviderCaching;
 }
 
@@ -70,17 +71,21 @@ export interface Workmem {
 
 /** Open (or create) the session named by `sessionId` and return the middleware and tools that drive it. */
 export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
-  const { model, contextWindow, compactionModel, caching, ...rest } = options;
+  const { model, contextWindow, compactionModel, caching: given, ...rest } = options;
   const window = contextWindow ?? modelLimits(model.modelId).contextWindow;
-  const summarizer = aiSdkModel(compactionModel ?? model, { contextWindow: window, ...(caching ? { caching } : {}) });
+  // A compaction model of another provider caches as its own provider does; the session's requests go to `model`.
+  const summarizer = aiSdkModel(compactionModel ?? model, { contextWindow: window, ...(given ? { caching: given } : {}) });
+  const caching = given ?? cachingOf(model.provider);
   const loop = await HostLoop.open({
     ...rest,
     model: model.modelId,
     provider: model.provider,
     contextWindow: window,
     summarize: summarizer.summarize!,
+    // The session weighs its memory refreshes by how the provider caches, as a Session of aiSdkModel does.
+    caching,
   });
-  const explicit = summarizer.caching === 'explicit';
+  const explicit = caching === 'explicit';
   const hide = redactor([]);
   const ownCalls = new AnswerToolCalls(loop);
   const { tool, jsonSchema } = await import('ai');

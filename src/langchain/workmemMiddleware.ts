@@ -16,10 +16,12 @@ import { archivedHostRanges } from '../history/archivedHostMessages.js';
 import type { ToolCall } from '../history/messages.js';
 import type { LLM, LLMRequest } from '../llm/llm.js';
 import { modelLimits } from '../llm/models.js';
+import { cachingOf } from '../llm/providerCaching.js';
 import { redactor } from '../secrets/redact.js';
 import { AnswerToolCalls } from '../session/answerToolCalls.js';
 import { HostLoop, type HostLoopOptions, type PreparedCall } from '../session/hostLoop.js';
 import type { Session } from '../session/session.js';
+import type { ProviderCaching } from '../settings/settings.js';
 import { classifyLangChain } from './langchainErrors.js';
 import { conversationOf, requestMessagesOf, responseOf, toolSpecsOf, type RequestMessages } from './langchainMessages.js';
 import { ConversionsByPlace } from '../llm/conversionsByPlace.js';
@@ -32,6 +34,13 @@ export interface WorkmemOptions extends Omit<HostLoopOptions, 'model' | 'context
   contextWindow?: number;
   /** A model for compaction summaries (often a cheaper one); default `model`. */
   compactionModel?: BaseChatModel;
+  /**
+   * How `model`'s provider caches prompts, for the session's memory refreshes: 'explicit'
+   * (Anthropic-style: only up to marked breakpoints, writes billed at 1.25 ×) or 'automatic'
+   * (OpenAI-style prefix caching). Default: explicit for Anthropic and Bedrock models (their
+   * `ls_provider`), else automatic. The middleware marks no breakpoints itself.
+   */
+  caching?: ProviderCaching;
 }
 
 /** workmem in a LangChain agent: the middleware, workmem's tools, and the session they drive. */
@@ -52,12 +61,20 @@ export interface Workmem {
 
 /** Open (or create) the session named by `sessionId` and return the middleware and tools that drive it. */
 export async function createWorkmem(options: WorkmemOptions): Promise<Workmem> {
-  const { model, contextWindow, compactionModel, ...rest } = options;
+  const { model, contextWindow, compactionModel, caching, ...rest } = options;
   const name = modelName(model);
   const window = contextWindow ?? modelLimits(name).contextWindow;
   const summarizer = compactionModel ?? model;
   const summarize: LLM['summarize'] = async (request, { signal }) => responseOf(await invoke(summarizer, request, signal));
-  const loop = await HostLoop.open({ ...rest, model: name, provider: providerOf(model), contextWindow: window, summarize });
+  const provider = providerOf(model);
+  const loop = await HostLoop.open({
+    ...rest,
+    model: name,
+    provider,
+    contextWindow: window,
+    summarize,
+    caching: caching ?? cachingOf(provider),
+  });
   const hide = redactor([]);
   const ownCalls = new AnswerToolCalls(loop);
   const requests: RequestMessages = new ConversionsByPlace();
@@ -163,7 +180,7 @@ function modelName(model: BaseChatModel): string {
   return model.getName();
 }
 
-/** Who serves the model, as LangChain's tracing names it (`ls_provider`: `openai`, `anthropic`, …). */
+/** Who serves the model, as LangChain's tracing names it (`ls_provider`: `openai`, `anthropic`, …): for telemetry, and its caching. */
 function providerOf(model: BaseChatModel): string | undefined {
   try {
     const provider = (model as unknown as { getLsParams?(options: object): { ls_provider?: unknown } }).getLsParams?.({})?.ls_provider;

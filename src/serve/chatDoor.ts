@@ -8,7 +8,8 @@ export function chatDoor(upstream: Upstream | null): ClientWire<ClientRequest> {
   return {
     path: '/v1/chat/completions',
     name: 'the Chat Completions API',
-    provider: 'openai',
+    // upstream.ts sends no cache_control breakpoints: the provider's own prefix caching.
+    loop: { provider: 'openai', caching: 'automatic' },
     read: (body) => readClientRequest(body),
     upstream,
     credential: (headers) => headers.authorization,

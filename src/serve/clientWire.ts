@@ -4,6 +4,7 @@
  * session, tool and branch logic is the exchange's (exchange.ts), the same for every wire.
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { HostLoopOptions } from '../session/hostLoop.js';
 import type { Answer, ExchangeRequest, ExchangeSink } from './exchange.js';
 import type { ModelUpstream } from './modelUpstream.js';
 import type { Failure } from './modelUpstream.js';
@@ -54,8 +55,12 @@ export interface WireShape {
 }
 
 export interface ClientWire<R extends DoorRequest> extends WireShape {
-  /** Who speaks the protocol (`openai`, `anthropic`): OpenTelemetry's gen_ai.provider.name. */
-  readonly provider: string;
+  /**
+   * What its sessions are opened with: who speaks the protocol (`openai`, `anthropic`:
+   * OpenTelemetry's gen_ai.provider.name), and how its upstream caches what they send
+   * ('explicit' where the upstream requests carry cache breakpoints, else 'automatic').
+   */
+  readonly loop: Required<Pick<HostLoopOptions, 'provider' | 'caching'>>;
   /** The request, checked (a BadRequestError names what is wrong). */
   read(body: unknown, headers: IncomingHttpHeaders): R;
   /** Its model; null when the proxy was given none for this protocol. */

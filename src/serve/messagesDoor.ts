@@ -9,7 +9,8 @@ export function messagesDoor(upstream: MessagesUpstream | null): ClientWire<Mess
   return {
     path: '/v1/messages',
     name: 'the Messages API',
-    provider: 'anthropic',
+    // messagesUpstream.ts marks cache_control breakpoints: Anthropic caches only up to them.
+    loop: { provider: 'anthropic', caching: 'explicit' },
     read: (body, headers) => readMessagesRequest(body, headers),
     upstream,
     // Anthropic's clients send their key as x-api-key; with an auth token (ANTHROPIC_AUTH_TOKEN), as a Bearer.

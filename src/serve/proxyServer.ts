@@ -133,11 +133,11 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   const inClientContext = await clientContextFor(options.telemetry);
   let port = 0;
 
-  const loopOptions = (request: DoorRequest, auth: string | undefined, provider: string): HostLoopOptions => {
+  const loopOptions = (request: DoorRequest, auth: string | undefined, door: ClientWire<DoorRequest>['loop']): HostLoopOptions => {
     const contextWindow = options.contextWindow ?? modelLimits(request.model).contextWindow;
     return {
       model: request.model,
-      provider, // the wire it speaks
+      ...door, // the wire's: who speaks it, how its upstream caches
       contextWindow,
       // The client's limit (within half the window), else what openaiChat reserves by default.
       maxOutputTokens: Math.min(request.maxTokens?.value ?? 4096, Math.floor(contextWindow / (request.maxTokens ? 2 : 4))),
@@ -219,7 +219,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     if (placement?.kind === 'pass') await exchange(null);
     else {
       const name = named?.name ?? (placement as Extract<Placement, { kind: 'session' }>).id;
-      await gate.use(name, loopOptions(request, auth, wire.provider), exchange, { removeRefused: (id) => removeRefused(id) });
+      await gate.use(name, loopOptions(request, auth, wire.loop), exchange, { removeRefused: (id) => removeRefused(id) });
     }
     // Answered once the session is closed (its lease given back): the client's next request may go to any proxy.
     if (reply) (reply as () => void)();

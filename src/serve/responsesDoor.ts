@@ -10,7 +10,8 @@ export function responsesDoor(upstream: ResponsesUpstream | null): ClientWire<Re
   return {
     path: '/v1/responses',
     name: 'the Responses API',
-    provider: 'openai',
+    // responsesUpstream.ts sends no cache breakpoints: the provider's own prefix caching.
+    loop: { provider: 'openai', caching: 'automatic' },
     read: (body) => readResponsesRequest(body),
     upstream,
     credential: (headers) => headers.authorization,

@@ -20,7 +20,7 @@ function isRefusal(error: unknown): boolean {
 
 interface Kept {
   loop: HostLoop;
-  /** What the loop was opened with that a request may change (model, window, secrets): another reopens it. */
+  /** What the loop was opened with that a request may change (model, window, caching, secrets): another reopens it. */
   signature: string;
   timer: NodeJS.Timeout | null;
 }
@@ -50,7 +50,9 @@ export class SessionGate {
     const run = before
       .catch(() => {})
       .then(async () => {
-        const signature = JSON.stringify([options.model, options.contextWindow, options.maxOutputTokens, options.secrets ?? []]);
+        // The caching too: one conversation may come through the Messages door, then through another.
+        const { model, contextWindow, maxOutputTokens, caching, secrets = [] } = options;
+        const signature = JSON.stringify([model, contextWindow, maxOutputTokens, caching, secrets]);
         const kept = await this.reuse(id, signature);
         const loop = kept ?? (await this.opened({ ...options, sessionId: name }));
         // Created for this very request: nothing before it is in the session.

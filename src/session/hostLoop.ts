@@ -18,6 +18,7 @@ import { LLMError } from '../llm/llm.js';
 import { keptPositions } from '../history/keptPositions.js';
 import { SESSION_ID } from '../storage/sessionPaths.js';
 import { SessionNotFoundError } from '../storage/storeErrors.js';
+import type { ProviderCaching } from '../settings/settings.js';
 import type { Tool, ToolSpec } from '../tools/tool.js';
 import type { SessionOptions } from './options.js';
 import { createSession, openSession } from './registry.js';
@@ -36,6 +37,11 @@ export interface HostLoopOptions extends Omit<SessionOptions, 'llm' | 'tools' | 
   summarize?: LLM['summarize'];
   /** Who serves the host's model (`openai`, `anthropic`, …), for OpenTelemetry's `gen_ai.provider.name`. */
   provider?: string;
+  /**
+   * How the host's provider caches prompts, as an LLM's `caching` says (default 'automatic'):
+   * the session's refreshes weigh what they give up of the cache by it.
+   */
+  caching?: ProviderCaching;
 }
 
 /** A message of a host's loop: `pinned: true` on a user message pins it (every request carries it, no compaction replaces it). */
@@ -74,8 +80,9 @@ export class HostLoop {
 
   /** Open the named session (or create it), driven by a host's loop. */
   static async open(options: HostLoopOptions): Promise<HostLoop> {
-    const { sessionId, model, contextWindow, maxOutputTokens, summarize, provider, ...rest } = options;
-    const bridge = new Bridge(model, contextWindow, maxOutputTokens ?? rest.settings?.reserveOutputTokens ?? 4096, summarize, provider);
+    const { sessionId, model, contextWindow, maxOutputTokens, summarize, provider, caching, ...rest } = options;
+    const reserve = maxOutputTokens ?? rest.settings?.reserveOutputTokens ?? 4096;
+    const bridge = new Bridge(model, contextWindow, reserve, summarize, provider, caching);
     // The host's loop retries a failed call itself; the session compacts on an overflow.
     const settings = { ...rest.settings, retry: { maxRetries: 0, ...rest.settings?.retry } };
     const common = { ...rest, llm: bridge, settings };
@@ -223,6 +230,7 @@ class Bridge implements LLM {
   deliver: (request: LLMRequest, options: LLMCallOptions) => Promise<LLMResponse> = () =>
     Promise.reject(new Error('no host loop attached'));
   readonly summarize?: LLM['summarize'];
+  readonly caching?: ProviderCaching;
 
   constructor(
     readonly model: string,
@@ -230,8 +238,11 @@ class Bridge implements LLM {
     readonly maxOutputTokens: number,
     summarize: LLM['summarize'] | undefined,
     readonly provider: string | undefined,
+    caching: ProviderCaching | undefined,
   ) {
     if (summarize) this.summarize = summarize;
+    // Unset, the settings' default ('automatic') holds.
+    if (caching) this.caching = caching;
   }
 
   complete(request: LLMRequest, options: LLMCallOptions): Promise<LLMResponse> {

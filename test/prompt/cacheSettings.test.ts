@@ -13,7 +13,10 @@ import { loadConfig, settingsOf } from '../../src/cli/config.js';
 import { openaiChat } from '../../src/llm/openaiChat.js';
 import { scriptedModel } from '../../src/llm/scriptedModel.js';
 import type { ChatMessage } from '../../src/history/messages.js';
-import { collect, newSession, ofType, testServers } from '../helpers.js';
+import { HostLoop } from '../../src/session/hostLoop.js';
+import type { ProviderCaching } from '../../src/settings/settings.js';
+import { collect, newSession, ofType, tempHome, testServers } from '../helpers.js';
+import { hostTurns } from '../session/hostTurns.js';
 
 const serve = testServers();
 const model = { contextWindow: 8000, maxOutputTokens: 1000 };
@@ -147,11 +150,30 @@ describe('recentTurnsStep in a phase 2 session', () => {
       return { text: `An answer. ${'With some detail. '.repeat(10)}` };
     });
 
-  /** The questions each request carried, over `turns` turns of a phase 2 session (window of 2 turns held up to 4) with `llm`. */
-  async function carried(llm: ReturnType<typeof scriptedModel>, turns: number, memoryRefresh: 'every-write' | 'when-cheap') {
-    const session = await newSession({ llm, settings: { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4, memoryRefresh } });
-    for (let t = 1; t <= turns; t++) await session.prompt(`question ${t}`);
-    await session.close();
+  /**
+   * The questions each request carried, over `turns` turns of a phase 2 session (window of 2
+   * turns held up to 4) with `llm`: a Session's, or with `door` a host's loop (HostLoop, as
+   * the doors drive it) opened with the caching a door gives it.
+   */
+  async function carried(
+    llm: ReturnType<typeof scriptedModel>,
+    turns: number,
+    memoryRefresh: 'every-write' | 'when-cheap',
+    door?: { caching: ProviderCaching },
+  ) {
+    const settings = { historyMode: 'phase2', recentTurns: 2, recentTurnsStep: 4, memoryRefresh } as const;
+    const questions = Array.from({ length: turns }, (_, t) => `question ${t + 1}`);
+    if (door) {
+      const where = { home: tempHome(), cwd: '/work/project', env: {} };
+      const loop = await HostLoop.open({ model: llm.model, contextWindow: llm.contextWindow, settings, ...door, ...where });
+      expect(loop.session.settings.caching).toBe(door.caching);
+      await hostTurns(loop, llm, questions);
+      await loop.close();
+    } else {
+      const session = await newSession({ llm, settings });
+      for (const question of questions) await session.prompt(question);
+      await session.close();
+    }
     return llm.requests.map((r) => asked(r.messages));
   }
 
@@ -212,6 +234,26 @@ describe('recentTurnsStep in a phase 2 session', () => {
     expect(system(6)).toBe(system(3));
     expect(system(7)).toContain('Parser questions; 4 asked.');
     expect(String(llm.requests[7]!.messages.at(-1)!.content)).not.toContain('<working_memory_update');
+  });
+
+  it("through a door opened with caching 'explicit', a window restart keeps the held memory while its change is under a tenth of the cached prefix a refresh gives up", async () => {
+    const [automatic, explicit] = [writesAtTurn4(), writesAtTurn4()];
+    const windows = await carried(automatic, 7, 'when-cheap', { caching: 'automatic' });
+    // The same windows either way (request 7 starts again at turn 5): only the memory's place differs.
+    expect(await carried(explicit, 7, 'when-cheap', { caching: 'explicit' })).toEqual(windows);
+    expect(windows.slice(6)).toEqual([
+      [1, 2, 3, 4, 5, 6],
+      [5, 6, 7],
+    ]);
+    const system = (llm: typeof automatic, r: number) => llm.requests[r]!.messages[0]!.content;
+    const tail = (llm: typeof automatic, r: number) => String(llm.requests[r]!.messages.at(-1)!.content);
+    // Automatic: the window's restart brings the memory up to date, as in a Session.
+    expect(system(automatic, 7)).toContain('Parser questions; 4 asked.');
+    expect(tail(automatic, 7)).not.toContain('<working_memory_update');
+    // Explicit: the system prompt and memory (over 1024 tokens) stay cached; the tail carries the change on.
+    expect(system(explicit, 7)).toBe(system(explicit, 3));
+    expect(tail(explicit, 7)).toContain('<working_memory_update file="working-memory/overview.md">');
+    expect(tail(explicit, 7)).toContain('Parser questions; 4 asked.');
   });
 });
 

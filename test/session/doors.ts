@@ -19,6 +19,7 @@ import { createWorkmem as langchainWorkmem } from '../../src/langchain/workmemMi
 import { openaiChat } from '../../src/llm/openaiChat.js';
 import { createSession, openSession, type Session } from '../../src/session/index.js';
 import type { SettingsOverrides } from '../../src/settings/config.js';
+import type { ProviderCaching } from '../../src/settings/settings.js';
 import type { SessionStore } from '../../src/storage/sessionStore.js';
 import { protocolFollower, startTestServer } from '../../src/testing/index.js';
 import { followerModel } from './followerModel.js';
@@ -53,6 +54,8 @@ export interface Driven {
   held: unknown[];
   /** For the mock: what it was sent, as Chat Completions bodies (JSON text). */
   requests?: string[];
+  /** How the session took its provider to cache (its settings'): when the memory is refreshed depends on it. */
+  caching: ProviderCaching;
 }
 
 export interface DoorRun extends Driven {
@@ -118,7 +121,15 @@ async function finish(
   held: unknown[],
   close: () => Promise<void>,
 ): Promise<Driven> {
-  const done = { answers, memory: session.memory(), events, sessionId: session.id, dir: session.dir, held };
+  const done = {
+    answers,
+    memory: session.memory(),
+    events,
+    sessionId: session.id,
+    dir: session.dir,
+    held,
+    caching: session.settings.caching,
+  };
   await close();
   return done;
 }

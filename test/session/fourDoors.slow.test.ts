@@ -6,7 +6,8 @@
  * differences are undone. A difference is listed with why it exists (the same list is in
  * docs/ai-sdk.md and docs/langchain.md), and each listed one must occur, so the list cannot
  * go stale. The answers, the memory and its writes, the compactions, and each turn's requests
- * and usage as the server reported it agree. All of it under the seed's layout and under the
+ * and usage as the server reported it agree; so does the caching each session takes its
+ * provider to have (all 'automatic' here), on which its memory refreshes depend. All of it under the seed's layout and under the
  * default (phase 2's window held, the notebook's changes in the tail).
  */
 import { join } from 'node:path';
@@ -142,6 +143,8 @@ describe.each(LAYOUTS)('the same conversation through every door, $layout', ({ s
 
   it('a Session: memory written, compactions, a fallback at 75 %, phase 2, the late facts answered', () => {
     const { events, answers } = session;
+    // openaiChat without cacheControl: each door's session must cache alike for its requests to be the same.
+    expect(session.caching).toBe('automatic');
     expectTraced(session, 'Session', []);
     expect(answers).toHaveLength(40);
     expect(ofType(events, 'memory_updated').length).toBeGreaterThan(10);
@@ -161,6 +164,8 @@ describe.each(LAYOUTS)('the same conversation through every door, $layout', ({ s
     async ({ door, differences: listed }) => {
       const differences = reasons.includes('llm') ? listed : listed.filter((d) => d !== 'historyFigures');
       const run = await runDoor(door, tempHome(), settings);
+      // The same provider caching as the Session's (HostLoop.caching), else its memory refreshes would differ by design.
+      expect(run.caching, door).toBe(session.caching);
       expect(run.requests.length, door).toBe(session.requests.length);
       const seen = new Set<string>();
       run.requests.forEach((text, i) => {
