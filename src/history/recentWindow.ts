@@ -10,7 +10,9 @@
  * - at the latest when it would carry more than recentTurns + recentTurnsStep - 1 earlier
  *   turns, or its turns more tokens than its budget (the request must not show the model a
  *   fuller window than phase 2 is meant to). Nearing that limit with turns after the model's
- *   last write, its requests remind the model that those turns are about to leave (`remind`).
+ *   last write, its requests remind the model that those turns are about to leave (`remind`);
+ *   past it, for as many requests again (LEAVING_GRACE), it keeps the latest of those turns
+ *   that fit, sliding a turn a request and reminding each time, unless the model writes.
  *
  * The window is kept in the session's meta with a key of the base it was held under, so a
  * session resumed by another process (`workmem run -c`, another instance) carries on with
@@ -74,15 +76,28 @@ export function nextWindow(
   if (held > most || tooLarge(history, previous.from, budget)) {
     if (recorded) return fresh;
     const unrecorded = Math.max(previous.from, (sight.lastWrite ?? previous.from - 1) + 1);
+    // A model that writes gets a few more requests (the grace) before they go: the latest of
+    // them that fit stay, the window sliding a turn a request, each reminding it of those about
+    // to leave, rather than all going at once when the oldest no longer fit.
+    if (sight.lastWrite !== null && turn - sight.lastWrite - 1 <= most + graceOf(settings)) {
+      let from = Math.max(unrecorded, turn - most);
+      while (from < fresh.from && tooLarge(history, from, budget)) from++;
+      if (from < fresh.from) return { from, remind: { from, to: fresh.from - 1 } };
+    }
     return unrecorded < fresh.from && !tooLarge(history, unrecorded, budget) && turn - unrecorded <= most ? { from: unrecorded } : fresh;
   }
   if (recorded) return holdingCostsMore(history, previous.from, turn, settings.recentTurns) ? fresh : stay(previous);
   // Nearing its limit with unrecorded turns in it: it holds, and the request reminds the model they are about to leave.
   // (Near in tokens: one more turn as large as its largest would pass the budget.)
-  const grace = Math.min(LEAVING_GRACE, Math.floor((settings.recentTurnsStep - 1) / 2));
+  const grace = graceOf(settings);
   const near = held > most - grace || tooLarge(history, previous.from, budget - largestTurn(history, previous.from, turn));
   if (!near) return stay(previous);
   return { from: previous.from, ...(previous.base ? { base: previous.base } : {}), remind: { from: previous.from, to: fresh.from - 1 } };
+}
+
+/** Requests before its limit a window with unrecorded turns starts reminding, and after it keeps reminding (at most half its step). */
+function graceOf(settings: Pick<TurnSettings, 'recentTurnsStep'>): number {
+  return Math.min(LEAVING_GRACE, Math.floor((settings.recentTurnsStep - 1) / 2));
 }
 
 /** The same window, without a reminder it carried. */

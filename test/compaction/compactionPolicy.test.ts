@@ -152,6 +152,32 @@ describe('compaction policy', () => {
     expect(carriedRange(input(gap, { mode: 'phase2', turn: 5, window: { from: 2 }, settings }))[0]).toBe(4);
   });
 
+  it('past its limit with turns after the last memory write, it keeps the latest that fit and reminds, a turn a request, for LEAVING_GRACE requests', () => {
+    const settings = { recentTurns: 1, recentTurnsStep: 10 }; // at most 10 earlier turns
+    const view = history(20, 100); // 400 tokens a turn
+    const sight = (lastWrite: number | null, budget = 1_000_000) => ({ history: view, lastWrite, budget });
+    // Turns 3-13 unrecorded (the last write in turn 2): at turn 14 the window is past its limit. It
+    // keeps turns 4-13 rather than starting again at 13 (which dropped all of them), and reminds of 4-12.
+    const held = { from: 3 };
+    const at14 = nextWindow(held, 14, false, settings, sight(2))!;
+    expect(at14).toEqual({ from: 4, remind: { from: 4, to: 12 } });
+    // Still no write: it slides a turn a request and reminds again, LEAVING_GRACE (3) requests in all.
+    const at15 = nextWindow(at14, 15, false, settings, sight(2))!;
+    expect(at15).toEqual({ from: 5, remind: { from: 5, to: 13 } });
+    const at16 = nextWindow(at15, 16, false, settings, sight(2))!;
+    expect(at16).toEqual({ from: 6, remind: { from: 6, to: 14 } });
+    // Then it starts again: a model that does not write is not waited for.
+    expect(nextWindow(at16, 17, false, settings, sight(2))).toEqual({ from: 16 });
+    // The model wrote in turn 15: at 16 it starts again at the last recentTurns turns.
+    expect(nextWindow(at15, 16, false, settings, sight(15))).toEqual({ from: 15 });
+    // Only as many as the budget holds, counted to the end of the history (turns 12-20: 3,600 tokens).
+    expect(nextWindow(held, 14, false, settings, sight(2, 3600))).toEqual({ from: 12, remind: { from: 12, to: 12 } });
+    // None fits: it starts again.
+    expect(nextWindow(held, 14, false, settings, sight(2, 1000))).toEqual({ from: 13 });
+    // A model that never wrote (or whose write left the view) is not waited for either.
+    expect(nextWindow(held, 14, false, settings, sight(null))).toEqual({ from: 13 });
+  });
+
   it('fires the fallback when the request shows the threshold, not one percent below, and once per request', () => {
     expect(thresholdPercent({ fallbackThreshold: 0.75 })).toBe(75);
     expect(thresholdPercent({ fallbackThreshold: 0.7 })).toBe(70); // not 70.00000000000001
