@@ -136,7 +136,8 @@ const count = (n: number): string => n.toLocaleString('en-US');
 function belowFloor(deps: CompactionDeps, floor: number): string | null {
   const last = deps.lastRequest?.();
   const window = deps.contextWindow;
-  if (!(floor > 0) || !last || !window || last.total >= window * floor) return null;
+  // On the share <context_meta> shows, rounded, as the compression guide's tiers are read.
+  if (!(floor > 0) || !last || !window || percentOf(last.total, window) >= Math.round(floor * 100)) return null;
   // Short: it stays in the history that every later request carries.
   return `Not compacted: the request uses ${percentOf(last.total, window)} % of the window; below ${Math.round(floor * 100)} % no compaction is needed.`;
 }

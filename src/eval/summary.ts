@@ -106,7 +106,7 @@ export function findings(s: ArmSummary, runs: readonly ArmResult[]): string[] {
     if (s.turns && (calls * 10) / s.turns > 1)
       out.push(
         calls > llm
-          ? `the model asked to compact often: ${calls} times in ${s.turns} turns, ${llm} of them compacted (the others under compactHistoryFloor)`
+          ? `the model asked to compact often: ${calls} times in ${s.turns} turns, ${llm} of them compacted`
           : `the model compacted often: ${llm} times in ${s.turns} turns`,
       );
   }

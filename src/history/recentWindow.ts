@@ -11,8 +11,8 @@
  *   turns, or its turns more tokens than its budget (the request must not show the model a
  *   fuller window than phase 2 is meant to). Nearing that limit with turns after the model's
  *   last write, its requests remind the model that those turns are about to leave (`remind`);
- *   past it, for as many requests again (LEAVING_GRACE), it keeps the latest of those turns
- *   that fit, sliding a turn a request and reminding each time, unless the model writes.
+ *   past it, when they no longer all fit, it keeps the latest of them that fit, sliding a
+ *   turn a request and reminding each time, while at most LEAVING_GRACE of them have gone.
  *
  * The window is kept in the session's meta with a key of the base it was held under, so a
  * session resumed by another process (`workmem run -c`, another instance) carries on with
@@ -76,15 +76,16 @@ export function nextWindow(
   if (held > most || tooLarge(history, previous.from, budget)) {
     if (recorded) return fresh;
     const unrecorded = Math.max(previous.from, (sight.lastWrite ?? previous.from - 1) + 1);
-    // A model that writes gets a few more requests (the grace) before they go: the latest of
-    // them that fit stay, the window sliding a turn a request, each reminding it of those about
-    // to leave, rather than all going at once when the oldest no longer fit.
-    if (sight.lastWrite !== null && turn - sight.lastWrite - 1 <= most + graceOf(settings)) {
+    if (unrecorded < fresh.from && !tooLarge(history, unrecorded, budget) && turn - unrecorded <= most) return { from: unrecorded };
+    // They no longer all fit. A model that writes gets a grace: the latest of them that fit
+    // stay, the window sliding a turn a request and reminding it of those about to leave,
+    // while at most `grace` of them have gone (no state kept: counted from its last write).
+    if (sight.lastWrite !== null) {
       let from = Math.max(unrecorded, turn - most);
       while (from < fresh.from && tooLarge(history, from, budget)) from++;
-      if (from < fresh.from) return { from, remind: { from, to: fresh.from - 1 } };
+      if (from < fresh.from && from - (sight.lastWrite + 1) <= graceOf(settings)) return { from, remind: { from, to: fresh.from - 1 } };
     }
-    return unrecorded < fresh.from && !tooLarge(history, unrecorded, budget) && turn - unrecorded <= most ? { from: unrecorded } : fresh;
+    return fresh;
   }
   if (recorded) return holdingCostsMore(history, previous.from, turn, settings.recentTurns) ? fresh : stay(previous);
   // Nearing its limit with unrecorded turns in it: it holds, and the request reminds the model they are about to leave.

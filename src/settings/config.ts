@@ -270,6 +270,14 @@ export function resolveSettings(
     );
     turn.reminder = { ...turn.reminder, minRounds: turn.reminder.maxRounds };
   }
+  if (turn.compactHistoryFloor >= turn.fallbackThreshold) {
+    if (o.compactHistoryFloor !== undefined)
+      throw new ConfigError(
+        `compactHistoryFloor (${o.compactHistoryFloor}) must be below fallbackThreshold (${turn.fallbackThreshold}): the fallback keeps every request under it, so compact_history would never compact`,
+      );
+    // Only the threshold was given: the default floor yields to it rather than refusing every call.
+    turn.compactHistoryFloor = 0;
+  }
   const background = o.backgroundThreshold ?? backgroundThresholdFromEnv(env);
   if (background === false) turn.backgroundThreshold = null;
   else if (background === undefined) turn.backgroundThreshold = backgroundThresholdFor(turn.fallbackThreshold);

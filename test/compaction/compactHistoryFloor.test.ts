@@ -63,5 +63,12 @@ describe('compact_history under compactHistoryFloor', () => {
     await expect(newSession({ llm: scriptedModel([]), settings: { compactHistoryFloor: 1 } })).rejects.toThrow(
       /setting compactHistoryFloor=1 is invalid/,
     );
+    // At or above the fallback's threshold it would refuse every call: said when given, lowered to 0 when only the threshold was.
+    await expect(newSession({ llm: scriptedModel([]), settings: { compactHistoryFloor: 0.3, fallbackThreshold: 0.3 } })).rejects.toThrow(
+      /compactHistoryFloor \(0\.3\) must be below fallbackThreshold \(0\.3\)/,
+    );
+    const early = await newSession({ llm: scriptedModel([]), settings: { fallbackThreshold: 0.15 } });
+    expect(early.settings.compactHistoryFloor).toBe(0);
+    await early.close();
   });
 });

@@ -152,7 +152,7 @@ describe('compaction policy', () => {
     expect(carriedRange(input(gap, { mode: 'phase2', turn: 5, window: { from: 2 }, settings }))[0]).toBe(4);
   });
 
-  it('past its limit with turns after the last memory write, it keeps the latest that fit and reminds, a turn a request, for LEAVING_GRACE requests', () => {
+  it('past its limit with turns after the last memory write that no longer all fit, it keeps the latest and reminds, a turn a request, while at most LEAVING_GRACE have gone', () => {
     const settings = { recentTurns: 1, recentTurnsStep: 10 }; // at most 10 earlier turns
     const view = history(20, 100); // 400 tokens a turn
     const sight = (lastWrite: number | null, budget = 1_000_000) => ({ history: view, lastWrite, budget });
@@ -170,10 +170,13 @@ describe('compaction policy', () => {
     expect(nextWindow(at16, 17, false, settings, sight(2))).toEqual({ from: 16 });
     // The model wrote in turn 15: at 16 it starts again at the last recentTurns turns.
     expect(nextWindow(at15, 16, false, settings, sight(15))).toEqual({ from: 15 });
-    // Only as many as the budget holds, counted to the end of the history (turns 12-20: 3,600 tokens).
-    expect(nextWindow(held, 14, false, settings, sight(2, 3600))).toEqual({ from: 12, remind: { from: 12, to: 12 } });
-    // None fits: it starts again.
+    // Only as many as the budget holds, counted to the end of the history (turns 6-20: 6,000 tokens),
+    // and only while at most 3 of them have gone: with turns 3-6 gone (5,600 tokens), it starts again.
+    expect(nextWindow(held, 14, false, settings, sight(2, 6000))).toEqual({ from: 6, remind: { from: 6, to: 12 } });
+    expect(nextWindow(held, 14, false, settings, sight(2, 5600))).toEqual({ from: 13 });
     expect(nextWindow(held, 14, false, settings, sight(2, 1000))).toEqual({ from: 13 });
+    // While all of them fit, they stay with no reminder (turns 9-13, after a write in turn 8).
+    expect(nextWindow(held, 14, false, settings, sight(8))).toEqual({ from: 9 });
     // A model that never wrote (or whose write left the view) is not waited for either.
     expect(nextWindow(held, 14, false, settings, sight(null))).toEqual({ from: 13 });
   });
