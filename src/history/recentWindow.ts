@@ -76,14 +76,16 @@ export function nextWindow(
   if (held > most || tooLarge(history, previous.from, budget)) {
     if (recorded) return fresh;
     const unrecorded = Math.max(previous.from, (sight.lastWrite ?? previous.from - 1) + 1);
-    if (unrecorded < fresh.from && !tooLarge(history, unrecorded, budget) && turn - unrecorded <= most) return { from: unrecorded };
+    // They stay while they all fit, the window at its limit: the request reminds the model of them.
+    const leaving = (from: number): RecentWindow => ({ from, remind: { from, to: fresh.from - 1 } });
+    if (unrecorded < fresh.from && !tooLarge(history, unrecorded, budget) && turn - unrecorded <= most) return leaving(unrecorded);
     // They no longer all fit. A model that writes gets a grace: the latest of them that fit
     // stay, the window sliding a turn a request and reminding it of those about to leave,
     // while at most `grace` of them have gone (no state kept: counted from its last write).
     if (sight.lastWrite !== null) {
       let from = Math.max(unrecorded, turn - most);
       while (from < fresh.from && tooLarge(history, from, budget)) from++;
-      if (from < fresh.from && from - (sight.lastWrite + 1) <= graceOf(settings)) return { from, remind: { from, to: fresh.from - 1 } };
+      if (from < fresh.from && from - (sight.lastWrite + 1) <= graceOf(settings)) return leaving(from);
     }
     return fresh;
   }

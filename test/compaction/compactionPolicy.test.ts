@@ -175,8 +175,8 @@ describe('compaction policy', () => {
     expect(nextWindow(held, 14, false, settings, sight(2, 6000))).toEqual({ from: 6, remind: { from: 6, to: 12 } });
     expect(nextWindow(held, 14, false, settings, sight(2, 5600))).toEqual({ from: 13 });
     expect(nextWindow(held, 14, false, settings, sight(2, 1000))).toEqual({ from: 13 });
-    // While all of them fit, they stay with no reminder (turns 9-13, after a write in turn 8).
-    expect(nextWindow(held, 14, false, settings, sight(8))).toEqual({ from: 9 });
+    // While all of them fit, they all stay, and the request reminds of them (turns 9-13, after a write in turn 8).
+    expect(nextWindow(held, 14, false, settings, sight(8))).toEqual({ from: 9, remind: { from: 9, to: 12 } });
     // A model that never wrote (or whose write left the view) is not waited for either.
     expect(nextWindow(held, 14, false, settings, sight(null))).toEqual({ from: 13 });
   });
