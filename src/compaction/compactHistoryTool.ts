@@ -136,10 +136,12 @@ const count = (n: number): string => n.toLocaleString('en-US');
 function belowFloor(deps: CompactionDeps, floor: number): string | null {
   const last = deps.lastRequest?.();
   const window = deps.contextWindow;
+  if (!(floor > 0) || !last || !window) return null;
   // On the share <context_meta> shows, rounded, as the compression guide's tiers are read.
-  if (!(floor > 0) || !last || !window || percentOf(last.total, window) >= Math.round(floor * 100)) return null;
+  const [shown, below] = [percentOf(last.total, window), Math.round(floor * 100)];
+  if (shown >= below) return null;
   // Short: it stays in the history that every later request carries.
-  return `Not compacted: the request uses ${percentOf(last.total, window)} % of the window; below ${Math.round(floor * 100)} % no compaction is needed.`;
+  return `Not compacted: the request uses ${shown} % of the window; below ${below} % no compaction is needed.`;
 }
 
 /**

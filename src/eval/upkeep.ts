@@ -14,7 +14,7 @@ export interface Upkeep {
   /** Reminders followed by a memory write within 2 requests (the reminded one and the next). */
   heeded: number;
   compactions: Partial<Record<CompactionReason, number>>;
-  /** The model's compact_history calls that were carried out, whether they compacted or not (under compactHistoryFloor). */
+  /** The model's compact_history calls that were carried out, whether they compacted or not (under compactHistoryFloor, or nothing to compact). */
   compactCalls: number;
   /** The conversation's turn (0-based) at which phase 2 began; null: it never did. */
   phase2At: number | null;

@@ -98,7 +98,7 @@ export function nextWindow(
   return { from: previous.from, ...(previous.base ? { base: previous.base } : {}), remind: { from: previous.from, to: fresh.from - 1 } };
 }
 
-/** Requests before its limit a window with unrecorded turns starts reminding, and after it keeps reminding (at most half its step). */
+/** Turns before its limit a window with unrecorded turns starts reminding, and of them it may let go past it, sliding (at most half its step). */
 function graceOf(settings: Pick<TurnSettings, 'recentTurnsStep'>): number {
   return Math.min(LEAVING_GRACE, Math.floor((settings.recentTurnsStep - 1) / 2));
 }
