@@ -42,6 +42,7 @@ import { SessionGate } from './sessionGate.js';
 import { SESSION_HEADER, sessionNameOf } from './sessionNaming.js';
 import { Upstream } from './upstream.js';
 import { readBody, sendError, sendJson } from '../http/jsonHttp.js';
+import { parseJsonInSlices } from '../http/slicedJson.js';
 
 export { PortInUseError };
 
@@ -106,6 +107,8 @@ export interface ProxyServer {
 const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
 /** /v1/models is a short list; a larger answer is not passed on. */
 const MAX_MODELS_BYTES = 4 * 1024 * 1024;
+/** What a body that is not JSON parses to. */
+const NOT_JSON = Symbol('not JSON');
 
 export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   const host = options.host ?? '127.0.0.1';
@@ -171,12 +174,8 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     }
     // A body of megabytes is read, parsed and checked in steps, other sessions' requests let in between.
     await yieldIfBusy();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(raw);
-    } catch {
-      return sendWireError(wire, res, 400, 'the request body is not JSON', 'invalid_request_error');
-    }
+    const parsed: unknown = await parseJsonInSlices(raw, yieldIfBusy).catch(() => NOT_JSON);
+    if (parsed === NOT_JSON) return sendWireError(wire, res, 400, 'the request body is not JSON', 'invalid_request_error');
     await yieldIfBusy();
     const request = wire.read(parsed, req.headers);
     const upstream = wire.upstream;
