@@ -2,7 +2,8 @@
  * Phase 2's window of recent turns when recentTurnsStep is over 1: it keeps its first turn
  * from request to request, so the messages after the notebook stay the same and a
  * provider's cache serves them. It starts again at the last recentTurns turns:
- * - when the notebook in its place changes (everything after it is sent uncached then anyway);
+ * - when the notebook in its place changes (everything after it is sent uncached then anyway),
+ *   but for the turns after the model's last write, which stay while they fit;
  * - when holding on stops paying (rent or buy): the turns it carries beyond the last
  *   recentTurns, each request re-reading them from the cache at a tenth of their price, have
  *   cost as much as sending those last turns again uncached would; but only when the turns
@@ -64,9 +65,18 @@ export function nextWindow(
 ): RecentWindow | null {
   if (settings.recentTurnsStep <= 1) return null;
   const fresh = { from: Math.max(1, turn - settings.recentTurns) };
-  // A window restored with `from` 0 is none: only its memory block was saved.
-  if (!previous || previous.from < 1 || notebookChanged || previous.from > turn) return fresh;
   const most = settings.recentTurns + settings.recentTurnsStep - 1;
+  // A window restored with `from` 0 is none: only its memory block was saved.
+  if (!previous || previous.from < 1 || previous.from > turn) return fresh;
+  if (notebookChanged) {
+    // Everything after the notebook is sent uncached now, wherever the window starts: one brought
+    // up to date with no write of the model's (a refresh of the held notebook) keeps the turns
+    // after its last write, as many as fit, rather than dropping them unrecorded.
+    if (!sight || sight.lastWrite === null || sight.lastWrite + 1 >= fresh.from) return fresh;
+    let from = Math.max(sight.lastWrite + 1, turn - most);
+    while (from < fresh.from && tooLarge(sight.history, from, sight.budget)) from++;
+    return from < fresh.from ? nextWindow({ from }, turn, false, settings, sight) : fresh;
+  }
   const held = turn - previous.from;
   if (!sight) return held > most ? fresh : previous;
   const { history, budget } = sight;

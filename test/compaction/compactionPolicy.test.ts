@@ -181,6 +181,26 @@ describe('compaction policy', () => {
     expect(nextWindow(held, 14, false, settings, sight(null))).toEqual({ from: 13 });
   });
 
+  it('started again by a notebook changed with no write of the model’s (a refresh), it keeps the turns after the last write that fit', () => {
+    const settings = { recentTurns: 1, recentTurnsStep: 10 };
+    const view = history(20, 100); // 400 tokens a turn
+    const sight = (lastWrite: number | null, budget = 1_000_000) => ({ history: view, lastWrite, budget });
+    const held = { from: 3 };
+    // The last write in turn 2: turns 3-9 are unrecorded, and stay (a changed notebook alone would start at 9).
+    expect(nextWindow(held, 10, true, settings, sight(2))).toEqual({ from: 3 });
+    // Near its limit it reminds of those about to leave, as a held window does.
+    expect(nextWindow(held, 12, true, settings, sight(2))).toEqual({ from: 3, remind: { from: 3, to: 10 } });
+    // As many as the budget holds (turns 6-20: 6,000 tokens), at the budget's edge and so reminding;
+    // none fit, or within its limit only: it starts again.
+    expect(nextWindow(held, 10, true, settings, sight(2, 6000))).toEqual({ from: 6, remind: { from: 6, to: 8 } });
+    expect(nextWindow(held, 10, true, settings, sight(2, 4000))).toEqual({ from: 9 });
+    expect(nextWindow(held, 16, true, settings, sight(2))).toEqual({ from: 6, remind: { from: 6, to: 14 } });
+    // The notebook changed by the model's write (turn 9), or a model that never wrote: it starts again.
+    expect(nextWindow(held, 10, true, settings, sight(9))).toEqual({ from: 9 });
+    expect(nextWindow(held, 10, true, settings, sight(null))).toEqual({ from: 9 });
+    expect(nextWindow(held, 10, true, settings)).toEqual({ from: 9 });
+  });
+
   it('fires the fallback when the request shows the threshold, not one percent below, and once per request', () => {
     expect(thresholdPercent({ fallbackThreshold: 0.75 })).toBe(75);
     expect(thresholdPercent({ fallbackThreshold: 0.7 })).toBe(70); // not 70.00000000000001
