@@ -200,6 +200,17 @@ export function backgroundThresholdFromEnv(env: NodeJS.ProcessEnv): number | fal
   return value;
 }
 
+/** WM_COMPACT_HISTORY_FLOOR → the share of the window below which compact_history compacts nothing (0: always compacts). */
+export function compactHistoryFloorFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env.WM_COMPACT_HISTORY_FLOOR?.trim();
+  if (!raw) return undefined;
+  if (!/^(0|0?\.\d+)$/.test(raw))
+    throw new ConfigError(
+      `WM_COMPACT_HISTORY_FLOOR=${JSON.stringify(env.WM_COMPACT_HISTORY_FLOOR)} is invalid: expected a share of the window from 0 to below 1 (0.2), or 0 to always compact`,
+    );
+  return Number(raw);
+}
+
 /** WM_MEMORY_POSITION → where a request carries the memory (docs/design.md §4). */
 export function memoryPositionFromEnv(env: NodeJS.ProcessEnv): MemoryPosition | undefined {
   return choiceFromEnv(env, 'WM_MEMORY_POSITION', MEMORY_POSITIONS);
@@ -244,7 +255,7 @@ export function resolveSettings(
       recentTurns: o.recentTurns ?? recentTurnsFromEnv(env),
       recentTurnsStep: o.recentTurnsStep ?? recentTurnsStepFromEnv(env),
       keepRecentTurns: o.keepRecentTurns,
-      compactHistoryFloor: o.compactHistoryFloor,
+      compactHistoryFloor: o.compactHistoryFloor ?? compactHistoryFloorFromEnv(env),
       fallbackTarget: o.fallbackTarget ?? fallbackTargetFromEnv(env),
       memoryPosition: o.memoryPosition ?? memoryPositionFromEnv(env),
       memoryRefresh: o.memoryRefresh ?? memoryRefreshFromEnv(env),
@@ -271,9 +282,9 @@ export function resolveSettings(
     turn.reminder = { ...turn.reminder, minRounds: turn.reminder.maxRounds };
   }
   if (turn.compactHistoryFloor >= turn.fallbackThreshold) {
-    if (o.compactHistoryFloor !== undefined)
+    if (o.compactHistoryFloor !== undefined || env.WM_COMPACT_HISTORY_FLOOR?.trim())
       throw new ConfigError(
-        `compactHistoryFloor (${o.compactHistoryFloor}) must be below fallbackThreshold (${turn.fallbackThreshold}): the fallback keeps every request under it, so compact_history would never compact`,
+        `compactHistoryFloor (${turn.compactHistoryFloor}) must be below fallbackThreshold (${turn.fallbackThreshold}): the fallback keeps every request under it, so compact_history would never compact`,
       );
     // Only the threshold was given: the default floor yields to it rather than refusing every call.
     turn.compactHistoryFloor = 0;

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { scriptedModel, type ScriptedReply } from '../../src/llm/scriptedModel.js';
-import { ConfigError } from '../../src/settings/config.js';
+import { ConfigError, resolveSettings, type SettingsOverrides } from '../../src/settings/config.js';
 import { SEED_LAYOUT } from '../../src/eval/arms.js';
 import { collect, newSession, ofType, splitTail } from '../helpers.js';
 import { logOf } from '../storage/stores.js';
 
 const compact: ScriptedReply = { toolCalls: [{ name: 'compact_history', arguments: { target: 'conversation', keep_recent: 2 } }] };
 const WINDOW = 8000;
+const MODEL = { contextWindow: WINDOW, maxOutputTokens: 1000 };
 
 /** Questions of about 110 tokens each: 3 are under 20 % of the window, 20 are over it. */
 const question = (i: number): string => `Question ${i}: ${'context '.repeat(100)}`;
@@ -70,5 +71,24 @@ describe('compact_history under compactHistoryFloor', () => {
     const early = await newSession({ llm: scriptedModel([]), settings: { fallbackThreshold: 0.15 } });
     expect(early.settings.compactHistoryFloor).toBe(0);
     await early.close();
+  });
+
+  it('WM_COMPACT_HISTORY_FLOOR sets it where no setting does (workmem serve and run take it so), and anything but a share is refused', () => {
+    const floor = (env: NodeJS.ProcessEnv, overrides: SettingsOverrides = {}) =>
+      resolveSettings(MODEL, overrides, env).turn.compactHistoryFloor;
+    expect(floor({})).toBe(0.2);
+    expect(floor({ WM_COMPACT_HISTORY_FLOOR: '0' })).toBe(0);
+    expect(floor({ WM_COMPACT_HISTORY_FLOOR: ' 0.35 ' })).toBe(0.35);
+    expect(floor({ WM_COMPACT_HISTORY_FLOOR: '.1' })).toBe(0.1);
+    expect(floor({ WM_COMPACT_HISTORY_FLOOR: '0.35' }, { compactHistoryFloor: 0.1 })).toBe(0.1);
+    for (const bad of ['1', '20', '-0.1', 'off', '0.2.1'])
+      expect(() => floor({ WM_COMPACT_HISTORY_FLOOR: bad })).toThrow(
+        new ConfigError(
+          `WM_COMPACT_HISTORY_FLOOR=${JSON.stringify(bad)} is invalid: expected a share of the window from 0 to below 1 (0.2), or 0 to always compact`,
+        ),
+      );
+    expect(() => floor({ WM_COMPACT_HISTORY_FLOOR: '0.8' })).toThrow(
+      /compactHistoryFloor \(0\.8\) must be below fallbackThreshold \(0\.75\)/,
+    );
   });
 });
