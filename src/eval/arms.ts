@@ -15,7 +15,7 @@ import { fetchDocumentTool } from './evalTools.js';
 import { meteredModel, type CallRecord, type MeteredModel } from './meteredModel.js';
 import { peerAgent } from './peerAgent.js';
 import type { Conversation } from './suite.js';
-import { UpkeepTracker, type Upkeep } from './upkeep.js';
+import { holdsTextToolCall, UpkeepTracker, type Upkeep } from './upkeep.js';
 
 /** The arms' names, in the order they run and are reported. */
 export const ARM_NAMES = ['workmem-auto', 'workmem-cache-aware', 'full-history', 'summarise-75'] as const;
@@ -79,6 +79,8 @@ export interface ArmRun {
   upkeep: Upkeep | null;
   /** Summaries a summarising peer made. */
   summaries: number;
+  /** A peer's tool calls whose result was an error, and its answers that held a call written as text (workmem's are in `upkeep`). */
+  peerTools?: { errors: number; asText: number };
   /** Turns that ended without an answer. */
   failedTurns: number;
   /** Each turn that ended without an answer: its status and error. */
@@ -198,17 +200,20 @@ export async function runArm(arm: ArmName, conversation: Conversation, context: 
     contextWindow: context.contextWindow,
   });
   let summaries = 0;
+  const peerTools = { errors: 0, asText: 0 };
   for (const [i, turn] of conversation.turns.entries()) {
     context.beforeTurn?.(i, meter.calls);
     meter.turn = i;
     const result = await peer.prompt(turn.text, context.signal);
     if (context.signal.aborted) throw context.signal.reason;
     summaries += result.summarised;
+    peerTools.errors += result.toolErrors;
+    if (holdsTextToolCall(result.text)) peerTools.asText++;
     if (result.failed) {
       failedTurns++;
       failures.push({ turn: i, status: 'failed', ...(result.error ? { error: result.error } : {}) });
     }
     answers.push(result.text);
   }
-  return { answers, calls: meter.calls, upkeep: null, summaries, failedTurns, failures, wallMs: performance.now() - started };
+  return { answers, calls: meter.calls, upkeep: null, summaries, peerTools, failedTurns, failures, wallMs: performance.now() - started };
 }

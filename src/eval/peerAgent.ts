@@ -44,6 +44,8 @@ export interface PeerTurn {
   error?: { kind: string; message: string; status?: number };
   /** The history was summarised before one of this turn's requests. */
   summarised: number;
+  /** Tool calls of the turn whose result was an error (malformed arguments, unknown tools). */
+  toolErrors: number;
 }
 
 /** A peer agent: one `prompt` per user message, its history kept in memory. */
@@ -110,6 +112,7 @@ export function peerAgent(options: PeerOptions): PeerAgent {
       const turn: ChatMessage[] = [{ role: 'user', content: text }];
       turns.push(turn);
       let summarised = 0;
+      let toolErrors = 0;
       for (let n = 0; n < (options.maxRequestsPerTurn ?? 20); n++) {
         if (await summarise(signal)) summarised++;
         let response: LLMResponse;
@@ -122,6 +125,7 @@ export function peerAgent(options: PeerOptions): PeerAgent {
             text: '',
             failed: true,
             summarised,
+            toolErrors,
             error: {
               kind: typeof e.kind === 'string' ? e.kind : 'error',
               message: String(e.message ?? error),
@@ -131,14 +135,18 @@ export function peerAgent(options: PeerOptions): PeerAgent {
         }
         const message = response.message;
         turn.push(message);
-        if (!message.tool_calls?.length) return { text: message.content ?? '', failed: false, summarised };
-        for (const call of message.tool_calls)
-          turn.push({ role: 'tool', tool_call_id: call.id, content: await runTool(tools, call.function, signal, turns.length) });
+        if (!message.tool_calls?.length) return { text: message.content ?? '', failed: false, summarised, toolErrors };
+        for (const call of message.tool_calls) {
+          const result = await runTool(tools, call.function, signal, turns.length);
+          if (result.isError) toolErrors++;
+          turn.push({ role: 'tool', tool_call_id: call.id, content: result.content });
+        }
       }
       return {
         text: '',
         failed: true,
         summarised,
+        toolErrors,
         error: { kind: 'requests', message: `the turn made ${options.maxRequestsPerTurn ?? 20} requests without an answer` },
       };
     },
@@ -151,22 +159,24 @@ async function runTool(
   call: { name: string; arguments: string },
   signal: AbortSignal,
   turn: number,
-): Promise<string> {
+): Promise<{ content: string; isError: boolean }> {
+  const failed = (content: string) => ({ content, isError: true });
   const tool = tools.find((t) => t.name === call.name);
-  if (!tool) return `Error: unknown tool ${JSON.stringify(call.name)}; the tools are ${tools.map((t) => t.name).join(', ') || 'none'}.`;
+  if (!tool)
+    return failed(`Error: unknown tool ${JSON.stringify(call.name)}; the tools are ${tools.map((t) => t.name).join(', ') || 'none'}.`);
   let args: unknown;
   try {
     args = JSON.parse(call.arguments || '{}');
   } catch {
-    return `Error: the arguments of ${call.name} are not valid JSON.`;
+    return failed(`Error: the arguments of ${call.name} are not valid JSON.`);
   }
   const parsed = tool.parameters.safeParse(args);
-  if (!parsed.success) return `Error: invalid arguments for ${call.name}: ${parsed.error.issues[0]?.message ?? 'invalid'}.`;
+  if (!parsed.success) return failed(`Error: invalid arguments for ${call.name}: ${parsed.error.issues[0]?.message ?? 'invalid'}.`);
   try {
     const output = await tool.execute(parsed.data, { signal, session: { id: 'peer', dir: '', workingMemoryDir: '' }, turn, request: 0 });
-    return typeof output === 'string' ? output : output.content;
+    return typeof output === 'string' ? { content: output, isError: false } : { content: output.content, isError: output.isError === true };
   } catch (error) {
-    return `Error: ${(error as Error).message}`;
+    return failed(`Error: ${(error as Error).message}`);
   }
 }
 

@@ -52,6 +52,8 @@ export interface ArmResult {
   upkeep: Upkeep | null;
   /** A summarising peer's summaries. */
   summaries: number;
+  /** A peer's tool calls whose result was an error, and its answers that held a call written as text (absent in results from before they were counted). */
+  peerTools?: { errors: number; asText: number };
   /** Turns that ended without an answer. */
   failedTurns: number;
   /** Each of them: its status and error. */

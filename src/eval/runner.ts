@@ -250,6 +250,7 @@ async function measure(
       cost,
       upkeep: run.upkeep,
       summaries: run.summaries,
+      ...(run.peerTools ? { peerTools: run.peerTools } : {}),
       failedTurns: run.failedTurns,
       ...(run.failures.length ? { failures: run.failures } : {}),
       ...(run.keptSession ? { keptSession: run.keptSession } : {}),

@@ -74,8 +74,8 @@ function armSummary(arm: ArmName, runs: ArmResult[], conversations: Conversation
     phase2: workmem
       ? runs.map((r, i) => ({ conversation: conversations[i]!.id, turn: r.upkeep!.phase2At === null ? null : r.upkeep!.phase2At + 1 }))
       : [],
-    toolErrors: sum((r) => r.upkeep?.toolErrors ?? 0),
-    textToolCalls: sum((r) => r.upkeep?.textToolCalls ?? 0),
+    toolErrors: sum((r) => r.upkeep?.toolErrors ?? r.peerTools?.errors ?? 0),
+    textToolCalls: sum((r) => r.upkeep?.textToolCalls ?? r.peerTools?.asText ?? 0),
     wallMs: sum((r) => r.wallMs),
     findings: [],
   };
@@ -110,8 +110,10 @@ export function findings(s: ArmSummary, runs: readonly ArmResult[]): string[] {
           : `the model compacted often: ${llm} times in ${s.turns} turns`,
       );
   }
-  if (s.toolErrors) out.push(`${s.toolErrors} tool calls failed (malformed arguments, unknown tools or refused writes)`);
-  if (s.textToolCalls) out.push(`${s.textToolCalls} answers held tool calls written as text instead of made`);
+  const plural = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`;
+  if (s.toolErrors)
+    out.push(`${plural(s.toolErrors, 'tool call', 'tool calls')} failed (malformed arguments, unknown tools or refused writes)`);
+  if (s.textToolCalls) out.push(`${plural(s.textToolCalls, 'answer', 'answers')} held tool calls written as text instead of made`);
   if (s.failedRequests) out.push(`${s.failedRequests} of ${s.requests} requests failed`);
   if (s.counted) out.push('the server reported no usage for some requests: their tokens are our count');
   return out;

@@ -28,6 +28,11 @@ export interface Upkeep {
 const HEED_WITHIN = 2;
 const TOOL_CALL_AS_TEXT = /<tool_call>|<function=|"arguments"\s*:|"name"\s*:\s*"(?:write|edit|compact_history|read)"/;
 
+/** Whether an answer holds a tool call written as text instead of made. */
+export function holdsTextToolCall(answer: string): boolean {
+  return TOOL_CALL_AS_TEXT.test(answer);
+}
+
 /** Follows a session's events; `turn` is the conversation's turn being played. */
 export class UpkeepTracker {
   turn = 0;
@@ -72,7 +77,7 @@ export class UpkeepTracker {
         else if (event.name === 'compact_history') u.compactCalls++;
         break;
       case 'turn_end':
-        if (TOOL_CALL_AS_TEXT.test(event.text)) u.textToolCalls++;
+        if (holdsTextToolCall(event.text)) u.textToolCalls++;
         break;
     }
   };

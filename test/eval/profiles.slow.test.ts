@@ -95,7 +95,14 @@ describe('workmem eval with the behaviour profiles, on the small suite', () => {
     const sloppy = arm('sloppy', 'workmem-auto');
     expect(sloppy.toolErrors).toBeGreaterThan(0);
     expect(sloppy.textToolCalls).toBeGreaterThan(0);
-    expect(sloppy.findings.join('\n')).toMatch(/tool calls failed[\s\S]*written as text/);
+    expect(sloppy.findings.join('\n')).toMatch(/tool calls? failed[\s\S]*written as text/);
+    // A peer's broken calls are said too: what it never ran (the user's tools) is why it may cost less.
+    for (const peer of ['full-history', 'summarise-75'] as const) {
+      const broken = arm('sloppy', peer);
+      expect(broken.toolErrors + broken.textToolCalls, peer).toBeGreaterThan(0);
+      expect(broken.findings.join('\n'), peer).toMatch(/tool calls? failed|written as text/);
+      expect(arm('diligent', peer).findings, peer).toEqual([]);
+    }
     const forgetful = arm('forgetful', 'workmem-auto');
     expect(forgetful.writesPer10Turns!).toBeLessThan(diligent.writesPer10Turns!);
   });
