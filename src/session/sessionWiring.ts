@@ -112,6 +112,7 @@ export function wireSession(
     systemPrompt({
       ...(instructions ? { instructions } : {}),
       fallbackThreshold: resolved.turn.fallbackThreshold,
+      compactHistoryFloor: resolved.turn.compactHistoryFloor,
       toolNames,
       ...(toolPrefix ? { toolPrefix } : {}),
     });

@@ -73,6 +73,29 @@ describe('compact_history under compactHistoryFloor', () => {
     await early.close();
   });
 
+  it("the system prompt's compression guide opens its first band at the floor, the seed's 20 % for 0 and the default", async () => {
+    const guide = async (settings: SettingsOverrides): Promise<string> => {
+      const llm = scriptedModel([{ text: 'ok' }], { contextWindow: WINDOW });
+      const session = await newSession({ llm, settings });
+      await session.prompt('Hello.');
+      await session.close();
+      const system = llm.requests[0]!.messages[0]!.content!;
+      return system.slice(system.indexOf('Act on tokens_percent:'), system.indexOf('Always keep'));
+    };
+    const seed = await guide({});
+    expect(seed).toContain('- below 20 %: normal work, no compaction needed\n- 20-40 %: light:');
+    expect(await guide({ compactHistoryFloor: 0 })).toBe(seed);
+    const floor30 = await guide({ compactHistoryFloor: 0.3 });
+    expect(floor30).toContain('- below 30 %: normal work, no compaction needed\n- 30-40 %: light:');
+    expect(floor30).toContain('- 40-60 %: medium:');
+    // Past the light band it is left out, and no band runs past the system's own threshold.
+    const floor45 = await guide({ compactHistoryFloor: 0.45, fallbackThreshold: 0.7 });
+    expect(floor45).toContain('- below 45 %: normal work, no compaction needed\n- 45-60 %: medium:');
+    expect(floor45).not.toContain('light');
+    expect(floor45).toContain('- 60-70 %: heavy:');
+    expect(floor45).toContain('- above 70 %: the system compacts by itself');
+  });
+
   it('WM_COMPACT_HISTORY_FLOOR sets it where no setting does (workmem serve and run take it so), and anything but a share is refused', () => {
     const floor = (env: NodeJS.ProcessEnv, overrides: SettingsOverrides = {}) =>
       resolveSettings(MODEL, overrides, env).turn.compactHistoryFloor;
