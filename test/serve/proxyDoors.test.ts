@@ -92,6 +92,25 @@ describe('workmem serve: failures, doors and names', () => {
     expect(server.requests.length).toBe(0);
   });
 
+  it('takes in a conversation of megabytes (parsed in slices) as a small one, and refuses it malformed with the same 400', async () => {
+    const { proxy, server } = await proxied();
+    const messages = Array.from({ length: 4001 }, (_, i) =>
+      i % 2
+        ? { role: 'assistant', content: `Answer ${i}: ${'noted, '.repeat(12)}` }
+        : { role: 'user', content: `Question ${i}: ${'and then? '.repeat(10)}` },
+    );
+    const body = JSON.stringify({ model: 'm', messages });
+    expect(body.length).toBeGreaterThan(256 * 1024);
+    const broken = await raw(proxy, { body: body.slice(0, -2) });
+    expect(broken.status).toBe(400);
+    expect(JSON.parse(broken.body).error).toMatchObject({ type: 'invalid_request_error', message: 'the request body is not JSON' });
+    expect(server.requests.length).toBe(0);
+    const whole = await raw(proxy, { body });
+    expect(whole.status, whole.body).toBe(200);
+    expect(JSON.parse(whole.body).choices[0].message.role).toBe('assistant');
+    expect(server.requests.length).toBeGreaterThan(0);
+  });
+
   it('has the doors: its own Host only, no browser Origin, bounded bodies, two routes', async () => {
     const { proxy } = await proxied({ proxy: { maxRequestBytes: 4096 } });
     expect((await raw(proxy, { body: chat('hi'), headers: { host: 'evil.example:80' } })).status).toBe(421);
