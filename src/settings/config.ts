@@ -147,6 +147,21 @@ function wholeFromEnv(env: NodeJS.ProcessEnv, name: string, min: number, max: nu
   return value;
 }
 
+/** A share of the window (0 to below 1, written 0.2 or .2) from WM_<name> that `valid` accepts; unset or empty: undefined. */
+function shareFromEnv(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  expected: string,
+  valid: (share: number) => boolean = () => true,
+): number | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  const value = Number(raw);
+  if (!/^(0|0?\.\d+)$/.test(raw) || !valid(value))
+    throw new ConfigError(`${name}=${JSON.stringify(env[name])} is invalid: expected ${expected}`);
+  return value;
+}
+
 /** The valid values, every one of them, as every configuration error says them. */
 function expectedOneOf(values: readonly unknown[]): string {
   return `expected one of ${values.map(String).join(', ')}`;
@@ -189,26 +204,13 @@ export function fallbackTargetFromEnv(env: NodeJS.ProcessEnv): FallbackTarget | 
 
 /** WM_BACKGROUND_THRESHOLD → the share of the window at which the fallback's summary is prepared in the background; `off`: never. */
 export function backgroundThresholdFromEnv(env: NodeJS.ProcessEnv): number | false | undefined {
-  const raw = env.WM_BACKGROUND_THRESHOLD?.trim();
-  if (!raw) return undefined;
-  if (['off', 'false', 'no', '0'].includes(raw.toLowerCase())) return false;
-  const value = Number(raw);
-  if (!/^0?\.\d+$/.test(raw) || !(value > 0.01 && value < 1))
-    throw new ConfigError(
-      `WM_BACKGROUND_THRESHOLD=${JSON.stringify(env.WM_BACKGROUND_THRESHOLD)} is invalid: expected a share of the window between 0.01 and 1 (0.6), or off`,
-    );
-  return value;
+  if (['off', 'false', 'no', '0'].includes(env.WM_BACKGROUND_THRESHOLD?.trim().toLowerCase() ?? '')) return false;
+  return shareFromEnv(env, 'WM_BACKGROUND_THRESHOLD', 'a share of the window between 0.01 and 1 (0.6), or off', (share) => share > 0.01);
 }
 
 /** WM_COMPACT_HISTORY_FLOOR → the share of the window below which compact_history compacts nothing (0: always compacts). */
 export function compactHistoryFloorFromEnv(env: NodeJS.ProcessEnv): number | undefined {
-  const raw = env.WM_COMPACT_HISTORY_FLOOR?.trim();
-  if (!raw) return undefined;
-  if (!/^(0|0?\.\d+)$/.test(raw))
-    throw new ConfigError(
-      `WM_COMPACT_HISTORY_FLOOR=${JSON.stringify(env.WM_COMPACT_HISTORY_FLOOR)} is invalid: expected a share of the window from 0 to below 1 (0.2), or 0 to always compact`,
-    );
-  return Number(raw);
+  return shareFromEnv(env, 'WM_COMPACT_HISTORY_FLOOR', 'a share of the window from 0 to below 1 (0.2), or 0 to always compact');
 }
 
 /** WM_MEMORY_POSITION → where a request carries the memory (docs/design.md §4). */

@@ -67,6 +67,23 @@ describe('configuration precedence: flags > environment > config.json', () => {
   });
 });
 
+describe('WM_BACKGROUND_THRESHOLD', () => {
+  it('takes a share above 0.01 or off, and refuses anything else with the name and value', () => {
+    const background = (value: string) => resolveSettings(model, {}, { WM_BACKGROUND_THRESHOLD: value }).turn.backgroundThreshold;
+    expect(background('0.5')).toBe(0.5);
+    expect(background(' .4 ')).toBe(0.4);
+    for (const off of ['off', 'OFF', 'false', 'no', '0']) expect(background(off)).toBeNull();
+    expect(resolveSettings(model, {}, {}).turn.backgroundThreshold).toBe(0.6);
+    for (const bad of ['0.01', '1', '60', '-0.5', 'soon'])
+      expect(() => background(bad)).toThrow(
+        new ConfigError(
+          `WM_BACKGROUND_THRESHOLD=${JSON.stringify(bad)} is invalid: expected a share of the window between 0.01 and 1 (0.6), or off`,
+        ),
+      );
+    expect(() => background('0.8')).toThrow(/backgroundThreshold \(0\.8\) must be below fallbackThreshold \(0\.75\)/);
+  });
+});
+
 describe('reminder minimum and maximum', () => {
   it('WM_MAX_ROUNDS=2 alone is taken: the default minimum (3) is lowered to 2, and a warning says so', () => {
     const resolved = resolveSettings(model, {}, { WM_MAX_ROUNDS: '2' });
