@@ -110,10 +110,10 @@ export function findings(s: ArmSummary, runs: readonly ArmResult[]): string[] {
           : `the model compacted often: ${llm} times in ${s.turns} turns`,
       );
   }
-  const plural = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`;
   if (s.toolErrors)
-    out.push(`${plural(s.toolErrors, 'tool call', 'tool calls')} failed (malformed arguments, unknown tools or refused writes)`);
-  if (s.textToolCalls) out.push(`${plural(s.textToolCalls, 'answer', 'answers')} held tool calls written as text instead of made`);
+    out.push(`${s.toolErrors} tool call${s.toolErrors === 1 ? '' : 's'} failed (malformed arguments, unknown tools or refused writes)`);
+  if (s.textToolCalls)
+    out.push(`${s.textToolCalls} answer${s.textToolCalls === 1 ? '' : 's'} held tool calls written as text instead of made`);
   if (s.failedRequests) out.push(`${s.failedRequests} of ${s.requests} requests failed`);
   if (s.counted) out.push('the server reported no usage for some requests: their tokens are our count');
   return out;

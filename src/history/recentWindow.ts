@@ -72,9 +72,8 @@ export function nextWindow(
     // Everything after the notebook is sent uncached now, wherever the window starts: one brought
     // up to date with no write of the model's (a refresh of the held notebook) keeps the turns
     // after its last write, as many as fit, rather than dropping them unrecorded.
-    if (!sight || sight.lastWrite === null || sight.lastWrite + 1 >= fresh.from) return fresh;
-    let from = Math.max(sight.lastWrite + 1, turn - most);
-    while (from < fresh.from && tooLarge(sight.history, from, sight.budget)) from++;
+    if (!sight || sight.lastWrite === null) return fresh;
+    const from = firstThatFits(sight, Math.max(sight.lastWrite + 1, turn - most), fresh.from);
     return from < fresh.from ? nextWindow({ from }, turn, false, settings, sight) : fresh;
   }
   const held = turn - previous.from;
@@ -93,8 +92,7 @@ export function nextWindow(
     // stay, the window sliding a turn a request and reminding it of those about to leave,
     // while at most `grace` of them have gone (no state kept: counted from its last write).
     if (sight.lastWrite !== null) {
-      let from = Math.max(unrecorded, turn - most);
-      while (from < fresh.from && tooLarge(history, from, budget)) from++;
+      const from = firstThatFits(sight, Math.max(unrecorded, turn - most), fresh.from);
       if (from < fresh.from && from - (sight.lastWrite + 1) <= graceOf(settings)) return leaving(from);
     }
     return fresh;
@@ -111,6 +109,13 @@ export function nextWindow(
 /** Turns before its limit a window with unrecorded turns starts reminding, and of them it may let go past it, sliding (at most half its step). */
 function graceOf(settings: Pick<TurnSettings, 'recentTurnsStep'>): number {
   return Math.min(LEAVING_GRACE, Math.floor((settings.recentTurnsStep - 1) / 2));
+}
+
+/** The first turn from `from` on whose turns to the end fit the budget; `end` when none before it does. */
+function firstThatFits(sight: WindowSight, from: number, end: number): number {
+  let first = from;
+  while (first < end && tooLarge(sight.history, first, sight.budget)) first++;
+  return first;
 }
 
 /** The same window, without a reminder it carried. */

@@ -8,7 +8,7 @@ export interface SystemPromptOptions {
   instructions?: string;
   /** Share of the window at which the system compacts by itself (0.75 = 75 %). */
   fallbackThreshold: number;
-  /** Share of the window under which compact_history compacts nothing (default 0.2): the guide's first band ends there. */
+  /** Share of the window under which compact_history compacts nothing: the guide's first band ends there (0 or none: the seed's 20 %). */
   compactHistoryFloor?: number;
   /** Names of the tools the model has, as sent, so the guide mentions only those. */
   toolNames: readonly string[];
@@ -41,7 +41,7 @@ const BANDS = [20, 40, 60] as const;
 function compose(options: SystemPromptOptions): string {
   const fallback = Math.round(options.fallbackThreshold * 100);
   // Where compact_history starts to compact, the guide's first band ends (a floor of 0 compacts always: the seed's 20).
-  const floor = Math.round((options.compactHistoryFloor ?? 0.2) * 100) || BANDS[0];
+  const floor = Math.round((options.compactHistoryFloor ?? 0) * 100) || BANDS[0];
   const [light, medium, heavy] = BANDS.map((b) => Math.min(Math.max(b, floor), fallback)) as [number, number, number];
   const band = (from: number, to: number, text: string): string[] => (from < to ? [`- ${from}-${to} %: ${text}`] : []);
   // workmem's own tools by the names they are sent under.

@@ -74,14 +74,11 @@ describe('parseJsonInSlices', () => {
       '{"a": 1,}',
     ];
     for (const text of broken) {
-      let expected: unknown;
-      try {
-        JSON.parse(text);
-      } catch (error) {
-        expected = error;
-      }
-      expect(expected).toBeInstanceOf(SyntaxError);
-      await expect(parseJsonInSlices(text, turnAtOnce)).rejects.toThrow((expected as Error).message);
+      const native = await Promise.resolve(text)
+        .then(JSON.parse)
+        .catch((error: unknown) => error);
+      expect(native).toBeInstanceOf(SyntaxError);
+      await expect(parseJsonInSlices(text, turnAtOnce)).rejects.toThrow(new SyntaxError((native as SyntaxError).message));
     }
   });
 
