@@ -16,6 +16,7 @@ import type { Summarizer } from './summarizer.js';
 import { neutraliseTags } from '../prompt/structuralTags.js';
 import type { TokenCounter } from '../tokens/tokens.js';
 import { renderTranscriptInSlices } from '../history/transcript.js';
+import { yieldIfBusy } from '../runtime/fairYield.js';
 
 export interface CompactionDeps {
   store: CompactionStore;
@@ -80,6 +81,7 @@ export async function applyCompaction(
   const stubbed = plan.stubs.map((i) => view.items[i]!);
   const tokensBefore = sum(archived) + sum(stubbed);
   if (archived.length === 0 && stubbed.length === 0) return NOTHING_COMPACTED;
+  await yieldIfBusy();
 
   const stamp = new Date(deps.now()).toISOString();
   const path = options.archiveTo ?? (await uniqueDetailPath(store, `compact-${stamp.replace(/[:.]/g, '-')}`));

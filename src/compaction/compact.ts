@@ -9,6 +9,7 @@
 import type { CompactionReason, SessionEvent } from '../events.js';
 import type { HistoryView } from '../history/historyView.js';
 import { tokensBetween } from '../history/historyView.js';
+import { yieldIfBusy } from '../runtime/fairYield.js';
 import { applyCompaction, type CompactionDeps, type CompactionResult } from './apply.js';
 import { preparedPlan, type PreparedSummary } from './prepared.js';
 import {
@@ -97,6 +98,9 @@ export async function compact(
   signal: AbortSignal,
   report?: CompactionReport,
 ): Promise<Compacted> {
+  // Planned in a turn of the loop of its own: on a history of thousands of items, the request
+  // that found it due and the plan are each milliseconds of work.
+  await yieldIfBusy();
   const view = deps.store.history();
   const [from, to] = rangeOf(request, view);
   const tokensBefore = tokensBetween(view, from, to);

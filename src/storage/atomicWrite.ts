@@ -40,7 +40,15 @@ export async function writeFileAtomic(
   }
   try {
     try {
-      await options.io.write(fd, typeof data === 'string' ? Buffer.from(data) : data, durable ? { sync: 'all' } : {});
+      // Megabytes (a long conversation's archive) a slice at a time: one encoding and one
+      // copy to a disk thread of it all would hold the loop for tens of milliseconds.
+      let at = 0;
+      do {
+        const end = sliceEnd(data, at);
+        const slice = typeof data === 'string' ? Buffer.from(data.slice(at, end)) : data.subarray(at, end);
+        await options.io.write(fd, slice, durable && end === data.length ? { sync: 'all' } : {});
+        at = end;
+      } while (at < data.length);
     } finally {
       closeSync(fd);
     }
@@ -54,6 +62,17 @@ export async function writeFileAtomic(
     throw storageError(error, shortPath(path));
   }
   if (durable) await syncDir(dir, options.io);
+}
+
+/** Characters (or bytes) written at a time: about a millisecond's encoding. */
+const SLICE = 1 << 18;
+
+/** Where the slice that starts at `at` ends: never between the two halves of a surrogate pair. */
+function sliceEnd(data: string | Uint8Array, at: number): number {
+  const end = Math.min(data.length, at + SLICE);
+  if (typeof data !== 'string' || end === data.length) return end;
+  const unit = data.charCodeAt(end - 1);
+  return unit >= 0xd800 && unit <= 0xdbff ? end - 1 : end;
 }
 
 function openTmp(tmp: string, tmpDir: string | undefined): number {
