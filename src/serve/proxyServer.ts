@@ -41,7 +41,7 @@ import { RequestLogEntry } from './requestLog.js';
 import { SessionGate } from './sessionGate.js';
 import { SESSION_HEADER, sessionNameOf } from './sessionNaming.js';
 import { Upstream } from './upstream.js';
-import { readBody, sendError, sendJson } from '../http/jsonHttp.js';
+import { readBodyPieces, sendError, sendJson } from '../http/jsonHttp.js';
 import { parseJsonInSlices } from '../http/slicedJson.js';
 
 export { PortInUseError };
@@ -165,7 +165,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     res: ServerResponse,
     entry: RequestLogEntry,
   ): Promise<void> {
-    const raw = await readBody(req, maxBytes);
+    const raw = await readBodyPieces(req, maxBytes);
     if (raw === null) {
       // The rest of the body is not read: the connection closes once the refusal is sent.
       res.setHeader('connection', 'close').removeHeader('keep-alive');

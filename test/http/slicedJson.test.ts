@@ -35,6 +35,30 @@ describe('parseJsonInSlices', () => {
     }
   });
 
+  it('gives the same from the pieces a body was read in, wherever they are cut', async () => {
+    const text = JSON.stringify({ ...body(9_000), temperature: 0.123456789, top: -12.5e-3, last: 'tail' }, null, 1);
+    // Cut everywhere a scan could go wrong: in a number, a string, an escape, between a
+    // backslash and its quote, after a bracket, and in pieces of one character.
+    const cuts = [...text.matchAll(/\\"|0\.12|-12|\[\{|"tail"|中文/g)].map((m) => m.index! + 1);
+    for (let at = 7; at < text.length; at += 65_537) cuts.push(at);
+    cuts.push(text.length - 1, text.length - 2);
+    const ends = [...new Set(cuts)].sort((a, b) => a - b);
+    const pieces = ends.map((end, i) => text.slice(i ? ends[i - 1] : 0, end)).concat(text.slice(ends.at(-1)));
+    expect(pieces.join('')).toBe(text);
+    expect(pieces.some((p) => p.length === 1)).toBe(true);
+    // Never joined whole (nor parsed whole again, as a scan gone wrong would be).
+    const unjoinable = Object.assign([...pieces], {
+      join: (): never => {
+        throw new Error('the pieces were joined');
+      },
+    });
+    expect(await parseJsonInSlices(unjoinable, turnAtOnce)).toEqual(JSON.parse(text));
+    // A malformed body in pieces throws JSON.parse's error for the whole.
+    const broken = [...pieces.slice(0, -1), `${pieces.at(-1)}x`];
+    await expect(parseJsonInSlices(broken, turnAtOnce)).rejects.toThrow(SyntaxError);
+    expect(await parseJsonInSlices(['{"a":', ' [1, 2]}'], turnAtOnce)).toEqual({ a: [1, 2] });
+  });
+
   it('lets the loop turn while it parses a large body', async () => {
     const text = JSON.stringify(body(30_000));
     let pauses = 0;
