@@ -16,6 +16,7 @@ import { ResponseSaves } from '../tools/responseSaves.js';
 import { boundCallId } from '../llm/toolCallIds.js';
 import type { SessionRecord } from '../history/sessionRecord.js';
 import type { TokenCounter } from '../tokens/tokens.js';
+import { yieldIfBusy } from '../runtime/fairYield.js';
 
 export interface LlmRequestDeps {
   llm: LLM;
@@ -33,6 +34,8 @@ export interface LlmRequestDeps {
 }
 
 export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: LlmRequestDeps): Promise<LlmOutput> {
+  // Sent in a turn of the loop of its own when the loop has been busy: making a long prompt's body is milliseconds.
+  await yieldIfBusy();
   const { record, counter } = deps;
   const base = { turn: input.turn, request: input.request };
   let streamed = '';

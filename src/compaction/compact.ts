@@ -121,6 +121,7 @@ export async function compact(
     deps,
     signal,
   );
+  await yieldIfBusy();
   const history = deps.store.history();
   // An archive replaces its items by one note (the pinned ones stay); stubs keep their places.
   const removed = plan.archive ? plan.archive[1] - plan.archive[0] - plan.kept.length - 1 : 0;
