@@ -11,7 +11,7 @@
  * says (/sys/dev/block), the disk's cache flushes per turn (the syncs it shared); heap per
  * open session. The same run measures the disk's own fdatasync rate (one file, one loop)
  * and a 20,001-message conversation sent to workmem serve for the first time, with another
- * session's request beside it.
+ * session's request beside it (its model in a process of its own, as a hosted one is).
  */
 import { spawn } from 'node:child_process';
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
@@ -417,6 +417,27 @@ async function drive(agent: Agent, base: string, names: string[], talks: WireMes
   return times;
 }
 
+/** The same model in a process of its own (upstreamChild.ts). */
+async function upstreamProcess(): Promise<{ baseURL: string; close(): Promise<void> }> {
+  const child = spawn(process.execPath, [builtFile('test/bench/upstreamChild.js'), ANSWER], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk;
+      if (out.includes('\n')) resolve(out.trim());
+    });
+    child.once('exit', (code) => reject(new Error(`the upstream process exited (${code}) before it listened`)));
+  });
+  return {
+    baseURL: line,
+    close: async () => {
+      child.stdin.end();
+      await exited;
+    },
+  };
+}
+
 async function upstreamServer(): Promise<TestServer> {
   return startTestServer({ policy: () => ({ content: ANSWER }), promptCaching: 'off', chunkChars: 64, reportUsage: false });
 }
@@ -508,7 +529,8 @@ async function longFirstRequest(
   messages: number,
 ): Promise<Omit<ConcurrentResult['long'][number], 'code'>> {
   const home = scratch(where);
-  const upstream = await upstreamServer();
+  // Out of this process, as a hosted model is: parsing the long conversation's prompt would hold the client beside it.
+  const upstream = await upstreamProcess();
   const served = await startMonitoredServe(code, upstream.baseURL, home, undefined);
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
   try {
