@@ -13,7 +13,7 @@
  * Every value is JSON.parse's, and a malformed body is parsed whole once more, so that its
  * error is JSON.parse's own. The body may come in the pieces it was read in: they are never
  * joined into one string of megabytes (allocating one holds the loop ~8 ms on a busy
- * machine); only the part being parsed is, a piece or two at a time.
+ * machine).
  */
 
 /** Bodies up to this many characters are parsed in one call (a millisecond or two). */
@@ -43,71 +43,76 @@ export async function parseJsonInSlices(text: string | readonly string[], pause:
 }
 
 /**
- * The text in its pieces, read by positions in the whole: a window of it is one string, which
- * takes in the next piece when a search runs past its end and lets go of what the parse has
- * passed (`drop`). A search never looks back before the last drop.
+ * The text in its pieces, read by positions in the whole. Searches go from piece to piece
+ * (the patterns are one character long: no match spans two), so nothing is copied but a
+ * value that lies across two pieces, once, when it is sliced for JSON.parse.
  */
 class Pieces {
-  private window: string;
-  /** Where the window starts in the whole text. */
-  private base = 0;
-  /** The first piece not yet in the window. */
-  private next = 1;
+  /** starts[j]: where piece j begins in the whole; starts[n]: the whole's length. */
+  private readonly starts: number[];
+  /** The piece read last: reads go forward, mostly within one piece. */
+  private at = 0;
   readonly length: number;
 
   constructor(private readonly pieces: readonly string[]) {
-    this.window = pieces[0] ?? '';
-    this.length = pieces.reduce((n, p) => n + p.length, 0);
+    let length = 0;
+    this.starts = pieces.map((piece) => {
+      const start = length;
+      length += piece.length;
+      return start;
+    });
+    this.starts.push(length);
+    this.length = length;
   }
 
-  /** The window takes in the next piece; false when none is left. */
-  private more(): boolean {
-    if (this.next >= this.pieces.length) return false;
-    this.window += this.pieces[this.next++];
+  /** Makes the piece that holds `position` the current one; false outside the text. */
+  private seek(position: number): boolean {
+    if (position < 0 || position >= this.length) return false;
+    while (position < this.starts[this.at]!) this.at--;
+    while (position >= this.starts[this.at + 1]!) this.at++;
     return true;
   }
 
-  /** Nothing before `at` is read again. */
-  drop(at: number): void {
-    const local = at - this.base;
-    if (local > 0 && local <= this.window.length) {
-      this.window = this.window.slice(local);
-      this.base = at;
-    }
+  /** The character at `position` ('' past the end). */
+  char(position: number): string {
+    return this.seek(position) ? this.pieces[this.at]![position - this.starts[this.at]!]! : '';
   }
 
-  /** The character at `at` ('' past the end). */
-  char(at: number): string {
-    while (at - this.base >= this.window.length) if (!this.more()) return '';
-    return this.window[at - this.base]!;
+  charCodeAt(position: number): number {
+    return this.seek(position) ? this.pieces[this.at]!.charCodeAt(position - this.starts[this.at]!) : NaN;
   }
 
-  charCodeAt(at: number): number {
-    while (at - this.base >= this.window.length) if (!this.more()) return NaN;
-    return this.window.charCodeAt(at - this.base);
-  }
-
+  /** Where the character `search` next stands at or after `from` (-1: nowhere). */
   indexOf(search: string, from: number): number {
-    for (;;) {
-      const found = this.window.indexOf(search, from - this.base);
-      if (found >= 0) return found + this.base;
-      if (!this.more()) return -1;
+    if (!this.seek(from)) return -1;
+    for (let j = this.at, local = from - this.starts[j]!; j < this.pieces.length; j++, local = 0) {
+      const found = this.pieces[j]!.indexOf(search, local);
+      if (found >= 0) return this.starts[(this.at = j)]! + found;
     }
+    return -1;
   }
 
-  /** The first match of the sticky-free global `pattern` at or after `from`, and its text. */
+  /** The first match of the global, one-character `pattern` at or after `from`, and its text. */
   match(pattern: RegExp, from: number): { index: number; text: string } | null {
-    for (;;) {
-      pattern.lastIndex = from - this.base;
-      const found = pattern.exec(this.window);
-      if (found) return { index: found.index + this.base, text: found[0] };
-      if (!this.more()) return null;
+    if (!this.seek(from)) return null;
+    for (let j = this.at, local = from - this.starts[j]!; j < this.pieces.length; j++, local = 0) {
+      pattern.lastIndex = local;
+      const found = pattern.exec(this.pieces[j]!);
+      if (found) return { index: this.starts[(this.at = j)]! + found.index, text: found[0] };
     }
+    return null;
   }
 
   slice(from: number, to: number): string {
-    while (to - this.base > this.window.length) if (!this.more()) break;
-    return this.window.slice(from - this.base, to - this.base);
+    if (to <= from || !this.seek(from)) return '';
+    const first = this.at;
+    const start = from - this.starts[first]!;
+    if (to <= this.starts[first + 1]!) return this.pieces[first]!.slice(start, to - this.starts[first]!);
+    const parts = [this.pieces[first]!.slice(start)];
+    let j = first + 1;
+    for (; j < this.pieces.length && this.starts[j + 1]! < to; j++) parts.push(this.pieces[j]!);
+    if (j < this.pieces.length) parts.push(this.pieces[j]!.slice(0, to - this.starts[j]!));
+    return parts.join('');
   }
 }
 
@@ -134,7 +139,6 @@ class SlicedParse {
 
   /** The value that starts at `at`, and where it ends: cut at its members above SPLIT_DEPTH, else whole and at once. */
   private valueAt(at: number, depth: number): Parsed | Promise<Parsed> {
-    this.text.drop(at);
     const c = this.text.char(at);
     if ((c === '{' || c === '[') && depth < SPLIT_DEPTH) return c === '{' ? this.object(at, depth) : this.array(at, depth);
     const end = this.valueEnd(at);
@@ -163,7 +167,6 @@ class SlicedParse {
     if (this.text.char(p) === '}') return { value: out, end: p + 1 };
     for (;;) {
       if (this.text.char(p) !== '"') throw new Malformed();
-      this.text.drop(p);
       const keyEnd = this.stringEnd(p);
       const key = JSON.parse(this.text.slice(p, keyEnd)) as string;
       p = this.skipSpace(keyEnd);

@@ -36,7 +36,10 @@ describe('parseJsonInSlices', () => {
   });
 
   it('gives the same from the pieces a body was read in, wherever they are cut', async () => {
-    const text = JSON.stringify({ ...body(9_000), temperature: 0.123456789, top: -12.5e-3, last: 'tail' }, null, 1);
+    const value = body(9_000);
+    // And a message across several pieces.
+    (value.messages as unknown[]).splice(4_000, 0, { role: 'user', content: `a "long" one \\ ${'q'.repeat(200_000)}` });
+    const text = JSON.stringify({ ...value, temperature: 0.123456789, top: -12.5e-3, last: 'tail' }, null, 1);
     // Cut everywhere a scan could go wrong: in a number, a string, an escape, between a
     // backslash and its quote, after a bracket, and in pieces of one character.
     const cuts = [...text.matchAll(/\\"|0\.12|-12|\[\{|"tail"|中文/g)].map((m) => m.index! + 1);
