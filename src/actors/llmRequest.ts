@@ -36,6 +36,8 @@ export interface LlmRequestDeps {
 export async function runLlmRequest(input: LlmInput, signal: AbortSignal, deps: LlmRequestDeps): Promise<LlmOutput> {
   // Sent in a turn of the loop of its own when the loop has been busy: making a long prompt's body is milliseconds.
   await yieldIfBusy();
+  // Aborted meanwhile: nothing is sent (a listener added now would never hear of it).
+  if (signal.aborted) throw new FailedRequest(new LLMError('aborted', 'the request was aborted'), (deps.random ?? Math.random)());
   const { record, counter } = deps;
   const base = { turn: input.turn, request: input.request };
   let streamed = '';

@@ -45,7 +45,13 @@ export async function writeFileAtomic(
       let at = 0;
       do {
         const end = sliceEnd(data, at);
-        const slice = typeof data === 'string' ? Buffer.from(data.slice(at, end)) : data.subarray(at, end);
+        // Bytes copied: a view would take its whole buffer along to a disk thread (postMessage clones all of it).
+        const slice =
+          typeof data === 'string'
+            ? Buffer.from(data.slice(at, end))
+            : end - at === data.length
+              ? data
+              : new Uint8Array(data.subarray(at, end));
         await options.io.write(fd, slice, durable && end === data.length ? { sync: 'all' } : {});
         at = end;
       } while (at < data.length);

@@ -421,6 +421,7 @@ async function drive(agent: Agent, base: string, names: string[], talks: WireMes
 async function upstreamProcess(): Promise<{ baseURL: string; close(): Promise<void> }> {
   const child = spawn(process.execPath, [builtFile('test/bench/upstreamChild.js'), ANSWER], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.stdin.on('error', () => {}); // a child that died: its exit says so
   const line = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -531,13 +532,15 @@ async function longFirstRequest(
   const home = scratch(where);
   // Out of this process, as a hosted model is: parsing the long conversation's prompt would hold the client beside it.
   const upstream = await upstreamProcess();
-  const served = await startMonitoredServe(code, upstream.baseURL, home, undefined);
+  let served: Awaited<ReturnType<typeof startMonitoredServe>> | null = null;
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
   try {
+    served = await startMonitoredServe(code, upstream.baseURL, home, undefined);
+    const url = served.url;
     const small: WireMessage[] = [];
     const ask = async (): Promise<number> => {
       small.push({ role: 'user', content: `Short question ${small.length}.` });
-      const { text, ms } = await chat(agent, served.url, 'beside', small);
+      const { text, ms } = await chat(agent, url, 'beside', small);
       small.push({ role: 'assistant', content: text });
       return ms;
     };
@@ -554,7 +557,7 @@ async function longFirstRequest(
     long.push({ role: 'user', content: 'And now, what is left to do?' });
     let done = false;
     const longStart = now();
-    const first = chat(agent, served.url, 'long', long).finally(() => (done = true));
+    const first = chat(agent, url, 'long', long).finally(() => (done = true));
     const beside: number[] = [];
     while (!done) beside.push(await ask());
     const longMs = (await first).ms;
@@ -569,9 +572,12 @@ async function longFirstRequest(
     };
   } finally {
     agent.destroy();
-    await served.stop();
-    await upstream.close();
-    rmSync(home, { recursive: true, force: true });
+    try {
+      await served?.stop();
+    } finally {
+      await upstream.close();
+      rmSync(home, { recursive: true, force: true });
+    }
   }
 }
 

@@ -6,17 +6,23 @@ import { writeFileAtomic } from '../../src/storage/atomicWrite.js';
 import { inlineDiskIO, type DiskIO, type SyncKind } from '../../src/storage/diskIO.js';
 
 /** inlineDiskIO, each write's size and sync noted. */
-function notingIO(): DiskIO & { writes: { bytes: number; sync?: SyncKind }[] } {
+function notingIO(): DiskIO & { writes: { bytes: number; sync?: SyncKind }[]; views: number } {
   const io = inlineDiskIO();
   const writes: { bytes: number; sync?: SyncKind }[] = [];
+  let views = 0;
   return {
     writes,
+    // Slices handed over as views of a larger buffer (a disk thread would be sent all of it).
+    get views() {
+      return views;
+    },
     offLoop: io.offLoop,
     get syncs() {
       return io.syncs;
     },
     write: (fd, data, options) => {
       writes.push({ bytes: data.length, ...(options?.sync ? { sync: options.sync } : {}) });
+      if (data.buffer.byteLength !== data.length) views++;
       return io.write(fd, data, options);
     },
     sync: (fd, kind) => io.sync(fd, kind),
@@ -56,6 +62,7 @@ describe('writeFileAtomic', () => {
     await writeFileAtomic(join(d, 'data.bin'), bytes, { io });
     expect(readFileSync(join(d, 'data.bin')).equals(bytes)).toBe(true);
     expect(io.writes.map((w) => w.bytes)).toEqual([1 << 18, 1 << 18, 600_000 - 2 * (1 << 18)]);
+    expect(io.views).toBe(0);
     for (const content of ['short', '']) {
       const one = notingIO();
       await writeFileAtomic(join(d, 'small.md'), content, { io: one });
