@@ -30,11 +30,11 @@ class Malformed extends Error {}
 
 /** The value of `text` (or of its pieces, in order) as JSON.parse gives it, taken in slices with `pause()` between them. */
 export async function parseJsonInSlices(text: string | readonly string[], pause: () => Promise<void>): Promise<unknown> {
-  const pieces = typeof text === 'string' ? [text] : text;
+  const pieces = new Pieces(typeof text === 'string' ? [text] : text);
   const whole = (): string => (typeof text === 'string' ? text : text.join(''));
-  if (pieces.reduce((n, p) => n + p.length, 0) <= WHOLE) return JSON.parse(whole());
+  if (pieces.length <= WHOLE) return JSON.parse(whole());
   try {
-    return await new SlicedParse(new Pieces(pieces), pause).document();
+    return await new SlicedParse(pieces, pause).document();
   } catch (error) {
     // JSON.parse says what is wrong, where (or, should the scan have been wrong, parses it).
     if (error instanceof Malformed || error instanceof SyntaxError) return JSON.parse(whole());
@@ -84,23 +84,25 @@ class Pieces {
 
   /** Where the character `search` next stands at or after `from` (-1: nowhere). */
   indexOf(search: string, from: number): number {
+    return this.scan(from, (piece, local) => piece.indexOf(search, local));
+  }
+
+  /** Where the global, one-character `pattern` next matches at or after `from` (-1: nowhere). */
+  find(pattern: RegExp, from: number): number {
+    return this.scan(from, (piece, local) => {
+      pattern.lastIndex = local;
+      return pattern.exec(piece)?.index ?? -1;
+    });
+  }
+
+  /** The first place `search` finds in a piece, from `from` on, in the whole (-1: none). */
+  private scan(from: number, search: (piece: string, local: number) => number): number {
     if (!this.seek(from)) return -1;
     for (let j = this.at, local = from - this.starts[j]!; j < this.pieces.length; j++, local = 0) {
-      const found = this.pieces[j]!.indexOf(search, local);
+      const found = search(this.pieces[j]!, local);
       if (found >= 0) return this.starts[(this.at = j)]! + found;
     }
     return -1;
-  }
-
-  /** The first match of the global, one-character `pattern` at or after `from`, and its text. */
-  match(pattern: RegExp, from: number): { index: number; text: string } | null {
-    if (!this.seek(from)) return null;
-    for (let j = this.at, local = from - this.starts[j]!; j < this.pieces.length; j++, local = 0) {
-      pattern.lastIndex = local;
-      const found = pattern.exec(this.pieces[j]!);
-      if (found) return { index: this.starts[(this.at = j)]! + found.index, text: found[0] };
-    }
-    return null;
   }
 
   slice(from: number, to: number): string {
@@ -201,7 +203,8 @@ class SlicedParse {
     const c = this.text.char(at);
     if (c === '"') return this.stringEnd(at);
     if (c === '{' || c === '[') return this.containerEnd(at);
-    const end = this.text.match(SCALAR_END, at)?.index ?? this.text.length;
+    const found = this.text.find(SCALAR_END, at);
+    const end = found < 0 ? this.text.length : found;
     if (end === at) throw new Malformed();
     return end;
   }
@@ -210,13 +213,13 @@ class SlicedParse {
     let depth = 0;
     let from = at;
     for (;;) {
-      const m = this.text.match(STRUCTURE, from);
-      if (!m) throw new Malformed();
-      const c = m.text;
-      from = m.index + 1;
-      if (c === '"') from = this.stringEnd(m.index);
+      const hit = this.text.find(STRUCTURE, from);
+      if (hit < 0) throw new Malformed();
+      const c = this.text.char(hit);
+      from = hit + 1;
+      if (c === '"') from = this.stringEnd(hit);
       else if (c === '{' || c === '[') depth++;
-      else if (--depth === 0) return m.index + 1;
+      else if (--depth === 0) return hit + 1;
     }
   }
 
